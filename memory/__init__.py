@@ -1,0 +1,1 @@
+"""The domain of dsh-memory-worker: DSH logs in, Hypatia memory out. No Celery, no database."""

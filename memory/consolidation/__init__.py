@@ -1,0 +1,1 @@
+"""Consolidation: transcripts, prompts, model-output parsing, cascade and work-unit rules."""

@@ -1,0 +1,1 @@
+"""The Hypatia protocol: one store interface (base.py) and its adapters."""

@@ -1,0 +1,227 @@
+"""The Hypatia seam: one ``MemoryStore`` protocol, typed rows and error classes.
+
+Three adapters implement it (hypatia-lite in-process, the ``hypatia`` CLI over subprocess, and
+``hypatia mcp`` over the MCP SDK); the contract test suite is the same for all of them, so an
+adapter cannot drift. Shelf is a constructor parameter of each adapter, not a call argument.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+Catalog = Literal["knowledge", "statement"]
+Target = Literal["knowledge", "statement", "both"]
+
+
+@dataclass(frozen=True, slots=True)
+class Features:
+    """What the connected store offers (probed once per adapter)."""
+
+    no_embed: bool = False  # knowledge/statement create accept "no embedding"
+    similar_filters: bool = False  # similar accepts exclude_tags
+    delete: bool = False  # knowledge-delete / statement-delete
+    update: bool = False  # knowledge-update
+
+
+@dataclass(frozen=True, slots=True)
+class Content:
+    """Hypatia's six-field Content object."""
+
+    data: str = ""
+    format: str = "markdown"
+    tags: tuple[str, ...] = ()
+    synonyms: tuple[str, ...] | None = None
+    figures: tuple[str, ...] | None = None
+    scopes: tuple[str, ...] | None = None  # None = no scopes; ("",) = global
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": self.format,
+            "data": self.data,
+            "tags": list(self.tags),
+            "synonyms": None if self.synonyms is None else list(self.synonyms),
+            "figures": None if self.figures is None else list(self.figures),
+            "scopes": None if self.scopes is None else list(self.scopes),
+        }
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> Content:
+        def _opt(key: str) -> tuple[str, ...] | None:
+            raw = value.get(key)
+            return None if raw is None else tuple(str(x) for x in raw)
+
+        return cls(
+            data=str(value.get("data") or ""),
+            format=str(value.get("format") or "markdown"),
+            tags=tuple(str(x) for x in (value.get("tags") or ())),
+            synonyms=_opt("synonyms") if isinstance(value.get("synonyms"), list) else None,
+            figures=_opt("figures"),
+            scopes=_opt("scopes"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class KnowledgeEntry:
+    name: str
+    content: Content
+    created_at: str  # 'YYYY-MM-DD HH:MM:SS.fff' UTC
+
+
+@dataclass(frozen=True, slots=True)
+class StatementRow:
+    head: str
+    relation: str
+    tail: str
+    content: Content = field(default_factory=Content)
+    created_at: str = ""
+
+    @property
+    def triple(self) -> str:
+        return csv_triple(self.head, self.relation, self.tail)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRow:
+    """A full-text hit: Hypatia's ``{id, catalog, key, content:<JSON string>, rank}``."""
+
+    id: int
+    catalog: Catalog
+    key: str
+    content: Content
+    rank: float
+
+
+@dataclass(frozen=True, slots=True)
+class SimilarRow:
+    """A vector hit: ``key`` is the entry name or the CSV triple; lower distance is closer."""
+
+    catalog: Catalog
+    key: str
+    content: Content
+    distance: float
+
+
+QueryRow = KnowledgeEntry | StatementRow
+
+
+# --------------------------------------------------------------------------------------- errors
+
+
+class StoreError(Exception):
+    """Base class; ``str(err)`` is one line a user can act on."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(str(message).split()))
+
+
+class NotFoundError(StoreError):
+    """The named entry / statement / shelf does not exist."""
+
+
+class DuplicateError(StoreError):
+    """Create of an existing name (stores report it with a UNIQUE / duplicate-key text)."""
+
+
+class ModelUnavailableError(StoreError):
+    """Semantic search is off: no embedding model / provider configured."""
+
+
+class TransientStoreError(StoreError):
+    """Worth retrying: a timeout, ``database is locked``, a crashed server process."""
+
+
+class FatalStoreError(StoreError):
+    """Not worth retrying: bad arguments, a missing binary, an unknown shelf, a broken reply."""
+
+
+# ------------------------------------------------------------------------------------- protocol
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    """What the rest of the code needs from a Hypatia-compatible store."""
+
+    shelf: str
+
+    def features(self) -> Features: ...
+
+    def knowledge_get(self, name: str) -> KnowledgeEntry | None: ...
+
+    def knowledge_create(
+        self,
+        name: str,
+        data: str,
+        *,
+        tags: Sequence[str] = (),
+        scopes: Sequence[str] | None = None,
+        embed: bool = True,
+    ) -> bool:
+        """True when created, False when an entry of that name already existed (unchanged)."""
+        ...
+
+    def knowledge_update(
+        self,
+        name: str,
+        *,
+        data: str | None = None,
+        tags: Sequence[str] | None = None,
+        scopes: Sequence[str] | None = None,
+    ) -> bool:
+        """True when changed, False when unchanged; NotFoundError when absent."""
+        ...
+
+    def knowledge_delete(self, name: str) -> bool:
+        """True when removed, False when absent."""
+        ...
+
+    def statement_create(
+        self,
+        head: str,
+        relation: str,
+        tail: str,
+        *,
+        data: str = "",
+        scopes: Sequence[str] | None = None,
+        embed: bool = True,
+    ) -> bool:
+        """True when created, False when the triple already existed (unchanged)."""
+        ...
+
+    def statement_delete(self, head: str, relation: str, tail: str) -> bool:
+        """True when removed, False when absent."""
+        ...
+
+    def search(
+        self, query: str, *, catalog: Catalog | None = None, limit: int = 100
+    ) -> list[SearchRow]: ...
+
+    def similar(
+        self,
+        query: str,
+        *,
+        target: Target = "knowledge",
+        limit: int = 10,
+        exclude_tags: Sequence[str] = (),
+    ) -> list[SimilarRow]: ...
+
+    def query(self, jse: Any) -> list[QueryRow]:
+        """Run a JSE expression (a JSON-able value or its JSON text)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+# -------------------------------------------------------------------------------------- helpers
+
+
+def _csv_field(value: str) -> str:
+    if any(ch in value for ch in ',"\n'):
+        return '"' + value.replace('"', '""') + '"'
+    return value
+
+
+def csv_triple(head: str, relation: str, tail: str) -> str:
+    """Hypatia's statement key: the CSV rendering of ``(head, relation, tail)``."""
+    return ",".join(_csv_field(x) for x in (head, relation, tail))

@@ -1,0 +1,1 @@
+"""The runtime of dsh-memory-worker: settings, state, jobs, Celery tasks, daemon, CLI."""

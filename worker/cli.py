@@ -1,0 +1,29 @@
+"""The ``memory-worker`` command line (Typer + Rich).
+
+Each command lives in its own module under ``worker/commands/`` and is registered here.
+"""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="memory-worker",
+    help="Turn DSH session logs into Hypatia memory.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+@app.callback()
+def _root() -> None:
+    """Turn DSH session logs into Hypatia memory."""
+
+
+def _register() -> None:
+    from worker.commands import inspect as _inspect  # noqa: F401  (registers `inspect`)
+
+
+def main() -> None:
+    _register()
+    app()

@@ -1,0 +1,1 @@
+"""One module per ``memory-worker`` command; each registers itself on ``worker.cli.app``."""

@@ -1,0 +1,1 @@
+"""SQLAlchemy models and repositories: sessions, progress (watermarks), leases, audit."""
