@@ -1,0 +1,311 @@
+"""The worker's configuration: environment variables ``MEMORY_WORKER_*`` plus an optional TOML file.
+
+This is the only module that reads the process environment or a configuration file; every other
+module receives a :class:`Settings` (or single values from it).
+
+Precedence, highest first: keyword overrides passed to :func:`load_settings`, environment
+variables ``MEMORY_WORKER_<FIELD>``, the TOML file, the defaults below. The TOML file is the
+``config_file`` argument (``--config``) or else the path in ``MEMORY_WORKER_CONFIG``; its keys are
+the field names (``flush_window_s = 60``, ``[[model_routes]]`` tables).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tomllib
+import zoneinfo
+from collections.abc import Mapping
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+ENV_PREFIX = "MEMORY_WORKER_"
+CONFIG_ENV = "MEMORY_WORKER_CONFIG"
+MASK = "***"
+
+DEFAULT_WITHDRAWAL_KINDS = ("dsh-rewind", "plugin:dsh-rewind", "plugin:rollback")
+
+StoreTransport = Literal["lite", "cli", "mcp"]
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "max"]
+
+
+class SettingsError(ValueError):
+    """The configuration is unusable; ``str(err)`` is one line that says what and where."""
+
+
+class ModelRoute(BaseModel):
+    """One OpenAI-compatible chat-completions route; routes are tried in list order."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_url: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    api_key_env: str | None = None
+    """Name of the environment variable holding the key (preferred: keeps it out of files)."""
+    api_key: SecretStr | None = None
+    """The key itself; allowed but discouraged. Always masked when printed."""
+    reasoning_effort: ReasoningEffort | None = None
+
+
+def _split_list(value: Any) -> Any:
+    """Accept a JSON list or a comma-separated string for list fields given as text."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            return json.loads(text)
+        return [part.strip() for part in text.split(",") if part.strip()]
+    return value
+
+
+def _default_dsh_home() -> Path:
+    raw = os.environ.get("DSH_HOME")
+    return Path(raw).expanduser() if raw else Path.home() / ".dsh"
+
+
+def _default_data_dir() -> Path:
+    xdg = os.environ.get("XDG_DATA_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share"
+    return base / "dsh-memory-worker"
+
+
+# The parsed TOML file for the settings object being built (set only inside load_settings).
+_FILE_VALUES: ContextVar[Mapping[str, Any]] = ContextVar("_FILE_VALUES", default={})
+
+
+class _TomlValues(PydanticBaseSettingsSource):
+    """Feeds the already parsed and key-checked TOML table to pydantic-settings."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        values = _FILE_VALUES.get()
+        return values.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(_FILE_VALUES.get())
+
+
+class Settings(BaseSettings):
+    """Every knob of the worker, with its default. Field names are stable (env, TOML, docs)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        extra="ignore",
+        validate_default=True,
+        frozen=True,
+    )
+
+    # --- where things are -------------------------------------------------------------------
+    dsh_home: Path = Field(default_factory=_default_dsh_home)
+    data_dir: Path = Field(default_factory=_default_data_dir)
+    state_url: str | None = None
+    """SQLAlchemy URL of the state database; ``None`` → ``sqlite:///<data_dir>/state.db``."""
+    migrations_dir: Path | None = None
+    """Alembic script directory; ``None`` → the checkout's ``migrations/`` (see state.migrate)."""
+
+    # --- broker -------------------------------------------------------------------------------
+    broker_url: str = "redis://127.0.0.1:6379/0"
+    result_backend: str | None = None
+
+    # --- the memory store ---------------------------------------------------------------------
+    store_transport: StoreTransport = "lite"
+    store_binary: str = Field(default="hypatia", min_length=1)
+    store_shelf: str = Field(default="default", pattern=r"^\S+$")
+    store_timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    lite_home: Path | None = None
+
+    # --- what the worker reads and how it cuts spans ------------------------------------------
+    withdrawal_kinds: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: list(DEFAULT_WITHDRAWAL_KINDS)
+    )
+    flush_window_s: float = Field(default=120.0, ge=0, le=600)
+    idle_close_s: float = Field(default=600.0, gt=0, le=86_400)
+    poll_interval_s: float = Field(default=1.0, gt=0, le=60)
+    reconcile_interval_s: float = Field(default=30.0, gt=0, le=3600)
+    tool_ledger: bool = False
+    max_assistant_chars: int = Field(default=8000, ge=500)
+    max_user_chars: int = Field(default=32000, ge=500)
+    timezone: str | None = None
+    """IANA zone for timestamps written into entries; ``None`` = the machine's local zone."""
+
+    # --- task execution -----------------------------------------------------------------------
+    concurrency: int = Field(default=1, ge=1, le=64)
+    lease_ttl_s: float = Field(default=300.0, ge=5, le=86_400)
+    task_max_retries: int = Field(default=2, ge=0, le=9)
+    """Retries after the first attempt (the reference's maxAttempts 3 = 1 + 2 retries)."""
+    retry_backoff_s: float = Field(default=5.0, ge=0.1, le=3600)
+
+    # --- consolidation (reference §9 defaults and bounds) --------------------------------------
+    consolidation_enabled: bool = True
+    model_routes: list[ModelRoute] = Field(default_factory=list)
+    model_timeout_s: float = Field(default=120.0, ge=1, le=3600)
+    check_every_turns: int = Field(default=5, ge=1)
+    min_new_tokens: int = Field(default=3000, ge=500)
+    max_input_tokens: int = Field(default=16000, ge=1000)
+    max_output_tokens: int = Field(default=2000, ge=200)
+    max_work_units_per_run: int = Field(default=3, ge=1, le=10)
+    adjudicate: bool = True
+    dedup_max_distance: float = Field(default=0.45, ge=0, le=2)
+    dedup_candidates: int = Field(default=5, ge=1, le=20)
+    cascade_enabled: bool = True
+    cascade_batch_size: int = Field(default=16, ge=2, le=64)
+    consolidation_backfill_per_scope: int = Field(default=4, ge=1, le=64)
+    reconcile_on_startup: bool = True
+
+    # --- operations ---------------------------------------------------------------------------
+    log_json: bool = False
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    metrics_port: int | None = Field(default=None, ge=1, le=65535)
+
+    @field_validator("withdrawal_kinds", mode="before")
+    @classmethod
+    def _parse_kinds(cls, value: Any) -> Any:
+        return _split_list(value)
+
+    @field_validator("withdrawal_kinds")
+    @classmethod
+    def _clean_kinds(cls, value: list[str]) -> list[str]:
+        kinds = [kind.strip() for kind in value if kind.strip()]
+        return list(dict.fromkeys(kinds))
+
+    @field_validator("dsh_home", "data_dir", "lite_home", "migrations_dir")
+    @classmethod
+    def _expand(cls, value: Path | None) -> Path | None:
+        return value.expanduser() if value is not None else None
+
+    @field_validator("timezone")
+    @classmethod
+    def _check_zone(cls, value: str | None) -> str | None:
+        if value is None or value.strip() == "":
+            return None
+        try:
+            zoneinfo.ZoneInfo(value)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown time zone {value!r}") from exc
+        return value
+
+    @field_validator("state_url", "broker_url", "result_backend")
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        if value is None or value.strip() == "":
+            return None
+        if not re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", value):
+            raise ValueError(f"not a URL (scheme://...): {mask_url(value)!r}")
+        return value.strip()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _TomlValues(settings_cls))
+
+    # --- derived values -----------------------------------------------------------------------
+    @property
+    def sessions_root(self) -> Path:
+        """Where DSH keeps session directories: ``<dsh_home>/sessions``."""
+        return self.dsh_home / "sessions"
+
+    @property
+    def effective_state_url(self) -> str:
+        """``state_url``, or the SQLite file ``<data_dir>/state.db`` when unset."""
+        if self.state_url:
+            return self.state_url
+        return f"sqlite:///{self.data_dir / 'state.db'}"
+
+    def route_api_key(self, route: ModelRoute) -> str | None:
+        """The API key of ``route``: its ``api_key``, else the value of ``api_key_env``."""
+        if route.api_key is not None:
+            return route.api_key.get_secret_value()
+        if route.api_key_env:
+            return os.environ.get(route.api_key_env) or None
+        return None
+
+    def public_dict(self) -> dict[str, Any]:
+        """Every effective value as JSON-ready data, secrets masked (URL passwords, API keys)."""
+        data = self.model_dump(mode="json")
+        data["state_url"] = mask_url(self.effective_state_url)
+        data["sessions_root"] = str(self.sessions_root)
+        data["broker_url"] = mask_url(self.broker_url)
+        if self.result_backend:
+            data["result_backend"] = mask_url(self.result_backend)
+        routes = []
+        for route in self.model_routes:
+            shown = route.model_dump(mode="json")
+            shown["base_url"] = mask_url(route.base_url)
+            shown["api_key"] = MASK if route.api_key is not None else None
+            shown["api_key_set"] = self.route_api_key(route) is not None
+            routes.append(shown)
+        data["model_routes"] = routes
+        return data
+
+
+def mask_url(url: str) -> str:
+    """``url`` with any password replaced by ``***`` (``redis://:***@host:6379/0``)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if parts.password is None:
+        return url
+    netloc = parts.netloc
+    userinfo, _, hostport = netloc.rpartition("@")
+    user = userinfo.split(":", 1)[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:{MASK}@{hostport}"))
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except FileNotFoundError as exc:
+        raise SettingsError(f"config file {path} does not exist") from exc
+    except OSError as exc:
+        raise SettingsError(f"config file {path} cannot be read: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"config file {path} is not valid TOML: {exc}") from exc
+    unknown = sorted(set(data) - set(Settings.model_fields))
+    if unknown:
+        raise SettingsError(
+            f"config file {path}: unknown setting(s) {', '.join(unknown)} "
+            "(see `memory-worker config` for the names)"
+        )
+    return data
+
+
+def _one_line(exc: ValidationError, path: Path | None) -> str:
+    problems = []
+    for error in exc.errors():
+        loc = ".".join(str(part) for part in error["loc"])
+        field = str(error["loc"][0]) if error["loc"] else ""
+        where = f"{ENV_PREFIX}{field.upper()}" + (f" or {path}" if path else "")
+        problems.append(f"{loc}: {error['msg']} (set by {where})")
+    return "invalid configuration: " + "; ".join(problems)
+
+
+def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Settings:
+    """Build the effective settings; raise :class:`SettingsError` (one line) when invalid."""
+    raw_path = config_file if config_file is not None else os.environ.get(CONFIG_ENV)
+    path = Path(raw_path).expanduser() if raw_path else None
+    values = _read_toml(path) if path is not None else {}
+    token = _FILE_VALUES.set(values)
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise SettingsError(_one_line(exc, path)) from None
+    finally:
+        _FILE_VALUES.reset(token)
