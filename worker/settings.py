@@ -81,18 +81,18 @@ def _default_data_dir() -> Path:
 
 
 # The parsed TOML file for the settings object being built (set only inside load_settings).
-_FILE_VALUES: ContextVar[Mapping[str, Any]] = ContextVar("_FILE_VALUES", default={})
+_FILE_VALUES: ContextVar[Mapping[str, Any] | None] = ContextVar("_FILE_VALUES", default=None)
 
 
 class _TomlValues(PydanticBaseSettingsSource):
     """Feeds the already parsed and key-checked TOML table to pydantic-settings."""
 
     def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        values = _FILE_VALUES.get()
+        values = _FILE_VALUES.get() or {}
         return values.get(field_name), field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        return dict(_FILE_VALUES.get())
+        return dict(_FILE_VALUES.get() or {})
 
 
 class Settings(BaseSettings):
