@@ -1,0 +1,319 @@
+"""Content policy: what a message becomes before it is stored. Pure, except the cached git
+lookup in :func:`project_scope`.
+
+Order of operations for a message body: :func:`redact` → :func:`cap_assistant` →
+:func:`absolutise_dates` (redacting before the cut means no secret survives as a short fragment).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from datetime import date, datetime, timedelta, tzinfo
+from pathlib import PurePosixPath
+from typing import Any, Final
+
+from memory.constants import DEFAULT_SLUG, ROOT_PROJECT, SLUG_CAP, TRUNCATION_MARKER
+
+# ---- block flattening -------------------------------------------------------------------------
+
+
+def flatten_blocks(blocks: Iterable[Any] | None) -> str:
+    """Content blocks → plain text, parts joined with ``\\n``.
+
+    ``text`` → its text; ``image`` → ``[image]``; ``thinking``/``reasoning`` and ``tool-call`` are
+    dropped; ``tool-result`` is unwrapped (its own ``content`` is flattened); anything else becomes
+    ``[<type>]``. Non-mapping items are ignored.
+    """
+    parts: list[str] = []
+    for block in blocks or ():
+        if not isinstance(block, Mapping):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            text = block.get("text")
+            parts.append(text if isinstance(text, str) else "")
+        elif kind == "image":
+            parts.append("[image]")
+        elif kind in ("thinking", "reasoning", "tool-call"):
+            continue
+        elif kind == "tool-result":
+            inner = block.get("content")
+            parts.append(flatten_blocks(inner if isinstance(inner, list | tuple) else ()))
+        else:
+            parts.append(f"[{kind}]")
+    return "\n".join(parts)
+
+
+# ---- secret redaction -------------------------------------------------------------------------
+
+_F: Final = re.ASCII
+_CREDENTIAL_KEYS: Final = (
+    "apiKey|api_key|password|passwd|pwd|token|secret|access_token|refresh_token|client_secret"
+)
+#: (label, pattern, keep_key). Keep-key patterns have groups (key)(separator)(quote)(value).
+_SECRET_RULES: Final[tuple[tuple[str, re.Pattern[str], bool], ...]] = (
+    ("secret:key", re.compile(r"\bsk-[A-Za-z0-9_-]{8,}\b", _F), False),
+    (
+        "secret:jwt",
+        re.compile(r"\beyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\b", _F),
+        False,
+    ),
+    ("secret:bearer", re.compile(r"\bBearer\s+[A-Za-z0-9._~+/=-]{8,}\b", _F | re.I), False),
+    (
+        "secret:authorization",
+        re.compile(r"\b(Authorization)(\s*:\s*)()((?!\[REDACTED)[^\s][^\n]{3,})", _F | re.I),
+        True,
+    ),
+    ("secret:aws", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{12,}\b", _F), False),
+    ("secret:github", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{8,}\b", _F), False),
+    ("secret:gitlab", re.compile(r"\bglpat-[A-Za-z0-9_-]{8,}\b", _F), False),
+    ("secret:slack", re.compile(r"\bxox[baprs]-[A-Za-z0-9-]{6,}\b", _F), False),
+    (
+        "secret:credential",
+        re.compile(
+            rf"(?<!\[REDACTED:)\b({_CREDENTIAL_KEYS})(\s*[=:]\s*)([\"']?)"
+            r"((?!\[REDACTED)[^\s&'\",;]{4,})\3",
+            _F | re.I,
+        ),
+        True,
+    ),
+    (
+        "secret:pem",
+        re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
+        False,
+    ),
+)
+
+
+def _keep_key(placeholder: str) -> Callable[[re.Match[str]], str]:
+    def replace(m: re.Match[str]) -> str:
+        return f"{m.group(1)}{m.group(2)}{m.group(3)}{placeholder}{m.group(3)}"
+
+    return replace
+
+
+def redact(text: str) -> str:
+    """Replace known credential shapes with ``[REDACTED:<label>]``; keep-key rules
+    (``Authorization``, credential assignments) keep the key, separator and quotes."""
+    out = text
+    for label, pattern, keep_key in _SECRET_RULES:
+        placeholder = f"[REDACTED:{label}]"
+        if keep_key:
+            out = pattern.sub(_keep_key(placeholder), out)
+        else:
+            out = pattern.sub(placeholder, out)
+    return out
+
+
+# ---- truncation -------------------------------------------------------------------------------
+
+
+def cap_assistant(text: str, max_chars: int) -> str:
+    """Keep the first ``max_chars`` characters and append ``\\n\\n[...truncated <n> chars]``."""
+    if len(text) <= max_chars:
+        return text
+    return text[:max_chars] + TRUNCATION_MARKER.format(omitted=len(text) - max_chars)
+
+
+def estimate_tokens(text: str) -> int:
+    """The protocol's estimator: characters / 4, rounded up."""
+    return math.ceil(len(text) / 4)
+
+
+# ---- date absolutisation ----------------------------------------------------------------------
+
+_DAY_MS: Final = 86_400_000
+_HOUR_MS: Final = 3_600_000
+_MINUTE_MS: Final = 60_000
+
+
+def _local(ms: int, tz: tzinfo | None) -> datetime:
+    if tz is None:
+        return datetime.fromtimestamp(ms / 1000).astimezone()
+    return datetime.fromtimestamp(ms / 1000, tz)
+
+
+def _fmt_date(ms: int, tz: tzinfo | None) -> str:
+    return _local(ms, tz).strftime("%Y-%m-%d")
+
+
+def _fmt_datetime(ms: int, tz: tzinfo | None) -> str:
+    return _local(ms, tz).strftime("%Y-%m-%d %H:%M")
+
+
+def _week_of(base_ms: int, weeks: int, tz: tzinfo | None) -> str:
+    day = _local(base_ms, tz).date()
+    monday = day - timedelta(days=day.weekday()) + timedelta(weeks=weeks)
+    return f"the week of {monday.isoformat()}"
+
+
+def absolutise_dates(text: str, base_ms: int, tz: tzinfo | None = None) -> str:
+    """Rewrite relative date words against ``base_ms`` (the event's own time, Unix ms).
+
+    Dates are ``YYYY-MM-DD`` and date-times ``YYYY-MM-DD HH:MM`` in ``tz`` (default: the local
+    timezone). Chinese: 今天 昨天 明天, 上周/本周/这周/下周 (``the week of <Monday>``), 刚才/现在,
+    ``<n>天前/后``, ``<n>小时前/后``, ``<n>分钟前/后``. English (any case): today, yesterday,
+    tomorrow, ``<n> day(s) ago``, ``in <n> day(s)``, ``<n> hour(s) ago``, ``<n> minute(s) ago``.
+    ``n`` is 1–4 digits; anything else (e.g. 前天) is left alone.
+    """
+
+    def at(delta_ms: int) -> int:
+        return base_ms + delta_ms
+
+    def days(sign: int) -> Any:
+        return lambda m: _fmt_date(at(sign * int(m.group(1)) * _DAY_MS), tz)
+
+    def units(sign: int, unit_ms: int) -> Any:
+        return lambda m: _fmt_datetime(at(sign * int(m.group(1)) * unit_ms), tz)
+
+    rules: tuple[tuple[str, int, Any], ...] = (
+        ("今天", 0, lambda m: _fmt_date(base_ms, tz)),
+        ("昨天", 0, lambda m: _fmt_date(at(-_DAY_MS), tz)),
+        ("明天", 0, lambda m: _fmt_date(at(_DAY_MS), tz)),
+        ("上周", 0, lambda m: _week_of(base_ms, -1, tz)),
+        ("本周|这周", 0, lambda m: _week_of(base_ms, 0, tz)),
+        ("下周", 0, lambda m: _week_of(base_ms, 1, tz)),
+        ("刚才|现在", 0, lambda m: _fmt_datetime(base_ms, tz)),
+        (r"(\d{1,4})\s*天\s*前", 0, days(-1)),
+        (r"(\d{1,4})\s*天\s*后", 0, days(1)),
+        (r"(\d{1,4})\s*小时\s*前", 0, units(-1, _HOUR_MS)),
+        (r"(\d{1,4})\s*小时\s*后", 0, units(1, _HOUR_MS)),
+        (r"(\d{1,4})\s*分钟\s*前", 0, units(-1, _MINUTE_MS)),
+        (r"(\d{1,4})\s*分钟\s*后", 0, units(1, _MINUTE_MS)),
+        (r"\btoday\b", re.I, lambda m: _fmt_date(base_ms, tz)),
+        (r"\byesterday\b", re.I, lambda m: _fmt_date(at(-_DAY_MS), tz)),
+        (r"\btomorrow\b", re.I, lambda m: _fmt_date(at(_DAY_MS), tz)),
+        (r"\b(\d{1,4})\s+days?\s+ago\b", re.I, days(-1)),
+        (r"\bin\s+(\d{1,4})\s+days?\b", re.I, days(1)),
+        (r"\b(\d{1,4})\s+hours?\s+ago\b", re.I, units(-1, _HOUR_MS)),
+        (r"\b(\d{1,4})\s+minutes?\s+ago\b", re.I, units(-1, _MINUTE_MS)),
+    )
+    out = text
+    for pattern, flags, replace in rules:
+        out = re.sub(pattern, replace, out, flags=flags | re.ASCII)
+    return out
+
+
+def clean_text(text: str, *, max_chars: int, base_ms: int, tz: tzinfo | None = None) -> str:
+    """The message-body policy in its fixed order: redact → cap → absolutise."""
+    return absolutise_dates(cap_assistant(redact(text), max_chars), base_ms, tz)
+
+
+# ---- errors and slugs -------------------------------------------------------------------------
+
+_STACK_LINE: Final = re.compile(
+    r"^\s*(at\s|Traceback|File \".*\", line \d+|stack backtrace:|note:|Caused by:"
+    r"|===\s*$|\.\.\.\s*$)"
+)
+
+
+def one_line_error(text: str, cap: int = 200) -> str:
+    """An error or tool output as one line: stack-like lines dropped, ``first → last`` meaningful
+    line (or one line when they are the same), capped at ``cap`` characters ending in ``…``."""
+    first = last = ""
+    for line in re.split(r"\r?\n", text):
+        if _STACK_LINE.match(line):
+            continue
+        stripped = line.strip()
+        if not stripped:
+            continue
+        first = first or stripped
+        last = stripped
+    chosen = first if first == last or not last else f"{first} → {last}"
+    return chosen[: cap - 1] + "…" if len(chosen) > cap else chosen
+
+
+def slugify(name: str, cap: int = SLUG_CAP) -> str:
+    """Lowercase; runs outside ``[a-z0-9]`` and CJK become ``-``; trimmed; cut to ``cap`` and
+    trimmed again; empty → ``memory``."""
+    slug = re.sub(r"[^a-z0-9\u4e00-\u9fff]+", "-", name.lower()).strip("-")
+    slug = slug[:cap].rstrip("-")
+    return slug or DEFAULT_SLUG
+
+
+# ---- project scope ----------------------------------------------------------------------------
+
+_HYPATIA_SPACE: Final = (
+    "\t\n\x0b\x0c\r \u0085\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+_GIT_LOCATION_VARS: Final = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")
+GIT_TIMEOUT_S: Final = 3.0
+
+
+def trim_like_hypatia(text: str) -> str:
+    """Strip Unicode White_Space as hypatia trims a scope: strips U+0085, keeps U+FEFF."""
+    return text.strip(_HYPATIA_SPACE)
+
+
+def normalise_project(name: str | None) -> str:
+    """A directory name as a scope hypatia stores exactly as queried: commas → ``_``, trimmed,
+    empty → ``/``. Any other name comes back unchanged (the function is a fixed point)."""
+    scope = trim_like_hypatia((name or "").replace(",", "_"))
+    return scope or ROOT_PROJECT
+
+
+_project_cache: dict[str, str] = {}
+_project_lock = threading.Lock()
+
+
+def _git_toplevel(cwd: str) -> tuple[str | None, bool]:
+    """(top-level path or None, whether the answer may be cached)."""
+    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
+    try:
+        done = subprocess.run(
+            ["git", "-C", cwd, "rev-parse", "--show-toplevel"],
+            capture_output=True,
+            env=env,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return None, False
+    except OSError:
+        return None, True
+    if done.returncode != 0:
+        return None, True
+    root = done.stdout.decode("utf-8", "replace")
+    root = root[:-2] if root.endswith("\r\n") else root.removesuffix("\n")
+    return (root or None), True
+
+
+def project_scope(cwd: str | None) -> str:
+    """The project scope of a session directory: basename of its git top level (3 s timeout, git
+    location variables removed), else the cwd's own basename, normalised by
+    :func:`normalise_project`. Cached per cwd; a timeout is not cached. No cwd → ``/``."""
+    if not cwd:
+        return ROOT_PROJECT
+    with _project_lock:
+        cached = _project_cache.get(cwd)
+    if cached is not None:
+        return cached
+    root, cacheable = _git_toplevel(cwd)
+    scope = normalise_project(PurePosixPath(root if root is not None else cwd).name)
+    if cacheable:
+        with _project_lock:
+            _project_cache[cwd] = scope
+    return scope
+
+
+def clear_project_cache() -> None:
+    """Forget every cached scope (tests; a long-running daemon after a repository move)."""
+    with _project_lock:
+        _project_cache.clear()
+
+
+def iso_utc(ms: int) -> str:
+    """Unix ms → ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (JavaScript ``toISOString``)."""
+    moment = datetime(1970, 1, 1) + timedelta(milliseconds=ms)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def utc_date(moment: datetime | date) -> str:
+    """``YYYY-MM-DD`` of a date or datetime (a work unit's ``_Recorded:`` stamp)."""
+    return moment.strftime("%Y-%m-%d")
