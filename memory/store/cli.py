@@ -1,0 +1,500 @@
+"""``hypatia`` over subprocess: one process per call, argv lists only (never a shell).
+
+Follows Hypatia's CLI contract (``hypatia-protocol.md`` §2, §5.2): ``--shelf`` on every call,
+data in the single-argument ``--data=`` form capped at 96 KiB on a UTF-8 boundary, the
+``Knowledge '<n>' not found.`` / ``No results found.`` sentinels, duplicates recognised by the
+UNIQUE / duplicate-key texts, a feature probe from ``--help`` and bounded, jittered retries of
+transient failures (timeouts, ``database is locked``).
+
+The row parsers and list normalisers here are shared with the MCP adapter, so both transports
+turn the same server reply into the same rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+
+from memory.store.base import (
+    Catalog,
+    Content,
+    DuplicateError,
+    FatalStoreError,
+    Features,
+    KnowledgeEntry,
+    ModelUnavailableError,
+    NotFoundError,
+    QueryRow,
+    SearchRow,
+    SimilarRow,
+    StatementRow,
+    StoreError,
+    Target,
+    TransientStoreError,
+)
+
+MAX_DATA_BYTES = 96 * 1024
+STDOUT_CAP = 512 * 1024
+STDERR_CAP = 64 * 1024
+KILL_GRACE_S = 3.0
+NO_RESULTS = "No results found."
+
+_NOT_FOUND_GET = re.compile(r"^Knowledge '.*' not found\.$", re.DOTALL)
+_DUPLICATE = re.compile(r"UNIQUE constraint failed:|duplicate key", re.IGNORECASE)
+_MODEL_UNAVAILABLE = re.compile(r"model unavailable|no embedding provider", re.IGNORECASE)
+_TRANSIENT = re.compile(r"database is locked|database is busy", re.IGNORECASE)
+_NOT_FOUND = re.compile(r"(^|Error: )not found:", re.MULTILINE)
+
+T = TypeVar("T")
+
+# ------------------------------------------------------------------------------ shared helpers
+
+
+def well_formed(text: str) -> str:
+    """Replace lone surrogates with U+FFFD (what JavaScript's ``toWellFormed`` does)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def fit_data(data: str, limit: int = MAX_DATA_BYTES) -> str:
+    """Cut ``data`` to ``limit`` UTF-8 bytes on a character boundary, with a marker."""
+    raw = data.encode("utf-8")
+    if len(raw) <= limit:
+        return data
+    kept = raw[:limit].decode("utf-8", "ignore")
+    dropped = len(raw) - len(kept.encode("utf-8"))
+    return f"{kept}\n\n[...truncated {dropped} bytes to fit the command line]"
+
+
+def _check_item(kind: str, item: str) -> str:
+    if "," in item:
+        raise FatalStoreError(f"a {kind} may not contain a comma: {item!r}")
+    return well_formed(item.strip())
+
+
+def normalize_tags(tags: Sequence[str]) -> list[str]:
+    """Tags the way Hypatia stores them from a CLI list: trimmed, blanks dropped."""
+    return [t for t in (_check_item("tag", x) for x in tags) if t]
+
+
+def normalize_scopes(scopes: Sequence[str] | None) -> list[str] | None:
+    """Scopes as Hypatia stores them: trimmed, de-duplicated, global ``""`` last; [] → None."""
+    if scopes is None:
+        return None
+    named: list[str] = []
+    has_global = False
+    for raw in scopes:
+        item = _check_item("scope", raw)
+        if not item:
+            has_global = True
+        elif item not in named:
+            named.append(item)
+    result = named + ([""] if has_global else [])
+    return result or None
+
+
+def scopes_arg(scopes: list[str]) -> str:
+    """The ``--scopes`` value for normalised scopes (a trailing comma adds the global scope)."""
+    named = [s for s in scopes if s]
+    return ",".join(named) + ("," if "" in scopes else "")
+
+
+def _content_of(value: Any) -> Content:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise FatalStoreError(f"unparseable content in a row: {exc}") from exc
+    if not isinstance(value, Mapping):
+        raise FatalStoreError(f"a row's content is not an object: {str(value)[:200]}")
+    return Content.from_json(value)
+
+
+def _rows_of(payload: Any, what: str) -> list[Mapping[str, Any]]:
+    if isinstance(payload, Mapping):
+        payload = payload.get("rows", [])
+    if not isinstance(payload, list) or not all(isinstance(r, Mapping) for r in payload):
+        raise FatalStoreError(f"unparseable {what} output: expected a list of rows")
+    return list(payload)
+
+
+def parse_entry(payload: Any) -> KnowledgeEntry:
+    if not isinstance(payload, Mapping) or "name" not in payload:
+        raise FatalStoreError("unparseable knowledge-get output: no name")
+    return KnowledgeEntry(
+        name=str(payload["name"]),
+        content=_content_of(payload.get("content") or {}),
+        created_at=str(payload.get("created_at") or ""),
+    )
+
+
+def parse_query_rows(payload: Any) -> list[QueryRow]:
+    rows: list[QueryRow] = []
+    for row in _rows_of(payload, "query"):
+        if "name" in row:
+            rows.append(parse_entry(row))
+            continue
+        head = row.get("head", row.get("subject"))
+        relation = row.get("relation", row.get("predicate"))
+        tail = row.get("tail", row.get("object"))
+        if head is None or relation is None or tail is None:
+            raise FatalStoreError("unparseable query output: a row is not knowledge or statement")
+        rows.append(
+            StatementRow(
+                head=str(head),
+                relation=str(relation),
+                tail=str(tail),
+                content=_content_of(row.get("content") or {}),
+                created_at=str(row.get("created_at") or ""),
+            )
+        )
+    return rows
+
+
+def _catalog(value: Any, default: Catalog) -> Catalog:
+    if value == "statement":
+        return "statement"
+    if value == "knowledge":
+        return "knowledge"
+    return default
+
+
+def parse_search_rows(payload: Any) -> list[SearchRow]:
+    return [
+        SearchRow(
+            id=int(row.get("id") or 0),
+            catalog=_catalog(row.get("catalog"), "knowledge"),
+            key=str(row.get("key", "")),
+            content=_content_of(row.get("content") or {}),
+            rank=float(row.get("rank") or 0.0),
+        )
+        for row in _rows_of(payload, "search")
+    ]
+
+
+def parse_similar_rows(payload: Any, target: Target) -> list[SimilarRow]:
+    rows = []
+    for row in _rows_of(payload, "similar"):
+        default: Catalog = "statement" if target == "statement" or "triple" in row else "knowledge"
+        key = row.get("name", row.get("triple", row.get("key", "")))
+        rows.append(
+            SimilarRow(
+                catalog=_catalog(row.get("catalog"), default),
+                key=str(key),
+                content=_content_of(row.get("content") or {}),
+                distance=float(row.get("distance") or 0.0),
+            )
+        )
+    return rows
+
+
+def classify_error(text: str, *, context: str) -> StoreError:
+    """Map a Hypatia error text to the store error class (one line, context first)."""
+    first = text.strip()[:500]
+    message = f"{context}: {first}" if first else context
+    if _DUPLICATE.search(first):
+        return DuplicateError(message)
+    if _MODEL_UNAVAILABLE.search(first):
+        return ModelUnavailableError(message)
+    if _TRANSIENT.search(first):
+        return TransientStoreError(message)
+    if _NOT_FOUND.search(first):
+        return NotFoundError(message)
+    return FatalStoreError(message)
+
+
+def jse_text(jse: Any) -> str:
+    return jse if isinstance(jse, str) else json.dumps(jse, ensure_ascii=False)
+
+
+def filter_excluded(rows: list[SimilarRow], exclude_tags: Sequence[str]) -> list[SimilarRow]:
+    excluded = set(exclude_tags)
+    return [r for r in rows if not excluded.intersection(r.content.tags)]
+
+
+# --------------------------------------------------------------------------------- the adapter
+
+
+class CliStore:
+    """A ``MemoryStore`` that runs ``<binary> <command> … --shelf <shelf>`` once per call."""
+
+    def __init__(
+        self,
+        shelf: str = "default",
+        binary: str = "hypatia",
+        *,
+        timeout_s: float = 30.0,
+        attempts: int = 3,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        stdout_cap: int = STDOUT_CAP,
+        stderr_cap: int = STDERR_CAP,
+    ) -> None:
+        self.shelf = shelf
+        self.binary = binary
+        self.timeout_s = timeout_s
+        self.attempts = max(1, attempts)
+        self.max_data_bytes = MAX_DATA_BYTES
+        self._env = {**os.environ, **(env or {})}
+        self._cwd = cwd or Path.home()
+        self._stdout_cap = stdout_cap
+        self._stderr_cap = stderr_cap
+        self._features: Features | None = None
+        self._failed_probes = 0
+
+    # ---------------------------------------------------------------------------- process
+
+    def _run_once(self, argv: list[str]) -> tuple[int, str, str]:
+        shown = " ".join(argv[:2])
+        try:
+            proc = subprocess.Popen(
+                [self.binary, *argv],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=self._cwd,
+                env=self._env,
+                start_new_session=True,
+            )
+        except FileNotFoundError as exc:
+            raise FatalStoreError(f"hypatia binary not found: {self.binary}") from exc
+        except OSError as exc:
+            raise FatalStoreError(f"cannot start {self.binary}: {exc}") from exc
+        try:
+            out, err = proc.communicate(timeout=self.timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            raise TransientStoreError(
+                f"{self.binary} {shown} timed out after {self.timeout_s:g} s and was killed"
+            ) from None
+        if len(out) > self._stdout_cap:
+            raise FatalStoreError(f"{self.binary} {shown}: stdout exceeds {self._stdout_cap} bytes")
+        stderr = err[: self._stderr_cap].decode("utf-8", "replace")
+        return proc.returncode, out.decode("utf-8", "replace"), stderr
+
+    def _run(self, argv: list[str]) -> tuple[int, str, str]:
+        """Run once, retrying transient failures (bounded, jittered); non-zero exits classified."""
+
+        def attempt() -> tuple[int, str, str]:
+            code, out, err = self._run_once(argv)
+            if code != 0:
+                context = f"{self.binary} exited {code}: {argv[0]}"
+                error = classify_error(err or out, context=context)
+                if code == 2 and not isinstance(error, TransientStoreError):
+                    raise FatalStoreError(str(error))
+                raise error
+            return code, out, err
+
+        return self._retrying(attempt)
+
+    def _retrying(self, fn: Callable[[], T]) -> T:
+        retrying = Retrying(
+            stop=stop_after_attempt(self.attempts),
+            wait=wait_random_exponential(multiplier=0.2, max=2.0),
+            retry=retry_if_exception_type(TransientStoreError),
+            reraise=True,
+        )
+        return retrying(fn)
+
+    def _args(self, command: str, *positionals: str) -> list[str]:
+        clean = [well_formed(p) for p in positionals]
+        argv = [command, "--shelf", self.shelf]
+        if any(p.startswith("-") for p in clean):
+            return [*argv, "--", *clean]
+        return [command, *clean, "--shelf", self.shelf]
+
+    @staticmethod
+    def _json(out: str, what: str) -> Any:
+        try:
+            return json.loads(out)
+        except json.JSONDecodeError as exc:
+            raise FatalStoreError(f"unparseable {what} output: {out.strip()[:200]}") from exc
+
+    # ---------------------------------------------------------------------------- features
+
+    def features(self) -> Features:
+        if self._features is not None:
+            return self._features
+        try:
+            helps = [self._run_once([*cmd, "--help"]) for cmd in _PROBES]
+        except StoreError:
+            helps = []
+        if len(helps) != len(_PROBES) or any(code != 0 for code, _, _ in helps):
+            self._failed_probes += 1
+            if self._failed_probes >= 2:
+                self._features = Features()
+            return Features()
+        main, create, statement, similar = (out for _, out, _ in helps)
+        self._features = Features(
+            no_embed="--no-embed" in create and "--no-embed" in statement,
+            similar_filters="--exclude-tags" in similar,
+            delete="knowledge-delete" in main,
+            update="knowledge-update" in main,
+        )
+        return self._features
+
+    # ---------------------------------------------------------------------------- knowledge
+
+    def knowledge_get(self, name: str) -> KnowledgeEntry | None:
+        _, out, _ = self._run(self._args("knowledge-get", name))
+        if _NOT_FOUND_GET.match(out.strip()):
+            return None
+        return parse_entry(self._json(out, "knowledge-get"))
+
+    def knowledge_create(
+        self,
+        name: str,
+        data: str,
+        *,
+        tags: Sequence[str] = (),
+        scopes: Sequence[str] | None = None,
+        embed: bool = True,
+    ) -> bool:
+        argv = self._args("knowledge-create", name)
+        if data:
+            argv.append("--data=" + fit_data(well_formed(data)))
+        tag_list = normalize_tags(tags)
+        if tag_list:
+            argv.append("--tags=" + ",".join(tag_list))
+        scope_list = normalize_scopes(scopes)
+        if scope_list:
+            argv.append("--scopes=" + scopes_arg(scope_list))
+        if not embed and self.features().no_embed:
+            argv.append("--no-embed")
+        try:
+            self._run(argv)
+        except DuplicateError:
+            return False
+        return True
+
+    def knowledge_update(
+        self,
+        name: str,
+        *,
+        data: str | None = None,
+        tags: Sequence[str] | None = None,
+        scopes: Sequence[str] | None = None,
+    ) -> bool:
+        if data is None and tags is None and scopes is None:
+            raise FatalStoreError("knowledge_update needs at least one of data, tags, scopes")
+        argv = self._args("knowledge-update", name)
+        if data is not None:
+            argv.append("--data=" + fit_data(well_formed(data)))
+        if tags is not None:
+            argv.append("--tags=" + ",".join(normalize_tags(tags)))
+        if scopes is not None:
+            argv.append("--scopes=" + scopes_arg(normalize_scopes(scopes) or []))
+        _, out, _ = self._run(argv)
+        return not out.strip().startswith("Knowledge unchanged")
+
+    def knowledge_delete(self, name: str) -> bool:
+        try:
+            self._run(self._args("knowledge-delete", name))
+        except NotFoundError:
+            return False
+        return True
+
+    # ---------------------------------------------------------------------------- statements
+
+    def statement_create(
+        self,
+        head: str,
+        relation: str,
+        tail: str,
+        *,
+        data: str = "",
+        scopes: Sequence[str] | None = None,
+        embed: bool = True,
+    ) -> bool:
+        argv = self._args("statement-create", head, relation, tail)
+        if data:
+            argv.append("--data=" + fit_data(well_formed(data)))
+        scope_list = normalize_scopes(scopes)
+        if scope_list:
+            argv.append("--scopes=" + scopes_arg(scope_list))
+        if not embed and self.features().no_embed:
+            argv.append("--no-embed")
+        try:
+            _, out, _ = self._run(argv)
+        except DuplicateError:
+            return False
+        return not out.strip().startswith("Statement already exists")
+
+    def statement_delete(self, head: str, relation: str, tail: str) -> bool:
+        try:
+            self._run(self._args("statement-delete", head, relation, tail))
+        except NotFoundError:
+            return False
+        return True
+
+    # ---------------------------------------------------------------------------- reads
+
+    def search(
+        self, query: str, *, catalog: Catalog | None = None, limit: int = 100
+    ) -> list[SearchRow]:
+        argv = self._args("search", query)
+        if catalog is not None:
+            argv += ["-c", catalog]
+        argv += ["--limit", str(limit)]
+        _, out, _ = self._run(argv)
+        if out.strip() == NO_RESULTS:
+            return []
+        return parse_search_rows(self._json(out, "search"))
+
+    def similar(
+        self,
+        query: str,
+        *,
+        target: Target = "knowledge",
+        limit: int = 10,
+        exclude_tags: Sequence[str] = (),
+    ) -> list[SimilarRow]:
+        argv = [*self._args("similar", query), "-t", target, "--limit", str(limit)]
+        excluded = normalize_tags(exclude_tags)
+        server_side = bool(excluded) and self.features().similar_filters
+        if server_side:
+            argv.append("--exclude-tags=" + ",".join(excluded))
+        _, out, _ = self._run(argv)
+        if out.strip() == NO_RESULTS:
+            return []
+        rows = parse_similar_rows(self._json(out, "similar"), target)
+        return rows if server_side else filter_excluded(rows, excluded)
+
+    def query(self, jse: Any) -> list[QueryRow]:
+        _, out, _ = self._run(self._args("query", well_formed(jse_text(jse))))
+        if out.strip() == NO_RESULTS:
+            return []
+        return parse_query_rows(self._json(out, "query"))
+
+    def close(self) -> None:
+        """Nothing to release: every call is its own process."""
+
+
+_PROBES: tuple[tuple[str, ...], ...] = (
+    (),
+    ("knowledge-create",),
+    ("statement-create",),
+    ("similar",),
+)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the call's whole process group, then reap it (bounded)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.communicate(timeout=KILL_GRACE_S)

@@ -1,0 +1,63 @@
+"""Build a ``MemoryStore`` from a transport name: ``lite`` in-process, ``cli`` or ``mcp``."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from memory.store.base import FatalStoreError, MemoryStore
+from memory.store.cli import CliStore
+from memory.store.mcp import McpStore
+
+Transport = Literal["lite", "cli", "mcp"]
+TRANSPORTS: tuple[Transport, ...] = ("lite", "cli", "mcp")
+LITE_HOME_ENV = "HYPATIA_LITE_HOME"
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    """Which store to open. ``binary`` is used by ``cli`` and ``mcp`` (``hypatia`` or
+    ``hypatia-lite``); ``lite_home`` is hypatia-lite's home (in-process, or passed to a
+    ``hypatia-lite`` subprocess as ``HYPATIA_LITE_HOME``)."""
+
+    transport: Transport = "lite"
+    binary: str = "hypatia"
+    shelf: str = "default"
+    timeout_s: float = 30.0
+    idle_close_s: float = 60.0
+    lite_home: Path | None = None
+
+
+def _lite_store_class() -> Any:
+    for module in ("memory.store.lite", "memory.store.lite.store"):
+        cls = getattr(importlib.import_module(module), "LiteStore", None)
+        if cls is not None:
+            return cls
+    raise FatalStoreError("hypatia-lite is not available: no LiteStore in memory.store.lite")
+
+
+def open_store(config: StoreConfig) -> MemoryStore:
+    """Open the configured store; a bad transport or shelf is a one-line ``FatalStoreError``."""
+    if not config.shelf or any(ch.isspace() for ch in config.shelf):
+        raise FatalStoreError(f"invalid shelf name {config.shelf!r}: it must be one word")
+    if config.timeout_s <= 0:
+        raise FatalStoreError(f"invalid store timeout {config.timeout_s!r}: it must be positive")
+    env = {LITE_HOME_ENV: str(config.lite_home)} if config.lite_home is not None else None
+    if config.transport == "lite":
+        cls = _lite_store_class()
+        return cast(MemoryStore, cls(config.shelf, home=config.lite_home))
+    if config.transport == "cli":
+        return CliStore(config.shelf, config.binary, timeout_s=config.timeout_s, env=env)
+    if config.transport == "mcp":
+        return McpStore(
+            config.shelf,
+            config.binary,
+            timeout_s=config.timeout_s,
+            idle_close_s=config.idle_close_s,
+            env=env,
+        )
+    raise FatalStoreError(
+        f"unknown store transport {config.transport!r}: use one of {', '.join(TRANSPORTS)}"
+    )
