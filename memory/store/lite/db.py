@@ -1,0 +1,154 @@
+"""The shelf database: one SQLite file in WAL mode, its schema and write transactions.
+
+Several processes may open one shelf at once: every connection sets ``busy_timeout``, writes run
+in short ``BEGIN IMMEDIATE`` transactions, and a lock that outlives the timeout is retried a few
+times before it surfaces as a ``TransientStoreError`` (never a raw ``database is locked``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+from memory.store.base import TransientStoreError
+
+DB_FILE = "hypatia.sqlite"
+SCHEMA_VERSION = "1"
+BUSY_TIMEOUT_MS = 10_000
+_LOCK_RETRIES = 6
+
+T = TypeVar("T")
+
+# ``id`` columns are AUTOINCREMENT so they never go backwards: they break ``created_at`` ties
+# (entries created in the same millisecond) in insertion order.
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS knowledge (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL UNIQUE,
+    content TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    embed_wanted INTEGER NOT NULL DEFAULT 1,
+    embedding BLOB,
+    embedding_model TEXT
+);
+CREATE TABLE IF NOT EXISTS statement (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    triple TEXT NOT NULL UNIQUE,
+    head TEXT NOT NULL,
+    relation TEXT NOT NULL,
+    tail TEXT NOT NULL,
+    content TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    embed_wanted INTEGER NOT NULL DEFAULT 1,
+    embedding BLOB,
+    embedding_model TEXT
+);
+CREATE INDEX IF NOT EXISTS statement_head ON statement(head);
+CREATE INDEX IF NOT EXISTS statement_relation ON statement(relation);
+CREATE INDEX IF NOT EXISTS statement_tail ON statement(tail);
+CREATE INDEX IF NOT EXISTS knowledge_created ON knowledge(created_at, id);
+CREATE INDEX IF NOT EXISTS statement_created ON statement(created_at, id);
+CREATE TABLE IF NOT EXISTS docs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    catalog TEXT NOT NULL,
+    key TEXT NOT NULL,
+    fts_key TEXT NOT NULL,
+    fts_data TEXT NOT NULL,
+    fts_tags TEXT NOT NULL,
+    fts_synonyms TEXT NOT NULL,
+    UNIQUE (catalog, key)
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
+    fts_key, fts_data, fts_tags, fts_synonyms,
+    content='docs', content_rowid='id', tokenize='porter unicode61'
+);
+CREATE TRIGGER IF NOT EXISTS docs_ai AFTER INSERT ON docs BEGIN
+    INSERT INTO docs_fts(rowid, fts_key, fts_data, fts_tags, fts_synonyms)
+    VALUES (new.id, new.fts_key, new.fts_data, new.fts_tags, new.fts_synonyms);
+END;
+CREATE TRIGGER IF NOT EXISTS docs_ad AFTER DELETE ON docs BEGIN
+    INSERT INTO docs_fts(docs_fts, rowid, fts_key, fts_data, fts_tags, fts_synonyms)
+    VALUES ('delete', old.id, old.fts_key, old.fts_data, old.fts_tags, old.fts_synonyms);
+END;
+CREATE TRIGGER IF NOT EXISTS docs_au AFTER UPDATE ON docs BEGIN
+    INSERT INTO docs_fts(docs_fts, rowid, fts_key, fts_data, fts_tags, fts_synonyms)
+    VALUES ('delete', old.id, old.fts_key, old.fts_data, old.fts_tags, old.fts_synonyms);
+    INSERT INTO docs_fts(rowid, fts_key, fts_data, fts_tags, fts_synonyms)
+    VALUES (new.id, new.fts_key, new.fts_data, new.fts_tags, new.fts_synonyms);
+END;
+"""
+
+
+def _is_lock_error(err: sqlite3.OperationalError) -> bool:
+    text = str(err).lower()
+    return "locked" in text or "busy" in text
+
+
+def retry_locked(action: Callable[[], T]) -> T:
+    """Run ``action``; retry a few times when SQLite reports the database locked or busy."""
+    delay = 0.05
+    for attempt in range(_LOCK_RETRIES):
+        try:
+            return action()
+        except sqlite3.OperationalError as err:
+            if not _is_lock_error(err):
+                raise
+            if attempt == _LOCK_RETRIES - 1:
+                raise TransientStoreError(f"storage error: SQLite error: {err}") from err
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def connect(shelf_dir: Path) -> sqlite3.Connection:
+    """Open (creating if needed) the shelf database and make sure its schema exists."""
+    shelf_dir.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(
+        str(shelf_dir / DB_FILE),
+        timeout=BUSY_TIMEOUT_MS / 1000,
+        isolation_level=None,
+        check_same_thread=False,
+    )
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+
+    def _init() -> None:
+        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+        if str(mode).lower() != "wal":
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        script = (
+            "BEGIN IMMEDIATE;\n"
+            + _SCHEMA
+            + f"INSERT OR IGNORE INTO meta(k, v) VALUES ('schema_version', '{SCHEMA_VERSION}');\n"
+            + "COMMIT;\n"
+        )
+        try:
+            conn.executescript(script)
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    try:
+        retry_locked(_init)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+@contextmanager
+def write(conn: sqlite3.Connection) -> Iterator[None]:
+    """A short ``BEGIN IMMEDIATE`` transaction: committed on success, rolled back on error."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")

@@ -1,0 +1,305 @@
+"""JSE (Hypatia's JSON Search Expression) compiled to SQL over the shelf tables.
+
+Supported: top level ``$knowledge``, ``$statement``, ``$not-summaried`` in array form or object
+form (``{"$op": [args…], "limit": N, "offset": M}``); conditions ``$and``, ``$or``, ``$not``,
+``$eq``, ``$ne``, ``$gt``, ``$lt``, ``$gte``, ``$lte``, ``$like``, ``$contains``, ``$has``,
+``$content``, ``$triple``, ``$search`` and ``$k-hop``. Field names are columns (``name``,
+``created_at``, ``head``, ``relation``, ``tail``, ``triple``) or paths into the content object
+(``data``, ``tags``, ``meta.author``, ``tags[0]``). The main table is always aliased ``t``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from memory.store.base import FatalStoreError, csv_triple
+from memory.store.lite.fts import fts_match
+
+Catalog = Literal["knowledge", "statement"]
+DEFAULT_LIMIT = 100
+ARRAY_FIELDS = frozenset({"tags", "scopes", "figures", "synonyms"})
+_COLUMNS: dict[str, frozenset[str]] = {
+    "knowledge": frozenset({"name", "created_at"}),
+    "statement": frozenset({"created_at", "head", "relation", "tail", "triple"}),
+}
+_NULL_COLUMNS = frozenset({"tr_start", "tr_end"})  # statement columns never set here
+_PATH = re.compile(r"^[A-Za-z_][\w-]*(\[\d+\])*(\.[A-Za-z_][\w-]*(\[\d+\])*)*$")
+_COMPARE = {"$eq": "=", "$ne": "IS NOT", "$gt": ">", "$lt": "<", "$gte": ">=", "$lte": "<="}
+_CONDITIONS = frozenset(
+    {"$and", "$or", "$not", "$like", "$contains", "$has", "$content", "$triple", "$search",
+     "$k-hop", *_COMPARE}
+)
+_TOP = frozenset({"$knowledge", "$statement", "$not-summaried"})
+OPERATORS = _CONDITIONS | _TOP | {"$quote", "$similar", "$json-contains"}
+
+
+class JSEError(FatalStoreError):
+    """A JSE expression that cannot be parsed or evaluated."""
+
+
+def _eval_error(message: str) -> JSEError:
+    return JSEError(f"JSE evaluation error: {message}")
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A compiled top-level query."""
+
+    catalog: Catalog
+    where: str
+    params: tuple[Any, ...]
+    limit: int
+    offset: int
+    ascending: bool
+
+
+def parse(jse: Any) -> Any:
+    """A JSE value from JSON text (or the value itself when it is already parsed)."""
+    if isinstance(jse, str | bytes):
+        try:
+            return json.loads(jse)
+        except ValueError as err:
+            raise JSEError(f"JSE parse error: invalid JSON: {err}") from err
+    return jse
+
+
+def _show(node: Any) -> str:
+    return json.dumps(node, ensure_ascii=False)
+
+
+def _non_negative(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _eval_error(f"option '{name}' must be a non-negative integer, got {_show(value)}")
+    return value
+
+
+def compile_query(jse: Any) -> Plan:
+    """Compile a top-level JSE (value or JSON text) into a ``Plan``."""
+    node = parse(jse)
+    limit, offset = DEFAULT_LIMIT, 0
+    if isinstance(node, dict):
+        ops = [k for k in node if isinstance(k, str) and k.startswith("$")]
+        if len(ops) != 1:
+            raise _eval_error(f"an object expression needs exactly one operator key: {_show(node)}")
+        op = ops[0]
+        for key, value in node.items():
+            if key == op:
+                continue
+            if key == "limit":
+                limit = _non_negative("limit", value)
+            elif key == "offset":
+                offset = _non_negative("offset", value)
+            elif key != "catalog":
+                raise _eval_error(f"unknown option '{key}'")
+        args = node[op]
+        if not isinstance(args, list):
+            raise _eval_error(f"the arguments of {op} must be an array, got {_show(args)}")
+    elif isinstance(node, list) and node and isinstance(node[0], str):
+        op, args = node[0], node[1:]
+    else:
+        raise _eval_error(
+            f"top level must be a $knowledge, $statement or $not-summaried call, got {_show(node)}"
+        )
+    if op not in _TOP:
+        raise _eval_error(f"top level must be $knowledge, $statement or $not-summaried, got {op}")
+    if op == "$not-summaried":
+        if not args or not isinstance(args[0], str):
+            raise _eval_error("$not-summaried needs a tag string as its first argument")
+        tag, conds = args[0], args[1:]
+        where, params = _conjunction(conds, "knowledge")
+        summaried = (
+            "EXISTS (SELECT 1 FROM json_each(t.content, '$.tags') AS je"
+            " WHERE je.type = 'text' AND je.value = ?)"
+            " AND NOT EXISTS (SELECT 1 FROM statement AS s"
+            " WHERE s.relation = 'summary' AND s.tail = t.name)"
+        )
+        return Plan("knowledge", f"{summaried} AND {where}", (tag, *params), limit, offset, True)
+    catalog: Catalog = "knowledge" if op == "$knowledge" else "statement"
+    where, params = _conjunction(args, catalog)
+    return Plan(catalog, where, params, limit, offset, False)
+
+
+def compile_condition(node: Any, catalog: Catalog) -> tuple[str, tuple[Any, ...]]:
+    """One JSE condition as an SQL boolean expression over alias ``t``."""
+    return _condition(parse(node), catalog)
+
+
+def _conjunction(conds: list[Any], catalog: Catalog) -> tuple[str, tuple[Any, ...]]:
+    parts = [_condition(c, catalog) for c in conds]
+    if not parts:
+        return "1", ()
+    sql = " AND ".join(f"({p})" for p, _ in parts)
+    return sql, tuple(v for _, ps in parts for v in ps)
+
+
+def _condition(node: Any, catalog: Catalog) -> tuple[str, tuple[Any, ...]]:
+    if not (isinstance(node, list) and node and node[0] in _CONDITIONS):
+        hint = ""
+        if isinstance(node, str) and node in OPERATORS:
+            hint = (
+                " — a nested call needs its own array, e.g. "
+                f'["$and", ["{node}", …], …] instead of ["$and", "{node}", …]'
+            )
+        elif isinstance(node, list) and node and node[0] in OPERATORS:
+            raise _eval_error(f"{node[0]} is not supported in a condition here: {_show(node)}")
+        raise _eval_error(f"unexpected node in condition context: {_show(node)}{hint}")
+    op, args = node[0], node[1:]
+    if op in ("$and", "$or"):
+        if not args:
+            raise _eval_error(f"{op} needs at least one condition")
+        parts = [_condition(a, catalog) for a in args]
+        joiner = " AND " if op == "$and" else " OR "
+        return joiner.join(f"({p})" for p, _ in parts), tuple(v for _, ps in parts for v in ps)
+    if op == "$not":
+        if len(args) != 1:
+            raise _eval_error("$not takes exactly one condition")
+        sql, params = _condition(args[0], catalog)
+        return f"NOT ({sql})", params
+    if op == "$triple":
+        return _triple(args, catalog)
+    if op == "$search":
+        if len(args) != 1 or not isinstance(args[0], str):
+            raise _eval_error("$search takes one query string")
+        match = fts_match(args[0])
+        if match is None:
+            return "0", ()
+        key = "t.name" if catalog == "knowledge" else "t.triple"
+        return (
+            f"{key} IN (SELECT d.key FROM docs_fts JOIN docs AS d ON d.id = docs_fts.rowid"
+            " WHERE docs_fts MATCH ? AND d.catalog = ?)",
+            (match, catalog),
+        )
+    if op == "$k-hop":
+        return _k_hop(args, catalog)
+    if op == "$content":
+        if len(args) != 1 or not isinstance(args[0], dict) or not args[0]:
+            raise _eval_error("$content takes one non-empty object of field: value")
+        parts = [_compare("$eq", [k, v], catalog) for k, v in args[0].items()]
+        return " AND ".join(f"({p})" for p, _ in parts), tuple(v for _, ps in parts for v in ps)
+    if len(args) != 2 or not isinstance(args[0], str):
+        raise _eval_error(f"{op} takes a field name and a value, got {_show(node)}")
+    if op == "$like":
+        if not isinstance(args[1], str):
+            raise _eval_error(f"$like needs a string pattern, got {_show(args[1])}")
+        return f"{_field(args[0], catalog)} LIKE ?", (args[1],)
+    if op in ("$contains", "$has"):
+        return _membership(op, args[0], args[1], catalog)
+    return _compare(op, args, catalog)
+
+
+def _field_name(raw: str) -> str:
+    if raw.startswith("$$"):
+        raise _eval_error(f"'{raw}' is a literal string, not a field")
+    return raw[1:] if raw.startswith("$") else raw
+
+
+def _field(raw: str, catalog: Catalog) -> str:
+    name = _field_name(raw)
+    if name in _COLUMNS[catalog]:
+        return f"t.{name}"
+    other: Catalog = "statement" if catalog == "knowledge" else "knowledge"
+    if name in _COLUMNS[other] or name in _NULL_COLUMNS:
+        if catalog == "statement" and name in _NULL_COLUMNS:
+            return "NULL"
+        raise _eval_error(f"{catalog} entries do not have '{name}'")
+    if not _PATH.match(name):
+        raise _eval_error(f"invalid field path '{name}'")
+    return f"json_extract(t.content, '{_json_path(name)}')"
+
+
+def _json_path(name: str) -> str:
+    out = "$"
+    for segment in name.split("."):
+        key, _, rest = segment.partition("[")
+        out += f'."{key}"' if "-" in key else f".{key}"
+        if rest:
+            out += "[" + rest
+    return out
+
+
+def _value(value: Any, catalog: Catalog) -> tuple[str, tuple[Any, ...]]:
+    if isinstance(value, str):
+        if value.startswith("$$"):
+            return "?", (value[1:],)
+        if value.startswith("$") and value != "$":
+            return _field(value, catalog), ()
+        return "?", (value,)
+    if isinstance(value, list | dict):
+        return "?", (json.dumps(value, ensure_ascii=False, separators=(",", ":")),)
+    return "?", (value,)
+
+
+def _compare(op: str, args: list[Any], catalog: Catalog) -> tuple[str, tuple[Any, ...]]:
+    lhs = _field(str(args[0]), catalog)
+    if args[1] is None:
+        return (f"{lhs} IS NULL", ()) if op == "$eq" else (f"{lhs} IS NOT NULL", ())
+    rhs, params = _value(args[1], catalog)
+    return f"{lhs} {_COMPARE[op]} {rhs}", params
+
+
+def _membership(op: str, raw: str, value: Any, catalog: Catalog) -> tuple[str, tuple[Any, ...]]:
+    name = _field_name(raw)
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        return "0", ()
+    marks = ", ".join("?" for _ in values)
+    if op == "$contains" and name not in ARRAY_FIELDS:
+        if not isinstance(value, str):
+            raise _eval_error(f"$contains on '{name}' needs a string, got {_show(value)}")
+        return f"instr({_field(raw, catalog)}, ?) > 0", (value,)
+    column = _field(raw, catalog)
+    if column.startswith("t."):
+        return f"{column} IN ({marks})", tuple(values)
+    path = _json_path(name)
+    return (
+        f"EXISTS (SELECT 1 FROM json_each(t.content, '{path}') AS je"
+        f" WHERE je.type IN ('text', 'integer', 'real') AND je.value IN ({marks}))",
+        tuple(values),
+    )
+
+
+def _triple(args: list[Any], catalog: Catalog) -> tuple[str, tuple[Any, ...]]:
+    if catalog != "statement":
+        raise _eval_error("$triple applies to statements only")
+    if len(args) == 1 and isinstance(args[0], list):
+        args = args[0]
+    if len(args) != 3 or not all(isinstance(a, str) for a in args):
+        raise _eval_error("$triple takes [head, relation, tail] (\"$*\" is a wildcard)")
+    if all(a == "$*" for a in args):
+        raise _eval_error("$triple needs at least one field that is not the \"$*\" wildcard")
+    if "$*" not in args:
+        return "t.triple = ?", (csv_triple(args[0], args[1], args[2]),)
+    parts = [
+        (f"t.{col} = ?", a) for col, a in zip(("head", "relation", "tail"), args, strict=True)
+        if a != "$*"
+    ]
+    return " AND ".join(p for p, _ in parts), tuple(a for _, a in parts)
+
+
+def _k_hop(args: list[Any], catalog: Catalog) -> tuple[str, tuple[Any, ...]]:
+    if catalog != "statement":
+        raise _eval_error("$k-hop applies to statements only")
+    if len(args) == 1 and isinstance(args[0], list):
+        args = args[0]
+    if (
+        len(args) != 3
+        or not isinstance(args[0], str)
+        or not isinstance(args[1], str)
+        or isinstance(args[2], bool)
+        or not isinstance(args[2], int)
+        or args[2] < 1
+    ):
+        raise _eval_error("$k-hop takes [head, relation or \"$*\", depth > 0]")
+    head, relation, depth = args
+    rel_sql, rel_params = ("", ()) if relation == "$*" else (" AND s.relation = ?", (relation,))
+    sql = (
+        "t.id IN (WITH RECURSIVE hop(node, depth) AS (SELECT ?, 0 UNION"
+        f" SELECT s.tail, hop.depth + 1 FROM statement AS s JOIN hop ON s.head = hop.node"
+        f" WHERE hop.depth < ?{rel_sql})"
+        f" SELECT s.id FROM statement AS s JOIN hop ON s.head = hop.node"
+        f" WHERE hop.depth < ?{rel_sql})"
+    )
+    return sql, (head, depth, *rel_params, depth, *rel_params)

@@ -1,0 +1,90 @@
+"""Content objects and result rows exactly as Hypatia prints them (shared by CLI and MCP).
+
+Strings are made well-formed before they are stored: a lone UTF-16 surrogate (Python strings
+can carry one, e.g. from ``surrogateescape`` argv or ``"\\ud800"`` in JSON) becomes U+FFFD, and
+a surrogate *pair* becomes the character it encodes, the same way in-process, over the CLI and
+over MCP (this matches JavaScript's ``toWellFormed()``, which the reference plugin applies).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from memory.store.base import Content, KnowledgeEntry, StatementRow
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD (pairs joined)."""
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def clean_list(values: Iterable[str] | None) -> list[str] | None:
+    return None if values is None else [well_formed(str(v)) for v in values]
+
+
+def make_content(
+    data: str = "",
+    *,
+    tags: Sequence[str] = (),
+    synonyms: Any = None,
+    figures: Sequence[str] | None = None,
+    scopes: Sequence[str] | None = None,
+    format: str = "markdown",
+) -> dict[str, Any]:
+    """A six-field Content object in Hypatia's struct order; empty scopes become ``null``."""
+    if isinstance(synonyms, Mapping):
+        syn: Any = {str(k): clean_list(v) for k, v in synonyms.items()}
+    else:
+        syn = clean_list(synonyms)
+    return {
+        "format": format,
+        "data": well_formed(data),
+        "tags": clean_list(tags) or [],
+        "synonyms": syn,
+        "figures": clean_list(figures),
+        "scopes": clean_list(scopes) or None,
+    }
+
+
+def content_text(content: Mapping[str, Any]) -> str:
+    """Compact JSON text of a Content object (how it is stored and how ``search`` shows it)."""
+    ordered = {k: content.get(k) for k in ("format", "data", "tags", "synonyms", "figures",
+                                           "scopes")}
+    return json.dumps(ordered, ensure_ascii=False, separators=(",", ":"))
+
+
+def knowledge_row(name: str, content: Mapping[str, Any], created_at: str) -> dict[str, Any]:
+    return {"name": name, "content": dict(content), "created_at": created_at}
+
+
+def statement_row(
+    triple: str, head: str, relation: str, tail: str, content: Mapping[str, Any], created_at: str
+) -> dict[str, Any]:
+    return {
+        "triple": triple,
+        "head": head,
+        "relation": relation,
+        "tail": tail,
+        "content": dict(content),
+        "created_at": created_at,
+    }
+
+
+def to_entry(row: Mapping[str, Any]) -> KnowledgeEntry | StatementRow:
+    """A printed row as the protocol's typed row."""
+    content = Content.from_json(row["content"])
+    if "name" in row:
+        return KnowledgeEntry(row["name"], content, row["created_at"])
+    return StatementRow(row["head"], row["relation"], row["tail"], content, row["created_at"])
+
+
+def to_json_text(value: Any) -> str:
+    """Pretty JSON as Hypatia prints it: 2-space indent, keys sorted, non-ASCII kept."""
+    return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True)

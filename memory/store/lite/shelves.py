@@ -1,0 +1,147 @@
+"""The shelf registry: ``<home>/shelves.json`` = ``{"shelves": {name: absolute path}}``.
+
+hypatia-lite's home is its own (``~/.hypatia-lite``, or ``$HYPATIA_LITE_HOME``) so it never
+touches a real Hypatia's ``~/.hypatia``. Every change to the registry happens under an exclusive
+``fcntl.flock`` on ``<home>/shelves.lock`` and is written atomically (temp file + rename), so two
+processes creating ``default`` or connecting shelves at once both succeed and lose nothing.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from memory.store.base import FatalStoreError
+
+DEFAULT_SHELF = "default"
+HOME_ENV = "HYPATIA_LITE_HOME"
+REGISTRY_FILE = "shelves.json"
+_LOCK_FILE = "shelves.lock"
+
+
+class ShelfError(FatalStoreError):
+    """A shelf is unknown, already connected, or cannot be opened."""
+
+
+def lite_home(home: Path | None = None) -> Path:
+    """The directory holding the registry and the default shelf."""
+    if home is not None:
+        return Path(home).expanduser().absolute()
+    env = os.environ.get(HOME_ENV)
+    if env:
+        return Path(env).expanduser().absolute()
+    return Path.home() / ".hypatia-lite"
+
+
+def not_connected(name: str) -> ShelfError:
+    return ShelfError(f"shelf error: shelf '{name}' is not connected")
+
+
+@contextmanager
+def _locked(home: Path) -> Iterator[None]:
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / _LOCK_FILE, "a+") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+
+def _read(home: Path) -> dict[str, str]:
+    try:
+        raw = json.loads((home / REGISTRY_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as err:
+        raise ShelfError(
+            f"shelf error: cannot read the registry {home / REGISTRY_FILE}: {err}"
+        ) from err
+    shelves = raw.get("shelves") if isinstance(raw, dict) else None
+    if not isinstance(shelves, dict):
+        return {}
+    return {str(k): str(v) for k, v in shelves.items()}
+
+
+def _write(home: Path, shelves: dict[str, str]) -> None:
+    text = json.dumps({"shelves": dict(sorted(shelves.items()))}, indent=2) + "\n"
+    fd, tmp = tempfile.mkstemp(dir=home, prefix=".shelves.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, home / REGISTRY_FILE)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def registry(home: Path) -> dict[str, str]:
+    """All registered shelves (name → path); registers ``default`` first if it is missing."""
+    shelves = _read(home)
+    if DEFAULT_SHELF in shelves:
+        return shelves
+    with _locked(home):
+        shelves = _read(home)
+        if DEFAULT_SHELF not in shelves:
+            default_dir = home / DEFAULT_SHELF
+            default_dir.mkdir(parents=True, exist_ok=True)
+            shelves[DEFAULT_SHELF] = str(default_dir)
+            _write(home, shelves)
+    return shelves
+
+
+def resolve(home: Path, name: str) -> Path:
+    """The directory of a registered shelf; ``ShelfError`` when it is not connected."""
+    path = registry(home).get(name)
+    if path is None:
+        raise not_connected(name)
+    return Path(path)
+
+
+def connect(home: Path, directory: Path, name: str | None = None) -> str:
+    """Register ``directory`` (created if needed) as a shelf; returns the shelf name."""
+    target = Path(directory).expanduser().absolute()
+    shelf = name if name else (target.name or DEFAULT_SHELF)
+    registry(home)
+    with _locked(home):
+        shelves = _read(home)
+        if shelf in shelves:
+            raise ShelfError(f"shelf error: shelf '{shelf}' is already connected")
+        for other, path in shelves.items():
+            if Path(path) == target:
+                raise ShelfError(
+                    f"shelf error: directory {target} is already connected as '{other}'"
+                )
+        try:
+            target.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ShelfError(f"shelf error: cannot create {target}: {err}") from err
+        shelves[shelf] = str(target)
+        _write(home, shelves)
+    return shelf
+
+
+def disconnect(home: Path, name: str) -> None:
+    """Unregister a shelf (its files stay on disk)."""
+    registry(home)
+    with _locked(home):
+        shelves = _read(home)
+        if name not in shelves:
+            raise not_connected(name)
+        del shelves[name]
+        _write(home, shelves)
+
+
+def listing(home: Path) -> list[tuple[str, str, bool]]:
+    """``(name, path, connected)`` for every registered shelf, sorted by name."""
+    return [
+        (name, path, Path(path).is_dir())
+        for name, path in sorted(registry(home).items())
+    ]

@@ -1,0 +1,436 @@
+"""``LiteStore``: the in-process hypatia-lite store (one shelf, SQLite + FTS5)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from memory.store.base import (
+    Catalog,
+    Content,
+    Features,
+    KnowledgeEntry,
+    ModelUnavailableError,
+    NotFoundError,
+    QueryRow,
+    SearchRow,
+    SimilarRow,
+    StoreError,
+    Target,
+    csv_triple,
+)
+from memory.store.lite import db, shelves
+from memory.store.lite.embed import (
+    Embedder,
+    EmbeddingError,
+    cosine_distance,
+    embed_text,
+    embedder_from_env,
+    pack,
+    unpack,
+)
+from memory.store.lite.fts import BM25, doc_columns, fts_match
+from memory.store.lite.jse import compile_condition, compile_query
+from memory.store.lite.rows import (
+    content_text,
+    knowledge_row,
+    make_content,
+    statement_row,
+    to_entry,
+    well_formed,
+)
+
+T = TypeVar("T")
+_DEFAULT: Any = object()
+NO_MODEL = "model unavailable: no embedding provider configured"
+_K_COLS = "t.name, t.content, t.created_at"
+_S_COLS = "t.triple, t.head, t.relation, t.tail, t.content, t.created_at"
+_UNIQUE_KNOWLEDGE = "storage error: SQLite error: UNIQUE constraint failed: knowledge.name"
+
+
+class LiteStore:
+    """A Hypatia-compatible store on one shelf. Safe to use from several processes at once.
+
+    ``embedder`` defaults to what the environment selects (``embedder_from_env``: the local
+    hashing embedder unless ``HYPATIA_LITE_EMBEDDER``/``HYPATIA_LITE_EMBED_URL`` say otherwise);
+    pass ``None`` for a store without semantic search.
+    """
+
+    def __init__(
+        self, shelf: str = shelves.DEFAULT_SHELF, home: Path | None = None,
+        embedder: Embedder | None = _DEFAULT,
+    ) -> None:
+        self.shelf = shelf
+        self.home = shelves.lite_home(home)
+        self.path = shelves.resolve(self.home, shelf)
+        self.embedder: Embedder | None = embedder_from_env() if embedder is _DEFAULT else embedder
+        self._lock = threading.RLock()
+        try:
+            self._conn: sqlite3.Connection | None = db.connect(self.path)
+        except sqlite3.Error as err:
+            raise shelves.ShelfError(
+                f"shelf error: cannot open shelf '{shelf}' at {self.path}: {err}"
+            ) from err
+
+    # ----------------------------------------------------------------------------- plumbing
+
+    def __enter__(self) -> LiteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError(f"hypatia-lite store for shelf '{self.shelf}' is closed")
+        return self._conn
+
+    def _run(self, action: Callable[[], T]) -> T:
+        with self._lock:
+            try:
+                return db.retry_locked(action)
+            except sqlite3.Error as err:
+                raise StoreError(f"storage error: SQLite error: {err}") from err
+
+    def features(self) -> Features:
+        return Features(no_embed=True, similar_filters=True, delete=True, update=True)
+
+    def _vector(self, embed: bool, key: str, content: dict[str, Any]) -> tuple[bytes | None, Any]:
+        if not embed or self.embedder is None:
+            return None, None
+        text = embed_text(content["tags"], key, content["data"])
+        try:
+            vec = self.embedder.embed([text])[0]
+        except EmbeddingError:
+            return None, None  # writes never fail because of embedding; paid on next similar
+        return pack(vec), self.embedder.identity
+
+    def _put_doc(self, catalog: str, key: str, content: dict[str, Any]) -> None:
+        cols = doc_columns(key, content)
+        self.conn.execute(
+            "INSERT INTO docs(catalog, key, fts_key, fts_data, fts_tags, fts_synonyms)"
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(catalog, key) DO UPDATE SET"
+            " fts_key = excluded.fts_key, fts_data = excluded.fts_data,"
+            " fts_tags = excluded.fts_tags, fts_synonyms = excluded.fts_synonyms",
+            (catalog, key, *cols),
+        )
+
+    # ---------------------------------------------------------------------------- knowledge
+
+    def knowledge_get_row(self, name: str) -> dict[str, Any] | None:
+        """The printed row ``{name, content, created_at}`` or None."""
+        name = well_formed(name)
+        found = self._run(lambda: self.conn.execute(
+            f"SELECT {_K_COLS} FROM knowledge AS t WHERE t.name = ?", (name,)).fetchone())
+        return None if found is None else knowledge_row(found[0], json.loads(found[1]), found[2])
+
+    def knowledge_get(self, name: str) -> KnowledgeEntry | None:
+        row = self.knowledge_get_row(name)
+        return None if row is None else KnowledgeEntry(
+            row["name"], Content.from_json(row["content"]), row["created_at"])
+
+    def knowledge_create(
+        self, name: str, data: str = "", *, tags: Sequence[str] = (),
+        scopes: Sequence[str] | None = None, synonyms: Sequence[str] | None = None,
+        figures: Sequence[str] | None = None, embed: bool = True,
+    ) -> bool:
+        """True when created; False when ``name`` already existed (left unchanged)."""
+        name = well_formed(name)
+        content = make_content(data, tags=tags, scopes=scopes, synonyms=synonyms, figures=figures)
+        blob, model = self._vector(embed, name, content)
+
+        def _insert() -> bool:
+            with db.write(self.conn):
+                cur = self.conn.execute(
+                    "INSERT INTO knowledge(name, content, created_at, embed_wanted, embedding,"
+                    " embedding_model) VALUES (?, ?, strftime('%Y-%m-%d %H:%M:%f', 'now'), ?, ?, ?)"
+                    " ON CONFLICT(name) DO NOTHING",
+                    (name, content_text(content), int(embed), blob, model),
+                )
+                if cur.rowcount == 1:
+                    self._put_doc("knowledge", name, content)
+                return cur.rowcount == 1
+
+        return self._run(_insert)
+
+    def knowledge_update(
+        self, name: str, *, data: str | None = None, tags: Sequence[str] | None = None,
+        scopes: Sequence[str] | None = None, synonyms: Sequence[str] | None = None,
+        figures: Sequence[str] | None = None,
+    ) -> bool:
+        """Change only the given fields (empty = clear); True when something changed."""
+        if data is None and tags is None and scopes is None and synonyms is None and (
+                figures is None):
+            raise StoreError("validation error: nothing to update: pass at least one of "
+                             "data, tags, synonyms, figures, scopes")
+        name = well_formed(name)
+        current = self.knowledge_get_row(name)
+        if current is None:
+            raise NotFoundError(f"not found: knowledge '{name}'")
+        old = current["content"]
+        new = make_content(
+            old["data"] if data is None else data,
+            tags=old["tags"] if tags is None else tags,
+            synonyms=old["synonyms"] if synonyms is None else (list(synonyms) or None),
+            figures=old["figures"] if figures is None else (list(figures) or None),
+            scopes=old["scopes"] if scopes is None else scopes,
+            format=old["format"],
+        )
+        if content_text(new) == content_text(old):
+            return False
+        wanted = self._run(lambda: self.conn.execute(
+            "SELECT embed_wanted FROM knowledge WHERE name = ?", (name,)).fetchone())
+        blob, model = self._vector(bool(wanted and wanted[0]), name, new)
+
+        def _update() -> bool:
+            with db.write(self.conn):
+                cur = self.conn.execute(
+                    "UPDATE knowledge SET content = ?, embedding = ?, embedding_model = ?"
+                    " WHERE name = ?", (content_text(new), blob, model, name))
+                if cur.rowcount == 0:
+                    raise NotFoundError(f"not found: knowledge '{name}'")
+                self._put_doc("knowledge", name, new)
+            return True
+
+        return self._run(_update)
+
+    def knowledge_delete(self, name: str) -> bool:
+        """True when removed; False when absent. Statements naming it are kept."""
+        name = well_formed(name)
+
+        def _delete() -> bool:
+            with db.write(self.conn):
+                cur = self.conn.execute("DELETE FROM knowledge WHERE name = ?", (name,))
+                self.conn.execute(
+                    "DELETE FROM docs WHERE catalog = 'knowledge' AND key = ?", (name,))
+            return cur.rowcount == 1
+
+        return self._run(_delete)
+
+    # --------------------------------------------------------------------------- statements
+
+    def statement_create(
+        self, head: str, relation: str, tail: str, *, data: str = "",
+        scopes: Sequence[str] | None = None, synonyms: dict[str, list[str]] | None = None,
+        embed: bool = True,
+    ) -> bool:
+        """True when created; False when the triple already existed (left unchanged)."""
+        head, relation, tail = well_formed(head), well_formed(relation), well_formed(tail)
+        triple = csv_triple(head, relation, tail)
+        content = make_content(data, scopes=scopes, synonyms=synonyms)
+        blob, model = self._vector(embed, triple, content)
+
+        def _insert() -> bool:
+            with db.write(self.conn):
+                cur = self.conn.execute(
+                    "INSERT INTO statement(triple, head, relation, tail, content, created_at,"
+                    " embed_wanted, embedding, embedding_model) VALUES (?, ?, ?, ?, ?,"
+                    " strftime('%Y-%m-%d %H:%M:%f', 'now'), ?, ?, ?)"
+                    " ON CONFLICT(triple) DO NOTHING",
+                    (triple, head, relation, tail, content_text(content), int(embed), blob,
+                     model),
+                )
+                if cur.rowcount == 1:
+                    self._put_doc("statement", triple, content)
+                return cur.rowcount == 1
+
+        return self._run(_insert)
+
+    def statement_delete(self, head: str, relation: str, tail: str) -> bool:
+        """True when removed; False when absent."""
+        triple = csv_triple(well_formed(head), well_formed(relation), well_formed(tail))
+
+        def _delete() -> bool:
+            with db.write(self.conn):
+                cur = self.conn.execute("DELETE FROM statement WHERE triple = ?", (triple,))
+                self.conn.execute(
+                    "DELETE FROM docs WHERE catalog = 'statement' AND key = ?", (triple,))
+            return cur.rowcount == 1
+
+        return self._run(_delete)
+
+    # ------------------------------------------------------------------------------- search
+
+    def search_rows(
+        self, query: str, *, catalog: Catalog | None = None, limit: int = 100, offset: int = 0
+    ) -> list[dict[str, Any]]:
+        """Printed rows ``{id, catalog, key, content:<JSON text>, rank}``, best (lowest) first."""
+        match = fts_match(well_formed(query))
+        if match is None or limit <= 0:
+            return []
+        where, params = ("", ()) if catalog is None else (" AND d.catalog = ?", (catalog,))
+        sql = (
+            f"SELECT d.id, d.catalog, d.key, {BM25} AS rank,"
+            " COALESCE(k.content, s.content) FROM docs_fts JOIN docs AS d ON d.id = docs_fts.rowid"
+            " LEFT JOIN knowledge AS k ON d.catalog = 'knowledge' AND k.name = d.key"
+            " LEFT JOIN statement AS s ON d.catalog = 'statement' AND s.triple = d.key"
+            f" WHERE docs_fts MATCH ?{where} ORDER BY rank ASC, d.id ASC LIMIT ? OFFSET ?"
+        )
+        found = self._run(lambda: self.conn.execute(
+            sql, (match, *params, limit, offset)).fetchall())
+        return [
+            {"id": r[0], "catalog": r[1], "key": r[2], "content": r[4], "rank": r[3]}
+            for r in found if r[4] is not None
+        ]
+
+    def search(
+        self, query: str, *, catalog: Catalog | None = None, limit: int = 100, offset: int = 0
+    ) -> list[SearchRow]:
+        return [
+            SearchRow(r["id"], r["catalog"], r["key"], Content.from_json(json.loads(r["content"])),
+                      r["rank"])
+            for r in self.search_rows(query, catalog=catalog, limit=limit, offset=offset)
+        ]
+
+    # ------------------------------------------------------------------------------ similar
+
+    def pending_embeddings(self) -> dict[str, int]:
+        """Entries that want a vector but have none for the current embedder."""
+        model = self.embedder.identity if self.embedder is not None else ""
+        out: dict[str, int] = {}
+        for table in ("knowledge", "statement"):
+            out[table] = self._run(lambda t=table: self.conn.execute(  # type: ignore[misc]
+                f"SELECT count(*) FROM {t} WHERE embed_wanted = 1 AND"
+                " (embedding IS NULL OR embedding_model IS NOT ?)", (model,)).fetchone()[0])
+        return out
+
+    def backfill(self, batch: int = 64) -> int:
+        """Embed entries still owed a vector (best effort); returns how many got one."""
+        if self.embedder is None:
+            raise ModelUnavailableError(NO_MODEL)
+        done = 0
+        for table, key in (("knowledge", "name"), ("statement", "triple")):
+            while True:
+                todo = self._run(lambda t=table, k=key: self.conn.execute(  # type: ignore[misc]
+                    f"SELECT {k}, content FROM {t} WHERE embed_wanted = 1 AND (embedding IS NULL"
+                    " OR embedding_model IS NOT ?) ORDER BY id LIMIT ?",
+                    (self.embedder.identity if self.embedder else "", batch)).fetchall())
+                if not todo:
+                    break
+                texts = [embed_text(json.loads(c)["tags"], k, json.loads(c)["data"])
+                         for k, c in todo]
+                try:
+                    vectors = self.embedder.embed(texts)
+                except EmbeddingError:
+                    return done
+                model = self.embedder.identity
+
+                def _store(t: str = table, k: str = key, rows: Any = todo,
+                           vecs: Any = vectors, model: str = model) -> None:
+                    with db.write(self.conn):
+                        self.conn.executemany(
+                            f"UPDATE {t} SET embedding = ?, embedding_model = ? WHERE {k} = ?",
+                            [(pack(v), model, r[0]) for r, v in zip(rows, vecs, strict=True)])
+
+                self._run(_store)
+                done += len(todo)
+        return done
+
+    def similar_rows(
+        self, query: str, *, target: Target = "knowledge", limit: int = 10,
+        tags: Sequence[str] = (), exclude_tags: Sequence[str] = (), where: Any = None,
+    ) -> list[dict[str, Any]]:
+        """Printed rows ``{name|triple, content, distance}`` (+ ``catalog`` for ``both``)."""
+        if self.embedder is None:
+            raise ModelUnavailableError(NO_MODEL)
+        self.backfill()
+        qvec = self.embedder.embed([well_formed(query)])[0]
+        model = self.embedder.identity
+        scored: list[tuple[float, int, dict[str, Any]]] = []
+        catalogs: list[Literal["knowledge", "statement"]] = (
+            ["knowledge", "statement"] if target == "both" else [target])
+        for catalog in catalogs:
+            key = "name" if catalog == "knowledge" else "triple"
+            conds, params = ["t.embedding_model = ?"], [model]
+            for field, values, negate in (("tags", tags, False), ("tags", exclude_tags, True)):
+                if values:
+                    marks = ", ".join("?" for _ in values)
+                    conds.append(
+                        ("NOT " if negate else "") + "EXISTS (SELECT 1 FROM json_each(t.content,"
+                        f" '$.{field}') AS je WHERE je.type = 'text' AND je.value IN ({marks}))")
+                    params.extend(well_formed(v) for v in values)
+            if where is not None:
+                sql, wparams = compile_condition(where, catalog)
+                conds.append(f"({sql})")
+                params.extend(wparams)
+            found = self._run(lambda c=catalog, k=key, cs=conds, ps=params:  # type: ignore[misc]
+                              self.conn.execute(
+                f"SELECT t.id, t.{k}, t.content, t.embedding FROM {c} AS t"
+                f" WHERE {' AND '.join(cs)}", ps).fetchall())
+            for rid, name, content, blob in found:
+                vec = unpack(blob)
+                if len(vec) != len(qvec):
+                    continue
+                row: dict[str, Any] = {key: name, "content": json.loads(content)}
+                if target == "both":
+                    row["catalog"] = catalog
+                row["distance"] = cosine_distance(qvec, vec)
+                scored.append((row["distance"], rid, row))
+        scored.sort(key=lambda item: (item[0], item[1]))
+        return [row for _, _, row in scored[: max(limit, 0)]]
+
+    def similar(
+        self, query: str, *, target: Target = "knowledge", limit: int = 10,
+        exclude_tags: Sequence[str] = (), tags: Sequence[str] = (),
+    ) -> list[SimilarRow]:
+        rows = self.similar_rows(query, target=target, limit=limit, tags=tags,
+                                 exclude_tags=exclude_tags)
+        return [
+            SimilarRow(
+                "knowledge" if "name" in r else "statement", r.get("name") or r["triple"],
+                Content.from_json(r["content"]), r["distance"])
+            for r in rows
+        ]
+
+    # -------------------------------------------------------------------------------- query
+
+    def query_rows(self, jse: Any) -> list[dict[str, Any]]:
+        """Printed rows for a JSE expression (value or JSON text)."""
+        plan = compile_query(jse)
+        order = "ASC" if plan.ascending else "DESC"
+        cols = _K_COLS if plan.catalog == "knowledge" else _S_COLS
+        sql = (f"SELECT {cols} FROM {plan.catalog} AS t WHERE {plan.where}"
+               f" ORDER BY t.created_at {order}, t.id {order} LIMIT ? OFFSET ?")
+        found = self._run(lambda: self.conn.execute(
+            sql, (*plan.params, plan.limit, plan.offset)).fetchall())
+        if plan.catalog == "knowledge":
+            return [knowledge_row(r[0], json.loads(r[1]), r[2]) for r in found]
+        return [statement_row(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5]) for r in found]
+
+    def query(self, jse: Any) -> list[QueryRow]:
+        return [to_entry(r) for r in self.query_rows(jse)]
+
+    def dump(self, include_created_at: bool = False) -> dict[str, list[dict[str, Any]]]:
+        """Every knowledge entry (by name) and statement (by triple) with full content."""
+        def _all() -> tuple[list[Any], list[Any]]:
+            k = self.conn.execute(f"SELECT {_K_COLS} FROM knowledge AS t ORDER BY t.name")
+            s = self.conn.execute(f"SELECT {_S_COLS} FROM statement AS t ORDER BY t.triple")
+            return k.fetchall(), s.fetchall()
+
+        knowledge, statements = self._run(_all)
+        out = {
+            "knowledge": [knowledge_row(r[0], json.loads(r[1]), r[2]) for r in knowledge],
+            "statements": [statement_row(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5])
+                           for r in statements],
+        }
+        if not include_created_at:
+            for rows in out.values():
+                for row in rows:
+                    del row["created_at"]
+        return out
+
+
+def unique_violation() -> str:
+    """Hypatia's duplicate-knowledge error text (without the CLI's ``Error: `` prefix)."""
+    return _UNIQUE_KNOWLEDGE
