@@ -1,0 +1,225 @@
+"""The line scanner behind every read: header, chunks → lines → events, torn/corrupt policy
+(format doc §4.5), checkpoints and resume positions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from memory.dsh.events import Event, Header, Problem
+from memory.dsh.frames import (
+    Chunk,
+    FrameCorrupt,
+    iter_raw_chunks,
+    iter_zstd_chunks,
+    read_first_chunk,
+)
+from memory.dsh.header import parse_header
+from memory.dsh.normalise import RowDamage, RowNormaliser, RowUnsupported
+from memory.dsh.position import CheckpointIndex, ScanPosition
+
+
+def is_compressed(path: Path) -> bool:
+    return path.name.endswith(".zstd") or path.name.endswith(".zst")
+
+
+class LogScan:
+    """One pass over a log. Iterate it for events; afterwards read ``header``, ``position``,
+    ``index``, ``problems`` and ``torn``.
+
+    ``position`` resumes after earlier scans; events with ``seq < position.next_seq`` are not
+    yielded. ``stop_at`` ends the pass once that seq is reached (range reads); ``skip_parse``
+    lets V2+ logs (one event per row) skip parsing rows below ``next_seq``.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        position: ScanPosition | None = None,
+        index: CheckpointIndex | None = None,
+        stop_at: int | None = None,
+        skip_parse: bool = False,
+    ) -> None:
+        self.path = path
+        self.compressed = is_compressed(path)
+        self.start = position
+        self.index = index if index is not None else CheckpointIndex()
+        self.stop_at = stop_at
+        self.skip_parse = skip_parse
+        self.header: Header | None = None
+        self.problems: list[Problem] = []
+        self.torn = False
+        self.stopped = False  # ended early on corruption / unsupported / stop_at
+        self.position = position if position is not None else ScanPosition(0, 0)
+        self._norm: RowNormaliser | None = None
+
+    # -- public --------------------------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[Event]:
+        try:
+            with open(self.path, "rb") as f:
+                yield from self._run(f)
+        except OSError as exc:
+            self.problems.append(Problem("io", f"cannot read {self.path}: {exc.strerror}"))
+        if self._norm is not None:
+            self.problems[:0] = self._norm.finish()
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _problem(self, kind: str, text: str) -> None:
+        self.problems.append(Problem(kind, text))  # type: ignore[arg-type]
+
+    def _run(self, f: BinaryIO) -> Iterator[Event]:
+        try:
+            first = read_first_chunk(f, self.compressed)
+        except FrameCorrupt as exc:
+            self._problem("corrupt", f"{exc.reason} at byte {exc.offset}")
+            return
+        if first is None or not first.data:
+            self._problem("torn", "the log is empty (no header written yet)")
+            self.torn = True
+            return
+        if not first.complete or not first.data.endswith(b"\n"):
+            self._problem("torn", "the header line is incomplete")
+            self.torn = True
+            return
+        if self.compressed and first.data.count(b"\n") != 1:
+            self._problem("corrupt", "the first zstd frame is not exactly the header line")
+            return
+        parsed = parse_header(first.data)
+        if isinstance(parsed, Problem):
+            self.problems.append(parsed)
+            return
+        self.header = parsed
+        self._norm = RowNormaliser(parsed)
+        start = self.start
+        if start is None or start.offset < first.end:
+            start = ScanPosition(first.end, start.next_seq if start else 0, 0)
+        f.seek(0, 2)
+        size = f.tell()
+        if start.offset > size:
+            self._problem(
+                "io",
+                f"the log is shorter ({size} bytes) than the stored position "
+                f"({start.offset}); it was truncated or replaced: rescan from the start",
+            )
+            return
+        self.position = start
+        chunks = (iter_zstd_chunks if self.compressed else iter_raw_chunks)(f, start.offset)
+        try:
+            yield from self._chunks(chunks, start)
+        except FrameCorrupt as exc:
+            self._problem("corrupt", f"{exc.reason} at byte {exc.offset}")
+            self.stopped = True
+
+    def _chunks(self, chunks: Iterator[Chunk], start: ScanPosition) -> Iterator[Event]:
+        norm = self._norm
+        assert norm is not None
+        loads = json.loads
+        row_events = norm.row_events
+        index = self.index
+        raw = not self.compressed
+        stop_at = self.stop_at
+        skip_below = start.next_seq
+        fast_skip = self.skip_parse and norm.version >= 2
+        seq = start.start_seq
+        pending = b""
+        pending_start = start.offset  # offset of the chunk where ``pending`` (or the next) began
+        pending_seq = seq
+        damage: str | None = None  # first line-level damage (tolerant mode)
+        last_complete = True
+        for chunk in chunks:
+            if chunk.skippable:
+                continue
+            last_complete = chunk.complete
+            strict = chunk.complete and not raw
+            if not pending and damage is None:
+                pending_start, pending_seq = chunk.start, seq
+                if not raw and index.due(seq):
+                    index.add(seq, chunk.start)
+            data = pending + chunk.data if pending else chunk.data
+            lines = data.split(b"\n")
+            pending = lines.pop()
+            if not chunk.complete:
+                self.torn = True
+                if raw:  # a raw partial last line is the torn tail
+                    self._problem("torn", f"partial last line at byte {chunk.start} dropped")
+                    pending = b""
+                    break
+            line_offset = pending_start if raw else 0
+            for line in lines:
+                if damage is not None:
+                    if _is_turn_end(line):
+                        self._problem(
+                            "corrupt",
+                            f"{damage}, followed by a committed turn/end: the damage "
+                            "is inside committed history",
+                        )
+                        self.stopped = True
+                        return
+                    continue
+                if raw:
+                    if index.due(seq):
+                        index.add(seq, line_offset)
+                    line_offset += len(line) + 1
+                if fast_skip and seq < skip_below:
+                    seq += 1
+                    continue
+                try:
+                    events = row_events(loads(line), seq)
+                except (ValueError, RowDamage) as exc:
+                    where = (
+                        f"byte {line_offset - len(line) - 1}"
+                        if raw
+                        else f"frame at byte {chunk.start}"
+                    )
+                    text = str(exc) if isinstance(exc, RowDamage) else "unparsable line"
+                    if strict:
+                        self._problem("corrupt", f"{text} in the complete {where}")
+                        self.stopped = True
+                        return
+                    damage = f"{text} at {where} (seq {seq})"
+                    if raw:
+                        self.position = ScanPosition(line_offset - len(line) - 1, seq)
+                    continue
+                except RowUnsupported as exc:
+                    self._problem("unsupported", str(exc))
+                    self.stopped = True
+                    return
+                seq = events[-1].seq + 1
+                for event in events:
+                    if event.seq >= skip_below:
+                        if stop_at is not None and event.seq >= stop_at:
+                            self.stopped = True
+                            return
+                        yield event
+                if raw:
+                    self.position = ScanPosition(line_offset, seq)
+            if damage is not None:
+                continue
+            if chunk.complete and not pending:
+                self.position = ScanPosition(chunk.end, max(seq, skip_below))
+            elif not raw:
+                self.position = ScanPosition(pending_start, max(seq, skip_below), pending_seq)
+        if damage is not None:
+            self.torn = True
+            self._problem("torn", f"{damage}; the damaged tail was dropped")
+        elif pending and not raw and last_complete:
+            self._problem("corrupt", "the complete zstd frames end inside a line")
+            self.stopped = True
+        elif self.torn and not raw:
+            self._problem(
+                "torn", "the last zstd frame is incomplete; only its complete lines were read"
+            )
+
+
+def _is_turn_end(line: bytes) -> bool:
+    if b"turn/end" not in line:
+        return False
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(obj, dict) and obj.get("type") == "turn/end"
