@@ -1,15 +1,171 @@
-"""``memory-worker inspect`` — placeholder until the reader lands."""
+"""``memory-worker inspect PATH [--json]`` — what the reader sees in DSH session logs.
+
+PATH is a session log file, a session directory, a sessions root, or a DSH home (its
+``sessions/`` directory is used). A bad file is reported and the others still print.
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import typer
+from rich.console import Console
+from rich.markup import escape
 
+from memory.dsh.events import Event
+from memory.dsh.locate import choose_log, discover_sessions
+from memory.dsh.reader import SessionLog, read_log
+from memory.dsh.surface import fold_surface
 from worker.cli import app
+
+_SNIPPET = 120
+
+
+def find_logs(path: Path) -> list[Path]:
+    """The log files PATH stands for (see the module docstring)."""
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        return []
+    chosen = choose_log(path)
+    if chosen is not None:
+        return [chosen[0]]
+    root = path / "sessions" if (path / "sessions").is_dir() else path
+    return [location.path for location in discover_sessions(root)]
+
+
+def message_text(event: Event) -> str:
+    """The text blocks of an event's message, joined."""
+    if event.message is None:
+        return ""
+    parts = [
+        str(block.get("text", ""))
+        for block in event.message.content
+        if isinstance(block, dict) and block.get("type") == "text"
+    ]
+    return "\n".join(parts)
+
+
+def delegated_prompt_seq(log: SessionLog) -> int | None:
+    """A subagent child's first own ``source.kind == 'user'`` message is the parent model's
+    delegated prompt (DSH 0.1.0 stores it that way), not a human turn."""
+    if log.header is None or log.header.origin != "subagent":
+        return None
+    for event in log.events:
+        if event.seq >= log.inherited and _is_human(event):
+            return event.seq
+    return None
+
+
+def _is_human(event: Event) -> bool:
+    return (
+        event.type == "user/message"
+        and event.message is not None
+        and event.message.source_kind == "user"
+    )
+
+
+def session_report(log: SessionLog) -> dict[str, Any]:
+    """The stable per-session JSON object of ``inspect --json`` (extend, never rename keys)."""
+    header = log.header
+    surface = fold_surface(log.events)
+    delegated = delegated_prompt_seq(log)
+    humans = [
+        {"seq": e.seq, "inherited": e.seq < log.inherited, "text": message_text(e)}
+        for e in log.events
+        if _is_human(e) and e.seq != delegated
+    ]
+    replacements = [
+        {
+            "seq": r.seq,
+            "kind": r.kind,
+            "op_start": r.start_seq,
+            "op_end": r.end_seq,
+            "shadowed": list(r.cited),
+        }
+        for r in surface.replacements
+    ]
+    checkpoints = [
+        {
+            "seq": r.seq,
+            "compaction_id": _compaction_id(log, r.seq),
+            "surface_shadowed": list(r.shadowed),
+        }
+        for r in surface.replacements
+        if r.kind == "compact-checkpoint"
+    ]
+    return {
+        "id": header.id if header else None,
+        "path": str(log.path),
+        "version": header.version if header else None,
+        "cwd": header.cwd if header else None,
+        "parent": header.parent if header else None,
+        "inherited": log.inherited,
+        "events": len(log.events),
+        "open_turn": log.open_turn,
+        "human_messages": humans,
+        "delegated_prompt": delegated,
+        "replacements": replacements,
+        "compaction_checkpoints": checkpoints,
+        "surface": list(surface.nodes),
+        "ok": log.ok,
+        "problems": [str(p) for p in [*log.problems, *surface.problems]],
+    }
+
+
+def _compaction_id(log: SessionLog, seq: int) -> str | None:
+    for event in log.events:
+        if event.seq == seq and event.message is not None:
+            value = event.message.source.get("compactionId")
+            return value if isinstance(value, str) else None
+    return None
+
+
+def _print_report(console: Console, report: dict[str, Any]) -> None:
+    console.print(f"[bold]{escape(str(report['id']))}[/bold]  {escape(report['path'])}")
+    parent = report["parent"] or "-"
+    console.print(
+        f"  version {report['version']}  cwd {escape(str(report['cwd']))}  parent "
+        f"{escape(parent)}  inherited {report['inherited']}  events {report['events']}  "
+        f"open turn {'yes' if report['open_turn'] else 'no'}"
+    )
+    for human in report["human_messages"]:
+        text = " ".join(human["text"].split())
+        if len(text) > _SNIPPET:
+            text = text[: _SNIPPET - 1] + "…"
+        mark = " (inherited)" if human["inherited"] else ""
+        console.print(f"  human {human['seq']}{mark}: {escape(text)}")
+    if report["delegated_prompt"] is not None:
+        console.print(f"  delegated prompt: seq {report['delegated_prompt']}")
+    for r in report["replacements"]:
+        console.print(
+            f"  replace {r['seq']} ({escape(r['kind'] or 'no kind')}) "
+            f"{r['op_start']}…{r['op_end']} shadows {r['shadowed']}"
+        )
+    for c in report["compaction_checkpoints"]:
+        console.print(f"  checkpoint {c['seq']} ({c['compaction_id']}): {c['surface_shadowed']}")
+    for problem in report["problems"]:
+        console.print(f"  [red]problem[/red] {escape(problem)}")
 
 
 @app.command()
-def inspect(path: Path, json_: bool = typer.Option(False, "--json")) -> None:
+def inspect(
+    path: Path = typer.Argument(..., help="A session log, session directory, or DSH home."),
+    json_: bool = typer.Option(False, "--json", help="Print the stable JSON form."),
+) -> None:
     """Print what the worker reads from DSH session logs."""
-    raise typer.Exit(2)
+    console = Console(highlight=False, soft_wrap=True)
+    logs = find_logs(path)
+    if not logs:
+        typer.echo(f"error: no DSH session log found at {path}", err=True)
+        raise typer.Exit(1)
+    reports = [session_report(read_log(log)) for log in logs]
+    if json_:
+        typer.echo(json.dumps({"sessions": reports}, ensure_ascii=False, indent=2))
+    else:
+        for report in reports:
+            _print_report(console, report)
+    if all(r["version"] is None for r in reports):
+        raise typer.Exit(1)
