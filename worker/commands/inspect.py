@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -33,7 +33,11 @@ def find_logs(path: Path) -> list[Path]:
     if chosen is not None:
         return [chosen[0]]
     root = path / "sessions" if (path / "sessions").is_dir() else path
-    return [location.path for location in discover_sessions(root)]
+    found = [location.path for location in discover_sessions(root)]
+    if not found:  # a directory of session directories (no project level)
+        subdirs = sorted(p for p in path.iterdir() if p.is_dir())
+        found = [chosen[0] for d in subdirs if (chosen := choose_log(d)) is not None]
+    return found
 
 
 def message_text(event: Event) -> str:
@@ -152,8 +156,8 @@ def _print_report(console: Console, report: dict[str, Any]) -> None:
 
 @app.command()
 def inspect(
-    path: Path = typer.Argument(..., help="A session log, session directory, or DSH home."),
-    json_: bool = typer.Option(False, "--json", help="Print the stable JSON form."),
+    path: Annotated[Path, typer.Argument(help="A session log, session directory, or DSH home.")],
+    json_: Annotated[bool, typer.Option("--json", help="Print the stable JSON form.")] = False,
 ) -> None:
     """Print what the worker reads from DSH session logs."""
     console = Console(highlight=False, soft_wrap=True)
