@@ -1,0 +1,124 @@
+"""The audit trail: each retraction of a withdrawn message, and every other repair."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Literal
+
+from sqlalchemy import insert, select
+from sqlalchemy.orm import Session
+
+from worker.state._sql import one_line
+from worker.state.leases import Clock
+from worker.state.models import AuditRow, RetractionRow, utcnow
+
+RetractionOutcome = Literal["retracted", "absent", "failed", "would-retract"]
+RETRACTION_OUTCOMES: tuple[str, ...] = ("retracted", "absent", "failed", "would-retract")
+DETAIL_MAX = 2000
+
+
+@dataclass(frozen=True)
+class Retraction:
+    id: int
+    shelf: str
+    session_id: str
+    ordinal: int
+    entry: str
+    marker_seq: int
+    source_kind: str
+    outcome: str
+    detail: str | None
+    at: dt.datetime
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    id: int
+    action: str
+    shelf: str | None
+    session_id: str | None
+    subject: str | None
+    cause_marker_seq: int | None
+    source_kind: str | None
+    outcome: str
+    detail: str | None
+    at: dt.datetime
+
+
+_RETRACTION_COLUMNS = tuple(getattr(RetractionRow, f) for f in Retraction.__dataclass_fields__)
+_AUDIT_COLUMNS = tuple(getattr(AuditRow, f) for f in AuditEntry.__dataclass_fields__)
+
+
+def _detail(detail: str | None) -> str | None:
+    return one_line(detail, DETAIL_MAX) if detail else None
+
+
+class AuditRepo:
+    def __init__(self, session: Session, clock: Clock = utcnow) -> None:
+        self._session = session
+        self._clock = clock
+
+    def record_retraction(
+        self,
+        *,
+        shelf: str,
+        session_id: str,
+        ordinal: int,
+        entry: str,
+        marker_seq: int,
+        source_kind: str,
+        outcome: RetractionOutcome,
+        detail: str | None = None,
+    ) -> int:
+        """Log what happened to one withdrawn message entry; returns the row id."""
+        if outcome not in RETRACTION_OUTCOMES:
+            raise ValueError(f"unknown retraction outcome {outcome!r}")
+        return int(self._session.execute(
+            insert(RetractionRow).values(
+                shelf=shelf, session_id=session_id, ordinal=ordinal, entry=entry,
+                marker_seq=marker_seq, source_kind=source_kind, outcome=outcome,
+                detail=_detail(detail), at=self._clock(),
+            ).returning(RetractionRow.id)
+        ).scalar_one())
+
+    def retractions(self, *, session_id: str | None = None,
+                    shelf: str | None = None) -> list[Retraction]:
+        """Retraction records, oldest first."""
+        query = select(*_RETRACTION_COLUMNS).order_by(RetractionRow.id)
+        if session_id is not None:
+            query = query.where(RetractionRow.session_id == session_id)
+        if shelf is not None:
+            query = query.where(RetractionRow.shelf == shelf)
+        return [Retraction(**row._asdict()) for row in self._session.execute(query)]
+
+    def record(
+        self,
+        action: str,
+        outcome: str,
+        *,
+        shelf: str | None = None,
+        session_id: str | None = None,
+        subject: str | None = None,
+        cause_marker_seq: int | None = None,
+        source_kind: str | None = None,
+        detail: str | None = None,
+    ) -> int:
+        """Log one repair (``reconsolidate``, ``forget``, ``repair-edges``...); returns its id."""
+        return int(self._session.execute(
+            insert(AuditRow).values(
+                action=action, outcome=outcome, shelf=shelf, session_id=session_id,
+                subject=subject, cause_marker_seq=cause_marker_seq, source_kind=source_kind,
+                detail=_detail(detail), at=self._clock(),
+            ).returning(AuditRow.id)
+        ).scalar_one())
+
+    def entries(self, *, session_id: str | None = None,
+                action: str | None = None) -> list[AuditEntry]:
+        """Audit entries, oldest first."""
+        query = select(*_AUDIT_COLUMNS).order_by(AuditRow.id)
+        if session_id is not None:
+            query = query.where(AuditRow.session_id == session_id)
+        if action is not None:
+            query = query.where(AuditRow.action == action)
+        return [AuditEntry(**row._asdict()) for row in self._session.execute(query)]

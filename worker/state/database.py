@@ -1,0 +1,69 @@
+"""``StateDB``: one engine, short transactions, every repository bound to the same session."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from worker.state.audit import AuditRepo
+from worker.state.db import make_engine, session_factory, upgrade_to_head
+from worker.state.failures import FailureRepo
+from worker.state.leases import Clock, LeaseRepo
+from worker.state.model_calls import ModelCallRepo
+from worker.state.models import utcnow
+from worker.state.progress import ProgressRepo
+from worker.state.sessions import SessionRepo
+
+
+@dataclass(frozen=True)
+class Repos:
+    """The repositories of one transaction."""
+
+    session: Session
+    sessions: SessionRepo
+    progress: ProgressRepo
+    leases: LeaseRepo
+    audit: AuditRepo
+    failures: FailureRepo
+    model_calls: ModelCallRepo
+
+
+class StateDB:
+    """The state database at ``url`` (SQLite or PostgreSQL)."""
+
+    def __init__(self, url: str, *, clock: Clock = utcnow) -> None:
+        self.url = url
+        self.engine: Engine = make_engine(url)
+        self._factory = session_factory(self.engine)
+        self._clock = clock
+
+    @classmethod
+    def open(cls, url: str, *, migrate: bool = True, migrations_dir: Path | None = None,
+             clock: Clock = utcnow) -> StateDB:
+        """Open ``url``, first migrating it to the newest revision unless ``migrate`` is False."""
+        if migrate:
+            upgrade_to_head(url, migrations_dir)
+        return cls(url, clock=clock)
+
+    @contextmanager
+    def transaction(self) -> Iterator[Repos]:
+        """One short transaction: committed when the block ends, rolled back on an error."""
+        with self._factory.begin() as session:
+            clock = self._clock
+            yield Repos(
+                session=session,
+                sessions=SessionRepo(session, clock),
+                progress=ProgressRepo(session, clock),
+                leases=LeaseRepo(session, clock),
+                audit=AuditRepo(session, clock),
+                failures=FailureRepo(session, clock),
+                model_calls=ModelCallRepo(session, clock),
+            )
+
+    def dispose(self) -> None:
+        self.engine.dispose()

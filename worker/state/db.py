@@ -1,0 +1,93 @@
+"""Engines and sessions for the state database (SQLite or PostgreSQL, same behaviour).
+
+SQLite: WAL journal, a busy timeout, foreign keys on, and every transaction opened with
+``BEGIN IMMEDIATE`` so a read-then-conditional-write cannot interleave with another process's
+write. PostgreSQL: psycopg 3; conditional ``UPDATE … WHERE version = :v`` re-checks the row under
+its lock, which is what the repositories rely on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.engine.url import URL
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.orm import Session, sessionmaker
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+class StateURLError(ValueError):
+    """The state URL cannot be used; the message is one line."""
+
+
+def normalize_url(url: str) -> URL:
+    """Parse ``url``; ``postgres://`` and ``postgresql://`` use the psycopg 3 driver."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise StateURLError(f"state URL {url!r} is not a database URL: {exc}") from None
+    if parsed.drivername in ("postgres", "postgresql"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    if parsed.get_backend_name() not in ("sqlite", "postgresql"):
+        raise StateURLError(
+            f"state URL backend {parsed.get_backend_name()!r} is not supported "
+            "(use sqlite:///path or postgresql://...)"
+        )
+    return parsed
+
+
+def _sqlite_setup(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Let SQLAlchemy's "begin" event issue BEGIN itself (pysqlite's own is deferred).
+        dbapi_conn.isolation_level = None
+        cursor = dbapi_conn.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url``; creates the SQLite file's directory when it is missing."""
+    parsed = normalize_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database or ""
+        if database and database != ":memory:" and not database.startswith("file:"):
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(
+            parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}, pool_pre_ping=False
+        )
+        _sqlite_setup(engine)
+        return engine
+    return create_engine(parsed, pool_pre_ping=True, pool_size=5, max_overflow=5)
+
+
+def session_factory(engine: Engine) -> sessionmaker[Session]:
+    """Sessions that keep loaded values after commit (rows are returned as snapshots)."""
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+@contextmanager
+def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
+    """One transaction: commit on success, roll back on error."""
+    with factory.begin() as session:
+        yield session
+
+
+def upgrade_to_head(url: str, migrations_dir: Path | None = None) -> None:
+    """Migrate the database at ``url`` to the newest revision (safe to call on every start)."""
+    from worker.state.migrate import upgrade
+
+    upgrade(url, "head", migrations_dir)

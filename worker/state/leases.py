@@ -1,0 +1,132 @@
+"""Leases: per-key exclusivity with expiry and a fencing token.
+
+A lease row outlives its releases, so the token of a key only ever increases: every acquisition
+sets ``token = token + 1``. Whoever holds a token can prove it is still the holder only while
+the row has that token, an owner and an expiry in the future; a later acquisition (after expiry)
+supersedes it, and the watermark updates in ``progress.py`` check exactly that.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy import and_, or_, select, update
+from sqlalchemy.orm import Session
+from sqlalchemy.sql.elements import ColumnElement
+
+from worker.state._sql import insert_ignore
+from worker.state.models import LeaseRow, utcnow
+
+Clock = Callable[[], dt.datetime]
+
+
+def session_lease_key(session_id: str) -> str:
+    """The lease key that makes work on one session exclusive."""
+    return f"session:{session_id}"
+
+
+@dataclass(frozen=True)
+class Lease:
+    key: str
+    owner: str
+    token: int
+    expires_at: dt.datetime
+
+
+def lease_is_held(key: str, token: int, now: dt.datetime) -> ColumnElement[bool]:
+    """SQL condition: the lease ``key`` is held under ``token`` and has not expired at ``now``."""
+    return (
+        select(LeaseRow.key)
+        .where(
+            LeaseRow.key == key,
+            LeaseRow.token == token,
+            LeaseRow.owner.is_not(None),
+            LeaseRow.expires_at > now,
+        )
+        .exists()
+    )
+
+
+class LeaseRepo:
+    """Acquire, renew and release leases inside the caller's transaction."""
+
+    def __init__(self, session: Session, clock: Clock = utcnow) -> None:
+        self._session = session
+        self._clock = clock
+
+    def acquire(self, key: str, owner: str, ttl_s: float) -> Lease | None:
+        """Take ``key`` for ``owner`` for ``ttl_s`` seconds; ``None`` while someone else holds it.
+
+        Holding it already (same owner, unexpired) does not re-enter: it returns ``None`` too.
+        """
+        if ttl_s <= 0:
+            raise ValueError("lease ttl must be positive")
+        now = self._clock()
+        expires = now + dt.timedelta(seconds=ttl_s)
+        free = or_(LeaseRow.owner.is_(None), LeaseRow.expires_at.is_(None),
+                   LeaseRow.expires_at <= now)
+        taken = self._session.execute(
+            update(LeaseRow)
+            .where(LeaseRow.key == key, free)
+            .values(owner=owner, token=LeaseRow.token + 1, acquired_at=now, expires_at=expires)
+            .returning(LeaseRow.token)
+        ).scalar_one_or_none()
+        if taken is not None:
+            return Lease(key, owner, int(taken), expires)
+        values = {"key": key, "owner": owner, "token": 1, "acquired_at": now,
+                  "expires_at": expires}
+        if insert_ignore(self._session, LeaseRow.__table__, values):  # type: ignore[arg-type]
+            return Lease(key, owner, 1, expires)
+        return None
+
+    def renew(self, lease: Lease, ttl_s: float) -> Lease | None:
+        """Extend a lease still held under its token; ``None`` when it expired or was taken."""
+        now = self._clock()
+        expires = now + dt.timedelta(seconds=ttl_s)
+        result = self._session.execute(
+            update(LeaseRow)
+            .where(self._mine(lease), LeaseRow.expires_at > now)
+            .values(expires_at=expires)
+            .returning(LeaseRow.token)
+        ).scalar_one_or_none()
+        return Lease(lease.key, lease.owner, lease.token, expires) if result is not None else None
+
+    def release(self, lease: Lease) -> bool:
+        """Give the lease up; False when it had already been taken over (nothing changes then)."""
+        result = self._session.execute(
+            update(LeaseRow).where(self._mine(lease)).values(owner=None, expires_at=None)
+            .returning(LeaseRow.token)
+        ).scalar_one_or_none()
+        return result is not None
+
+    def is_held(self, lease: Lease) -> bool:
+        """True while ``lease`` is still the current, unexpired holding of its key."""
+        now = self._clock()
+        found = self._session.execute(select(lease_is_held(lease.key, lease.token, now)))
+        return bool(found.scalar())
+
+    def holder(self, key: str) -> Lease | None:
+        """The current unexpired holder of ``key``, if any."""
+        now = self._clock()
+        row = self._session.execute(
+            select(LeaseRow.owner, LeaseRow.token, LeaseRow.expires_at).where(
+                LeaseRow.key == key, LeaseRow.owner.is_not(None), LeaseRow.expires_at > now
+            )
+        ).first()
+        if row is None or row.owner is None or row.expires_at is None:
+            return None
+        return Lease(key, row.owner, int(row.token), row.expires_at)
+
+    def last_token(self, key: str) -> int:
+        """The highest token ever issued for ``key`` (0 when never acquired)."""
+        token = self._session.execute(
+            select(LeaseRow.token).where(LeaseRow.key == key)
+        ).scalar_one_or_none()
+        return int(token or 0)
+
+    @staticmethod
+    def _mine(lease: Lease) -> ColumnElement[bool]:
+        return and_(LeaseRow.key == lease.key, LeaseRow.token == lease.token,
+                    LeaseRow.owner == lease.owner)

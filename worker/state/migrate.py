@@ -1,0 +1,115 @@
+"""Run the Alembic revisions in ``migrations/`` programmatically.
+
+The script directory is found in this order: an explicit ``migrations_dir`` (setting
+``migrations_dir``), the ``migrations/`` beside the ``worker`` package (a checkout or an
+editable install), then ``./migrations`` in the working directory. Migrations take a lock first
+(PostgreSQL advisory lock; SQLite ``BEGIN IMMEDIATE``) so N workers starting at once migrate once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, text
+
+from worker.state.db import make_engine
+
+# An arbitrary constant naming this project's migration lock in pg_advisory_xact_lock.
+_PG_LOCK_ID = 0x6D775F6D6967  # "mw_mig"
+
+
+class MigrationsNotFound(RuntimeError):
+    """No Alembic script directory could be found; the message says where it looked."""
+
+
+def find_migrations_dir(explicit: Path | None = None) -> Path:
+    """The Alembic script directory (holding ``env.py``)."""
+    candidates = []
+    if explicit is not None:
+        candidates.append(explicit)
+    candidates.append(Path(__file__).resolve().parents[2] / "migrations")
+    candidates.append(Path.cwd() / "migrations")
+    for candidate in candidates:
+        if (candidate / "env.py").is_file():
+            return candidate
+        if explicit is not None and candidate == explicit:
+            raise MigrationsNotFound(f"migrations_dir {explicit} has no env.py")
+    looked = ", ".join(str(c) for c in candidates)
+    raise MigrationsNotFound(
+        f"no Alembic migrations directory found (looked in {looked}); "
+        "set MEMORY_WORKER_MIGRATIONS_DIR to the checkout's migrations/"
+    )
+
+
+def alembic_config(url: str, migrations_dir: Path | None = None) -> Config:
+    """An Alembic config for ``url`` without reading ``alembic.ini``."""
+    config = Config()
+    config.set_main_option("script_location", str(find_migrations_dir(migrations_dir)))
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+@contextmanager
+def locked_connection(url: str) -> Iterator[Connection]:
+    """A connection inside one transaction that holds the migration lock."""
+    engine = make_engine(url)
+    try:
+        with engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": _PG_LOCK_ID})
+            yield conn
+    finally:
+        engine.dispose()
+
+
+def _run(url: str, migrations_dir: Path | None, action: str, revision: str) -> None:
+    config = alembic_config(url, migrations_dir)
+    with locked_connection(url) as conn:
+        config.attributes["connection"] = conn
+        if action == "upgrade":
+            command.upgrade(config, revision)
+        else:
+            command.downgrade(config, revision)
+
+
+def upgrade(url: str, revision: str = "head", migrations_dir: Path | None = None) -> None:
+    """Migrate ``url`` up to ``revision`` (default: the newest)."""
+    _run(url, migrations_dir, "upgrade", revision)
+
+
+def downgrade(url: str, revision: str, migrations_dir: Path | None = None) -> None:
+    """Migrate ``url`` down to ``revision`` (``base`` removes every table)."""
+    _run(url, migrations_dir, "downgrade", revision)
+
+
+def current_revision(url: str) -> str | None:
+    """The revision the database at ``url`` is at, or ``None`` when never migrated."""
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+    finally:
+        engine.dispose()
+
+
+def head_revision(migrations_dir: Path | None = None) -> str:
+    """The newest revision in the script directory."""
+    config = Config()
+    config.set_main_option("script_location", str(find_migrations_dir(migrations_dir)))
+    head = ScriptDirectory.from_config(config).get_current_head()
+    assert head is not None, "the migrations directory has no revisions"
+    return head
+
+
+def revisions(migrations_dir: Path | None = None) -> list[str]:
+    """Every revision id, oldest first."""
+    config = Config()
+    config.set_main_option("script_location", str(find_migrations_dir(migrations_dir)))
+    script = ScriptDirectory.from_config(config)
+    return [rev.revision for rev in reversed(list(script.walk_revisions()))]

@@ -1,0 +1,177 @@
+"""Watermarks per (shelf, session), advanced only forward and only by the lease holder.
+
+``ProgressRepo.advance`` is one conditional ``UPDATE``: it changes the row only when the version
+still equals the one the caller read, the caller's lease token is still the current unexpired
+holding of the session's lease, and every watermark given is ≥ the stored one. Anything else
+returns False and changes nothing (process-then-advance: the work was done first, so a lost
+advance only means the work is redone, idempotently).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import ColumnElement, delete, select, update
+from sqlalchemy.orm import Session
+
+from worker.state._sql import insert_ignore
+from worker.state.leases import Clock, lease_is_held, session_lease_key
+from worker.state.models import ProgressRow, utcnow
+
+# Watermarks that only move forward (a smaller value is refused).
+FORWARD_ONLY = (
+    "last_logged_seq",
+    "last_consolidated_seq",
+    "last_belong_to_index",
+    "last_check_turn",
+)
+
+
+@dataclass(frozen=True)
+class Progress:
+    shelf: str
+    session_id: str
+    last_logged_seq: int = 0
+    last_consolidated_seq: int = 0
+    last_belong_to_index: int = 0
+    has_session_node: bool = False
+    pending_tokens: int = 0
+    last_check_turn: int = 0
+    version: int = 0
+
+
+_COLUMNS = (
+    ProgressRow.shelf,
+    ProgressRow.session_id,
+    ProgressRow.last_logged_seq,
+    ProgressRow.last_consolidated_seq,
+    ProgressRow.last_belong_to_index,
+    ProgressRow.has_session_node,
+    ProgressRow.pending_tokens,
+    ProgressRow.last_check_turn,
+    ProgressRow.version,
+)
+
+
+class ProgressRepo:
+    """Read and conditionally advance watermarks inside the caller's transaction."""
+
+    def __init__(self, session: Session, clock: Clock = utcnow) -> None:
+        self._session = session
+        self._clock = clock
+
+    def find(self, shelf: str, session_id: str) -> Progress | None:
+        row = self._session.execute(
+            select(*_COLUMNS).where(ProgressRow.shelf == shelf,
+                                    ProgressRow.session_id == session_id)
+        ).first()
+        return Progress(**row._asdict()) if row is not None else None
+
+    def get(self, shelf: str, session_id: str) -> Progress:
+        """The row for (shelf, session), created with every watermark at 0 when missing."""
+        found = self.find(shelf, session_id)
+        if found is not None:
+            return found
+        insert_ignore(
+            self._session,
+            ProgressRow.__table__,  # type: ignore[arg-type]
+            {"shelf": shelf, "session_id": session_id, "updated_at": self._clock()},
+        )
+        created = self.find(shelf, session_id)
+        assert created is not None
+        return created
+
+    def advance(
+        self,
+        shelf: str,
+        session_id: str,
+        *,
+        expected_version: int,
+        lease_token: int,
+        lease_key: str | None = None,
+        last_logged_seq: int | None = None,
+        last_consolidated_seq: int | None = None,
+        last_belong_to_index: int | None = None,
+        last_check_turn: int | None = None,
+        has_session_node: bool | None = None,
+        pending_tokens: int | None = None,
+    ) -> bool:
+        """Apply the given fields if version, lease and forward-only rules all hold.
+
+        ``lease_key`` defaults to the session's lease (``session_lease_key(session_id)``).
+        ``has_session_node`` can become True but never go back to False. ``pending_tokens`` is
+        a counter, not a watermark: it may be set to any value ≥ 0 (a reset after consolidation).
+        Returns True when the row was changed (its version is then ``expected_version + 1``).
+        """
+        forward = {
+            "last_logged_seq": last_logged_seq,
+            "last_consolidated_seq": last_consolidated_seq,
+            "last_belong_to_index": last_belong_to_index,
+            "last_check_turn": last_check_turn,
+        }
+        values: dict[str, object] = {k: v for k, v in forward.items() if v is not None}
+        if any(v < 0 for v in values.values()):  # type: ignore[operator]
+            raise ValueError("watermarks are never negative")
+        conditions: list[ColumnElement[bool]] = [
+            ProgressRow.shelf == shelf,
+            ProgressRow.session_id == session_id,
+            ProgressRow.version == expected_version,
+            lease_is_held(lease_key or session_lease_key(session_id), lease_token,
+                          self._clock()),
+        ]
+        for name, value in values.items():
+            conditions.append(getattr(ProgressRow, name) <= value)
+        if has_session_node is not None:
+            if has_session_node:
+                values["has_session_node"] = True
+            else:
+                conditions.append(ProgressRow.has_session_node.is_(False))
+        if pending_tokens is not None:
+            if pending_tokens < 0:
+                raise ValueError("pending_tokens is never negative")
+            values["pending_tokens"] = pending_tokens
+        values["version"] = ProgressRow.version + 1
+        values["updated_at"] = self._clock()
+        changed = self._session.execute(
+            update(ProgressRow).where(*conditions).values(**values)
+            .returning(ProgressRow.version)
+            .execution_options(synchronize_session=False)
+        ).scalar_one_or_none()
+        return changed is not None
+
+    def reset(self, shelf: str, session_id: str) -> Progress:
+        """Put every watermark back to 0 (operator reset / reconcile found the store empty).
+
+        The only way a watermark moves backward; the version still increases, so a worker
+        holding the old version cannot advance over the reset.
+        """
+        self.get(shelf, session_id)
+        self._session.execute(
+            update(ProgressRow)
+            .where(ProgressRow.shelf == shelf, ProgressRow.session_id == session_id)
+            .values(
+                last_logged_seq=0, last_consolidated_seq=0, last_belong_to_index=0,
+                has_session_node=False, pending_tokens=0, last_check_turn=0,
+                version=ProgressRow.version + 1, updated_at=self._clock(),
+            )
+            .execution_options(synchronize_session=False)
+        )
+        reset = self.find(shelf, session_id)
+        assert reset is not None
+        return reset
+
+    def delete(self, shelf: str, session_id: str) -> bool:
+        result = self._session.execute(
+            delete(ProgressRow)
+            .where(ProgressRow.shelf == shelf, ProgressRow.session_id == session_id)
+            .returning(ProgressRow.session_id)
+            .execution_options(synchronize_session=False)
+        )
+        return result.first() is not None
+
+    def list(self, shelf: str | None = None) -> list[Progress]:
+        """Every progress row (of one shelf when given), ordered by shelf then session."""
+        query = select(*_COLUMNS).order_by(ProgressRow.shelf, ProgressRow.session_id)
+        if shelf is not None:
+            query = query.where(ProgressRow.shelf == shelf)
+        return [Progress(**row._asdict()) for row in self._session.execute(query)]

@@ -1,0 +1,188 @@
+"""Sessions as the watcher sees them: scan position, durable end, checkpoints, title, flags."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from worker.state._sql import insert_ignore
+from worker.state.leases import Clock
+from worker.state.models import SessionRow, utcnow
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """The event ``seq`` starts at byte ``offset``; ``ordinal`` messages precede it."""
+
+    seq: int
+    offset: int
+    ordinal: int
+
+
+@dataclass(frozen=True)
+class SessionState:
+    session_id: str
+    path: str
+    generation: int = 0
+    project: str = ""
+    header: dict[str, Any] = field(default_factory=dict)
+    inherited_cut: int = 0
+    scan_offset: int = 0
+    scan_seq: int = 0
+    checkpoints: tuple[Checkpoint, ...] = ()
+    durable_end_seq: int = 0
+    last_turn_end_seq: int | None = None
+    last_title_seq: int | None = None
+    title_text: str | None = None
+    last_activity_at: dt.datetime | None = None
+    closed_at: dt.datetime | None = None
+    forgotten: bool = False
+
+    def checkpoint_at_or_before(self, seq: int) -> Checkpoint | None:
+        """The last checkpoint whose seq is ≤ ``seq`` (where to start decoding for ``seq``)."""
+        best = None
+        for point in self.checkpoints:
+            if point.seq > seq:
+                break
+            best = point
+        return best
+
+
+_FIELDS = tuple(f.name for f in fields(SessionState))
+_COLUMNS = tuple(getattr(SessionRow, name) for name in _FIELDS)
+
+
+def _state(row: Any) -> SessionState:
+    data = row._asdict()
+    data["checkpoints"] = tuple(Checkpoint(*point) for point in data["checkpoints"] or ())
+    data["header"] = dict(data["header"] or {})
+    return SessionState(**data)
+
+
+def _merge(old: Iterable[Checkpoint], new: Iterable[Checkpoint]) -> list[list[int]]:
+    by_seq = {point.seq: point for point in old}
+    by_seq.update({point.seq: point for point in new})
+    return [[p.seq, p.offset, p.ordinal] for _, p in sorted(by_seq.items())]
+
+
+class SessionRepo:
+    """Read and record what the watcher learned about each session."""
+
+    def __init__(self, session: Session, clock: Clock = utcnow) -> None:
+        self._session = session
+        self._clock = clock
+
+    def get(self, session_id: str) -> SessionState | None:
+        row = self._session.execute(
+            select(*_COLUMNS).where(SessionRow.session_id == session_id)
+        ).first()
+        return _state(row) if row is not None else None
+
+    def list(self, *, include_forgotten: bool = False) -> list[SessionState]:
+        query = select(*_COLUMNS).order_by(SessionRow.session_id)
+        if not include_forgotten:
+            query = query.where(SessionRow.forgotten.is_(False))
+        return [_state(row) for row in self._session.execute(query)]
+
+    def upsert_scan(
+        self,
+        session_id: str,
+        *,
+        path: str,
+        scan_offset: int,
+        scan_seq: int,
+        durable_end_seq: int,
+        generation: int | None = None,
+        project: str | None = None,
+        header: dict[str, Any] | None = None,
+        inherited_cut: int | None = None,
+        new_checkpoints: Sequence[Checkpoint] = (),
+        last_turn_end_seq: int | None = None,
+        title: tuple[int, str] | None = None,
+        last_activity_at: dt.datetime | None = None,
+    ) -> SessionState:
+        """Record a scan of ``session_id``'s log, creating the row on first sight.
+
+        Fields left ``None`` keep their stored value. ``new_checkpoints`` are merged into the
+        index by seq. A ``generation`` different from the stored one means the file was
+        replaced: the old checkpoints are dropped. ``title`` is ``(seq, text)`` and replaces
+        the stored title only when its seq is newer. Growth (a larger durable end) clears
+        ``closed_at``.
+        """
+        now = self._clock()
+        insert_ignore(
+            self._session,
+            SessionRow.__table__,  # type: ignore[arg-type]
+            {"session_id": session_id, "path": path, "header": {}, "checkpoints": [],
+             "created_at": now, "updated_at": now},
+        )
+        current = self.get(session_id)
+        assert current is not None
+        values: dict[str, Any] = {
+            "path": path,
+            "scan_offset": scan_offset,
+            "scan_seq": scan_seq,
+            "durable_end_seq": durable_end_seq,
+            "updated_at": now,
+        }
+        old_points: Iterable[Checkpoint] = current.checkpoints
+        if generation is not None:
+            values["generation"] = generation
+            if generation != current.generation:
+                old_points = ()
+        values["checkpoints"] = _merge(old_points, new_checkpoints)
+        if project is not None:
+            values["project"] = project
+        if header is not None:
+            values["header"] = header
+        if inherited_cut is not None:
+            values["inherited_cut"] = inherited_cut
+        if last_turn_end_seq is not None:
+            values["last_turn_end_seq"] = last_turn_end_seq
+        if title is not None and (current.last_title_seq is None
+                                  or title[0] >= current.last_title_seq):
+            values["last_title_seq"], values["title_text"] = title
+        if last_activity_at is not None:
+            values["last_activity_at"] = last_activity_at
+        if durable_end_seq > current.durable_end_seq:
+            values["closed_at"] = None
+        self._update(session_id, values)
+        updated = self.get(session_id)
+        assert updated is not None
+        return updated
+
+    def mark_closed(self, session_id: str, at: dt.datetime | None = None) -> bool:
+        """Record the idle-close of a session (its tail was flushed, consolidation owed)."""
+        return self._update(session_id, {"closed_at": at or self._clock()})
+
+    def set_forgotten(self, session_id: str, forgotten: bool = True) -> bool:
+        """Mark (or unmark) a session as forgotten: the watcher never ingests it again."""
+        now = self._clock()
+        if forgotten:
+            insert_ignore(
+                self._session,
+                SessionRow.__table__,  # type: ignore[arg-type]
+                {"session_id": session_id, "path": "", "header": {}, "checkpoints": [],
+                 "created_at": now, "updated_at": now},
+            )
+        return self._update(session_id, {"forgotten": forgotten})
+
+    def is_forgotten(self, session_id: str) -> bool:
+        found = self._session.execute(
+            select(SessionRow.forgotten).where(SessionRow.session_id == session_id)
+        ).scalar_one_or_none()
+        return bool(found)
+
+    def _update(self, session_id: str, values: dict[str, Any]) -> bool:
+        values.setdefault("updated_at", self._clock())
+        result = self._session.execute(
+            update(SessionRow).where(SessionRow.session_id == session_id).values(**values)
+            .returning(SessionRow.session_id)
+            .execution_options(synchronize_session=False)
+        )
+        return result.first() is not None
