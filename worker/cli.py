@@ -21,7 +21,9 @@ def _root() -> None:
 
 
 def _register() -> None:
+    from worker.commands import config as _config  # noqa: F401  (registers `config`)
     from worker.commands import inspect as _inspect  # noqa: F401  (registers `inspect`)
+    from worker.commands import migrate as _migrate  # noqa: F401  (registers `migrate`)
 
 
 def main() -> None:

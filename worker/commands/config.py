@@ -1,0 +1,57 @@
+"""``memory-worker config [--json] [--config FILE]`` — the effective configuration.
+
+Prints every setting after env + file + defaults are combined, with secrets masked (URL
+passwords, API keys). An invalid configuration prints one line and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from worker.cli import app
+from worker.settings import Settings, SettingsError, load_settings
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option("--config", help="TOML config file (default: $MEMORY_WORKER_CONFIG)."),
+]
+
+
+def settings_or_exit(config: Path | None) -> Settings:
+    """Load settings for a command; on an invalid configuration print one line and exit 2."""
+    try:
+        return load_settings(config)
+    except SettingsError as exc:
+        Console(stderr=True).print(f"memory-worker: {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, list | dict):
+        return json.dumps(value)
+    return "(unset)" if value is None else str(value)
+
+
+@app.command()
+def config(
+    json_: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Print the effective configuration (secrets masked)."""
+    values = settings_or_exit(config).public_dict()
+    if json_:
+        typer.echo(json.dumps(values, indent=2, sort_keys=True))
+        return
+    table = Table(title="memory-worker configuration", show_lines=False)
+    table.add_column("setting", style="bold")
+    table.add_column("value")
+    for key in sorted(values):
+        table.add_row(key, escape(_show(values[key])))
+    Console(width=160).print(table)

@@ -1,0 +1,81 @@
+"""``memory-worker migrate [upgrade|downgrade|current] [REV]`` — the state database schema.
+
+``upgrade`` (the default) goes to REV or the newest revision; ``downgrade`` needs REV
+(``base`` removes every table); ``current`` prints the revision the database is at.
+The runtime also upgrades at start, so this is only needed to migrate ahead of time
+(the docker-compose ``migrate`` service) or to go back.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from sqlalchemy.exc import SQLAlchemyError
+
+from worker.cli import app
+from worker.commands.config import ConfigOption, settings_or_exit
+from worker.settings import mask_url
+from worker.state.db import StateURLError
+from worker.state.migrate import (
+    MigrationsNotFound,
+    current_revision,
+    downgrade,
+    head_revision,
+    upgrade,
+)
+
+
+class Action(StrEnum):
+    upgrade = "upgrade"
+    downgrade = "downgrade"
+    current = "current"
+
+
+@app.command()
+def migrate(
+    action: Annotated[Action, typer.Argument(help="upgrade, downgrade or current.")] = (
+        Action.upgrade
+    ),
+    revision: Annotated[
+        str | None, typer.Argument(help="Target revision (upgrade: default head).")
+    ] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Migrate the state database (Alembic) up or down."""
+    settings = settings_or_exit(config)
+    url = settings.effective_state_url
+    shown = mask_url(url)
+    err = Console(stderr=True)
+    migrations_dir: Path | None = settings.migrations_dir
+    try:
+        if action is Action.current:
+            now = current_revision(url)
+            head = head_revision(migrations_dir)
+            typer.echo(f"{shown}: at {now or 'base (empty)'}; newest is {head}")
+            return
+        if action is Action.downgrade:
+            if not revision:
+                err.print("memory-worker: downgrade needs a target revision (e.g. `base`)")
+                raise typer.Exit(2)
+            downgrade(url, revision, migrations_dir)
+        else:
+            upgrade(url, revision or "head", migrations_dir)
+        typer.echo(f"{shown}: now at {current_revision(url) or 'base (empty)'}")
+    except (MigrationsNotFound, StateURLError) as exc:
+        err.print(f"memory-worker: {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(2) from None
+    except SQLAlchemyError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        err.print(f"memory-worker: migrating {shown} failed: {escape(first)}", soft_wrap=True)
+        raise typer.Exit(1) from None
+    except Exception as exc:
+        # Alembic reports an unknown revision with its own CommandError / util errors.
+        if type(exc).__module__.startswith("alembic"):
+            err.print(f"memory-worker: {escape(str(exc))}", soft_wrap=True)
+            raise typer.Exit(2) from None
+        raise
