@@ -1,0 +1,169 @@
+"""The span formatter: for one log span ``[span_from, span_to)`` and its marker window, every
+message entry to write (or, when withdrawn, not to write) and every earlier entry to retract —
+the whole decision, which the log task only carries out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import tzinfo
+
+from memory.content import absolutise_dates, cap_assistant, flatten_blocks, redact
+from memory.dsh.events import Event
+from memory.entries import MESSAGE_POLICY, message_name, render_message, scopes_for
+from memory.ledger import LedgerItem, build_ledger, step_key
+from memory.messages import is_interrupted, is_loggable, message_blocks, role_of
+from memory.withdrawal import DEFAULT_WHITELIST, OrdinalLookup, withdrawal_work
+
+
+@dataclass(frozen=True, slots=True)
+class SpanOptions:
+    """Formatting knobs (the reference's ``collector.*`` defaults)."""
+
+    max_assistant_chars: int = 8000
+    max_user_chars: int = 32000
+    tool_ledger: bool = False
+    #: timezone for absolutised dates; None = the local timezone
+    tz: tzinfo | None = None
+    #: base (Unix ms) for relative dates in an event without a time; None leaves them as written
+    now_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageItem:
+    """One loggable message of the span. A withdrawn item must not be written (and an entry of
+    that name, if one exists, is deleted); its ``markdown`` is empty so its text cannot leak."""
+
+    ordinal: int
+    seq: int
+    role: str
+    name: str
+    markdown: str
+    project: str
+    withdrawn: bool
+    tags: tuple[str, ...] = MESSAGE_POLICY.tags
+    scopes: tuple[str, ...] = ()
+    embed: bool = MESSAGE_POLICY.embed
+
+
+@dataclass(frozen=True, slots=True)
+class RetractItem:
+    """An entry an earlier span wrote that a marker has since withdrawn."""
+
+    ordinal: int
+    seq: int
+    name: str
+    marker_seq: int
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class SpanPlan:
+    """``items`` in log order; ``retract`` in seq order; ``next_ordinal`` is the ordinal after the
+    span (the ``belongTo`` cursor's ``linkTo``); ``skip_ordinals`` are ordinals that get no
+    ``belongTo`` edge (withdrawn items and retractions)."""
+
+    items: list[MessageItem] = field(default_factory=list)
+    retract: list[RetractItem] = field(default_factory=list)
+    next_ordinal: int = 0
+    skip_ordinals: frozenset[int] = frozenset()
+
+    @property
+    def to_write(self) -> list[MessageItem]:
+        return [item for item in self.items if not item.withdrawn]
+
+
+def message_body(event: Event, options: SpanOptions = SpanOptions()) -> str:
+    """The cleaned text of a loggable message: flatten → redact → cap (assistant or user limit)
+    → absolutise dates against the event's own time."""
+    role = role_of(event)
+    limit = options.max_assistant_chars if role == "assistant" else options.max_user_chars
+    capped = cap_assistant(redact(flatten_blocks(message_blocks(event))), limit)
+    base = event.time if event.time is not None else options.now_ms
+    return capped if base is None else absolutise_dates(capped, base, options.tz)
+
+
+def format_message(
+    event: Event,
+    options: SpanOptions = SpanOptions(),
+    ledger: Mapping[tuple[int, int], list[LedgerItem]] | None = None,
+) -> str:
+    """The ``msg-*`` markdown of one loggable event; an assistant gets its own step's ledger."""
+    role = role_of(event)
+    rows = (ledger or {}).get(step_key(event), []) if role == "assistant" else []
+    return render_message(
+        role=role,
+        time_ms=event.time,
+        body=message_body(event, options),
+        turn=event.turn,
+        interrupted=is_interrupted(event),
+        ledger=rows,
+    )
+
+
+def plan_span(
+    span_events: Iterable[Event],
+    window_events: Iterable[Event],
+    *,
+    span_from: int,
+    span_to: int | None = None,
+    session_id: str,
+    project: str,
+    inherited_cut: int = 0,
+    base_ordinal: int = 0,
+    prefix_ordinals: OrdinalLookup | None = None,
+    whitelist: Iterable[str] = DEFAULT_WHITELIST,
+    options: SpanOptions = SpanOptions(),
+    before: Event | None = None,
+) -> SpanPlan:
+    """Plan the message entries of ``[span_from, span_to)``.
+
+    ``span_events`` are the span's events (others are ignored; a fork's inherited prefix never
+    yields items); ``window_events`` are ``[span_from, end of log)`` so a marker past the span's
+    end is seen; ``base_ordinal`` is the ordinal of the span's first loggable message
+    (:func:`memory.messages.base_ordinal`); ``prefix_ordinals`` maps loggable seqs before the
+    span to their ordinals (:func:`memory.messages.message_ordinals` over the prefix) and is
+    needed only to retract; ``before`` is the event at ``span_from - 1`` (a leading compaction
+    replacement is recognised through it). ``span_to`` defaults to one past the last event.
+    """
+    lower = max(span_from, inherited_cut)
+    events = [e for e in span_events if e.seq >= lower and (span_to is None or e.seq < span_to)]
+    upper = span_to if span_to is not None else (events[-1].seq + 1 if events else lower)
+    work = withdrawal_work(span_from, upper, window_events, whitelist, prefix_ordinals)
+    ledger = build_ledger(events, before) if options.tool_ledger else {}
+
+    items: list[MessageItem] = []
+    ordinal = base_ordinal
+    for event in events:
+        if not is_loggable(event):
+            continue
+        withdrawn = event.seq in work.skip
+        items.append(
+            MessageItem(
+                ordinal=ordinal,
+                seq=event.seq,
+                role=role_of(event),
+                name=message_name(session_id, ordinal),
+                markdown="" if withdrawn else format_message(event, options, ledger),
+                project=project,
+                withdrawn=withdrawn,
+                scopes=scopes_for(project),
+            )
+        )
+        ordinal += 1
+
+    retract = [
+        RetractItem(
+            ordinal=index,
+            seq=seq,
+            name=message_name(session_id, index),
+            marker_seq=work.marker_of[seq].seq,
+            kind=work.marker_of[seq].kind,
+        )
+        for seq, index in sorted(work.retract.items())
+        if seq >= inherited_cut
+    ]
+    skip = frozenset(item.ordinal for item in items if item.withdrawn) | frozenset(
+        item.ordinal for item in retract
+    )
+    return SpanPlan(items=items, retract=retract, next_ordinal=ordinal, skip_ordinals=skip)

@@ -1,0 +1,96 @@
+"""Block flattening, truncation, one-line errors, slugs, tokens, project-scope normalisation."""
+
+from __future__ import annotations
+
+from memory.content import (
+    cap_assistant,
+    clean_text,
+    estimate_tokens,
+    flatten_blocks,
+    iso_utc,
+    normalise_project,
+    one_line_error,
+    slugify,
+    trim_like_hypatia,
+)
+
+
+def test_flatten_blocks() -> None:
+    blocks = [
+        {"type": "text", "text": "hello"},
+        {"type": "thinking", "text": "secret thoughts"},
+        {"type": "reasoning", "text": "more"},
+        {"type": "image", "attachment": {}},
+        {"type": "tool-call", "id": "c", "name": "read", "arguments": "{}"},
+        {
+            "type": "tool-result",
+            "toolCallId": "c",
+            "content": [{"type": "text", "text": "inner"}, {"type": "image"}],
+        },
+        {"type": "other"},
+    ]
+    assert flatten_blocks(blocks) == "hello\n[image]\ninner\n[image]\n[other]"
+    assert flatten_blocks([]) == ""
+    assert flatten_blocks(None) == ""
+    assert flatten_blocks(["junk", {"type": "text", "text": None}]) == ""
+
+
+def test_cap_assistant_marker() -> None:
+    assert cap_assistant("x" * 900, 500) == "x" * 500 + "\n\n[...truncated 400 chars]"
+    assert cap_assistant("short", 500) == "short"
+    assert cap_assistant("x" * 500, 500) == "x" * 500
+
+
+def test_redact_before_cap_leaves_no_fragment() -> None:
+    text = "a" * 10 + " sk-abcdefghijklmnop tail"
+    out = clean_text(text, max_chars=14, base_ms=0)
+    assert "sk-" not in out
+    assert out == "a" * 10 + " [RE\n\n[...truncated 23 chars]"
+
+
+def test_one_line_error() -> None:
+    trace = (
+        "Traceback (most recent call last):\n"
+        '  File "x.py", line 3, in <module>\n'
+        "    boom()\n"
+        "ValueError: bad value\n"
+    )
+    assert one_line_error(trace) == "boom() → ValueError: bad value"
+    assert one_line_error("Error: no such file\n    at open (fs.js:1:1)\n") == "Error: no such file"
+    assert one_line_error("same\nsame") == "same"
+    long = one_line_error("x" * 300)
+    assert len(long) == 200 and long.endswith("…")
+    assert one_line_error("") == ""
+
+
+def test_slugify() -> None:
+    assert slugify("Rust Arc<Mutex> 模式") == "rust-arc-mutex-模式"
+    assert slugify("---") == "memory"
+    assert slugify("Use Arc<Mutex<T>> for shared state") == "use-arc-mutex-t-for-shared-state"
+    assert slugify("a" * 59 + " b") == "a" * 59
+    assert len(slugify("word " * 30)) <= 60
+
+
+def test_estimate_tokens() -> None:
+    assert estimate_tokens("") == 0
+    assert estimate_tokens("abcde") == 2
+
+
+def test_iso_utc_matches_javascript() -> None:
+    assert iso_utc(1_757_404_800_123) == "2025-09-09T08:00:00.123Z"
+    assert iso_utc(0) == "1970-01-01T00:00:00.000Z"
+
+
+def test_project_normalisation() -> None:
+    assert normalise_project("") == "/"
+    assert normalise_project(None) == "/"
+    assert normalise_project("a,b") == "a_b"
+    assert normalise_project(" padded ") == "padded"
+    assert normalise_project(" , ") == "_"
+    assert normalise_project("repo") == "repo"
+    assert normalise_project(normalise_project("a,b")) == "a_b"
+
+
+def test_trim_like_hypatia_unicode_edges() -> None:
+    assert trim_like_hypatia("\u0085name\u3000") == "name"
+    assert trim_like_hypatia("name\ufeff") == "name\ufeff"
