@@ -33,7 +33,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeVar
 
 import openai
@@ -148,12 +148,15 @@ def warn_models_not_configured(logger: logging.Logger | None = None) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class ModelRoute:
-    """One OpenAI-compatible endpoint + model. The key is read from the env var ``api_key_env``."""
+    """One OpenAI-compatible endpoint + model. The key is read from the environment variable
+    named by ``api_key_env`` (or given inline as ``api_key``, never printed)."""
 
     base_url: str
     model: str
     api_key_env: str
     reasoning_effort: str | None = None
+    #: The key itself, when configured inline (discouraged); wins over ``api_key_env``.
+    api_key: str | None = field(default=None, repr=False)
 
     @property
     def label(self) -> str:
@@ -172,7 +175,8 @@ def select_route(routes: Sequence[ModelRoute], attempt: int) -> tuple[int, Model
 def parse_routes(value: str | Iterable[Mapping[str, Any]] | None) -> list[ModelRoute]:
     """Routes from JSON text or a list of mappings, in priority order.
 
-    Blank ``base_url``/``model``/``api_key_env`` or an unknown key is a one-line ``ValueError``;
+    Blank ``base_url``/``model``, no ``api_key_env`` (nor inline ``api_key``) or an unknown key
+    is a one-line ``ValueError``;
     a blank ``reasoning_effort`` is an error too (leave it out instead). Duplicates by
     (base_url, model) are dropped with a warning. ``None`` or ``""`` → ``[]``.
     """
@@ -192,7 +196,7 @@ def parse_routes(value: str | Iterable[Mapping[str, Any]] | None) -> list[ModelR
         value = loaded
     routes: list[ModelRoute] = []
     seen: set[tuple[str, str]] = set()
-    allowed = {"base_url", "model", "api_key_env", "reasoning_effort"}
+    allowed = {"base_url", "model", "api_key_env", "api_key", "reasoning_effort"}
     for position, item in enumerate(value):
         if isinstance(item, ModelRoute):
             route = item
@@ -203,11 +207,19 @@ def parse_routes(value: str | Iterable[Mapping[str, Any]] | None) -> list[ModelR
             if unknown:
                 raise ValueError(f"model route {position} has unknown key(s): {', '.join(unknown)}")
             fields: dict[str, str] = {}
-            for key in ("base_url", "model", "api_key_env"):
+            for key in ("base_url", "model"):
                 raw = item.get(key)
                 if not isinstance(raw, str) or not raw.strip():
                     raise ValueError(f"model route {position} needs a non-empty `{key}`")
                 fields[key] = raw.strip()
+            inline = item.get("api_key")
+            if inline is not None and hasattr(inline, "get_secret_value"):
+                inline = inline.get_secret_value()
+            env_name = item.get("api_key_env")
+            if not (isinstance(env_name, str) and env_name.strip()) and not (
+                isinstance(inline, str) and inline.strip()
+            ):
+                raise ValueError(f"model route {position} needs a non-empty `api_key_env`")
             effort = item.get("reasoning_effort")
             if effort is not None and (not isinstance(effort, str) or not effort.strip()):
                 raise ValueError(
@@ -217,8 +229,9 @@ def parse_routes(value: str | Iterable[Mapping[str, Any]] | None) -> list[ModelR
             route = ModelRoute(
                 fields["base_url"],
                 fields["model"],
-                fields["api_key_env"],
+                env_name.strip() if isinstance(env_name, str) else "",
                 effort.strip() if isinstance(effort, str) else None,
+                inline.strip() if isinstance(inline, str) and inline.strip() else None,
             )
         identity = (route.base_url.rstrip("/"), route.model)
         if identity in seen:
@@ -415,13 +428,15 @@ class ModelClient:
             except Exception as exc:  # recording must never fail the call
                 log.warning("could not record a model call: %s", one_line(str(exc)))
 
-        key = self.env.get(route.api_key_env, "")
+        key = route.api_key or (self.env.get(route.api_key_env, "") if route.api_key_env else "")
         if not key.strip():
-            message = (
-                f"{label} model route {index} ({route.label}) needs an API key: "
+            where = (
                 f"environment variable {route.api_key_env} is not set"
+                if route.api_key_env
+                else "the route names no api_key_env"
             )
-            record("error", f"missing API key variable {route.api_key_env}")
+            message = f"{label} model route {index} ({route.label}) needs an API key: {where}"
+            record("error", f"missing API key ({where})")
             raise PermanentModelError(message)
 
         request: dict[str, Any] = {

@@ -25,10 +25,10 @@ A :class:`Reply` carries ``content``, ``finish_reason`` (``stop``, ``length``, â
 Every request is recorded as a :class:`Recorded` (path, headers, raw body bytes, parsed JSON) in
 :attr:`ModelServer.requests`, so tests can assert on the bytes the server really received.
 
-Use the ``model_server`` pytest fixture (import it into a test module, or list this module in
-``pytest_plugins``): it starts a server, yields it, and stops it afterwards::
+Use the ``model_server`` pytest fixture (import ``model_server_fixture`` into a test module):
+it starts a server, yields it, and stops it afterwards::
 
-    from model_server import Reply, model_server  # noqa: F401  (fixture)
+    from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
 
     def test_x(model_server):
         model_server.push(Reply(content='{"summary": "- x", "workUnits": []}'))
@@ -71,7 +71,7 @@ class Recorded:
     """One request as received."""
 
     path: str
-    headers: dict[str, str]
+    headers: dict[str, str]  # names lower-cased
     body: bytes
     json: Any
 
@@ -200,7 +200,9 @@ class _Handler(BaseHTTPRequestHandler):
         except (UnicodeDecodeError, json.JSONDecodeError):
             parsed = None
         with self.owner._lock:
-            self.owner.requests.append(Recorded(path, dict(self.headers.items()), body, parsed))
+            self.owner.requests.append(
+                Recorded(path, {k.lower(): v for k, v in self.headers.items()}, body, parsed)
+            )
         if path not in PATHS:
             self._json(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
             return
@@ -307,8 +309,8 @@ def _stream_events(reply: Reply, model: str, include_usage: bool) -> Iterator[An
     yield "[DONE]"
 
 
-@pytest.fixture
-def model_server() -> Iterator[ModelServer]:
+@pytest.fixture(name="model_server")
+def model_server_fixture() -> Iterator[ModelServer]:
     """A started :class:`ModelServer` (queue + optional responder/echo set by the test)."""
     server = ModelServer().start()
     try:
@@ -322,6 +324,6 @@ __all__ = [
     "Recorded",
     "Reply",
     "echo_reply",
-    "model_server",
+    "model_server_fixture",
     "transcript_lines",
 ]
