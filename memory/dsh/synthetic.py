@@ -1,0 +1,158 @@
+"""Synthetic V4 session logs for tests and benchmarks (valid rows, realistic sizes)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import zstandard
+
+_TURN_EVENTS = 9
+
+
+def synthetic_header(session_id: str = "synthetic-0001", cwd: str = "/home/dev/synthetic") -> str:
+    header = {
+        "type": "session",
+        "version": 4,
+        "id": session_id,
+        "createdAt": 1790000000000,
+        "cwd": cwd,
+        "isSeeded": False,
+        "delegationDepth": 0,
+    }
+    return json.dumps(header, separators=(",", ":"))
+
+
+def synthetic_rows(n_events: int, start_time: int = 1790000000000) -> Iterator[str]:
+    """``n_events`` V4 rows: complete turns of human prompt → assistant tool call → tool result →
+    assistant answer; the last turn may be cut short (left open)."""
+    seq = 0
+    turn = 0
+    while seq < n_events:
+        turn += 1
+        rows: list[dict[str, Any]] = []
+        human = seq + 2
+        rows.append({"type": "turn/start", "data": {"turn": turn}})
+        rows.append({"type": "step/start", "data": {"turn": turn, "step": 1}})
+        rows.append(
+            {
+                "type": "user/message",
+                "data": {
+                    "id": f"u-{turn}",
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": f"Question {turn}: what is in file {turn}?"}
+                    ],
+                    "source": {"kind": "user"},
+                },
+                "surfaceOp": "append",
+            }
+        )
+        call = f"call_{turn}"
+        rows.append(
+            {
+                "type": "assistant/message",
+                "data": {
+                    "turn": turn,
+                    "step": 1,
+                    "message": {
+                        "id": f"a-{turn}-1",
+                        "role": "assistant",
+                        "content": [
+                            {"type": "reasoning", "text": "Let me read the file first. " * 3},
+                            {"type": "tool-call", "id": call, "name": "read",
+                             "arguments": json.dumps({"path": f"file{turn}.txt"})},
+                        ],
+                        "source": {"kind": "model", "provider": "synthetic", "model": "m1"},
+                    },
+                    "usage": {"inputTokens": 900 + turn, "outputTokens": 40},
+                },
+                "surfaceOp": "append",
+            }
+        )  # fmt: skip
+        rows.append(
+            {
+                "type": "tool/call",
+                "data": {"turn": turn, "step": 1, "callId": call, "name": "read",
+                         "arguments": json.dumps({"path": f"file{turn}.txt"})},
+            }
+        )  # fmt: skip
+        rows.append(
+            {
+                "type": "tool/result",
+                "data": {
+                    "turn": turn,
+                    "step": 1,
+                    "message": {
+                        "id": f"t-{turn}",
+                        "role": "tool",
+                        "toolCallId": call,
+                        "content": [{"type": "text", "text": f"contents of file {turn}\n" * 4}],
+                        "source": {"kind": "tool", "callId": call},
+                    },
+                },
+                "surfaceOp": "append",
+                "sourceEventSeqs": [seq + 4],
+            }
+        )
+        rows.append(
+            {
+                "type": "assistant/message",
+                "data": {
+                    "turn": turn,
+                    "step": 1,
+                    "message": {
+                        "id": f"a-{turn}-2",
+                        "role": "assistant",
+                        "content": [{"type": "text", "text": f"File {turn} holds text {turn}."}],
+                        "source": {"kind": "model", "provider": "synthetic", "model": "m1"},
+                    },
+                },
+                "surfaceOp": "append",
+            }
+        )
+        rows.append({"type": "step/end", "data": {"turn": turn, "step": 1}})
+        rows.append({"type": "turn/end", "data": {"turn": turn, "reason": {"kind": "completed"}}})
+        assert len(rows) == _TURN_EVENTS and human == seq + 2
+        for row in rows:
+            if seq >= n_events:
+                return
+            row["seq"] = seq
+            row["time"] = start_time + seq * 7
+            yield json.dumps(row, separators=(",", ":"))
+            seq += 1
+
+
+def write_log(
+    path: Path,
+    rows: Iterator[str] | list[str],
+    *,
+    compressed: bool,
+    batch: int = 50,
+    header: str | None = None,
+    level: int = 3,
+) -> list[int]:
+    """Write a log (header frame + one frame per ``batch`` rows when compressed); returns the
+    byte offset where each frame / batch starts (the first is the body start)."""
+    starts: list[int] = []
+    cctx = zstandard.ZstdCompressor(level=level, write_checksum=True)
+    with open(path, "wb") as f:
+        head = ((header or synthetic_header()) + "\n").encode()
+        f.write(cctx.compress(head) if compressed else head)
+        pending: list[str] = []
+
+        def flush() -> None:
+            starts.append(f.tell())
+            data = ("\n".join(pending) + "\n").encode()
+            f.write(cctx.compress(data) if compressed else data)
+            pending.clear()
+
+        for row in rows:
+            pending.append(row)
+            if len(pending) >= batch:
+                flush()
+        if pending:
+            flush()
+    return starts
