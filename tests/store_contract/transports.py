@@ -1,0 +1,114 @@
+"""Open a ``MemoryStore`` per transport over a throwaway home.
+
+hypatia-lite runs in-process, as a ``hypatia-lite`` subprocess per call (CLI adapter) and as
+``hypatia-lite mcp`` (MCP adapter); a real ``hypatia`` on PATH is driven the same two ways with
+``HOME`` pointed at a temp dir and a throwaway shelf made by ``hypatia connect``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from memory.store.base import MemoryStore
+from memory.store.cli import CliStore
+from memory.store.factory import StoreConfig, open_store
+from memory.store.mcp import McpStore
+
+LITE_TRANSPORTS = ("lite", "cli-lite", "mcp-lite")
+REAL_TRANSPORTS = ("cli-hypatia", "mcp-hypatia")
+ALL_TRANSPORTS = LITE_TRANSPORTS + REAL_TRANSPORTS
+
+
+def lite_binary() -> str:
+    """The ``hypatia-lite`` console script of the running virtualenv (or on PATH)."""
+    beside = Path(sys.executable).parent / "hypatia-lite"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("hypatia-lite")
+    if found is None:
+        raise RuntimeError("hypatia-lite is not installed in this environment")
+    return found
+
+
+def real_hypatia() -> str | None:
+    return shutil.which("hypatia")
+
+
+def require_real_hypatia() -> str:
+    binary = real_hypatia()
+    if binary is None:
+        pytest.skip("no real `hypatia` binary on PATH (these tests need one)")
+    return binary
+
+
+@dataclass
+class Harness:
+    """A store under test plus what the assertions need to know about its transport."""
+
+    transport: str
+    store: MemoryStore
+    semantic: bool  # True when `similar` has an embedder (hypatia-lite's hashing embedder)
+    max_data_bytes: int | None  # the CLI's --data cap; None when content is stored whole
+
+
+def _lite_env(home: Path) -> dict[str, str]:
+    return {"HYPATIA_LITE_HOME": str(home), "HYPATIA_LITE_EMBEDDER": "hash"}
+
+
+def real_shelf(binary: str, home: Path) -> tuple[str, dict[str, str]]:
+    """Connect a throwaway shelf under ``home`` (used as ``HOME``); return its name and env."""
+    env = {"HOME": str(home)}
+    name = f"contract-{uuid.uuid4().hex[:8]}"
+    shelf_dir = home / "shelves" / name
+    shelf_dir.mkdir(parents=True)
+    subprocess.run(
+        [binary, "connect", str(shelf_dir), "-n", name],
+        env={**os.environ, **env},
+        cwd=home,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return name, env
+
+
+def open_harness(transport: str, home: Path, *, shelf: str = "default") -> Harness:
+    """A store over ``home`` for one transport (the same home gives the same shelf contents)."""
+    if transport == "lite":
+        store = open_store(StoreConfig(transport="lite", shelf=shelf, lite_home=home))
+        return Harness(transport, store, semantic=True, max_data_bytes=None)
+    if transport in ("cli-lite", "mcp-lite"):
+        env = _lite_env(home)
+        if transport == "cli-lite":
+            cli = CliStore(shelf, lite_binary(), env=env, cwd=home, timeout_s=60)
+            return Harness(transport, cli, semantic=True, max_data_bytes=cli.max_data_bytes)
+        mcp = McpStore(shelf, lite_binary(), env=env, cwd=home, timeout_s=60)
+        return Harness(transport, mcp, semantic=True, max_data_bytes=None)
+    binary = require_real_hypatia()
+    name, env = real_shelf(binary, home)
+    if transport == "cli-hypatia":
+        cli = CliStore(name, binary, env=env, cwd=home, timeout_s=60)
+        return Harness(transport, cli, semantic=False, max_data_bytes=cli.max_data_bytes)
+    mcp = McpStore(name, binary, env=env, cwd=home, timeout_s=60)
+    return Harness(transport, mcp, semantic=False, max_data_bytes=None)
+
+
+def open_pair(family: str, home: Path) -> tuple[CliStore, McpStore]:
+    """A CLI adapter and an MCP adapter over the same shelf (``lite`` or ``hypatia``)."""
+    if family == "lite":
+        env, binary, shelf = _lite_env(home), lite_binary(), "default"
+    else:
+        binary = require_real_hypatia()
+        shelf, env = real_shelf(binary, home)
+    return (
+        CliStore(shelf, binary, env=env, cwd=home, timeout_s=60),
+        McpStore(shelf, binary, env=env, cwd=home, timeout_s=60),
+    )
