@@ -1,0 +1,81 @@
+"""``memory-worker inspect`` prints every session, reports bad files, keeps a stable JSON form."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from worker.cli import _register, app
+
+_register()
+runner = CliRunner()
+
+
+def _home(tmp_path: Path, fixtures: Path) -> Path:
+    project = tmp_path / "home" / "sessions" / "--home-dev-widget--"
+    good = project / "7d3c1f0e-2b6a-4c59-9e1d-5a8f3b2c4d10"
+    good.mkdir(parents=True)
+    shutil.copy(fixtures / "v4-example/session.v4.jsonl.zstd", good / "session.v4.jsonl.zstd")
+    bad = project / "broken"
+    bad.mkdir()
+    (bad / "session.v4.jsonl.zstd").write_bytes(b"not zstd at all")
+    return tmp_path / "home"
+
+
+def test_inspect_json_over_a_dsh_home(tmp_path: Path, fixtures_dir: Path) -> None:
+    result = runner.invoke(app, ["inspect", str(_home(tmp_path, fixtures_dir)), "--json"])
+    assert result.exit_code == 0, result.output
+    sessions = json.loads(result.output)["sessions"]
+    assert [s["id"] for s in sessions] == ["7d3c1f0e-2b6a-4c59-9e1d-5a8f3b2c4d10", None]
+    good, broken = sessions
+    assert broken["problems"] == ["corrupt: not a zstd frame (bad magic number) at byte 0"]
+    assert good["version"] == 4 and good["events"] == 69 and good["inherited"] == 0
+    assert good["cwd"] == "/home/dev/widget" and good["parent"] is None
+    assert good["open_turn"] is False and good["problems"] == []
+    assert [h["seq"] for h in good["human_messages"]] == [5, 23, 47, 63]
+    assert good["replacements"] == [
+        {"seq": 33, "kind": "compact-checkpoint", "op_start": 5, "op_end": 15,
+         "shadowed": [31, 32, 5, 6, 10, 12, 15]},
+        {"seq": 55, "kind": "compact-checkpoint", "op_start": 33, "op_end": 27,
+         "shadowed": [53, 54, 33, 23, 25, 27]},
+        {"seq": 58, "kind": "dsh-rewind", "op_start": 47, "op_end": 49, "shadowed": [47, 48, 49]},
+    ]  # fmt: skip
+    assert [c["seq"] for c in good["compaction_checkpoints"]] == [33, 55]
+
+
+def test_inspect_text_fork_child(fixtures_dir: Path) -> None:
+    path = fixtures_dir / "subagent-fork-in-process/session.1.jsonl"
+    result = runner.invoke(app, ["inspect", str(path)])
+    assert result.exit_code == 0
+    assert "inherited 42" in result.output and "events 99" in result.output
+    assert "parent 96cf59c9-b347-48b9-b234-a5200913ad05" in result.output
+    assert "delegated prompt: seq 49" in result.output
+
+
+def test_inspect_nothing_readable_exits_nonzero(tmp_path: Path) -> None:
+    bad = tmp_path / "session.jsonl"
+    bad.write_text("garbage\n")
+    result = runner.invoke(app, ["inspect", str(bad), "--json"])
+    assert result.exit_code == 1
+    assert json.loads(result.output)["sessions"][0]["problems"] == [
+        "corrupt: the header line is not valid JSON"
+    ]
+    assert runner.invoke(app, ["inspect", str(tmp_path / "none")]).exit_code == 1
+
+
+@pytest.mark.integration
+def test_inspect_console_script(fixtures_dir: Path) -> None:
+    exe = Path(sys.executable).parent / "memory-worker"
+    out = subprocess.run(
+        [str(exe), "inspect", str(fixtures_dir / "compaction-recovery"), "--json"],
+        capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    (session,) = json.loads(out.stdout)["sessions"]
+    assert session["replacements"][0]["kind"] == "compact-checkpoint"
+    assert session["replacements"][0]["shadowed"] == [19, 20, 4]
