@@ -12,8 +12,14 @@ from memory.content import absolutise_dates, cap_assistant, flatten_blocks, reda
 from memory.dsh.events import Event
 from memory.entries import MESSAGE_POLICY, message_name, render_message, scopes_for
 from memory.ledger import LedgerItem, build_ledger, step_key
-from memory.messages import is_interrupted, is_loggable, message_blocks, role_of
-from memory.withdrawal import DEFAULT_WHITELIST, OrdinalLookup, withdrawal_work
+from memory.messages import (
+    is_interrupted,
+    is_loggable,
+    message_blocks,
+    message_ordinals,
+    role_of,
+)
+from memory.withdrawal import DEFAULT_WHITELIST, OrdinalLookup, find_markers, withdrawal_work
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,3 +173,40 @@ def plan_span(
         item.ordinal for item in retract
     )
     return SpanPlan(items=items, retract=retract, next_ordinal=ordinal, skip_ordinals=skip)
+
+
+def session_decisions(
+    events: Iterable[Event],
+    *,
+    session_id: str,
+    inherited_cut: int = 0,
+    whitelist: Iterable[str] = DEFAULT_WHITELIST,
+) -> dict[str, list[dict[str, object]]]:
+    """What the worker would write for a whole session log, and why — the ``messages`` and
+    ``withdrawals`` keys of ``memory-worker inspect --json``.
+
+    ``messages``: every loggable message after the inherited cut, in order, as ``{ordinal, seq,
+    role, name, withdrawn}``. ``withdrawals``: every whitelisted marker after the cut as
+    ``{seq, kind, withdrawn_seqs}`` (the cited seqs, ascending).
+    """
+    own = [event for event in events if event.seq >= inherited_cut]
+    by_seq = {event.seq: event for event in own}
+    markers = find_markers(own, whitelist)
+    withdrawn: set[int] = set()
+    for found in markers:
+        withdrawn |= found.withdrawn_seqs
+    messages: list[dict[str, object]] = []
+    for seq, ordinal in message_ordinals(own, inherited_cut).items():
+        messages.append(
+            {
+                "ordinal": ordinal,
+                "seq": seq,
+                "role": role_of(by_seq[seq]),
+                "name": message_name(session_id, ordinal),
+                "withdrawn": seq in withdrawn,
+            }
+        )
+    withdrawals: list[dict[str, object]] = [
+        {"seq": m.seq, "kind": m.kind, "withdrawn_seqs": sorted(m.withdrawn_seqs)} for m in markers
+    ]
+    return {"messages": messages, "withdrawals": withdrawals}
