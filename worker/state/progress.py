@@ -102,6 +102,7 @@ class ProgressRepo:
         ``has_session_node`` can become True but never go back to False. ``pending_tokens`` is
         a counter, not a watermark: it may be set to any value ≥ 0 (a reset after consolidation).
         Returns True when the row was changed (its version is then ``expected_version + 1``).
+        A missing row counts as all zeros at version 0.
         """
         forward = {
             "last_logged_seq": last_logged_seq,
@@ -132,6 +133,8 @@ class ProgressRepo:
             values["pending_tokens"] = pending_tokens
         values["version"] = ProgressRow.version + 1
         values["updated_at"] = self._clock()
+        if expected_version == 0:  # a first advance may find no row yet: version 0 is implied
+            self.get(shelf, session_id)
         changed = self._session.execute(
             update(ProgressRow).where(*conditions).values(**values)
             .returning(ProgressRow.version)
