@@ -50,6 +50,9 @@ class MessageItem:
     tags: tuple[str, ...] = MESSAGE_POLICY.tags
     scopes: tuple[str, ...] = ()
     embed: bool = MESSAGE_POLICY.embed
+    #: for a withdrawn item: the seq and kind of the first marker citing it
+    marker_seq: int | None = None
+    marker_kind: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +147,7 @@ def plan_span(
         if not is_loggable(event):
             continue
         withdrawn = event.seq in work.skip
+        cited_by = work.marker_of.get(event.seq) if withdrawn else None
         items.append(
             MessageItem(
                 ordinal=ordinal,
@@ -154,6 +158,8 @@ def plan_span(
                 project=project,
                 withdrawn=withdrawn,
                 scopes=scopes_for(project),
+                marker_seq=cited_by.seq if cited_by is not None else None,
+                marker_kind=cited_by.kind if cited_by is not None else "",
             )
         )
         ordinal += 1

@@ -36,6 +36,7 @@ def test_in_span_withdrawn_messages_are_skipped_with_a_marker_past_the_span() ->
     assert [(i.name, i.withdrawn, i.markdown) for i in plan.items] == [
         ("msg-s-2", True, ""), ("msg-s-3", True, "")]
     assert plan.to_write == []
+    assert [(i.marker_seq, i.marker_kind) for i in plan.items] == [(6, "dsh-rewind")] * 2
     assert plan.retract == []
     assert plan.skip_ordinals == frozenset({2, 3})
     assert plan.next_ordinal == 4
@@ -46,6 +47,7 @@ def test_withdrawn_messages_written_earlier_are_retracted() -> None:
     assert plan.retract == [RetractItem(2, 3, "msg-s-2", 6, "dsh-rewind"),
                             RetractItem(3, 4, "msg-s-3", 6, "dsh-rewind")]
     assert [(i.name, i.withdrawn) for i in plan.items] == [("msg-s-4", False), ("msg-s-5", False)]
+    assert [(i.marker_seq, i.marker_kind) for i in plan.items] == [(None, "")] * 2
     assert plan.skip_ordinals == frozenset({2, 3})
 
 
