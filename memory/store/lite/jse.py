@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from memory.store.base import FatalStoreError, csv_triple
 from memory.store.lite.fts import fts_match
+from memory.store.lite.rows import well_formed
 
 Catalog = Literal["knowledge", "statement"]
 DEFAULT_LIMIT = 100
@@ -56,14 +57,24 @@ class Plan:
     ascending: bool
 
 
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        return well_formed(value)
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if isinstance(value, dict):
+        return {well_formed(str(k)): _clean(v) for k, v in value.items()}
+    return value
+
+
 def parse(jse: Any) -> Any:
-    """A JSE value from JSON text (or the value itself when it is already parsed)."""
+    """A JSE value from JSON text (or the value itself), with lone surrogates made U+FFFD."""
     if isinstance(jse, str | bytes):
         try:
-            return json.loads(jse)
+            jse = json.loads(jse)
         except ValueError as err:
             raise JSEError(f"JSE parse error: invalid JSON: {err}") from err
-    return jse
+    return _clean(jse)
 
 
 def _show(node: Any) -> str:
