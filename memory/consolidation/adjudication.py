@@ -30,14 +30,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from memory.consolidation.extraction import SYSTEM_PROMPT, load_json_object
-from memory.constants import (
-    OPERATIONAL_PREFIXES,
-    OPERATIONAL_TAGS,
-    REL_EXTENDS,
-    REL_REFINES,
-    REL_SUPERSEDES,
-    TAG_SUMMARY,
-)
+from memory.constants import OPERATIONAL_TAGS, REL_EXTENDS, REL_REFINES, REL_SUPERSEDES
+from memory.entries import is_operational_name, is_operational_tag
 from memory.llm import ModelClient, ModelError, UnusableModelOutput, one_line
 
 log = logging.getLogger(__name__)
@@ -100,9 +94,7 @@ def similar_exclude_tags() -> list[str]:
 
 
 def _is_operational(name: str, tags: Iterable[str]) -> bool:
-    if not name or name.startswith(OPERATIONAL_PREFIXES):
-        return True
-    return any(tag in OPERATIONAL_TAGS or tag.startswith(f"{TAG_SUMMARY} ") for tag in tags)
+    return not name or is_operational_name(name) or any(is_operational_tag(t) for t in tags)
 
 
 def filter_candidates(

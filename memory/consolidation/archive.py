@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from memory.consolidation.extraction import SYSTEM_PROMPT, load_json_object
+from memory.constants import ARCHIVE_DEFAULT_TITLE
+from memory.entries import archive_data
 from memory.llm import ModelClient, UnusableModelOutput
 from memory.store.base import KnowledgeEntry
 
@@ -30,7 +32,7 @@ MAX_ARCHIVE_LEVEL: Final = 8
 DEFAULT_BATCH_SIZE: Final = 16
 MIN_BATCH_SIZE: Final = 2
 MAX_BATCH_SIZE: Final = 64
-DEFAULT_TITLE: Final = "Archive tier {level}"
+DEFAULT_TITLE: Final = ARCHIVE_DEFAULT_TITLE
 OUTPUT_SHAPE: Final = (
     '{"title": "<short descriptive noun phrase>", "summary": "<markdown: 5-10 terse bullets>"}'
 )
@@ -46,13 +48,14 @@ class ArchiveMember:
 
 @dataclass(frozen=True, slots=True)
 class Archive:
+    level: int
     title: str
     summary: str
 
     @property
     def markdown(self) -> str:
         """The archive entry's data: ``# <title>\\n\\n<summary>``."""
-        return f"# {self.title}\n\n{self.summary}"
+        return archive_data(self.level, self.summary, self.title)
 
 
 def archive_levels() -> range:
@@ -131,7 +134,11 @@ def parse_archive(text: str, level: int) -> Archive:
         raise UnusableModelOutput("cascade output has no non-empty `summary` string")
     title = value.get("title")
     clean_title = " ".join(title.split()) if isinstance(title, str) else ""
-    return Archive(title=clean_title or DEFAULT_TITLE.format(level=level), summary=summary.strip())
+    return Archive(
+        level=level,
+        title=clean_title or DEFAULT_TITLE.format(level=level),
+        summary=summary.strip(),
+    )
 
 
 def write_archive_text(
