@@ -242,9 +242,16 @@ def parse_routes(value: str | Iterable[Mapping[str, Any]] | None) -> list[ModelR
     return routes
 
 
+#: Efforts that mean "do not think": no thinking allowance is added to the output cap.
+NO_THINKING_EFFORTS: Final = frozenset({"off", "none"})
+
+
 def budget_for_effort(max_output_tokens: int, effort: str | None) -> int:
-    """``max_output_tokens`` when the effort is ``off``, else plus the thinking allowance."""
-    return max_output_tokens if effort == "off" else max_output_tokens + THINKING_OUTPUT_ALLOWANCE
+    """``max_output_tokens`` when the effort is ``off`` (or ``none``), else plus the thinking
+    allowance — also with no effort at all, since the model's default may think."""
+    if effort in NO_THINKING_EFFORTS:
+        return max_output_tokens
+    return max_output_tokens + THINKING_OUTPUT_ALLOWANCE
 
 
 def output_token_cap(purpose: Purpose, effort: str | None, max_output_tokens: int) -> int:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 
 import pytest
 
@@ -88,6 +90,7 @@ def test_bad_routes_are_one_line_errors(value: str, message: str) -> None:
 
 def test_output_caps_add_the_thinking_allowance_unless_effort_is_off() -> None:
     assert budget_for_effort(2000, "off") == 2000
+    assert budget_for_effort(2000, "none") == 2000
     assert budget_for_effort(2000, None) == 6000
     assert budget_for_effort(2000, "high") == 6000
     assert output_token_cap("memory-consolidation", None, 2000) == 6000
@@ -138,3 +141,14 @@ def test_an_unknown_purpose_is_refused() -> None:
     client = ModelClient([A], env={"DEEPSEEK_API_KEY": "k"})
     with pytest.raises(PermanentModelError, match="unknown model purpose 'chat'"):
         client.complete("chat", "s", "u", 0)  # type: ignore[arg-type]
+
+
+def test_the_model_module_does_not_import_the_worker() -> None:
+    code = (
+        "import sys, memory.llm, memory.consolidation.extraction, "
+        "memory.consolidation.archive, memory.consolidation.adjudication, "
+        "memory.consolidation.transcript, memory.consolidation.gates; "
+        "print(sorted(m for m in sys.modules if m == 'worker' or m.startswith('worker.')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
