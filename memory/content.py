@@ -13,7 +13,7 @@ import re
 import subprocess
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from datetime import date, datetime, timedelta, tzinfo
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from pathlib import PurePosixPath
 from typing import Any, Final
 
@@ -132,24 +132,31 @@ _HOUR_MS: Final = 3_600_000
 _MINUTE_MS: Final = 60_000
 
 
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def _local(ms: int, tz: tzinfo | None) -> datetime:
-    if tz is None:
-        return datetime.fromtimestamp(ms / 1000).astimezone()
-    return datetime.fromtimestamp(ms / 1000, tz)
+    moment = _EPOCH + timedelta(milliseconds=ms)
+    return moment.astimezone(tz) if tz is not None else moment.astimezone()
+
+
+def _ymd(moment: date) -> str:
+    return f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
 
 
 def _fmt_date(ms: int, tz: tzinfo | None) -> str:
-    return _local(ms, tz).strftime("%Y-%m-%d")
+    return _ymd(_local(ms, tz))
 
 
 def _fmt_datetime(ms: int, tz: tzinfo | None) -> str:
-    return _local(ms, tz).strftime("%Y-%m-%d %H:%M")
+    moment = _local(ms, tz)
+    return f"{_ymd(moment)} {moment.hour:02d}:{moment.minute:02d}"
 
 
 def _week_of(base_ms: int, weeks: int, tz: tzinfo | None) -> str:
     day = _local(base_ms, tz).date()
     monday = day - timedelta(days=day.weekday()) + timedelta(weeks=weeks)
-    return f"the week of {monday.isoformat()}"
+    return f"the week of {_ymd(monday)}"
 
 
 def absolutise_dates(text: str, base_ms: int, tz: tzinfo | None = None) -> str:
@@ -195,8 +202,20 @@ def absolutise_dates(text: str, base_ms: int, tz: tzinfo | None = None) -> str:
     )
     out = text
     for pattern, flags, replace in rules:
-        out = re.sub(pattern, replace, out, flags=flags | re.ASCII)
+        out = re.sub(pattern, _keep_on_overflow(replace), out, flags=flags | re.ASCII)
     return out
+
+
+def _keep_on_overflow(replace: Callable[[re.Match[str]], str]) -> Callable[[re.Match[str]], str]:
+    """A date outside the calendar's range leaves the words as written."""
+
+    def guarded(match: re.Match[str]) -> str:
+        try:
+            return replace(match)
+        except (OverflowError, ValueError, OSError):
+            return match.group(0)
+
+    return guarded
 
 
 def clean_text(text: str, *, max_chars: int, base_ms: int, tz: tzinfo | None = None) -> str:
@@ -309,11 +328,17 @@ def clear_project_cache() -> None:
 
 
 def iso_utc(ms: int) -> str:
-    """Unix ms → ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (JavaScript ``toISOString``)."""
-    moment = datetime(1970, 1, 1) + timedelta(milliseconds=ms)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    """Unix ms → ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (JavaScript ``toISOString``); a time outside years
+    1–9999 raises ``ValueError`` naming it."""
+    try:
+        moment = _EPOCH + timedelta(milliseconds=ms)
+    except OverflowError:
+        raise ValueError(f"time {ms} ms is outside the representable range") from None
+    return f"{moment.year:04d}" + moment.strftime("-%m-%dT%H:%M:%S.") + (
+        f"{moment.microsecond // 1000:03d}Z"
+    )
 
 
 def utc_date(moment: datetime | date) -> str:
     """``YYYY-MM-DD`` of a date or datetime (a work unit's ``_Recorded:`` stamp)."""
-    return moment.strftime("%Y-%m-%d")
+    return _ymd(moment)

@@ -124,9 +124,10 @@ def render_message(
 
     ``body`` is already cleaned (redact → cap → absolutise). ``## Turn`` is written for the
     assistant only (``0`` when unknown). A blank body with a ledger reads ``(tool calls only)``.
-    An event without a time gets the timestamp ``unknown``.
+    An event without a time gets the timestamp ``unknown``; an out-of-range one
+    ``invalid (<ms> ms)``.
     """
-    stamp = "unknown" if time_ms is None else iso_utc(time_ms)
+    stamp = "unknown" if time_ms is None else _timestamp(time_ms)
     lines = ["## Role", role, "", "## Timestamp", stamp, ""]
     if role == "assistant":
         lines += ["## Turn", str(turn or 0), ""]
@@ -137,6 +138,13 @@ def render_message(
     if ledger:
         lines += ["", "## Tool Calls", *render_ledger(ledger)]
     return "\n".join(lines)
+
+
+def _timestamp(ms: int) -> str:
+    try:
+        return iso_utc(ms)
+    except ValueError:
+        return f"invalid ({ms} ms)"
 
 
 def session_node_text(event: Event | None, tz: tzinfo | None = None, now_ms: int = 0) -> str:

@@ -63,3 +63,10 @@ def test_words_inside_other_words_are_left_alone() -> None:
 
 def test_counts_have_at_most_four_digits() -> None:
     assert absolutise_dates("12345天前", BASE, SH) == "12019-04-09"
+
+
+def test_dates_outside_the_calendar_stay_as_written() -> None:
+    last_second = 253_402_300_799_000  # 9999-12-31T23:59:59Z
+    assert absolutise_dates("today, tomorrow", last_second, UTC) == "9999-12-31, tomorrow"
+    assert absolutise_dates("today", -62_135_596_800_000, UTC) == "0001-01-01"
+    assert absolutise_dates("今天", 10**17, UTC) == "今天"

@@ -78,3 +78,9 @@ def test_session_node_text() -> None:
     assert session_node_text(other(4, "session/title", {"title": "   "}), UTC) == ""
     assert session_node_text(other(5, "turn/end", {"turn": 1}), UTC) == ""
     assert session_node_text(None) == ""
+
+
+def test_out_of_range_time_is_reported_not_raised() -> None:
+    assert render_message(role="user", time_ms=9 * 10**15, body="x") == (
+        "## Role\nuser\n\n## Timestamp\ninvalid (9000000000000000 ms)\n\n## Content\nx"
+    )
