@@ -24,6 +24,8 @@ def _register() -> None:
     from worker.commands import config as _config  # noqa: F401  (registers `config`)
     from worker.commands import inspect as _inspect  # noqa: F401  (registers `inspect`)
     from worker.commands import migrate as _migrate  # noqa: F401  (registers `migrate`)
+    from worker.commands import demo_home as _demo_home  # noqa: F401  (registers `demo-home`)
+    from worker.commands import run as _run  # noqa: F401  (registers `run`)
 
 
 def main() -> None:

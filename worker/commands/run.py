@@ -1,0 +1,168 @@
+"""``memory-worker run`` — embedded mode: watcher + in-process runner, SQLite state, hypatia-lite.
+
+Follows the DSH home until stopped (Ctrl-C / SIGTERM). ``--once`` processes what is on disk,
+treating every session as idle (every tail is flushed), shows a progress bar and exits.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.logging import RichHandler
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from sqlalchemy.exc import SQLAlchemyError
+
+from memory.store.base import StoreError
+from worker.cli import app
+from worker.commands.config import ConfigOption
+from worker.pipeline import JobResult, Runtime, build_runtime, default_owner
+from worker.runner import InProcessRunner
+from worker.settings import Settings, SettingsError, load_settings
+from worker.state.db import StateURLError
+from worker.watch import ScanReport, Watcher
+
+DshHomeOption = Annotated[
+    Path | None,
+    typer.Option("--dsh-home", help="DSH home to follow (default: $DSH_HOME or ~/.dsh)."),
+]
+ShelfOption = Annotated[
+    str | None, typer.Option("--shelf", help="Store shelf to write (default: `default`).")
+]
+
+err = Console(stderr=True)
+
+
+def load_or_exit(config: Path | None, **overrides: Any) -> Settings:
+    """Settings with command-line overrides; one line and exit 2 when invalid."""
+    given = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        return load_settings(config, **given)
+    except SettingsError as exc:
+        err.print(f"memory-worker: {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+def setup_logging(settings: Settings) -> None:
+    """One line per event on stderr (Rich), at the configured level."""
+    root = logging.getLogger("memory_worker")
+    if not any(isinstance(h, RichHandler) for h in root.handlers):
+        handler = RichHandler(console=err, show_path=False, markup=False, rich_tracebacks=False)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        root.addHandler(handler)
+    root.setLevel(settings.log_level)
+    root.propagate = False
+
+
+def open_runtime_or_exit(settings: Settings, kind: str, *, force_idle: bool = False) -> Runtime:
+    """The runtime (state migrated to head); an unusable state database is one line, exit 2."""
+    try:
+        return build_runtime(settings, owner=default_owner(kind), force_idle=force_idle)
+    except (StateURLError, SQLAlchemyError, OSError) as exc:
+        line = " ".join(str(exc).split())[:300]
+        err.print(f"memory-worker: cannot open the state database: {escape(line)}", soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+def check_store_or_exit(runtime: Runtime, shelf: str) -> None:
+    try:
+        runtime.store(shelf)
+    except StoreError as exc:
+        err.print(f"memory-worker: cannot open the store: {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+def stop_on_signals() -> threading.Event:
+    stop = threading.Event()
+
+    def _stop(_signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
+    return stop
+
+
+def _summary(runner: InProcessRunner, report: ScanReport) -> str:
+    s = runner.stats
+    return (
+        f"{report.sessions} sessions, {report.new_events} new events; "
+        f"{s.written} entries written, {s.retracted} retracted, {s.edges} edges; "
+        f"{s.done} jobs done, {s.failed} failed"
+    )
+
+
+@app.command()
+def run(
+    once: Annotated[
+        bool, typer.Option("--once", help="Process what is on disk (all sessions idle), exit.")
+    ] = False,
+    dsh_home: DshHomeOption = None,
+    shelf: ShelfOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Embedded mode: follow the DSH home and write memory in this process."""
+    settings = load_or_exit(config, dsh_home=dsh_home, store_shelf=shelf)
+    setup_logging(settings)
+    runtime = open_runtime_or_exit(settings, "run", force_idle=once)
+    target = settings.store_shelf
+    check_store_or_exit(runtime, target)
+    try:
+        if once:
+            _run_once(runtime, target)
+        else:
+            _follow(runtime, target)
+    finally:
+        runtime.close()
+
+
+def _run_once(runtime: Runtime, shelf: str) -> None:
+    if not runtime.settings.sessions_root.is_dir():
+        err.print(
+            f"memory-worker: DSH home {runtime.settings.dsh_home} has no sessions directory "
+            f"({runtime.settings.sessions_root}); nothing to do (check --dsh-home / $DSH_HOME)",
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
+    columns = (
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=err, transient=False) as progress:
+        bar = progress.add_task("reading logs", total=None)
+
+        def _done(_result: JobResult) -> None:
+            progress.advance(bar)
+
+        runner = InProcessRunner(runtime, on_result=_done)
+        watcher = Watcher(runtime, runner.submit, shelf=shelf)
+        report = watcher.poll_once()
+        watcher.reconcile()
+        progress.update(bar, description="writing memory", total=runner.pending(), completed=0)
+        runner.drain()
+        progress.update(bar, total=runner.stats.done + runner.stats.failed)
+    err.print(_summary(runner, report))
+    if runner.stats.failed:
+        raise typer.Exit(1)
+
+
+def _follow(runtime: Runtime, shelf: str) -> None:
+    stop = stop_on_signals()
+    runner = InProcessRunner(runtime)
+    watcher = Watcher(runtime, runner.submit, shelf=shelf)
+    err.print(
+        f"following {runtime.settings.sessions_root} → shelf {shelf!r} (Ctrl-C to stop)",
+        soft_wrap=True,
+    )
+    watcher.run(stop, after_poll=lambda _report: runner.run_ready())
+    err.print(f"stopped; {runner.stats.written} entries written, "
+              f"{runner.stats.retracted} retracted")

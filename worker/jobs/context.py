@@ -1,0 +1,139 @@
+"""What one job run receives (its session, shelf, lease and runtime) and what it returns."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import zoneinfo
+from contextlib import AbstractContextManager
+from dataclasses import asdict, dataclass, field
+from datetime import tzinfo
+from typing import Any, Literal
+
+from memory.store.base import MemoryStore
+from worker.jobs.logread import TransientJobError
+from worker.jobs.runtime import Runtime
+from worker.state.audit import RetractionOutcome
+from worker.state.database import Repos
+from worker.state.leases import Lease
+
+log = logging.getLogger("memory_worker")
+
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def warn_once(key: str, message: str) -> None:
+    """Log ``message`` once per process."""
+    with _warned_lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    log.warning(message)
+
+
+@dataclass(slots=True)
+class JobOutput:
+    """What a job did. ``skipped`` means there was nothing to do (not a failure)."""
+
+    status: Literal["done", "skipped"]
+    detail: str = ""
+    from_seq: int | None = None
+    to_seq: int | None = None
+    written: int = 0
+    duplicates: int = 0
+    retracted: int = 0
+    edges: int = 0
+    withdrawn: int = 0
+
+
+def skipped(detail: str, **fields: Any) -> JobOutput:
+    return JobOutput(status="skipped", detail=detail, **fields)
+
+
+JobStatus = Literal["done", "skipped", "busy", "retry", "failed"]
+
+
+@dataclass(slots=True)
+class JobResult:
+    """The outcome of one guarded job run (what runner and tasks act on)."""
+
+    job: str
+    session_id: str
+    shelf: str
+    status: JobStatus
+    detail: str = ""
+    from_seq: int | None = None
+    to_seq: int | None = None
+    written: int = 0
+    duplicates: int = 0
+    retracted: int = 0
+    edges: int = 0
+    withdrawn: int = 0
+    attempt: int = 0
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class JobContext:
+    """One run of one job for one (session, shelf), holding the session's lease."""
+
+    runtime: Runtime
+    job: str
+    session_id: str
+    shelf: str
+    lease: Lease
+    _renewed_at: float = field(default_factory=time.monotonic)
+
+    def state(self) -> AbstractContextManager[Repos]:
+        """A short state transaction."""
+        return self.runtime.state.transaction()
+
+    def store(self) -> MemoryStore:
+        return self.runtime.store(self.shelf)
+
+    def timezone(self) -> tzinfo | None:
+        name = self.runtime.settings.timezone
+        return zoneinfo.ZoneInfo(name) if name else None
+
+    def heartbeat(self) -> None:
+        """Renew the lease when a third of its time has passed; a lost lease stops the job."""
+        ttl = self.runtime.settings.lease_ttl_s
+        if time.monotonic() - self._renewed_at < ttl / 3:
+            return
+        with self.state() as repos:
+            renewed = repos.leases.renew(self.lease, ttl)
+        if renewed is None:
+            raise TransientJobError(f"lease on {self.session_id} was lost mid-job")
+        self.lease = renewed
+        self._renewed_at = time.monotonic()
+
+    def record_retraction(
+        self,
+        entry: str,
+        ordinal: int,
+        marker_seq: int,
+        kind: str,
+        outcome: RetractionOutcome,
+        detail: str | None = None,
+    ) -> None:
+        with self.state() as repos:
+            repos.audit.record_retraction(
+                shelf=self.shelf,
+                session_id=self.session_id,
+                ordinal=ordinal,
+                entry=entry,
+                marker_seq=marker_seq,
+                source_kind=kind,
+                outcome=outcome,
+                detail=detail,
+            )
+        if outcome == "retracted":
+            log.info("retracted %s (withdrawn by %s marker at seq %d)", entry, kind, marker_seq)
+
+    def warn_once(self, key: str, message: str) -> None:
+        warn_once(key, message)

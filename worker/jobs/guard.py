@@ -1,0 +1,180 @@
+"""The one wrapper around every job: lease, in-process retry, metrics, failure recording.
+
+``run_job`` is what both the in-process runner and the Celery tasks call. It
+
+1. takes the session's lease (``busy`` when another worker holds it — the caller retries later);
+2. runs the job, retrying transient store errors a few times in-process (tenacity, exponential
+   backoff with jitter) — safe because every job is idempotent;
+3. records the outcome: success clears the failure row; a permanent problem (a corrupt or
+   unsupported log) is recorded once as permanent and not retried; anything else is recorded
+   with its attempt count and answered ``retry`` (the caller backs off; the reconcile loop
+   re-derives the work if the caller gives up);
+4. releases the lease and counts the run in Prometheus metrics.
+
+Watermarks only move inside a job, after its writes, so every failure leaves them where they were.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from prometheus_client import Counter, Histogram
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+from tenacity import (
+    RetryError,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
+
+from memory.store.base import FatalStoreError, StoreError, TransientStoreError
+from worker.jobs.context import JobContext, JobOutput, JobResult
+from worker.jobs.log_span import log_span
+from worker.jobs.logread import PermanentJobError, TransientJobError
+from worker.jobs.runtime import Runtime
+from worker.jobs.session_node import session_node
+from worker.state.failures import describe_error
+from worker.state.leases import session_lease_key
+
+log = logging.getLogger("memory_worker")
+
+Job = Callable[[JobContext], JobOutput]
+JOBS: dict[str, Job] = {"log_span": log_span, "session_node": session_node}
+
+JOB_RUNS = Counter(
+    "memory_worker_job_runs_total", "Guarded job runs by job and outcome", ["job", "status"]
+)
+JOB_SECONDS = Histogram("memory_worker_job_seconds", "Wall time of guarded job runs", ["job"])
+ENTRIES_WRITTEN = Counter("memory_worker_entries_written_total", "Entries created", ["job"])
+RETRACTIONS = Counter("memory_worker_retractions_total", "Withdrawn entries deleted")
+
+_IN_PROCESS_ATTEMPTS = 3
+_RETRYABLE = (TransientStoreError, TransientJobError, OperationalError, PoolTimeoutError)
+
+
+def run_job(
+    runtime: Runtime, job: str, session_id: str, shelf: str, *, attempt: int = 0
+) -> JobResult:
+    """Run ``job`` for ``(session_id, shelf)`` under the session's lease; never raises for job
+    errors (they are recorded and reported in the result's ``status``)."""
+    fn = JOBS.get(job)
+    if fn is None:
+        raise ValueError(f"unknown job {job!r}; known: {', '.join(sorted(JOBS))}")
+    started = time.monotonic()
+    result = JobResult(job=job, session_id=session_id, shelf=shelf, status="busy", attempt=attempt)
+    try:
+        with runtime.state.transaction() as repos:
+            lease = repos.leases.acquire(
+                session_lease_key(session_id), runtime.owner, runtime.settings.lease_ttl_s
+            )
+    except (OperationalError, PoolTimeoutError) as exc:
+        result.status, result.detail = "retry", f"state database unavailable: {_line(exc)}"
+        log.warning("%s %s: %s", job, session_id, result.detail)
+        return _finish(result, started)
+    if lease is None:
+        result.detail = "another worker holds the session's lease"
+        return _finish(result, started)
+    ctx = JobContext(runtime, job, session_id, shelf, lease)
+    try:
+        output = _with_retries(fn, ctx)
+        _copy(output, result)
+        result.status = output.status
+        _clear_failure(runtime, job, session_id)
+    except PermanentJobError as exc:
+        result.status, result.detail = "failed", _line(exc)
+        _record_failure(runtime, job, session_id, exc, permanent=True)
+    except (StoreError, OSError, *_RETRYABLE) as exc:
+        result.status, result.detail = "retry", _line(exc)
+        if isinstance(exc, FatalStoreError):
+            runtime.drop_store(shelf)
+        _record_failure(runtime, job, session_id, exc, permanent=False)
+    except Exception as exc:  # a bug must not kill the worker; it is recorded
+        log.exception("%s %s failed unexpectedly", job, session_id)
+        result.status, result.detail = "retry", _line(exc)
+        _record_failure(runtime, job, session_id, exc, permanent=False)
+    finally:
+        _release(runtime, ctx)
+    return _finish(result, started)
+
+
+def _with_retries(fn: Job, ctx: JobContext) -> JobOutput:
+    retrying = Retrying(
+        retry=retry_if_exception_type((TransientStoreError, OperationalError)),
+        stop=stop_after_attempt(_IN_PROCESS_ATTEMPTS),
+        wait=wait_exponential_jitter(initial=0.1, max=2.0),
+        reraise=True,
+    )
+    try:
+        for attempt in retrying:
+            with attempt:
+                return fn(ctx)
+    except RetryError as exc:  # pragma: no cover - reraise=True re-raises the last error
+        raise TransientJobError(str(exc)) from exc
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _copy(output: JobOutput, result: JobResult) -> None:
+    result.detail = output.detail
+    result.from_seq, result.to_seq = output.from_seq, output.to_seq
+    result.written, result.duplicates = output.written, output.duplicates
+    result.retracted, result.edges, result.withdrawn = (
+        output.retracted, output.edges, output.withdrawn
+    )
+
+
+def _finish(result: JobResult, started: float) -> JobResult:
+    result.seconds = time.monotonic() - started
+    JOB_RUNS.labels(result.job, result.status).inc()
+    JOB_SECONDS.labels(result.job).observe(result.seconds)
+    if result.written:
+        ENTRIES_WRITTEN.labels(result.job).inc(result.written)
+    if result.retracted:
+        RETRACTIONS.inc(result.retracted)
+    return result
+
+
+def _line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+def _record_failure(
+    runtime: Runtime, job: str, session_id: str, exc: BaseException, *, permanent: bool
+) -> None:
+    try:
+        with runtime.state.transaction() as repos:
+            previous = repos.failures.get(job, session_id)
+            if (
+                permanent
+                and previous is not None
+                and previous.permanent
+                and previous.last_error == describe_error(exc)
+            ):
+                return  # recorded once: the same permanent problem is not counted again
+            repos.failures.record(job, session_id, exc, permanent=permanent)
+    except (OperationalError, PoolTimeoutError) as db_exc:
+        log.warning("could not record the failure of %s %s: %s", job, session_id, _line(db_exc))
+        return
+    kind = "permanent failure" if permanent else "failed (will retry)"
+    log.warning("%s %s %s: %s", job, session_id, kind, _line(exc))
+
+
+def _clear_failure(runtime: Runtime, job: str, session_id: str) -> None:
+    try:
+        with runtime.state.transaction() as repos:
+            repos.failures.clear(job, session_id)
+    except (OperationalError, PoolTimeoutError) as exc:
+        log.warning("could not clear the failure of %s %s: %s", job, session_id, _line(exc))
+
+
+def _release(runtime: Runtime, ctx: JobContext) -> None:
+    try:
+        with runtime.state.transaction() as repos:
+            repos.leases.release(ctx.lease)
+    except (OperationalError, PoolTimeoutError) as exc:
+        # The lease expires on its own; nothing else depends on the release.
+        log.warning("could not release the lease on %s: %s", ctx.session_id, _line(exc))

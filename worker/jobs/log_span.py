@@ -1,0 +1,265 @@
+"""``log_span``: write the message entries of one span, honour withdrawals, advance the watermark.
+
+Steps (process-then-advance): read ``[from, end)`` from the nearest checkpoint — the span and the
+marker window that must reach the durable end; cut the span (turn end, step flush window, idle
+close); let :func:`memory.span.plan_span` decide every entry; write the entries get-before-create
+(withdrawn ones are never written, and deleted if an earlier run wrote them); retract earlier
+entries a new marker withdrew, recording each retraction; settle the owed ``belongTo`` edges
+(skipping withdrawn ordinals); then advance ``last_logged_seq`` and ``last_belong_to_index`` with
+one conditional update. A crash anywhere before the advance re-does the writes idempotently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memory import entries
+from memory.constants import REL_BELONG_TO
+from memory.entries import LOG_EDGE_POLICY, MESSAGE_POLICY, scopes_for
+from memory.span import SpanOptions, SpanPlan, plan_span
+from memory.store.base import MemoryStore
+from memory.withdrawal import find_markers
+from worker.jobs.context import JobContext, JobOutput, skipped
+from worker.jobs.logread import LogWindow, TransientJobError, extend_back, read_window
+from worker.jobs.runtime import ConsolidationOwed, ms_of
+from worker.triggers import Cut, Timing, cut_span, span_start
+
+
+def span_options(ctx: JobContext) -> SpanOptions:
+    s = ctx.runtime.settings
+    return SpanOptions(
+        max_assistant_chars=s.max_assistant_chars,
+        max_user_chars=s.max_user_chars,
+        tool_ledger=s.tool_ledger,
+        tz=ctx.timezone(),
+        now_ms=ctx.runtime.now_ms(),
+    )
+
+
+def timing(ctx: JobContext, last_activity_ms: int | None) -> Timing:
+    s = ctx.runtime.settings
+    return Timing(
+        now_ms=ctx.runtime.now_ms(),
+        last_growth_ms=last_activity_ms,
+        flush_window_ms=int(s.flush_window_s * 1000),
+        idle_ms=int(s.idle_close_s * 1000),
+        force_idle=ctx.runtime.force_idle,
+    )
+
+
+@dataclass(slots=True)
+class _Writes:
+    written: int = 0
+    duplicates: int = 0
+    retracted: int = 0
+    edges: int = 0
+
+
+def log_span(ctx: JobContext) -> JobOutput:
+    """Log the span a session owes now (nothing when no cut is due)."""
+    with ctx.state() as repos:
+        session = repos.sessions.get(ctx.session_id)
+        progress = repos.progress.get(ctx.shelf, ctx.session_id)
+    if session is None:
+        return skipped("session not seen by the watcher yet")
+    if session.forgotten:
+        return skipped("session is forgotten")
+    start = span_start(progress.last_logged_seq, session.inherited_cut)
+    window = read_window(session, start)
+    tail = window.tail(start)
+    cut = cut_span(
+        tail, start=start, durable_end=window.durable_end,
+        timing=timing(ctx, ms_of(session.last_activity_at)),
+    )
+    if cut is None:
+        idle = timing(ctx, ms_of(session.last_activity_at)).idle
+        if idle and session.closed_at is None and window.durable_end <= start:
+            # Idle with nothing left to log: close it all the same (consolidation is owed).
+            _close(ctx, session.project, progress.last_consolidated_seq, start)
+            return skipped("idle-closed; nothing left to log", from_seq=start, to_seq=start)
+        return skipped("no span due", from_seq=start, to_seq=start)
+
+    whitelist = ctx.runtime.settings.withdrawal_kinds
+    markers: dict[int, tuple[int, str]] = {}
+    for marker in find_markers(tail, whitelist):
+        for seq in marker.withdrawn_seqs:
+            markers.setdefault(seq, (marker.seq, marker.kind))
+    withdrawn_before = [seq for seq in markers if seq < start]
+    if withdrawn_before:
+        window = extend_back(session, window, min(withdrawn_before))
+    plan = plan_span(
+        window.events,
+        tail,
+        span_from=start,
+        span_to=cut.to_seq,
+        session_id=ctx.session_id,
+        project=session.project,
+        inherited_cut=session.inherited_cut,
+        base_ordinal=window.base_ordinal(start),
+        prefix_ordinals=window.ordinals_before(start) if withdrawn_before else None,
+        whitelist=whitelist,
+        options=span_options(ctx),
+        before=window.event_at(start - 1) if start > 0 else None,
+    )
+    store = ctx.store()
+    writes = _Writes()
+    _write_entries(ctx, store, plan, session.project, markers, writes)
+    _retract_earlier(ctx, store, plan, writes)
+    if progress.has_session_node:
+        writes.edges = settle_edges(
+            ctx, store, project=session.project,
+            link_from=progress.last_belong_to_index, link_to=plan.next_ordinal,
+            skip=plan.skip_ordinals,
+        )
+    ctx.heartbeat()
+    _advance(ctx, progress.version, cut, plan, progress.has_session_node)
+    if cut.idle_close:
+        _close(ctx, session.project, progress.last_consolidated_seq, cut.to_seq)
+    return JobOutput(
+        status="done",
+        detail=f"logged [{cut.start}, {cut.to_seq}) at {cut.reason}",
+        from_seq=cut.start,
+        to_seq=cut.to_seq,
+        written=writes.written,
+        duplicates=writes.duplicates,
+        retracted=writes.retracted,
+        edges=writes.edges,
+        withdrawn=sum(1 for item in plan.items if item.withdrawn),
+    )
+
+
+def _write_entries(
+    ctx: JobContext,
+    store: MemoryStore,
+    plan: SpanPlan,
+    project: str,
+    markers: dict[int, tuple[int, str]],
+    writes: _Writes,
+) -> None:
+    for n, item in enumerate(plan.items):
+        if n and n % 64 == 0:
+            ctx.heartbeat()
+        if item.withdrawn:
+            # Never written; one an earlier run wrote (before the marker landed) is removed.
+            marker_seq, kind = markers.get(item.seq, (-1, ""))
+            if _retract(ctx, store, item.name, item.ordinal, marker_seq, kind, quiet_absent=True):
+                writes.retracted += 1
+            continue
+        if store.knowledge_get(item.name) is not None:
+            writes.duplicates += 1
+            continue
+        created = store.knowledge_create(
+            item.name,
+            item.markdown,
+            tags=item.tags or MESSAGE_POLICY.tags,
+            scopes=item.scopes or scopes_for(project),
+            embed=item.embed,
+        )
+        if created:
+            writes.written += 1
+        else:
+            writes.duplicates += 1
+
+
+def _retract_earlier(ctx: JobContext, store: MemoryStore, plan: SpanPlan, writes: _Writes) -> None:
+    for item in plan.retract:
+        if _retract(ctx, store, item.name, item.ordinal, item.marker_seq, item.kind,
+                    quiet_absent=False):
+            writes.retracted += 1
+
+
+def _retract(
+    ctx: JobContext,
+    store: MemoryStore,
+    name: str,
+    ordinal: int,
+    marker_seq: int,
+    kind: str,
+    *,
+    quiet_absent: bool,
+) -> bool:
+    """Delete one withdrawn entry (get before delete) and record what happened."""
+    if store.knowledge_get(name) is None:
+        if not quiet_absent:
+            ctx.record_retraction(name, ordinal, marker_seq, kind, "absent")
+        return False
+    if not store.features().delete:
+        ctx.warn_once(
+            "no-delete",
+            "withdrawn messages cannot be retracted: this store has no knowledge-delete, "
+            "so they are skipped instead of removed",
+        )
+        ctx.record_retraction(name, ordinal, marker_seq, kind, "failed",
+                              "store has no knowledge-delete")
+        return False
+    removed = store.knowledge_delete(name)
+    ctx.record_retraction(name, ordinal, marker_seq, kind, "retracted" if removed else "absent")
+    return removed
+
+
+def settle_edges(
+    ctx: JobContext,
+    store: MemoryStore,
+    *,
+    project: str,
+    link_from: int,
+    link_to: int,
+    skip: frozenset[int],
+) -> int:
+    """Re-assert ``msg-<sid>-<i> belongTo session-<sid>`` for ``i`` in ``[link_from, link_to)``
+    except ``skip``. When the node has been deleted meanwhile, nothing is linked."""
+    if link_to <= link_from:
+        return 0
+    node = entries.session_name(ctx.session_id)
+    if store.knowledge_get(node) is None:
+        return 0
+    linked = 0
+    for ordinal in range(link_from, link_to):
+        if ordinal in skip:
+            continue
+        if linked and linked % 256 == 0:
+            ctx.heartbeat()
+        store.statement_create(
+            entries.message_name(ctx.session_id, ordinal),
+            REL_BELONG_TO,
+            node,
+            scopes=scopes_for(project),
+            embed=LOG_EDGE_POLICY.embed,
+        )
+        linked += 1
+    return linked
+
+
+def _advance(
+    ctx: JobContext, version: int, cut: Cut, plan: SpanPlan, has_node: bool
+) -> None:
+    with ctx.state() as repos:
+        advanced = repos.progress.advance(
+            ctx.shelf,
+            ctx.session_id,
+            expected_version=version,
+            lease_token=ctx.lease.token,
+            last_logged_seq=cut.to_seq,
+            last_belong_to_index=plan.next_ordinal if has_node else None,
+        )
+        if advanced:
+            return
+        now = repos.progress.get(ctx.shelf, ctx.session_id)
+    if now.last_logged_seq >= cut.to_seq:
+        return  # someone else already covered this span (a duplicate task); nothing is lost
+    raise TransientJobError(
+        f"watermark of {ctx.session_id} moved or the lease was lost before the advance; "
+        "the span is re-done on the next attempt"
+    )
+
+
+def _close(ctx: JobContext, project: str, consolidated: int, logged_to: int) -> None:
+    """Idle-close: record it, and hand the owed consolidation (thresholds waived) to the hook."""
+    with ctx.state() as repos:
+        repos.sessions.mark_closed(ctx.session_id)
+    hook = ctx.runtime.consolidation_hook
+    if hook is not None and logged_to > consolidated:
+        hook(ConsolidationOwed(ctx.session_id, ctx.shelf, project, consolidated, logged_to))
+
+
+__all__ = ["LogWindow", "log_span", "settle_edges"]

@@ -1,0 +1,131 @@
+"""Reading a session's log for a job: from the nearest checkpoint to the durable end.
+
+The sessions table keeps a sparse index of ``(seq, byte offset, message ordinal)`` checkpoints,
+so a job decodes only from the checkpoint at or before the seq it needs and knows the ordinal
+there without counting the prefix: span cost is O(span), not O(log).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from memory.dsh.events import Event, Problem
+from memory.dsh.position import CheckpointIndex
+from memory.dsh.reader import read_range
+from memory.messages import base_ordinal, message_ordinals
+from worker.state.sessions import Checkpoint, SessionState
+
+#: Read "to the end of the log".
+END: int = 1 << 62
+_FATAL = frozenset({"corrupt", "unsupported"})
+
+
+class PermanentJobError(Exception):
+    """Retrying cannot help (a corrupt or unsupported log): recorded once, not retried."""
+
+
+class TransientJobError(Exception):
+    """Worth retrying later (the log could not be read, the watermark race was lost)."""
+
+
+def checkpoint_index(state: SessionState) -> CheckpointIndex:
+    """The reader's index from the stored checkpoints."""
+    index = CheckpointIndex()
+    for point in state.checkpoints:
+        index.add(point.seq, point.offset)
+    return index
+
+
+@dataclass(slots=True)
+class LogWindow:
+    """Events ``[first_seq, durable_end)`` of one log, with the message ordinal at ``first_seq``
+    (the count of loggable messages in ``[inherited, first_seq)``)."""
+
+    events: list[Event]
+    first_seq: int
+    first_ordinal: int
+    inherited: int
+    durable_end: int
+    problems: list[Problem]
+
+    def base_ordinal(self, at_seq: int) -> int:
+        """The ordinal of the first loggable message at or after ``at_seq``."""
+        return base_ordinal(
+            self.events,
+            at_seq,
+            inherited_cut=self.inherited,
+            checkpoint=(self.first_seq, self.first_ordinal),
+        )
+
+    def ordinals_before(self, seq: int) -> dict[int, int]:
+        """seq → ordinal for every loggable message in ``[first_seq, seq)``."""
+        before = [e for e in self.events if e.seq < seq]
+        start = self.first_ordinal if self.first_seq >= self.inherited else 0
+        return message_ordinals(before, self.inherited, start=start)
+
+    def event_at(self, seq: int) -> Event | None:
+        offset = seq - self.first_seq
+        if 0 <= offset < len(self.events) and self.events[offset].seq == seq:
+            return self.events[offset]
+        for event in self.events:
+            if event.seq == seq:
+                return event
+        return None
+
+    def tail(self, from_seq: int) -> list[Event]:
+        return [e for e in self.events if e.seq >= from_seq]
+
+
+def _start_point(state: SessionState, seq: int) -> Checkpoint:
+    point = state.checkpoint_at_or_before(seq)
+    if point is None:
+        return Checkpoint(0, 0, 0)
+    return point
+
+
+def read_window(state: SessionState, from_seq: int) -> LogWindow:
+    """Read ``state``'s log from the checkpoint at or before ``from_seq`` to its durable end.
+
+    A corrupt or unsupported log raises :class:`PermanentJobError`; a log that cannot be read
+    (gone, permissions) raises :class:`TransientJobError`. A torn tail is simply not returned.
+    """
+    point = _start_point(state, from_seq)
+    index = checkpoint_index(state)
+    result = read_range(Path(state.path), point.seq, END, index)
+    fatal = [p for p in result.problems if p.kind in _FATAL]
+    if fatal:
+        raise PermanentJobError(f"{state.path}: {fatal[0]}")
+    io = [p for p in result.problems if p.kind == "io"]
+    if io:
+        raise TransientJobError(str(io[0]))
+    events = result.events
+    if events and events[0].seq != point.seq:
+        # The index no longer matches the file (replaced or rewritten): count from the start.
+        point = Checkpoint(0, 0, 0)
+        result = read_range(Path(state.path), 0, END, CheckpointIndex())
+        events = result.events
+    end = events[-1].seq + 1 if events else point.seq
+    ordinal = point.ordinal if point.seq >= state.inherited_cut else 0
+    return LogWindow(events, point.seq, ordinal, state.inherited_cut, end, result.problems)
+
+
+def extend_back(state: SessionState, window: LogWindow, to_seq: int) -> LogWindow:
+    """``window`` extended backwards so it starts at or before ``to_seq`` (for retractions of
+    messages written long ago)."""
+    if to_seq >= window.first_seq:
+        return window
+    point = _start_point(state, to_seq)
+    result = read_range(Path(state.path), point.seq, window.first_seq, checkpoint_index(state))
+    fatal = [p for p in result.problems if p.kind in _FATAL or p.kind == "io"]
+    if fatal:
+        raise TransientJobError(str(fatal[0]))
+    ordinal = point.ordinal if point.seq >= state.inherited_cut else 0
+    return LogWindow(
+        result.events + window.events,
+        point.seq,
+        ordinal,
+        window.inherited,
+        window.durable_end,
+        window.problems,
+    )

@@ -1,0 +1,125 @@
+"""What a job runs with: settings, the state database, the stores per shelf, a clock."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from memory.store.base import MemoryStore
+from memory.store.factory import StoreConfig, open_store
+from worker.settings import Settings
+from worker.state.database import StateDB
+
+
+@dataclass(frozen=True, slots=True)
+class ConsolidationOwed:
+    """The seam for the consolidation issue: an idle-closed session owes a consolidation of
+    ``[from_seq, to_seq)`` with its thresholds waived."""
+
+    session_id: str
+    shelf: str
+    project: str
+    from_seq: int
+    to_seq: int
+    thresholds_waived: bool = True
+
+
+ConsolidationHook = Callable[[ConsolidationOwed], None]
+
+
+@dataclass
+class Runtime:
+    """Per-process dependencies of the jobs. ``force_idle`` treats every session as idle
+    (``run --once``: flush every tail)."""
+
+    settings: Settings
+    state: StateDB
+    owner: str
+    force_idle: bool = False
+    consolidation_hook: ConsolidationHook | None = None
+    store_factory: Callable[[str], MemoryStore] | None = None
+    _stores: dict[str, MemoryStore] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def store(self, shelf: str) -> MemoryStore:
+        """The store for ``shelf``, opened once per process."""
+        with self._lock:
+            found = self._stores.get(shelf)
+            if found is None:
+                factory = self.store_factory or self._open_store
+                found = self._stores[shelf] = factory(shelf)
+            return found
+
+    def _open_store(self, shelf: str) -> MemoryStore:
+        s = self.settings
+        return open_store(
+            StoreConfig(
+                transport=s.store_transport,
+                binary=s.store_binary,
+                shelf=shelf,
+                timeout_s=s.store_timeout_s,
+                lite_home=s.lite_home,
+            )
+        )
+
+    def drop_store(self, shelf: str) -> None:
+        """Forget a store handle (after a fatal error, so the next job reopens it)."""
+        with self._lock:
+            store = self._stores.pop(shelf, None)
+        if store is not None:
+            with contextlib.suppress(Exception):  # a broken handle must not mask the error
+                store.close()
+
+    @staticmethod
+    def now_ms() -> int:
+        return int(time.time() * 1000)
+
+    @staticmethod
+    def now() -> dt.datetime:
+        return dt.datetime.now(dt.UTC)
+
+    def close(self) -> None:
+        with self._lock:
+            stores = list(self._stores.values())
+            self._stores.clear()
+        for store in stores:
+            with contextlib.suppress(Exception):
+                store.close()
+        self.state.dispose()
+
+
+def default_owner(kind: str) -> str:
+    """A lease owner id unique to this process: ``<kind>:<host>:<pid>:<random>``."""
+    return f"{kind}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def build_runtime(
+    settings: Settings,
+    *,
+    owner: str | None = None,
+    force_idle: bool = False,
+    migrate: bool = True,
+    consolidation_hook: ConsolidationHook | None = None,
+) -> Runtime:
+    """Open the state database (migrated to head unless ``migrate`` is False) and wrap it."""
+    state = StateDB.open(
+        settings.effective_state_url, migrate=migrate, migrations_dir=settings.migrations_dir
+    )
+    return Runtime(
+        settings=settings,
+        state=state,
+        owner=owner or default_owner("worker"),
+        force_idle=force_idle,
+        consolidation_hook=consolidation_hook,
+    )
+
+
+def ms_of(moment: dt.datetime | None) -> int | None:
+    return None if moment is None else int(moment.timestamp() * 1000)

@@ -1,0 +1,132 @@
+"""The in-process executor (embedded mode): the same jobs and the same guard as the Celery tasks.
+
+Jobs are queued by key ``(job, session, shelf)``; a key already waiting is not queued twice (its
+job re-reads the log and the watermarks when it runs, so one run covers every hint). Jobs run one
+at a time in submission order. ``busy`` (another process holds the session's lease) and
+``retry`` (a transient error outlived the guard's own retries) put the key back with exponential
+backoff and jitter, at most ``task_max_retries`` times; after that the failure stays recorded and
+the next scan or reconcile brings the session back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from worker.pipeline import JobResult, Runtime, run_job
+from worker.tasks import backoff_s
+
+JobKey = tuple[str, str, str]  # (job, session id, shelf)
+_BUSY_RETRIES = 20
+
+
+@dataclass
+class RunnerStats:
+    """What the runner did (shown by ``run``)."""
+
+    done: int = 0
+    retried: int = 0
+    failed: int = 0
+    written: int = 0
+    retracted: int = 0
+    edges: int = 0
+    results: list[JobResult] = field(default_factory=list)
+
+
+class InProcessRunner:
+    """Run pipeline jobs in this process, with the guard's lease / retry / failure semantics."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        on_result: Callable[[JobResult], None] | None = None,
+        keep_results: bool = False,
+    ) -> None:
+        self.runtime = runtime
+        self.on_result = on_result
+        self.keep_results = keep_results
+        self.stats = RunnerStats()
+        self._ready: deque[JobKey] = deque()
+        self._queued: set[JobKey] = set()
+        self._delayed: list[tuple[float, JobKey]] = []
+        self._attempts: dict[JobKey, int] = {}
+
+    # ---------------------------------------------------------------------------------- queue
+
+    def submit(self, job: str, session_id: str, shelf: str) -> None:
+        """Queue a job hint; a key already waiting is not queued twice."""
+        key = (job, session_id, shelf)
+        if key in self._queued:
+            return
+        self._queued.add(key)
+        self._ready.append(key)
+
+    def pending(self) -> int:
+        return len(self._ready) + len(self._delayed)
+
+    # ---------------------------------------------------------------------------------- drain
+
+    def run_ready(self, *, max_jobs: int | None = None) -> int:
+        """Run the jobs that are due now; returns how many ran."""
+        self._promote(time.monotonic())
+        ran = 0
+        while self._ready and (max_jobs is None or ran < max_jobs):
+            key = self._ready.popleft()
+            self._queued.discard(key)
+            self._run(key)
+            ran += 1
+        return ran
+
+    def drain(self, *, timeout_s: float | None = None) -> None:
+        """Run until nothing is queued or delayed (or ``timeout_s`` passed)."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while self.pending():
+            if self.run_ready() == 0:
+                if deadline is not None and time.monotonic() >= deadline:
+                    return
+                wake = min(at for at, _ in self._delayed)
+                time.sleep(max(0.0, min(0.5, wake - time.monotonic())))
+
+    # -------------------------------------------------------------------------------- helpers
+
+    def _promote(self, now: float) -> None:
+        due = [item for item in self._delayed if item[0] <= now]
+        if not due:
+            return
+        self._delayed = [item for item in self._delayed if item[0] > now]
+        for _, key in sorted(due):
+            if key not in self._queued:
+                self._queued.add(key)
+                self._ready.append(key)
+
+    def _run(self, key: JobKey) -> None:
+        job, session_id, shelf = key
+        attempt = self._attempts.get(key, 0)
+        result = run_job(self.runtime, job, session_id, shelf, attempt=attempt)
+        settings = self.runtime.settings
+        limit = settings.task_max_retries if result.status == "retry" else _BUSY_RETRIES
+        if result.status in ("retry", "busy") and attempt < limit:
+            self._attempts[key] = attempt + 1
+            self.stats.retried += 1
+            delay = (
+                backoff_s(attempt, settings.retry_backoff_s)
+                if result.status == "retry"
+                else 0.2 * (1 + attempt)
+            )
+            self._delayed.append((time.monotonic() + delay, key))
+        else:
+            self._attempts.pop(key, None)
+            if result.status in ("done", "skipped"):
+                self.stats.done += 1
+            else:
+                self.stats.failed += 1
+        self.stats.written += result.written
+        self.stats.retracted += result.retracted
+        self.stats.edges += result.edges
+        if self.keep_results:
+            self.stats.results.append(result)
+        if self.on_result is not None:
+            self.on_result(result)

@@ -1,0 +1,129 @@
+"""The Celery app and thin tasks around :mod:`worker.pipeline`.
+
+A task carries a session id and a shelf, nothing else: it re-reads the watermarks and the log when
+it runs, so duplicates, reordering and redelivery after a crash are harmless (the job converges
+on the same store contents). The lease, the in-process retry of transient errors, the metrics and
+the failure record are :func:`worker.pipeline.run_job`'s; a task only turns "try again later"
+into a Celery retry with exponential backoff and jitter, bounded by ``task_max_retries``. When
+the retries run out the failure stays recorded and the daemon's reconcile loop re-enqueues the
+session later (the message was a hint; the watermark is the truth).
+
+Broker: Redis by default (``broker_url``); RabbitMQ works by URL (``amqp://…``).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+from typing import Any, Final
+
+from celery import Celery, signals
+
+from worker.settings import Settings
+
+TASK_LOG_SPAN: Final = "memory_worker.log_span"
+TASK_SESSION_NODE: Final = "memory_worker.session_node"
+DEFAULT_QUEUE: Final = "memory-worker"
+#: Seconds a task may run beyond its lease before Celery kills it (the lease bounds a task).
+_TIME_LIMIT_SLACK_S: Final = 30.0
+_BUSY_RETRY_S: Final = 1.0
+_BUSY_EXTRA_RETRIES: Final = 3
+_MAX_BACKOFF_S: Final = 600.0
+
+app = Celery("memory_worker")
+_lock = threading.Lock()
+_runtime: Any = None  # worker.pipeline.Runtime, built lazily per (forked) worker process
+_settings: Settings | None = None
+
+
+def configure(settings: Settings, *, queue: str = DEFAULT_QUEUE) -> Celery:
+    """Point :data:`app` at the configured broker with the delivery guarantees the pipeline
+    relies on: late acks, one message prefetched per process, redelivery of a lost worker's
+    message, and a visibility timeout above the longest task."""
+    global _settings, _runtime
+    time_limit = settings.lease_ttl_s + _TIME_LIMIT_SLACK_S
+    app.conf.update(
+        broker_url=settings.broker_url,
+        result_backend=settings.result_backend,
+        task_ignore_result=settings.result_backend is None,
+        task_default_queue=queue,
+        task_routes={TASK_LOG_SPAN: {"queue": queue}, TASK_SESSION_NODE: {"queue": queue}},
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_time_limit=time_limit,
+        broker_transport_options={"visibility_timeout": int(time_limit * 2 + 60)},
+        broker_connection_retry_on_startup=True,
+        task_serializer="json",
+        accept_content=["json"],
+        worker_hijack_root_logger=False,
+        worker_redirect_stdouts=False,
+    )
+    with _lock:
+        _settings = settings
+        _runtime = None
+    return app
+
+
+def backoff_s(retries: int, base_s: float) -> float:
+    """Exponential backoff with jitter: ``base * 2**retries`` scaled by a factor in [0.5, 1.5)."""
+    ceiling = min(_MAX_BACKOFF_S, base_s * (2**retries))
+    return ceiling * (0.5 + random.random())
+
+
+def _get_runtime() -> Any:
+    global _runtime
+    from worker.pipeline import build_runtime
+
+    with _lock:
+        if _runtime is None:
+            if _settings is None:
+                raise RuntimeError("worker.tasks.configure(settings) was not called")
+            _runtime = build_runtime(_settings, owner=f"celery:{os.getpid()}")
+        return _runtime
+
+
+@signals.worker_process_init.connect
+def _reset_after_fork(**_: Any) -> None:
+    # Connections and store handles must not cross a fork: each pool process builds its own.
+    global _runtime
+    _runtime = None
+
+
+def _run(task: Any, job: str, session_id: str, shelf: str) -> dict[str, Any]:
+    from worker.pipeline import run_job
+
+    runtime = _get_runtime()
+    retries = int(task.request.retries or 0)
+    limit = runtime.settings.task_max_retries
+    result = run_job(runtime, job, session_id, shelf, attempt=retries)
+    # Out of retries: the failure is recorded (run_job) and the reconcile loop will re-enqueue
+    # the session while its watermark lags, so the task ends here instead of failing loudly.
+    if result.status == "busy" and retries < limit + _BUSY_EXTRA_RETRIES:
+        countdown = _BUSY_RETRY_S * (0.5 + random.random())
+        raise task.retry(countdown=countdown, max_retries=limit + _BUSY_EXTRA_RETRIES)
+    if result.status == "retry" and retries < limit:
+        countdown = backoff_s(retries, runtime.settings.retry_backoff_s)
+        raise task.retry(countdown=countdown, max_retries=limit)
+    return result.as_dict()
+
+
+@app.task(name=TASK_LOG_SPAN, bind=True, acks_late=True)
+def log_span_task(self: Any, session_id: str, shelf: str) -> dict[str, Any]:
+    """Log the owed span of one session (see :func:`worker.pipeline.log_span`)."""
+    return _run(self, "log_span", session_id, shelf)
+
+
+@app.task(name=TASK_SESSION_NODE, bind=True, acks_late=True)
+def session_node_task(self: Any, session_id: str, shelf: str) -> dict[str, Any]:
+    """Write the session node and its owed edges (see :func:`worker.pipeline.session_node`)."""
+    return _run(self, "session_node", session_id, shelf)
+
+
+TASK_OF_JOB: Final = {"log_span": log_span_task, "session_node": session_node_task}
+
+
+def enqueue(job: str, session_id: str, shelf: str) -> None:
+    """Send one job hint for a session to the broker."""
+    TASK_OF_JOB[job].apply_async(args=(session_id, shelf))

@@ -1,0 +1,367 @@
+"""The daemon loop: discover sessions, read only new bytes, cut spans, enqueue; reconcile lag.
+
+Per session the watcher keeps a scan position (byte offset of the next complete line / zstd frame
+and the seq expected there) and a sparse checkpoint index with the message ordinal at each
+checkpoint, in the sessions table. Every poll it reads only what was appended since, records the
+durable end, the last ``turn/end``, the latest title and the time of growth, and sends hints:
+
+* ``log_span`` at a ``turn/end`` (immediately), when a pending ``step/end`` is older than the
+  flush window, and when the session went idle (idle-close flushes the tail);
+* ``session_node`` at the first ``session/title`` / ``compaction/summary`` while there is no node.
+
+Hints are cheap and may be lost or duplicated: the periodic :meth:`Watcher.reconcile` re-derives
+owed work from ``durable end − watermark`` for every session, so lost messages heal themselves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from memory import entries
+from memory.content import project_scope
+from memory.dsh.events import Event, Header
+from memory.dsh.forks import inherited_cut
+from memory.dsh.locate import SessionLocation, discover_sessions
+from memory.dsh.position import ScanPosition
+from memory.dsh.reader import ScanResult, read_range, scan_log
+from memory.messages import base_ordinal, is_loggable
+from worker.jobs.logread import checkpoint_index
+from worker.jobs.runtime import Runtime, ms_of
+from worker.state.sessions import Checkpoint, SessionState
+from worker.triggers import SESSION_NODE_EVENTS, STEP_END, TURN_END
+
+log = logging.getLogger("memory_worker")
+
+Enqueue = Callable[[str, str, str], None]  # (job, session id, shelf)
+SCAN_TASK = "scan"
+
+
+@dataclass(slots=True)
+class ScanReport:
+    """What one poll saw."""
+
+    sessions: int = 0
+    changed: int = 0
+    new_events: int = 0
+    enqueued: int = 0
+    problems: int = 0
+
+
+class Watcher:
+    """Follows a DSH home and sends job hints to ``enqueue``."""
+
+    def __init__(self, runtime: Runtime, enqueue: Enqueue, *, shelf: str | None = None) -> None:
+        self.runtime = runtime
+        self.enqueue = enqueue
+        self.shelf = shelf or runtime.settings.store_shelf
+        self.root = runtime.settings.sessions_root
+        self._ordinal_at_end: dict[str, int] = {}
+        self._step_deadline: dict[str, int] = {}
+        self._idle_hinted: dict[str, int] = {}
+        self._reported: dict[str, str] = {}
+        self._root_missing_reported = False
+        self._next_reconcile = 0.0
+
+    # --------------------------------------------------------------------------------- public
+
+    def poll_once(self) -> ScanReport:
+        """Scan every session once and send the hints that are due."""
+        report = ScanReport()
+        locations = self._discover()
+        report.sessions = len(locations)
+        for location in locations:
+            try:
+                self._poll_session(location, report)
+            except Exception as exc:  # one bad session must not stop the others
+                self._report(location.session_id, f"cannot scan {location.path}: {exc}")
+                report.problems += 1
+        self._send_due_step_flushes(report)
+        return report
+
+    def reconcile(self) -> int:
+        """Enqueue every session whose watermark lags its durable end, and every session with a
+        title but no node; returns the number of hints sent."""
+        sent = 0
+        with self.runtime.state.transaction() as repos:
+            sessions = repos.sessions.list()
+            progress = {p.session_id: p for p in repos.progress.list(self.shelf)}
+            failures = {f.session_id: f for f in repos.failures.list(permanent=True)}
+        for state in sessions:
+            failure = failures.get(state.session_id)
+            if failure is not None and (
+                state.last_activity_at is None or failure.last_at >= state.last_activity_at
+            ):
+                continue  # a permanent problem with no growth since: not retried forever
+            row = progress.get(state.session_id)
+            logged = row.last_logged_seq if row is not None else 0
+            if state.durable_end_seq > max(logged, state.inherited_cut):
+                self.enqueue("log_span", state.session_id, self.shelf)
+                sent += 1
+            has_node = row is not None and row.has_session_node
+            if not has_node and _owes_node(state):
+                self.enqueue("session_node", state.session_id, self.shelf)
+                sent += 1
+        return sent
+
+    def run(
+        self,
+        stop: threading.Event,
+        *,
+        after_poll: Callable[[ScanReport], None] | None = None,
+    ) -> None:
+        """Poll until ``stop`` is set; reconcile every ``reconcile_interval_s``."""
+        settings = self.runtime.settings
+        while not stop.is_set():
+            report = self.poll_once()
+            now = time.monotonic()
+            if now >= self._next_reconcile:
+                report.enqueued += self.reconcile()
+                self._next_reconcile = now + settings.reconcile_interval_s
+            if after_poll is not None:
+                after_poll(report)
+            stop.wait(settings.poll_interval_s)
+
+    # ------------------------------------------------------------------------------ discovery
+
+    def _discover(self) -> list[SessionLocation]:
+        if not self.root.is_dir():
+            if not self._root_missing_reported:
+                log.warning(
+                    "DSH home %s has no sessions directory (%s): nothing to read yet; "
+                    "set MEMORY_WORKER_DSH_HOME or --dsh-home if DSH keeps its logs elsewhere",
+                    self.root.parent, self.root,
+                )
+                self._root_missing_reported = True
+            return []
+        self._root_missing_reported = False
+        seen: dict[str, SessionLocation] = {}
+        for location in discover_sessions(self.root):
+            other = seen.get(location.session_id)
+            if other is not None:
+                self._report(
+                    location.session_id,
+                    f"session id {location.session_id} appears twice ({other.directory} and "
+                    f"{location.directory}); only the first is read",
+                )
+                continue
+            seen[location.session_id] = location
+        return list(seen.values())
+
+    # --------------------------------------------------------------------------------- scans
+
+    def _poll_session(self, location: SessionLocation, report: ScanReport) -> None:
+        sid = location.session_id
+        with self.runtime.state.transaction() as repos:
+            state = repos.sessions.get(sid)
+        if state is not None and state.forgotten:
+            return
+        path = str(location.path)
+        generation = state.generation if state is not None else 0
+        position: ScanPosition | None = None
+        if state is not None and state.path == path and state.durable_end_seq > 0:
+            if _size(location.path) < state.scan_offset:
+                generation += 1  # truncated or replaced: read it again from the start
+                self._ordinal_at_end.pop(sid, None)
+            else:
+                resume = state.scan_seq if state.scan_seq < state.durable_end_seq else None
+                position = ScanPosition(state.scan_offset, state.durable_end_seq, resume)
+        elif state is not None and state.path != path:
+            generation += 1
+            self._ordinal_at_end.pop(sid, None)
+        index = checkpoint_index(state) if state is not None and position is not None else None
+        result = scan_log(location.path, position, index)
+        if not result.ok:
+            self._scan_problem(sid, result)
+            report.problems += 1
+            return
+        if result.header is None:
+            return  # an empty or half-written header: nothing durable yet
+        if result.header.id != sid:
+            self._report(
+                sid,
+                f"{location.path}: header id {result.header.id!r} does not match its directory "
+                f"({sid!r}); skipped",
+            )
+            report.problems += 1
+            return
+        self._reported.pop(sid, None)
+        if not result.events and state is not None and position is not None:
+            return
+        self._record(location, state if position is not None else None, result, generation)
+        report.changed += 1
+        report.new_events += len(result.events)
+        report.enqueued += self._hints(sid, result.events)
+
+    def _record(
+        self,
+        location: SessionLocation,
+        state: SessionState | None,
+        result: ScanResult,
+        generation: int,
+    ) -> None:
+        sid = location.session_id
+        header = result.header
+        assert header is not None
+        events = result.events
+        old_end = state.durable_end_seq if state is not None else 0
+        cut = state.inherited_cut if state is not None else 0
+        found_cut = inherited_cut(header, events)
+        if found_cut > cut or state is None:
+            cut = found_cut
+        ordinal = self._ordinal_at(location.path, state, old_end, cut)
+        checkpoints: list[Checkpoint] = []
+        known = {p.seq for p in state.checkpoints} if state is not None else set()
+        counted = ordinal
+        new_points = [
+            (seq, offset)
+            for seq, offset in zip(result.index.seqs, result.index.offsets, strict=True)
+            if seq >= old_end and seq not in known
+        ]
+        points = iter(new_points)
+        upcoming = next(points, None)
+        for event in events:
+            while upcoming is not None and upcoming[0] <= event.seq:
+                checkpoints.append(Checkpoint(upcoming[0], upcoming[1], counted))
+                upcoming = next(points, None)
+            if event.seq >= cut and is_loggable(event):
+                counted += 1
+        end = result.position.next_seq
+        self._ordinal_at_end[sid] = counted
+        turn_ends = [e.seq for e in events if e.type == TURN_END]
+        titles = [e for e in events if e.type in SESSION_NODE_EVENTS and e.seq >= cut]
+        title = None
+        if titles:
+            text = entries.session_node_text(titles[-1], None, self.runtime.now_ms())
+            title = (titles[-1].seq, text) if text else None
+        activity = self.runtime.now() if state is not None else _mtime(location.path)
+        with self.runtime.state.transaction() as repos:
+            repos.sessions.upsert_scan(
+                sid,
+                path=str(location.path),
+                scan_offset=result.position.offset,
+                scan_seq=result.position.start_seq,
+                durable_end_seq=end,
+                generation=generation,
+                project=project_scope(header.cwd) if state is None else None,
+                header=_header_facts(header) if state is None else None,
+                inherited_cut=cut,
+                new_checkpoints=checkpoints,
+                last_turn_end_seq=turn_ends[-1] if turn_ends else None,
+                title=title,
+                last_activity_at=activity if events or state is None else None,
+            )
+
+    def _ordinal_at(
+        self, path: Path, state: SessionState | None, seq: int, cut: int
+    ) -> int:
+        """The message ordinal at ``seq`` (cached; else counted from the nearest checkpoint)."""
+        if state is None or seq <= 0:
+            return 0
+        cached = self._ordinal_at_end.get(state.session_id)
+        if cached is not None:
+            return cached
+        point = state.checkpoint_at_or_before(seq) or Checkpoint(0, 0, 0)
+        span = read_range(path, point.seq, seq, checkpoint_index(state))
+        return base_ordinal(span.events, seq, inherited_cut=cut,
+                            checkpoint=(point.seq, point.ordinal if point.seq >= cut else 0))
+
+    # --------------------------------------------------------------------------------- hints
+
+    def _hints(self, sid: str, events: list[Event]) -> int:
+        sent = 0
+        if any(e.type == TURN_END for e in events):
+            self._step_deadline.pop(sid, None)
+            self.enqueue("log_span", sid, self.shelf)
+            sent += 1
+        after_turn = _after_last_turn_end(events)
+        step_ends = [e for e in after_turn if e.type == STEP_END]
+        if step_ends and sid not in self._step_deadline:
+            first = step_ends[0].time or self.runtime.now_ms()
+            self._step_deadline[sid] = first + int(self.runtime.settings.flush_window_s * 1000)
+        if any(e.type in SESSION_NODE_EVENTS for e in events):
+            self.enqueue("session_node", sid, self.shelf)
+            sent += 1
+        return sent
+
+    def _send_due_step_flushes(self, report: ScanReport) -> None:
+        now = self.runtime.now_ms()
+        for sid, deadline in list(self._step_deadline.items()):
+            if now >= deadline:
+                del self._step_deadline[sid]
+                self.enqueue("log_span", sid, self.shelf)
+                report.enqueued += 1
+        self._send_idle_closes(report, now)
+
+    def _send_idle_closes(self, report: ScanReport, now_ms: int) -> None:
+        idle_ms = int(self.runtime.settings.idle_close_s * 1000)
+        with self.runtime.state.transaction() as repos:
+            candidates = [
+                s for s in repos.sessions.list()
+                if s.closed_at is None and s.last_activity_at is not None
+                and now_ms - (ms_of(s.last_activity_at) or 0) >= idle_ms
+            ]
+        for state in candidates:
+            if self._idle_hinted.get(state.session_id) == state.durable_end_seq:
+                continue
+            self._idle_hinted[state.session_id] = state.durable_end_seq
+            self.enqueue("log_span", state.session_id, self.shelf)
+            report.enqueued += 1
+
+    # ------------------------------------------------------------------------------ problems
+
+    def _scan_problem(self, sid: str, result: ScanResult) -> None:
+        fatal = [p for p in result.problems if p.kind in ("corrupt", "unsupported", "io")]
+        problem = fatal[0] if fatal else result.problems[0]
+        permanent = problem.kind in ("corrupt", "unsupported")
+        line = f"session {sid}: {problem}"
+        if self._report(sid, line) and permanent:
+            with self.runtime.state.transaction() as repos:
+                previous = repos.failures.get(SCAN_TASK, sid)
+                if previous is None or line not in previous.last_error:
+                    repos.failures.record(SCAN_TASK, sid, line, permanent=True)
+
+    def _report(self, sid: str, line: str) -> bool:
+        """Log ``line`` once per session (until it changes); True when it was logged."""
+        if self._reported.get(sid) == line:
+            return False
+        self._reported[sid] = line
+        log.warning("%s", line)
+        return True
+
+
+def _owes_node(state: SessionState) -> bool:
+    return state.last_title_seq is not None and state.last_title_seq >= state.inherited_cut
+
+
+def _after_last_turn_end(events: list[Event]) -> list[Event]:
+    for i in range(len(events) - 1, -1, -1):
+        if events[i].type == TURN_END:
+            return events[i + 1 :]
+    return events
+
+
+def _header_facts(header: Header) -> dict[str, object]:
+    return {k: v for k, v in dataclasses.asdict(header).items() if v is not None}
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _mtime(path: Path) -> object:
+    import datetime as dt
+
+    try:
+        return dt.datetime.fromtimestamp(os.stat(path).st_mtime, dt.UTC)
+    except OSError:
+        return dt.datetime.now(dt.UTC)
