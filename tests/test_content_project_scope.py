@@ -82,3 +82,17 @@ def test_a_timeout_falls_back_and_is_not_cached(
     monkeypatch.undo()
     assert project_scope(str(slow)) == "slow-dir"
     assert content._project_cache[str(slow)] == "slow-dir"
+
+
+def test_only_gits_newline_is_cut_and_unicode_edges(tmp_path: Path) -> None:
+    clear_project_cache()
+    bom = _init(tmp_path / "bom\ufeff")
+    assert project_scope(str(bom)) == "bom\ufeff"
+    spaced = _init(tmp_path / "\u0085 spaced\u3000")
+    assert project_scope(str(spaced)) == "spaced"
+    plain_and_git = tmp_path / "same"
+    plain_and_git.mkdir()
+    assert project_scope(str(plain_and_git)) == "same"
+    clear_project_cache()
+    _init(plain_and_git)
+    assert project_scope(str(plain_and_git)) == "same"
