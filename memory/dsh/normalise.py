@@ -22,6 +22,7 @@ from memory.dsh.vocabulary import (
 )
 
 _MAX_INVALID_REPORTS = 20
+_PLAIN_TYPES = KNOWN_TYPES - SURFACE_TYPES
 _EMPTY: Mapping[str, Any] = {}
 
 
@@ -77,6 +78,57 @@ class RowNormaliser:
 
     def row_events(self, obj: Any, seq: int) -> list[Event]:
         """The events of one stored row whose first event must have ``seq``."""
+        # Fast path: an ordinary log-only event with a well-formed envelope.
+        if type(obj) is dict:
+            kind = obj.get("type")
+            if (
+                type(kind) is str
+                and kind in _PLAIN_TYPES
+                and "data" in obj
+                and "surfaceOp" not in obj
+                and "ignorable" not in obj
+                and "sourceEventSeqs" not in obj
+            ):
+                stored_seq = obj.get("seq", seq)
+                time = obj.get("time")
+                if (
+                    type(stored_seq) is int
+                    and stored_seq == seq
+                    and (type(time) is int or time is None)
+                ):
+                    return [Event(seq, kind, time, obj["data"])]
+            elif (
+                type(kind) is str
+                and kind in SURFACE_TYPES
+                and obj.get("surfaceOp") == "append"
+                and "data" in obj
+                and "ignorable" not in obj
+            ):
+                return self._appended(obj, kind, seq)
+        return self._row_events(obj, seq)
+
+    def _appended(self, obj: dict[str, Any], kind: str, seq: int) -> list[Event]:
+        """Fast path for an appended surface event."""
+        stored_seq = obj.get("seq", seq)
+        time = obj.get("time")
+        if (
+            type(stored_seq) is not int
+            or stored_seq != seq
+            or not (type(time) is int or time is None)
+        ):
+            return self._row_events(obj, seq)
+        raw_sources = obj.get("sourceEventSeqs")
+        sources: tuple[int, ...] = ()
+        if raw_sources is not None:
+            try:
+                sources = decode_seq_ranges(raw_sources)
+            except RangeError as exc:
+                self.invalid(seq, str(exc))
+        data = obj["data"]
+        kind, message = self._message(kind, data, APPEND, seq)
+        return [Event(seq, kind, time, data, APPEND, sources, False, message)]
+
+    def _row_events(self, obj: Any, seq: int) -> list[Event]:
         if not isinstance(obj, dict):
             raise RowDamage("a row is not a JSON object")
         kind = obj.get("type")
@@ -213,6 +265,11 @@ class RowNormaliser:
         tool_call_id: str | None = None,
         is_error: bool = False,
     ) -> Message:
+        if type(source) is dict and type(content) is list:  # fast path: well-formed V4 message
+            kind = source.get("kind")
+            msg_id = msg.get("id")
+            if type(kind) is str and kind and kind != "plugin" and type(msg_id) is str and msg_id:
+                return Message(msg_id, role, tuple(content), kind, source, tool_call_id, is_error)
         if not isinstance(content, list):
             self.invalid(seq, "message content is not an array")
             content = []

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from json.scanner import make_scanner
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO, cast
 
 from memory.dsh.events import Event, Header, Problem
 from memory.dsh.frames import (
@@ -19,6 +20,8 @@ from memory.dsh.frames import (
 from memory.dsh.header import parse_header
 from memory.dsh.normalise import RowDamage, RowNormaliser, RowUnsupported
 from memory.dsh.position import CheckpointIndex, ScanPosition
+
+_SCAN_ONCE = make_scanner(cast(Any, json.JSONDecoder()))  # json.loads minus its per-call wrappers
 
 
 def is_compressed(path: Path) -> bool:
@@ -60,7 +63,13 @@ class LogScan:
     def __iter__(self) -> Iterator[Event]:
         try:
             with open(self.path, "rb") as f:
-                yield from self._run(f)
+                prepared = self._prepare(f)
+                if prepared is not None:
+                    try:
+                        yield from self._chunks(*prepared)
+                    except FrameCorrupt as exc:
+                        self._problem("corrupt", f"{exc.reason} at byte {exc.offset}")
+                        self.stopped = True
         except OSError as exc:
             self.problems.append(Problem("io", f"cannot read {self.path}: {exc.strerror}"))
         if self._norm is not None:
@@ -71,27 +80,28 @@ class LogScan:
     def _problem(self, kind: str, text: str) -> None:
         self.problems.append(Problem(kind, text))  # type: ignore[arg-type]
 
-    def _run(self, f: BinaryIO) -> Iterator[Event]:
+    def _prepare(self, f: BinaryIO) -> tuple[Iterator[Chunk], ScanPosition] | None:
+        """Read and check the header; the body chunks to scan and where they start."""
         try:
             first = read_first_chunk(f, self.compressed)
         except FrameCorrupt as exc:
             self._problem("corrupt", f"{exc.reason} at byte {exc.offset}")
-            return
+            return None
         if first is None or not first.data:
             self._problem("torn", "the log is empty (no header written yet)")
             self.torn = True
-            return
+            return None
         if not first.complete or not first.data.endswith(b"\n"):
             self._problem("torn", "the header line is incomplete")
             self.torn = True
-            return
+            return None
         if self.compressed and first.data.count(b"\n") != 1:
             self._problem("corrupt", "the first zstd frame is not exactly the header line")
-            return
+            return None
         parsed = parse_header(first.data)
         if isinstance(parsed, Problem):
             self.problems.append(parsed)
-            return
+            return None
         self.header = parsed
         self._norm = RowNormaliser(parsed)
         start = self.start
@@ -105,19 +115,15 @@ class LogScan:
                 f"the log is shorter ({size} bytes) than the stored position "
                 f"({start.offset}); it was truncated or replaced: rescan from the start",
             )
-            return
+            return None
         self.position = start
         chunks = (iter_zstd_chunks if self.compressed else iter_raw_chunks)(f, start.offset)
-        try:
-            yield from self._chunks(chunks, start)
-        except FrameCorrupt as exc:
-            self._problem("corrupt", f"{exc.reason} at byte {exc.offset}")
-            self.stopped = True
+        return chunks, start
 
     def _chunks(self, chunks: Iterator[Chunk], start: ScanPosition) -> Iterator[Event]:
         norm = self._norm
         assert norm is not None
-        loads = json.loads
+        scan_once = _SCAN_ONCE
         row_events = norm.row_events
         index = self.index
         raw = not self.compressed
@@ -168,8 +174,12 @@ class LogScan:
                     seq += 1
                     continue
                 try:
-                    events = row_events(loads(line), seq)
-                except (ValueError, RowDamage) as exc:
+                    text = line.decode()
+                    obj, end = scan_once(text, 0)
+                    if end != len(text) and text[end:].strip():
+                        raise ValueError("trailing data")
+                    events = row_events(obj, seq)
+                except (ValueError, StopIteration, RowDamage) as exc:
                     where = (
                         f"byte {line_offset - len(line) - 1}"
                         if raw

@@ -79,8 +79,7 @@ def fold_surface(events: Iterable[Event]) -> Surface:
             surface.problems.append(
                 Problem(
                     "invalid",
-                    f"seq {event.seq}: sourceEventSeqs do not cite shadowed "
-                    f"{sorted(missing)}",
+                    f"seq {event.seq}: sourceEventSeqs do not cite shadowed {sorted(missing)}",
                 )
             )
         nodes[i : j + 1] = [event.seq]
