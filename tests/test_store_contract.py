@@ -24,7 +24,9 @@ from memory.store.base import (
     StoreError,
     csv_triple,
 )
-from memory.store.cli import fit_data
+from memory.store.cli import CliStore, fit_data
+from memory.store.factory import StoreConfig, open_store
+from memory.store.mcp import McpStore
 
 pytestmark = pytest.mark.integration
 
@@ -154,6 +156,7 @@ def test_data_starting_with_a_dash_is_stored_verbatim(harness: Harness, uid: str
     assert store.statement_create(f"dash-{uid}", "is_a", "memory", data="-d") is True
     rows = store.query(["$statement", ["$triple", [f"dash-{uid}", "is_a", "memory"]]])
     assert [r.content.data for r in rows] == ["-d"]
+    assert store.knowledge_get(f"-missing-{uid}") is None  # a name that looks like a flag
 
 
 def test_180_kb_content(harness: Harness, uid: str) -> None:
@@ -310,3 +313,25 @@ def test_cli_and_mcp_return_identical_rows_for_one_shelf(family: str, tmp_path: 
     finally:
         mcp.close()
         cli.close()
+
+
+def test_factory_rejects_bad_configuration_with_one_line_errors(tmp_path: Path) -> None:
+    with pytest.raises(FatalStoreError, match="unknown store transport 'grpc'"):
+        open_store(StoreConfig(transport="grpc", lite_home=tmp_path))  # type: ignore[arg-type]
+    with pytest.raises(FatalStoreError, match="invalid shelf name 'two words'"):
+        open_store(StoreConfig(shelf="two words", lite_home=tmp_path))
+    with pytest.raises(FatalStoreError, match="invalid store timeout 0"):
+        open_store(StoreConfig(transport="cli", timeout_s=0))
+    cli = open_store(StoreConfig(transport="cli", binary="hypatia-lite", shelf="s1", timeout_s=5))
+    mcp = open_store(StoreConfig(transport="mcp", binary="hypatia-lite", idle_close_s=7))
+    assert isinstance(cli, CliStore) and (cli.shelf, cli.binary, cli.timeout_s) == (
+        "s1", "hypatia-lite", 5
+    )
+    assert isinstance(mcp, McpStore) and (mcp.shelf, mcp.idle_close_s) == ("default", 7)
+    mcp.close()
+
+
+def test_cli_adapter_reports_a_missing_binary(tmp_path: Path) -> None:
+    store = CliStore("default", str(tmp_path / "no-such-hypatia"))
+    with pytest.raises(FatalStoreError, match="hypatia binary not found"):
+        store.knowledge_get("x")

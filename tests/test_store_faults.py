@@ -8,6 +8,7 @@ import logging
 import os
 import shutil
 import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -173,3 +174,25 @@ def test_idle_mcp_server_is_closed_and_reopened(tmp_path: Path) -> None:
         assert len(pids) == 2 and alive(pids[1])
     finally:
         store.close()
+
+
+def test_not_connected_shelf_restarts_the_server_once(tmp_path: Path) -> None:
+    fake = write_fake_hypatia(tmp_path, lite_binary())
+    env = _env(tmp_path, "proxy")
+    store = McpStore("late", str(fake), env=env, cwd=tmp_path)
+    try:
+        with pytest.raises(FatalStoreError, match="shelf 'late' is not connected"):
+            store.knowledge_get("msg-h-1")
+        first, second = read_pids(tmp_path / "pids")  # the retry ran on a fresh process
+        assert _wait_dead(first) and alive(second)
+        shelf_dir = tmp_path / "late-shelf"
+        shelf_dir.mkdir()
+        subprocess.run([lite_binary(), "connect", str(shelf_dir), "-n", "late"],
+                       env={**os.environ, **env}, check=True, capture_output=True, timeout=60)
+        assert store.knowledge_create("msg-h-1", "on the late shelf") is True
+        assert store.transport == "mcp"
+    finally:
+        store.close()
+    with LiteStore("late", home=tmp_path / "home") as lite:
+        entry = lite.knowledge_get("msg-h-1")
+    assert entry is not None and entry.content.data == "on the late shelf"

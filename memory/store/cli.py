@@ -308,12 +308,15 @@ class CliStore:
         )
         return retrying(fn)
 
-    def _args(self, command: str, *positionals: str) -> list[str]:
+    def _argv(
+        self, command: str, positionals: Sequence[str], options: Sequence[str] = ()
+    ) -> list[str]:
+        """``<command> <positionals> --shelf <s> <options>``; a positional that starts with
+        ``-`` moves after ``--`` (options first), so it is never parsed as a flag."""
         clean = [well_formed(p) for p in positionals]
-        argv = [command, "--shelf", self.shelf]
         if any(p.startswith("-") for p in clean):
-            return [*argv, "--", *clean]
-        return [command, *clean, "--shelf", self.shelf]
+            return [command, "--shelf", self.shelf, *options, "--", *clean]
+        return [command, *clean, "--shelf", self.shelf, *options]
 
     @staticmethod
     def _json(out: str, what: str) -> Any:
@@ -348,7 +351,7 @@ class CliStore:
     # ---------------------------------------------------------------------------- knowledge
 
     def knowledge_get(self, name: str) -> KnowledgeEntry | None:
-        _, out, _ = self._run(self._args("knowledge-get", name))
+        _, out, _ = self._run(self._argv("knowledge-get", [name]))
         if _NOT_FOUND_GET.match(out.strip()):
             return None
         return parse_entry(self._json(out, "knowledge-get"))
@@ -362,7 +365,7 @@ class CliStore:
         scopes: Sequence[str] | None = None,
         embed: bool = True,
     ) -> bool:
-        argv = self._args("knowledge-create", name)
+        argv: list[str] = []
         if data:
             argv.append("--data=" + fit_data(well_formed(data)))
         tag_list = normalize_tags(tags)
@@ -374,7 +377,7 @@ class CliStore:
         if not embed and self.features().no_embed:
             argv.append("--no-embed")
         try:
-            self._run(argv)
+            self._run(self._argv("knowledge-create", [name], argv))
         except DuplicateError:
             return False
         return True
@@ -389,19 +392,19 @@ class CliStore:
     ) -> bool:
         if data is None and tags is None and scopes is None:
             raise FatalStoreError("knowledge_update needs at least one of data, tags, scopes")
-        argv = self._args("knowledge-update", name)
+        argv: list[str] = []
         if data is not None:
             argv.append("--data=" + fit_data(well_formed(data)))
         if tags is not None:
             argv.append("--tags=" + ",".join(normalize_tags(tags)))
         if scopes is not None:
             argv.append("--scopes=" + scopes_arg(normalize_scopes(scopes) or []))
-        _, out, _ = self._run(argv)
+        _, out, _ = self._run(self._argv("knowledge-update", [name], argv))
         return not out.strip().startswith("Knowledge unchanged")
 
     def knowledge_delete(self, name: str) -> bool:
         try:
-            self._run(self._args("knowledge-delete", name))
+            self._run(self._argv("knowledge-delete", [name]))
         except NotFoundError:
             return False
         return True
@@ -418,7 +421,7 @@ class CliStore:
         scopes: Sequence[str] | None = None,
         embed: bool = True,
     ) -> bool:
-        argv = self._args("statement-create", head, relation, tail)
+        argv: list[str] = []
         if data:
             argv.append("--data=" + fit_data(well_formed(data)))
         scope_list = normalize_scopes(scopes)
@@ -427,14 +430,14 @@ class CliStore:
         if not embed and self.features().no_embed:
             argv.append("--no-embed")
         try:
-            _, out, _ = self._run(argv)
+            _, out, _ = self._run(self._argv("statement-create", [head, relation, tail], argv))
         except DuplicateError:
             return False
         return not out.strip().startswith("Statement already exists")
 
     def statement_delete(self, head: str, relation: str, tail: str) -> bool:
         try:
-            self._run(self._args("statement-delete", head, relation, tail))
+            self._run(self._argv("statement-delete", [head, relation, tail]))
         except NotFoundError:
             return False
         return True
@@ -444,11 +447,9 @@ class CliStore:
     def search(
         self, query: str, *, catalog: Catalog | None = None, limit: int = 100
     ) -> list[SearchRow]:
-        argv = self._args("search", query)
-        if catalog is not None:
-            argv += ["-c", catalog]
-        argv += ["--limit", str(limit)]
-        _, out, _ = self._run(argv)
+        options = ["-c", catalog] if catalog is not None else []
+        options += ["--limit", str(limit)]
+        _, out, _ = self._run(self._argv("search", [query], options))
         if out.strip() == NO_RESULTS:
             return []
         return parse_search_rows(self._json(out, "search"))
@@ -461,19 +462,19 @@ class CliStore:
         limit: int = 10,
         exclude_tags: Sequence[str] = (),
     ) -> list[SimilarRow]:
-        argv = [*self._args("similar", query), "-t", target, "--limit", str(limit)]
+        argv = ["-t", target, "--limit", str(limit)]
         excluded = normalize_tags(exclude_tags)
         server_side = bool(excluded) and self.features().similar_filters
         if server_side:
             argv.append("--exclude-tags=" + ",".join(excluded))
-        _, out, _ = self._run(argv)
+        _, out, _ = self._run(self._argv("similar", [query], argv))
         if out.strip() == NO_RESULTS:
             return []
         rows = parse_similar_rows(self._json(out, "similar"), target)
         return rows if server_side else filter_excluded(rows, excluded)
 
     def query(self, jse: Any) -> list[QueryRow]:
-        _, out, _ = self._run(self._args("query", well_formed(jse_text(jse))))
+        _, out, _ = self._run(self._argv("query", [jse_text(jse)]))
         if out.strip() == NO_RESULTS:
             return []
         return parse_query_rows(self._json(out, "query"))

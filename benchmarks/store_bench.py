@@ -1,0 +1,97 @@
+"""Write message entries through each store transport and print the measured ratios.
+
+    .venv/bin/python benchmarks/store_bench.py [--count 5000] [--cli-count 300]
+
+Transports: hypatia-lite in-process (``lite``), the MCP adapter over one long-lived
+``hypatia-lite mcp`` process (``mcp``), and the CLI adapter spawning ``hypatia-lite`` once per
+call (``cli``). Every transport writes into its own fresh home. The CLI is measured on
+``--cli-count`` writes (a process per call makes 5,000 take minutes) and its per-call cost is
+extrapolated to ``--count`` explicitly; the printout says which figures were measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from memory.store.base import MemoryStore
+from memory.store.cli import CliStore
+from memory.store.factory import StoreConfig, open_store
+from memory.store.mcp import McpStore
+
+
+def _lite_binary() -> str:
+    beside = Path(sys.executable).parent / "hypatia-lite"
+    found = str(beside) if beside.exists() else shutil.which("hypatia-lite")
+    if not found:
+        raise SystemExit("hypatia-lite is not installed in this environment")
+    return found
+
+
+def _message(n: int) -> str:
+    """A message-sized body (~1.2 KB) like the worker's ``msg-<session>-<n>`` entries."""
+    line = f"Turn {n}: the assistant read the build log and proposed a fix for the flaky test."
+    return f"## Role\n\nassistant\n\n## Content\n\n{(line + ' ') * 14}"
+
+
+def _write(store: MemoryStore, count: int, session: str) -> float:
+    started = time.perf_counter()
+    for n in range(1, count + 1):
+        if not store.knowledge_create(
+            f"msg-{session}-{n}", _message(n), tags=["message"], scopes=["bench"]
+        ):
+            raise SystemExit(f"msg-{session}-{n} already existed: the home is not fresh")
+    return time.perf_counter() - started
+
+
+def _run(name: str, make: Callable[[Path], MemoryStore], count: int, root: Path) -> float:
+    home = root / name
+    home.mkdir()
+    store = make(home)
+    try:
+        store.knowledge_get("warm-up")  # start processes / open the shelf outside the timing
+        elapsed = _write(store, count, name)
+    finally:
+        store.close()
+    print(f"  {name:<5} {count:>6} writes measured in {elapsed:8.2f} s"
+          f"  = {1000 * elapsed / count:8.3f} ms/write", flush=True)
+    return elapsed / count
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=5000, help="writes for lite and mcp")
+    parser.add_argument("--cli-count", type=int, default=300, help="writes measured for cli")
+    args = parser.parse_args(argv)
+    binary = _lite_binary()
+
+    def env(home: Path) -> dict[str, str]:
+        return {"HYPATIA_LITE_HOME": str(home), "HYPATIA_LITE_EMBEDDER": "hash"}
+
+    with tempfile.TemporaryDirectory(prefix="store-bench-") as tmp:
+        root = Path(tmp)
+        print(f"Writing message entries (~{len(_message(1))} bytes each):")
+        lite = _run("lite", lambda h: open_store(
+            StoreConfig(transport="lite", lite_home=h)), args.count, root)
+        mcp = _run("mcp", lambda h: McpStore(
+            "default", binary, env=env(h), cwd=h), args.count, root)
+        cli = _run("cli", lambda h: CliStore(
+            "default", binary, env=env(h), cwd=h), args.cli_count, root)
+
+    print(f"\n  cli extrapolated to {args.count} writes: {cli * args.count:.1f} s "
+          f"(measured {args.cli_count} writes, {1000 * cli:.1f} ms each)")
+    print(f"  mcp is {cli / mcp:5.1f}x faster than cli-per-call (goal: >= 10x)")
+    print(f"  lite in-process is {mcp / lite:5.1f}x faster than mcp "
+          f"and {cli / lite:6.1f}x faster than cli")
+    ok = cli / mcp >= 10 and lite < mcp
+    print("  goal met" if ok else "  goal NOT met")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
