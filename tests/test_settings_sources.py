@@ -102,6 +102,8 @@ api_key_env = "DEEPSEEK_API_KEY"
 [[model_routes]]
 base_url = "http://127.0.0.1:8000/v1"
 model = "local"
+api_key = "sk-inline"
+reasoning_effort = "off"
 """)
     monkeypatch.setenv("MEMORY_WORKER_IDLE_CLOSE_S", "30")
     s = load_settings(path)
@@ -112,7 +114,8 @@ model = "local"
     assert s.effective_state_url == "postgresql://mw:pw@db:5432/mw"
     assert [r.model for r in s.model_routes] == ["deepseek-chat", "local"]
     assert s.route_api_key(s.model_routes[0]) is None  # DEEPSEEK_API_KEY is not set
-    assert s.route_api_key(s.model_routes[1]) is None
+    assert s.route_api_key(s.model_routes[1]) == "sk-inline"
+    assert s.model_routes[1].reasoning_effort == "off"
 
 
 def test_the_config_env_var_names_the_file(monkeypatch: pytest.MonkeyPatch,
@@ -166,6 +169,10 @@ def test_file_problems_give_one_line(tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match=r"model_routes\.0\.model: Field required") as info:
         load_settings(bad_route)
     assert f"or {bad_route})" in str(info.value)
+    keyless = _write(tmp_path, '[[model_routes]]\nbase_url = "http://x"\nmodel = "m"\n')
+    with pytest.raises(SettingsError, match=r"model_routes\.0: Value error, a model route needs "
+                       r"`api_key_env` \(or an inline `api_key`\)"):
+        load_settings(keyless)
 
 
 def test_settings_are_immutable() -> None:

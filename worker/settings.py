@@ -22,7 +22,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -38,7 +46,6 @@ MASK = "***"
 DEFAULT_WITHDRAWAL_KINDS = ("dsh-rewind", "plugin:dsh-rewind", "plugin:rollback")
 
 StoreTransport = Literal["lite", "cli", "mcp"]
-ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "max"]
 
 
 class SettingsError(ValueError):
@@ -56,7 +63,14 @@ class ModelRoute(BaseModel):
     """Name of the environment variable holding the key (preferred: keeps it out of files)."""
     api_key: SecretStr | None = None
     """The key itself; allowed but discouraged. Always masked when printed."""
-    reasoning_effort: ReasoningEffort | None = None
+    reasoning_effort: str | None = Field(default=None, min_length=1)
+    """Sent as the request's reasoning effort (e.g. ``high``; ``off``/``none`` = no thinking)."""
+
+    @model_validator(mode="after")
+    def _needs_a_key_source(self) -> ModelRoute:
+        if not (self.api_key_env or "").strip() and self.api_key is None:
+            raise ValueError("a model route needs `api_key_env` (or an inline `api_key`)")
+        return self
 
 
 def _split_list(value: Any) -> Any:
