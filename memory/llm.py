@@ -486,6 +486,9 @@ class ModelClient:
         except UnusableModelOutput as exc:
             record("incomplete", exc.detail)
             raise
+        except Exception as exc:
+            record("error", f"parser failed: {type(exc).__name__}")
+            raise
         record("ok", None)
         return completion, (parsed,)
 

@@ -19,8 +19,9 @@ What each request gets back, in this order:
 
 A :class:`Reply` carries ``content``, ``finish_reason`` (``stop``, ``length``, …), ``usage``
 (``prompt_tokens``, ``completion_tokens``, ``reasoning_tokens``), an HTTP ``status`` with an
-``error`` message (an OpenAI-style error body), an optional ``delay_s`` before answering, and
-``chunks`` (how many SSE pieces the content is split into when streaming).
+``error`` message (an OpenAI-style error body), an optional ``delay_s`` before answering,
+``chunks`` (how many SSE pieces the content is split into when streaming) and ``chunk_delay_s``
+(a pause before each streamed piece, for slow-stream tests).
 
 Every request is recorded as a :class:`Recorded` (path, headers, raw body bytes, parsed JSON) in
 :attr:`ModelServer.requests`, so tests can assert on the bytes the server really received.
@@ -64,6 +65,7 @@ class Reply:
     error: str = "scripted failure"  # the error message when status != 200
     delay_s: float = 0.0
     chunks: int = 3
+    chunk_delay_s: float = 0.0  # pause before each streamed piece
 
 
 @dataclass
@@ -158,7 +160,9 @@ class ModelServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -295,6 +299,8 @@ def _stream_events(reply: Reply, model: str, include_usage: bool) -> Iterator[An
     pieces = max(1, reply.chunks)
     size = max(1, math.ceil(len(text) / pieces))
     for start in range(0, len(text), size):
+        if reply.chunk_delay_s:
+            time.sleep(reply.chunk_delay_s)
         yield chunk({"content": text[start : start + size]}, None)
     yield chunk({}, reply.finish_reason)
     if include_usage:

@@ -224,3 +224,21 @@ def test_a_parse_failure_is_permanent_and_recorded_as_unusable_output(
     with pytest.raises(PermanentModelError, match=r"^not what was asked$"):
         client.complete_json("memory-consolidation", "s", "u", 0, parse)
     assert [(r.outcome, r.error) for r in records] == [("incomplete", "unusable output")]
+
+
+def test_a_base_url_without_v1_posts_to_chat_completions(model_server: ModelServer) -> None:
+    route = ModelRoute(f"http://127.0.0.1:{model_server.port}", "deepseek-chat", "TEST_MODEL_KEY")
+    client = ModelClient([route], env=ENV, retry_wait_s=0)
+    model_server.push(Reply(content="hi"))
+    assert client.complete("memory-consolidation", "s", "u", 0).text == "hi"
+    assert [r.path for r in model_server.requests] == ["/chat/completions"]
+
+
+def test_a_slow_stream_is_cut_at_the_whole_call_deadline(model_server: ModelServer) -> None:
+    records: list[ModelCallRecord] = []
+    client = client_for(model_server, "m", records=records, timeout_s=0.4, transient_tries=1)
+    model_server.push(Reply(content="x" * 50, chunks=10, chunk_delay_s=0.1))
+    with pytest.raises(RetryableModelError) as caught:
+        client.complete("memory-cascade", "s", "u", 0)
+    assert str(caught.value) == "cascade model call failed: timed out after 0.4s"
+    assert [(r.outcome, r.error) for r in records] == [("error", "timed out after 0.4s")]
