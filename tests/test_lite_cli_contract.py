@@ -225,3 +225,18 @@ def test_invalid_utf8_argv_is_stored_as_replacement_characters(cli: Cli) -> None
     assert done.stdout.decode("utf-8") == "Created knowledge: bad\ufffd\n"
     row = cli.json("knowledge-get", "bad\ufffd")
     assert row["content"]["data"] == "x\ufffdy"  # type: ignore[index]
+
+
+def test_embedder_settings_only_affect_similar_and_backfill(cli: Cli) -> None:
+    bad = {"HYPATIA_LITE_EMBEDDER": "openai"}
+    assert cli("knowledge-create", "k", "--data=zebra", **bad).returncode == 0
+    off = cli("similar", "zebra", **bad)
+    assert (off.returncode, off.stderr) == (
+        1, "Error: model unavailable: HYPATIA_LITE_EMBEDDER=openai needs HYPATIA_LITE_EMBED_URL\n")
+    none = cli("knowledge-create", "later", "--data=zebra", HYPATIA_LITE_EMBEDDER="none")
+    assert none.returncode == 0
+    filled = cli("backfill")
+    assert (filled.returncode, filled.stdout) == (
+        0, "Backfill complete: 2 vectors created, 0 skipped, 0 errors\n")
+    names = sorted(r["name"] for r in cli.json("similar", "zebra", "-t", "knowledge"))
+    assert names == ["k", "later"]

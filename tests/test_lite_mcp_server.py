@@ -118,6 +118,9 @@ def test_tool_results_and_error_texts(tmp_path: Path) -> None:
                 ).startswith("JSE evaluation error: unexpected node in condition context")
         assert (await _err(s, "knowledge_get", name="x", bogus=1)).startswith(
             "invalid arguments: unknown field `bogus`")
+        assert (await _err(s, "statement_create", head="a", relation="b", tail="c",
+                           synonyms={"head": "not a list"})).startswith(
+            "invalid arguments: invalid type for `synonyms`")
         assert await _err(s, "search", query="x", limit=0) == "limit must be at least 1, got 0"
         assert await _err(s, "search", query="x", offset=-1) == (
             "offset must not be negative, got -1")

@@ -284,7 +284,10 @@ def _shelves(args: argparse.Namespace) -> int:
         return 0
     with _store(args) as store:
         created = store.backfill()
-    _out(f"Backfill complete: {created} vectors created, 0 skipped, 0 errors")
+        errors = sum(store.pending_embeddings().values())
+    _out(f"Backfill complete: {created} vectors created, 0 skipped, {errors} errors")
+    if errors:
+        return _fail(f"embedding error: {errors} entries could not be embedded and stay pending")
     return 0
 
 

@@ -106,7 +106,10 @@ def _type_ok(spec: dict[str, Any], value: Any) -> bool:
         if k == "integer" and isinstance(value, int) and not isinstance(value, bool):
             return True
         if k == "object" and isinstance(value, dict):
-            return True
+            props = spec.get("properties")
+            if props is None:
+                return True
+            return all(key in props and _type_ok(props[key], v) for key, v in value.items())
         if k == "array" and isinstance(value, list):
             items = spec.get("items")
             return items is None or all(_type_ok(items, v) for v in value)

@@ -67,7 +67,13 @@ class LiteStore:
         self.shelf = shelf
         self.home = shelves.lite_home(home)
         self.path = shelves.resolve(self.home, shelf)
-        self.embedder: Embedder | None = embedder_from_env() if embedder is _DEFAULT else embedder
+        self._no_model = NO_MODEL
+        if embedder is _DEFAULT:
+            try:
+                embedder = embedder_from_env()
+            except ModelUnavailableError as err:  # a bad setting only turns similar off
+                embedder, self._no_model = None, str(err)
+        self.embedder: Embedder | None = embedder
         self._lock = threading.RLock()
         try:
             self._conn: sqlite3.Connection | None = db.connect(self.path)
@@ -308,7 +314,7 @@ class LiteStore:
     def backfill(self, batch: int = 64) -> int:
         """Embed entries still owed a vector (best effort); returns how many got one."""
         if self.embedder is None:
-            raise ModelUnavailableError(NO_MODEL)
+            raise ModelUnavailableError(self._no_model)
         done = 0
         for table, key in (("knowledge", "name"), ("statement", "triple")):
             while True:
@@ -343,7 +349,7 @@ class LiteStore:
     ) -> list[dict[str, Any]]:
         """Printed rows ``{name|triple, content, distance}`` (+ ``catalog`` for ``both``)."""
         if self.embedder is None:
-            raise ModelUnavailableError(NO_MODEL)
+            raise ModelUnavailableError(self._no_model)
         self.backfill()
         qvec = self.embedder.embed([well_formed(query)])[0]
         model = self.embedder.identity
