@@ -126,6 +126,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     )
     count, before, after, problems = (int(v) for v in out.stdout.split())
     peak_mb = after / 1024
+    if problems or count != ours_n:
+        raise SystemExit(f"the RSS scan read {count} events with {problems} problems")
     print("(c) peak RSS of a process streaming the whole log")
     print(f"    after imports: {before / 1024:.0f} MB   peak: {peak_mb:.0f} MB (goal < 200 MB)")
     return {"ratio_a": ratio_a, "ratio_b": ratio_b, "peak_rss_mb": peak_mb, "events": count}

@@ -51,6 +51,29 @@ def test_zstd_truncated_at_every_byte_of_last_frame(tmp_path: Path) -> None:
             assert log.torn and [p.kind for p in log.problems] == ["torn"]
 
 
+def test_zstd_torn_multi_block_frame_recovers_complete_lines(tmp_path: Path) -> None:
+    """A last frame of several zstd blocks: a torn copy yields the lines of its whole blocks."""
+    path = tmp_path / "session.v4.jsonl.zstd"
+    starts = write_log(path, synthetic_rows(3000), compressed=True, batch=1500, level=1)
+    full = read_log(path)
+    data = path.read_bytes()
+    last = starts[-1]
+    head_plain = zstandard.ZstdDecompressor().decompressobj().decompress(data[: starts[0]])
+    body_plain = zstandard.ZstdDecompressor().decompressobj().decompress(data[starts[0] : last])
+    cut = tmp_path / "cut.zstd"
+    counts = set()
+    for size in range(last + 1, len(data), max(1, (len(data) - last) // 80)):
+        cut.write_bytes(data[:size])
+        log = read_log(cut)
+        recovered = zstandard.ZstdDecompressor().decompressobj().decompress(data[last:size])
+        expected = _lines_in_prefix(head_plain + body_plain + recovered)
+        assert log.events == full.events[:expected], size
+        assert log.ok and log.torn
+        assert (log.position.offset, log.position.resume_seq) == (last, 1500)
+        counts.add(expected)
+    assert min(counts) == 1500 and len(counts) >= 3  # some torn copies recover part of the frame
+
+
 def test_raw_truncated_at_every_byte_of_last_line(tmp_path: Path) -> None:
     path = tmp_path / "session.v4.jsonl"
     write_log(path, synthetic_rows(30), compressed=False)
