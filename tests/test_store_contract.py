@@ -73,6 +73,16 @@ def test_get_before_create_is_idempotent(harness: Harness, uid: str) -> None:
     assert store.knowledge_get(name) == first
 
 
+def test_create_without_embedding(harness: Harness, uid: str) -> None:
+    store = harness.store
+    assert store.knowledge_create(f"raw-{uid}", "no vector", tags=["message"], embed=False)
+    assert store.statement_create(f"raw-{uid}", "belongTo", f"session-{uid}", embed=False)
+    entry = store.knowledge_get(f"raw-{uid}")
+    assert entry is not None and entry.content == Content(data="no vector", tags=("message",))
+    edges = store.query(["$statement", ["$triple", [f"raw-{uid}", "belongTo", f"session-{uid}"]]])
+    assert len(edges) == 1
+
+
 def test_statement_recreate_is_idempotent(harness: Harness, uid: str) -> None:
     store = harness.store
     head, tail = f"sum-{uid}-1-4", f"msg-{uid}-2"
@@ -288,6 +298,7 @@ def test_errors_are_one_line_store_errors(harness: Harness, uid: str) -> None:
 def test_cli_and_mcp_return_identical_rows_for_one_shelf(family: str, tmp_path: Path) -> None:
     cli, mcp = open_pair(family, tmp_path)
     try:
+        assert cli.features() == mcp.features()
         word = "w" + uuid.uuid4().hex[:8]
         assert cli.knowledge_create(
             f"msg-{word}-1", f"{word} one", tags=["message"], scopes=["proj", ""]

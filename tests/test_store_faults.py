@@ -17,7 +17,7 @@ import pytest
 from store_contract.fake_binary import alive, read_pids, write_fake_hypatia
 from store_contract.transports import lite_binary
 
-from memory.store.base import FatalStoreError, TransientStoreError
+from memory.store.base import FatalStoreError, Features, TransientStoreError
 from memory.store.cli import CliStore
 from memory.store.lite.store import LiteStore
 from memory.store.mcp import McpStore
@@ -196,3 +196,28 @@ def test_not_connected_shelf_restarts_the_server_once(tmp_path: Path) -> None:
     with LiteStore("late", home=tmp_path / "home") as lite:
         entry = lite.knowledge_get("msg-h-1")
     assert entry is not None and entry.content.data == "on the late shelf"
+
+
+def test_failed_feature_probe_is_retried_once_then_cached(tmp_path: Path) -> None:
+    fake = write_fake_hypatia(tmp_path, lite_binary())
+    failfile = tmp_path / "fail"
+    env = _env(tmp_path, "probe-fail", FAKE_FAILFILE=str(failfile))
+    pids = tmp_path / "pids"
+    failfile.touch()
+    store = CliStore("default", str(fake), env=env, cwd=tmp_path)
+    assert store.features() == Features()
+    assert len(read_pids(pids)) == 4  # --help, knowledge-create/statement-create/similar --help
+    failfile.unlink()
+    assert store.features() == Features(no_embed=True, similar_filters=True, delete=True,
+                                        update=True)
+    failfile.touch()
+    assert store.features().no_embed is True  # cached: no third probe
+    assert len(read_pids(pids)) == 8
+
+    pids.unlink()
+    stubborn = CliStore("default", str(fake), env=env, cwd=tmp_path)
+    assert stubborn.features() == Features()
+    assert stubborn.features() == Features()
+    assert stubborn.features() == Features()
+    assert len(read_pids(pids)) == 8  # probed twice, then "no features" is cached
+    assert stubborn.knowledge_create("msg-i-1", "x", embed=False) is True  # no --no-embed sent

@@ -5,6 +5,8 @@ The fake delegates to ``hypatia-lite`` and misbehaves on purpose, by ``FAKE_MODE
 - ``old``: a binary from before MCP — ``mcp`` answers ``error: unrecognized subcommand 'mcp'``
   with exit 2; every other command is hypatia-lite's.
 - ``hang-cli``: ``knowledge-get`` records its pid and its child's pid, then hangs.
+- ``probe-fail``: every ``--help`` records its pid and fails (exit 1) while the file named by
+  ``FAKE_FAILFILE`` exists.
 - ``proxy`` (default): ``mcp`` runs ``hypatia-lite mcp`` behind a line proxy that records its pid,
   hangs forever on a request containing ``HANG-me``, and drops the tool named in
   ``FAKE_DROP_TOOL`` from ``tools/list``.
@@ -43,6 +45,11 @@ if MODE == "hang-cli" and args[:1] == ["knowledge-get"]:
     record(child.pid)
     time.sleep(120)
     sys.exit(0)
+if MODE == "probe-fail" and "--help" in args:
+    record(os.getpid())
+    if os.path.exists(os.environ["FAKE_FAILFILE"]):
+        sys.stderr.write("probe refused\n")
+        sys.exit(1)
 if args[:1] != ["mcp"]:
     os.execv(LITE, [LITE, *args])
 
