@@ -191,3 +191,29 @@ def test_settings_is_the_only_module_reading_the_environment() -> None:
         or "getenv(" in path.read_text(encoding="utf-8")
     )
     assert readers == ["worker/settings.py"]
+
+
+def test_every_setting_is_documented_with_its_default() -> None:
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "readme" / "configuration.md")
+    text = doc.read_text(encoding="utf-8")
+    rows = {}
+    for line in text.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if line.startswith("| `") and len(cells) == 3:
+            rows[cells[0].strip("`")] = cells[1]
+    assert set(rows) - {"sessions", "progress", "leases", "retractions", "audit", "failures",
+                        "model_calls"} == set(Settings.model_fields)
+    defaults = Settings.model_fields
+    for name, shown in rows.items():
+        if name not in defaults or defaults[name].default_factory is not None:
+            continue
+        value = defaults[name].default
+        if value is None:
+            assert shown.startswith("unset") or shown.startswith("`sqlite:///") or \
+                shown == "the checkout's `migrations/`", name
+        elif isinstance(value, bool):
+            assert shown == f"`{str(value).lower()}`", name
+        elif isinstance(value, float) and value.is_integer():
+            assert shown in (f"`{int(value)}`", f"`{value}`"), name
+        else:
+            assert shown == f"`{value}`", name
