@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC
+from pathlib import Path
 
 import pytest
 from eventkit import assistant, marker, tool_call, tool_result, user
@@ -16,6 +17,7 @@ from memory.consolidation.adjudication import Candidate, adjudicate
 from memory.consolidation.archive import ArchiveMember, write_archive_text
 from memory.consolidation.extraction import extract
 from memory.consolidation.transcript import build_transcript
+from memory.dsh.reader import read_log
 from memory.llm import ModelClient, ModelRoute
 from memory.withdrawal import withdrawn_seqs
 
@@ -104,4 +106,27 @@ def test_a_withdrawn_messages_text_never_appears_in_any_request(
         "A: Use logrotate with a weekly rule.",
         "U: Thanks, and compress them too.",
         "A: Add `compress` to the rule.",
+    ]
+
+
+def test_a_real_logs_withdrawn_turn_never_reaches_the_model(
+    model_server: ModelServer, fixtures_dir: Path
+) -> None:
+    log = read_log(fixtures_dir / "v4-example" / "session.v4.jsonl.zstd")
+    span = [e for e in log.events if 19 <= e.seq < 68]  # the dsh-rewind marker is seq 58
+    withdrawn = withdrawn_seqs(e for e in log.events if e.seq >= 19)
+    transcript = build_transcript(span, withdrawn=withdrawn, inherited_cut=log.inherited, tz=UTC)
+    model_server.echo = True
+
+    extraction = extract(client_for(model_server, True), transcript.text, attempt=0)
+
+    (request,) = model_server.requests
+    assert b"healthz" not in request.body
+    assert b"read-only" not in request.body
+    assert extraction.summary.split("\n") == [
+        "U: Change the port to 9090.",
+        "T: edit ✅",
+        "A: Done — config.json now sets port 9090.",
+        "U: Which port is configured now?",
+        "A: Port 9090.",
     ]
