@@ -149,14 +149,26 @@ class SessionLogWriter:
         seq = self.seq
         start = self.time + 1
         stream = [
-            {"type": "chunk", "time": start, "chunk": {"type": "block-start", "index": 0,
-                                                       "blockType": "text"}},
-            {"type": "chunk", "time": start, "chunk": {"type": "text-delta", "index": 0,
-                                                       "text": text}},
-            {"type": "chunk", "time": start, "chunk": {"type": "block-end", "index": 0,
-                                                       "block": {"type": "text", "text": text}}},
-            {"type": "chunk", "time": start, "chunk": {"type": "finish",
-                                                       "reason": {"kind": "stop"}}},
+            {
+                "type": "chunk",
+                "time": start,
+                "chunk": {"type": "block-start", "index": 0, "blockType": "text"},
+            },
+            {
+                "type": "chunk",
+                "time": start,
+                "chunk": {"type": "text-delta", "index": 0, "text": text},
+            },
+            {
+                "type": "chunk",
+                "time": start,
+                "chunk": {"type": "block-end", "index": 0, "block": {"type": "text", "text": text}},
+            },
+            {
+                "type": "chunk",
+                "time": start,
+                "chunk": {"type": "finish", "reason": {"kind": "stop"}},
+            },
         ]
         message = {
             "id": f"m-a-{seq}",
@@ -213,3 +225,19 @@ def conversation(
             log.flush()
     log.flush()
     return log
+
+
+def embedded_runtime(root: Path, *, force_idle: bool = False, **overrides: Any) -> Any:
+    """A runtime on ``root``: DSH home ``root/dsh``, SQLite state and hypatia-lite under ``root``
+    (settings overrides by field name)."""
+    from worker.pipeline import build_runtime
+    from worker.settings import load_settings
+
+    values: dict[str, Any] = {
+        "dsh_home": root / "dsh",
+        "data_dir": root / "data",
+        "lite_home": root / "lite",
+    }
+    values.update(overrides)
+    settings = load_settings(None, **values)
+    return build_runtime(settings, owner=f"test:{root.name}", force_idle=force_idle)

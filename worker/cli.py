@@ -22,10 +22,13 @@ def _root() -> None:
 
 def _register() -> None:
     from worker.commands import config as _config  # noqa: F401  (registers `config`)
+    from worker.commands import daemon as _daemon  # noqa: F401  (registers `daemon`)
+    from worker.commands import demo_home as _demo_home  # noqa: F401  (registers `demo-home`)
     from worker.commands import inspect as _inspect  # noqa: F401  (registers `inspect`)
     from worker.commands import migrate as _migrate  # noqa: F401  (registers `migrate`)
-    from worker.commands import demo_home as _demo_home  # noqa: F401  (registers `demo-home`)
     from worker.commands import run as _run  # noqa: F401  (registers `run`)
+    from worker.commands import status as _status  # noqa: F401  (registers `status`)
+    from worker.commands import worker_cmd as _worker_cmd  # noqa: F401  (registers `worker`)
 
 
 def main() -> None:

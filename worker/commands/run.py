@@ -51,11 +51,17 @@ def load_or_exit(config: Path | None, **overrides: Any) -> Settings:
 
 
 def setup_logging(settings: Settings) -> None:
-    """One line per event on stderr (Rich), at the configured level."""
+    """One line per event on stderr at the configured level (Rich on a terminal, plain text
+    with a timestamp otherwise, so service logs stay greppable)."""
     root = logging.getLogger("memory_worker")
-    if not any(isinstance(h, RichHandler) for h in root.handlers):
-        handler = RichHandler(console=err, show_path=False, markup=False, rich_tracebacks=False)
-        handler.setFormatter(logging.Formatter("%(message)s"))
+    if not root.handlers:
+        handler: logging.Handler
+        if err.is_terminal:
+            handler = RichHandler(console=err, show_path=False, markup=False)
+            handler.setFormatter(logging.Formatter("%(message)s"))
+        else:
+            handler = logging.StreamHandler()
+            handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
         root.addHandler(handler)
     root.setLevel(settings.log_level)
     root.propagate = False

@@ -134,6 +134,12 @@ def _finish(result: JobResult, started: float) -> JobResult:
         ENTRIES_WRITTEN.labels(result.job).inc(result.written)
     if result.retracted:
         RETRACTIONS.inc(result.retracted)
+    if result.status == "done":
+        log.info(
+            "%s %s %s: %s; written=%d duplicates=%d retracted=%d edges=%d (%.3f s)",
+            result.job, result.session_id, result.status, result.detail, result.written,
+            result.duplicates, result.retracted, result.edges, result.seconds,
+        )
     return result
 
 

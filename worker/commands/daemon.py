@@ -1,0 +1,93 @@
+"""``memory-worker daemon`` — the watcher of the distributed mode: follow the DSH home and send
+job hints to Celery (Redis by default, RabbitMQ by URL); ``memory-worker worker`` runs them.
+
+Hints that cannot be sent (broker down) are dropped with one line: the periodic reconcile
+re-derives every owed span from the watermarks once the broker is back, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Annotated
+
+import typer
+
+from worker import tasks
+from worker.cli import app
+from worker.commands.config import ConfigOption
+from worker.commands.run import (
+    DshHomeOption,
+    ShelfOption,
+    check_store_or_exit,
+    err,
+    load_or_exit,
+    open_runtime_or_exit,
+    setup_logging,
+    stop_on_signals,
+)
+from worker.settings import mask_url
+from worker.watch import Watcher
+
+log = logging.getLogger("memory_worker")
+
+QueueOption = Annotated[
+    str, typer.Option("--queue", help="Celery queue the hints go to (and workers consume).")
+]
+
+
+class BrokerHints:
+    """Sends hints to Celery; a broker outage is reported once per outage, not per hint."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+        self.dropped = 0
+        self._down_since: float | None = None
+
+    def __call__(self, job: str, session_id: str, shelf: str) -> None:
+        try:
+            tasks.enqueue(job, session_id, shelf)
+        except Exception as exc:  # kombu raises several types for an unreachable broker
+            self.dropped += 1
+            if self._down_since is None:
+                self._down_since = time.monotonic()
+                line = " ".join(str(exc).split())[:200]
+                log.warning(
+                    "cannot send hints to the broker (%s); the reconcile loop re-sends owed "
+                    "work when it is back", line,
+                )
+            return
+        if self._down_since is not None:
+            log.warning("broker reachable again after %.0f s", time.monotonic() - self._down_since)
+            self._down_since = None
+        self.sent += 1
+
+
+@app.command()
+def daemon(
+    queue: QueueOption = tasks.DEFAULT_QUEUE,
+    dsh_home: DshHomeOption = None,
+    shelf: ShelfOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Follow the DSH home and enqueue log jobs to Celery (run `memory-worker worker` too)."""
+    settings = load_or_exit(config, dsh_home=dsh_home, store_shelf=shelf)
+    setup_logging(settings)
+    tasks.configure(settings, queue=queue)
+    runtime = open_runtime_or_exit(settings, "daemon")
+    hints = BrokerHints()
+    watcher = Watcher(runtime, hints, shelf=settings.store_shelf)
+    stop = stop_on_signals()
+    err.print(
+        f"following {settings.sessions_root} → {mask_url(settings.broker_url)} "
+        f"queue {queue!r}, shelf {settings.store_shelf!r}",
+        soft_wrap=True,
+    )
+    try:
+        watcher.run(stop)
+    finally:
+        runtime.close()
+    err.print(f"stopped; {hints.sent} hints sent, {hints.dropped} dropped")
+
+
+__all__ = ["check_store_or_exit", "daemon"]

@@ -1,0 +1,60 @@
+"""``memory-worker worker`` — a Celery worker with the worker's settings and guarantees.
+
+Late acks, one prefetched message per process, redelivery of a lost worker's message, a
+visibility timeout above the longest task (see :func:`worker.tasks.configure`). The state
+database is migrated to head before the worker starts consuming.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from worker import tasks
+from worker.cli import app
+from worker.commands.config import ConfigOption
+from worker.commands.daemon import QueueOption
+from worker.commands.run import err, load_or_exit, open_runtime_or_exit, setup_logging
+
+
+class Pool(StrEnum):
+    prefork = "prefork"
+    solo = "solo"
+    threads = "threads"
+
+
+@app.command("worker")
+def worker_command(
+    queue: QueueOption = tasks.DEFAULT_QUEUE,
+    concurrency: Annotated[
+        int | None, typer.Option("--concurrency", "-c", help="Processes (default: setting).")
+    ] = None,
+    pool: Annotated[Pool, typer.Option("--pool", help="Celery pool implementation.")] = (
+        Pool.prefork
+    ),
+    name: Annotated[str | None, typer.Option("--name", help="Celery node name.")] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Run a Celery worker that executes the log / session-node jobs."""
+    settings = load_or_exit(config, concurrency=concurrency)
+    setup_logging(settings)
+    open_runtime_or_exit(settings, "migrate").close()  # migrate once, before any child starts
+    tasks.configure(settings, queue=queue)
+    node = name or f"memory-worker-{os.getpid()}@{socket.gethostname()}"
+    argv = [
+        "worker",
+        f"--queues={queue}",
+        f"--concurrency={settings.concurrency}",
+        f"--pool={pool.value}",
+        f"--loglevel={settings.log_level}",
+        f"--hostname={node}",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+    ]
+    err.print(f"celery worker {node} on queue {queue!r} ({pool.value} × {settings.concurrency})")
+    tasks.app.worker_main(argv)
