@@ -135,3 +135,16 @@ def test_the_dockerfile_ships_the_migrations_where_settings_point() -> None:
         assert (REPO / path).exists(), path
     ignored = (REPO / ".dockerignore").read_text(encoding="utf-8").split()
     assert ".venv" in ignored and ".git" in ignored
+
+
+def test_the_compose_commands_are_memory_worker_commands() -> None:
+    import typer.main
+
+    from worker.cli import _register, app
+
+    _register()
+    known = set(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
+    for role in ("migrate", "worker", "watcher"):
+        command = _services()[role]["command"]
+        assert command[0] in known, (role, command, sorted(known))
+    assert "config" in known
