@@ -58,10 +58,9 @@ class SessionLog:
 
     @property
     def ok(self) -> bool:
-        """True when nothing corrupt or unsupported was found (``invalid``/``torn`` are fine)."""
-        return not any(p.kind in ("corrupt", "unsupported") for p in self.problems) and (
-            self.header is not None
-        )
+        """True when nothing corrupt, unsupported or unreadable was found (``invalid`` and
+        ``torn`` are fine)."""
+        return not any(p.kind in _FATAL for p in self.problems)
 
 
 def scan_log(
