@@ -146,3 +146,19 @@ def test_migrate_command_masks_a_password_and_rejects_unknown_backends() -> None
     assert result.exit_code == 2
     assert "backend 'mysql' is not supported" in result.output
     assert "hunter2" not in result.output
+
+
+@pytest.mark.integration
+def test_migrate_command_reports_an_unreachable_database_in_one_line() -> None:
+    _register()
+    url = "postgresql://postgres:pw@127.0.0.1:1/nothing"
+    result = CliRunner().invoke(
+        app, ["migrate"], env={"MEMORY_WORKER_STATE_URL": url, "MEMORY_WORKER_CONFIG": ""}
+    )
+    assert result.exit_code == 1
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1
+    assert lines[0].startswith(
+        "memory-worker: migrating postgresql://postgres:***@127.0.0.1:1/nothing failed: "
+    )
+    assert "pw@" not in result.output
