@@ -468,6 +468,11 @@ class ModelClient:
             detail = one_line(_provider_message(exc))
             record("error", detail)
             raise RetryableModelError(f"{label} model call failed: {detail}") from None
+        except (ValueError, OSError, TypeError, AttributeError, LookupError) as exc:
+            # a malformed body or stream (the SDK does not validate replies) or a transport surprise
+            detail = f"unreadable reply ({type(exc).__name__})"
+            record("error", detail)
+            raise RetryableModelError(f"{label} model call failed: {detail}") from None
 
         if finish != "stop":
             if finish == "length":

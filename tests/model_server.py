@@ -21,7 +21,8 @@ A :class:`Reply` carries ``content``, ``finish_reason`` (``stop``, ``length``, â
 (``prompt_tokens``, ``completion_tokens``, ``reasoning_tokens``), an HTTP ``status`` with an
 ``error`` message (an OpenAI-style error body), an optional ``delay_s`` before answering,
 ``chunks`` (how many SSE pieces the content is split into when streaming) and ``chunk_delay_s``
-(a pause before each streamed piece, for slow-stream tests).
+(a pause before each streamed piece, for slow-stream tests); ``raw`` bytes replace the whole
+200 body (broken-server tests).
 
 Every request is recorded as a :class:`Recorded` (path, headers, raw body bytes, parsed JSON) in
 :attr:`ModelServer.requests`, so tests can assert on the bytes the server really received.
@@ -66,6 +67,7 @@ class Reply:
     delay_s: float = 0.0
     chunks: int = 3
     chunk_delay_s: float = 0.0  # pause before each streamed piece
+    raw: bytes | None = None  # sent verbatim as the 200 body instead of a well-formed reply
 
 
 @dataclass
@@ -219,6 +221,10 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.status != 200:
             self._json(reply.status, {"error": {"message": reply.error, "type": "scripted"}})
             return
+        if reply.raw is not None:
+            stream = bool(parsed.get("stream"))
+            self._raw(reply.raw, "text/event-stream" if stream else "application/json")
+            return
         model = str(parsed.get("model", ""))
         if parsed.get("stream"):
             include_usage = bool((parsed.get("stream_options") or {}).get("include_usage"))
@@ -230,6 +236,13 @@ class _Handler(BaseHTTPRequestHandler):
         data = json.dumps(payload).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _raw(self, data: bytes, content_type: str) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)

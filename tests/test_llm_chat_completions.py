@@ -242,3 +242,24 @@ def test_a_slow_stream_is_cut_at_the_whole_call_deadline(model_server: ModelServ
         client.complete("memory-cascade", "s", "u", 0)
     assert str(caught.value) == "cascade model call failed: timed out after 0.4s"
     assert [(r.outcome, r.error) for r in records] == [("error", "timed out after 0.4s")]
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+@pytest.mark.parametrize(
+    "raw",
+    [b"not json at all", b"data: {broken\n\n", b'{"choices": 5}'],
+    ids=["text", "sse", "shape"],
+)
+def test_a_malformed_reply_is_a_retryable_one_line_error(
+    model_server: ModelServer, stream: bool, raw: bytes
+) -> None:
+    records: list[ModelCallRecord] = []
+    client = client_for(model_server, "m", stream=stream, records=records, transient_tries=1)
+    model_server.push(Reply(raw=raw))
+    with pytest.raises(RetryableModelError) as caught:
+        client.complete("memory-consolidation", "s", "u", 0)
+    message = str(caught.value)
+    assert message.startswith("consolidation model call failed: ")
+    assert "\n" not in message
+    assert "broken" not in message and "not json" not in message
+    assert [r.outcome for r in records] in (["error"], ["incomplete"])
