@@ -1,6 +1,6 @@
 """Write a large synthetic V4 session log (zstd, one frame per append batch) for the benchmarks.
 
-    .venv/bin/python benchmarks/dsh_generate.py [--events 1000000] [--batch 50] [--out PATH]
+.venv/bin/python benchmarks/dsh_generate.py [--events 1000000] [--batch 50] [--out PATH]
 """
 
 from __future__ import annotations
