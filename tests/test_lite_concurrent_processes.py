@@ -97,3 +97,37 @@ def test_racing_connects_lose_no_registry_entry(tmp_path: Path) -> None:
     assert all(connected for _, _, connected in listing)
     assert dict((n, p) for n, p, _ in listing)["shelf2"] == str(home / "dirs" / "shelf2")
     assert not list(home.glob(".shelves.*.tmp"))
+
+
+_UPDATER = r"""
+import sys, time
+from pathlib import Path
+from memory.store.lite.store import LiteStore
+
+home, start_at, field = Path(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+time.sleep(max(0.0, start_at - time.time()))
+with LiteStore("default", home=home) as store:
+    for i in range(30):
+        if field == "data":
+            store.knowledge_update("shared", data=f"data-{i}")
+        else:
+            store.knowledge_update("shared", tags=[f"tag-{i}"])
+print("done")
+"""
+
+
+@pytest.mark.integration
+def test_concurrent_updates_of_different_fields_are_not_lost(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with LiteStore("default", home=home) as store:
+        store.knowledge_create("shared", "start", tags=["start"], scopes=["p"])
+    start_at = f"{time.time() + 1.0:.3f}"
+    procs = [_spawn(_UPDATER, str(home), start_at, field) for field in ("data", "tags")]
+    for proc in procs:
+        out, err = proc.communicate(timeout=60)
+        assert (proc.returncode, out.strip()) == (0, "done"), err
+    with LiteStore("default", home=home) as store:
+        content = store.knowledge_get("shared").content  # type: ignore[union-attr]
+        assert (content.data, content.tags, content.scopes) == ("data-29", ("tag-29",), ("p",))
+        assert [r["key"] for r in store.search_rows("tag 29")] == ["shared"]
+        assert [r["key"] for r in store.search_rows("data 29")] == ["shared"]

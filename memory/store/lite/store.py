@@ -21,6 +21,7 @@ from memory.store.base import (
     SimilarRow,
     StoreError,
     Target,
+    TransientStoreError,
     csv_triple,
 )
 from memory.store.lite import db, shelves
@@ -49,6 +50,7 @@ _DEFAULT: Any = object()
 NO_MODEL = "model unavailable: no embedding provider configured"
 _K_COLS = "t.name, t.content, t.created_at"
 _S_COLS = "t.triple, t.head, t.relation, t.tail, t.content, t.created_at"
+_UPDATE_ATTEMPTS = 8
 _UNIQUE_KNOWLEDGE = "storage error: SQLite error: UNIQUE constraint failed: knowledge.name"
 
 
@@ -181,35 +183,41 @@ class LiteStore:
             raise StoreError("validation error: nothing to update: pass at least one of "
                              "data, tags, synonyms, figures, scopes")
         name = well_formed(name)
-        current = self.knowledge_get_row(name)
-        if current is None:
-            raise NotFoundError(f"not found: knowledge '{name}'")
-        old = current["content"]
-        new = make_content(
-            old["data"] if data is None else data,
-            tags=old["tags"] if tags is None else tags,
-            synonyms=old["synonyms"] if synonyms is None else (list(synonyms) or None),
-            figures=old["figures"] if figures is None else (list(figures) or None),
-            scopes=old["scopes"] if scopes is None else scopes,
-            format=old["format"],
-        )
-        if content_text(new) == content_text(old):
-            return False
-        wanted = self._run(lambda: self.conn.execute(
-            "SELECT embed_wanted FROM knowledge WHERE name = ?", (name,)).fetchone())
-        blob, model = self._vector(bool(wanted and wanted[0]), name, new)
+        for _ in range(_UPDATE_ATTEMPTS):
+            found = self._run(lambda: self.conn.execute(
+                "SELECT content, embed_wanted FROM knowledge WHERE name = ?", (name,)).fetchone())
+            if found is None:
+                raise NotFoundError(f"not found: knowledge '{name}'")
+            stored, wanted = found
+            old = json.loads(stored)
+            new = make_content(
+                old["data"] if data is None else data,
+                tags=old["tags"] if tags is None else tags,
+                synonyms=old["synonyms"] if synonyms is None else (list(synonyms) or None),
+                figures=old["figures"] if figures is None else (list(figures) or None),
+                scopes=old["scopes"] if scopes is None else scopes,
+                format=old["format"],
+            )
+            if content_text(new) == content_text(old):
+                return False
+            blob, model = self._vector(bool(wanted), name, new)
 
-        def _update() -> bool:
-            with db.write(self.conn):
-                cur = self.conn.execute(
-                    "UPDATE knowledge SET content = ?, embedding = ?, embedding_model = ?"
-                    " WHERE name = ?", (content_text(new), blob, model, name))
-                if cur.rowcount == 0:
-                    raise NotFoundError(f"not found: knowledge '{name}'")
-                self._put_doc("knowledge", name, new)
-            return True
+            def _update(stored: str = stored, new: dict[str, Any] = new,
+                        blob: bytes | None = blob, model: Any = model) -> bool:
+                # compare-and-swap: a concurrent update in between makes this attempt retry
+                with db.write(self.conn):
+                    cur = self.conn.execute(
+                        "UPDATE knowledge SET content = ?, embedding = ?, embedding_model = ?"
+                        " WHERE name = ? AND content = ?",
+                        (content_text(new), blob, model, name, stored))
+                    if cur.rowcount == 1:
+                        self._put_doc("knowledge", name, new)
+                return cur.rowcount == 1
 
-        return self._run(_update)
+            if self._run(_update):
+                return True
+        raise TransientStoreError(
+            f"storage error: knowledge '{name}' kept changing during the update; try again")
 
     def knowledge_delete(self, name: str) -> bool:
         """True when removed; False when absent. Statements naming it are kept."""
