@@ -96,3 +96,21 @@ def test_the_installed_console_script_prints_the_config(env: dict[str, str]) -> 
     assert json.loads(done.stdout)["broker_url"] == "redis://:***@redis:6379/0"
     for secret in SECRETS:
         assert secret not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
+        ("redis://:pw@h:1/0", "redis://:***@h:1/0"),
+        ("amqp://guest:guest@rabbit:5672//", "amqp://guest:***@rabbit:5672//"),
+        ("postgresql://u:p%40ss@db/x", "postgresql://u:***@db/x"),
+        ("postgresql+psycopg://u@db/x", "postgresql+psycopg://u@db/x"),
+        ("sqlite:////tmp/x.db", "sqlite:////tmp/x.db"),
+        ("rediss://u:p@[::1]:6380/0?ssl=1", "rediss://u:***@[::1]:6380/0?ssl=1"),
+    ],
+)
+def test_mask_url_hides_only_the_password(url: str, shown: str) -> None:
+    from worker.settings import mask_url
+
+    assert mask_url(url) == shown
