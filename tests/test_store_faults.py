@@ -221,3 +221,19 @@ def test_failed_feature_probe_is_retried_once_then_cached(tmp_path: Path) -> Non
     assert stubborn.features() == Features()
     assert len(read_pids(pids)) == 8  # probed twice, then "no features" is cached
     assert stubborn.knowledge_create("msg-i-1", "x", embed=False) is True  # no --no-embed sent
+
+
+def test_silent_mcp_server_fails_the_handshake_deadline(tmp_path: Path) -> None:
+    fake = write_fake_hypatia(tmp_path, lite_binary())
+    store = McpStore("default", str(fake), env=_env(tmp_path, "silent-mcp"), cwd=tmp_path,
+                     handshake_timeout_s=1.0)
+    try:
+        started = time.monotonic()
+        with pytest.raises(TransientStoreError, match="handshake timed out after 1 s"):
+            store.knowledge_get("msg-j-1")
+        assert time.monotonic() - started < 8.0
+        [server] = read_pids(tmp_path / "pids")
+        assert _wait_dead(server)
+        assert store.transport == "mcp"  # a slow start is not a reason to give MCP up
+    finally:
+        store.close()

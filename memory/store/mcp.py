@@ -208,19 +208,22 @@ class McpStore:
         conn.holder = asyncio.get_running_loop().create_task(self._hold(conn, ready))
         try:
             await ready
-        except OSError as exc:
-            raise FatalStoreError(f"cannot start {self.binary} mcp: {exc}") from exc
-        except TimeoutError:
+        except TimeoutError:  # before OSError, of which it is a subclass
             await self._shutdown(conn)
             raise TransientStoreError(
                 f"hypatia mcp handshake timed out after {self.handshake_timeout_s:g} s"
             ) from None
+        except OSError as exc:
+            raise FatalStoreError(f"cannot start {self.binary} mcp: {exc}") from exc
         except MCPError as exc:
             await self._shutdown(conn)
             tail = conn.stderr_tail()
             if exc.code != CONNECTION_CLOSED or "unrecognized subcommand" in tail:
                 raise _McpUnavailable(tail or exc.message) from exc
             raise TransientStoreError(f"hypatia mcp exited during the handshake: {tail}") from exc
+        except Exception as exc:  # e.g. an unsupported protocol version or a malformed reply
+            await self._shutdown(conn)
+            raise _McpUnavailable(f"handshake failed: {type(exc).__name__}: {exc}") from exc
         missing = [name for name in REQUIRED_TOOLS if name not in conn.tools]
         if missing:
             await self._shutdown(conn)
@@ -266,6 +269,8 @@ class McpStore:
                     f"hypatia mcp exited during {tool}: {conn.stderr_tail() or exc.message}"
                 ) from exc
             raise FatalStoreError(f"hypatia {tool}: MCP error {exc.code}: {exc.message}") from exc
+        except Exception as exc:  # a reply the SDK could not validate
+            raise FatalStoreError(f"hypatia {tool}: {type(exc).__name__}: {exc}") from exc
         finally:
             conn.busy = False
             conn.last_used = time.monotonic()

@@ -5,6 +5,7 @@ The fake delegates to ``hypatia-lite`` and misbehaves on purpose, by ``FAKE_MODE
 - ``old``: a binary from before MCP — ``mcp`` answers ``error: unrecognized subcommand 'mcp'``
   with exit 2; every other command is hypatia-lite's.
 - ``hang-cli``: ``knowledge-get`` records its pid and its child's pid, then hangs.
+- ``silent-mcp``: ``mcp`` records its pid and never answers (not even the handshake).
 - ``probe-fail``: every ``--help`` records its pid and fails (exit 1) while the file named by
   ``FAKE_FAILFILE`` exists.
 - ``proxy`` (default): ``mcp`` runs ``hypatia-lite mcp`` behind a line proxy that records its pid,
@@ -39,6 +40,10 @@ def record(pid):
 if MODE == "old" and args[:1] == ["mcp"]:
     sys.stderr.write("error: unrecognized subcommand 'mcp'\n\nUsage: hypatia [COMMAND]\n")
     sys.exit(2)
+if MODE == "silent-mcp" and args[:1] == ["mcp"]:
+    record(os.getpid())
+    time.sleep(120)
+    sys.exit(0)
 if MODE == "hang-cli" and args[:1] == ["knowledge-get"]:
     record(os.getpid())
     child = subprocess.Popen(["sleep", "120"])
