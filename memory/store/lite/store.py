@@ -7,7 +7,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from memory.store.base import (
     Catalog,
@@ -18,24 +18,14 @@ from memory.store.base import (
     NotFoundError,
     QueryRow,
     SearchRow,
-    SimilarRow,
     StoreError,
-    Target,
     TransientStoreError,
     csv_triple,
 )
 from memory.store.lite import db, shelves
-from memory.store.lite.embed import (
-    Embedder,
-    EmbeddingError,
-    cosine_distance,
-    embed_text,
-    embedder_from_env,
-    pack,
-    unpack,
-)
+from memory.store.lite.embed import Embedder, embedder_from_env
 from memory.store.lite.fts import BM25, doc_columns, fts_match
-from memory.store.lite.jse import compile_condition, compile_query
+from memory.store.lite.jse import compile_query
 from memory.store.lite.rows import (
     content_text,
     knowledge_row,
@@ -44,17 +34,17 @@ from memory.store.lite.rows import (
     to_entry,
     well_formed,
 )
+from memory.store.lite.vectors import NO_MODEL, VectorSearch
 
 T = TypeVar("T")
 _DEFAULT: Any = object()
-NO_MODEL = "model unavailable: no embedding provider configured"
 _K_COLS = "t.name, t.content, t.created_at"
 _S_COLS = "t.triple, t.head, t.relation, t.tail, t.content, t.created_at"
 _UPDATE_ATTEMPTS = 8
 _UNIQUE_KNOWLEDGE = "storage error: SQLite error: UNIQUE constraint failed: knowledge.name"
 
 
-class LiteStore:
+class LiteStore(VectorSearch):
     """A Hypatia-compatible store on one shelf. Safe to use from several processes at once.
 
     ``embedder`` defaults to what the environment selects (``embedder_from_env``: the local
@@ -113,16 +103,6 @@ class LiteStore:
 
     def features(self) -> Features:
         return Features(no_embed=True, similar_filters=True, delete=True, update=True)
-
-    def _vector(self, embed: bool, key: str, content: dict[str, Any]) -> tuple[bytes | None, Any]:
-        if not embed or self.embedder is None:
-            return None, None
-        text = embed_text(content["tags"], key, content["data"])
-        try:
-            vec = self.embedder.embed([text])[0]
-        except EmbeddingError:
-            return None, None  # writes never fail because of embedding; paid on next similar
-        return pack(vec), self.embedder.identity
 
     def _put_doc(self, catalog: str, key: str, content: dict[str, Any]) -> None:
         cols = doc_columns(key, content)
@@ -305,106 +285,6 @@ class LiteStore:
             SearchRow(r["id"], r["catalog"], r["key"], Content.from_json(json.loads(r["content"])),
                       r["rank"])
             for r in self.search_rows(query, catalog=catalog, limit=limit, offset=offset)
-        ]
-
-    # ------------------------------------------------------------------------------ similar
-
-    def pending_embeddings(self) -> dict[str, int]:
-        """Entries that want a vector but have none for the current embedder."""
-        model = self.embedder.identity if self.embedder is not None else ""
-        out: dict[str, int] = {}
-        for table in ("knowledge", "statement"):
-            out[table] = self._run(lambda t=table: self.conn.execute(  # type: ignore[misc]
-                f"SELECT count(*) FROM {t} WHERE embed_wanted = 1 AND"
-                " (embedding IS NULL OR embedding_model IS NOT ?)", (model,)).fetchone()[0])
-        return out
-
-    def backfill(self, batch: int = 64) -> int:
-        """Embed entries still owed a vector (best effort); returns how many got one."""
-        if self.embedder is None:
-            raise ModelUnavailableError(self._no_model)
-        done = 0
-        for table, key in (("knowledge", "name"), ("statement", "triple")):
-            while True:
-                todo = self._run(lambda t=table, k=key: self.conn.execute(  # type: ignore[misc]
-                    f"SELECT {k}, content FROM {t} WHERE embed_wanted = 1 AND (embedding IS NULL"
-                    " OR embedding_model IS NOT ?) ORDER BY id LIMIT ?",
-                    (self.embedder.identity if self.embedder else "", batch)).fetchall())
-                if not todo:
-                    break
-                texts = [embed_text(json.loads(c)["tags"], k, json.loads(c)["data"])
-                         for k, c in todo]
-                try:
-                    vectors = self.embedder.embed(texts)
-                except EmbeddingError:
-                    return done
-                model = self.embedder.identity
-
-                def _store(t: str = table, k: str = key, rows: Any = todo,
-                           vecs: Any = vectors, model: str = model) -> None:
-                    with db.write(self.conn):
-                        self.conn.executemany(
-                            f"UPDATE {t} SET embedding = ?, embedding_model = ? WHERE {k} = ?",
-                            [(pack(v), model, r[0]) for r, v in zip(rows, vecs, strict=True)])
-
-                self._run(_store)
-                done += len(todo)
-        return done
-
-    def similar_rows(
-        self, query: str, *, target: Target = "knowledge", limit: int = 10,
-        tags: Sequence[str] = (), exclude_tags: Sequence[str] = (), where: Any = None,
-    ) -> list[dict[str, Any]]:
-        """Printed rows ``{name|triple, content, distance}`` (+ ``catalog`` for ``both``)."""
-        if self.embedder is None:
-            raise ModelUnavailableError(self._no_model)
-        self.backfill()
-        qvec = self.embedder.embed([well_formed(query)])[0]
-        model = self.embedder.identity
-        scored: list[tuple[float, int, dict[str, Any]]] = []
-        catalogs: list[Literal["knowledge", "statement"]] = (
-            ["knowledge", "statement"] if target == "both" else [target])
-        for catalog in catalogs:
-            key = "name" if catalog == "knowledge" else "triple"
-            conds, params = ["t.embedding_model = ?"], [model]
-            for field, values, negate in (("tags", tags, False), ("tags", exclude_tags, True)):
-                if values:
-                    marks = ", ".join("?" for _ in values)
-                    conds.append(
-                        ("NOT " if negate else "") + "EXISTS (SELECT 1 FROM json_each(t.content,"
-                        f" '$.{field}') AS je WHERE je.type = 'text' AND je.value IN ({marks}))")
-                    params.extend(well_formed(v) for v in values)
-            if where is not None:
-                sql, wparams = compile_condition(where, catalog)
-                conds.append(f"({sql})")
-                params.extend(wparams)
-            found = self._run(lambda c=catalog, k=key, cs=conds, ps=params:  # type: ignore[misc]
-                              self.conn.execute(
-                f"SELECT t.id, t.{k}, t.content, t.embedding FROM {c} AS t"
-                f" WHERE {' AND '.join(cs)}", ps).fetchall())
-            for rid, name, content, blob in found:
-                vec = unpack(blob)
-                if len(vec) != len(qvec):
-                    continue
-                row: dict[str, Any] = {key: name, "content": json.loads(content)}
-                if target == "both":
-                    row["catalog"] = catalog
-                row["distance"] = cosine_distance(qvec, vec)
-                scored.append((row["distance"], rid, row))
-        scored.sort(key=lambda item: (item[0], item[1]))
-        return [row for _, _, row in scored[: max(limit, 0)]]
-
-    def similar(
-        self, query: str, *, target: Target = "knowledge", limit: int = 10,
-        exclude_tags: Sequence[str] = (), tags: Sequence[str] = (),
-    ) -> list[SimilarRow]:
-        rows = self.similar_rows(query, target=target, limit=limit, tags=tags,
-                                 exclude_tags=exclude_tags)
-        return [
-            SimilarRow(
-                "knowledge" if "name" in r else "statement", r.get("name") or r["triple"],
-                Content.from_json(r["content"]), r["distance"])
-            for r in rows
         ]
 
     # -------------------------------------------------------------------------------- query
