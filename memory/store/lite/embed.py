@@ -82,7 +82,7 @@ class OpenAIEmbedder:
     """An OpenAI-compatible ``/v1/embeddings`` endpoint (vectors are L2-normalised here)."""
 
     def __init__(
-        self, base_url: str, model: str, api_key: str | None = None, timeout: float = 30.0
+        self, base_url: str, model: str, api_key: str | None = None, timeout: float = 10.0
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
