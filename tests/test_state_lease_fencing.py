@@ -191,3 +191,53 @@ def test_racing_processes_exactly_one_wins(state_url: str) -> None:
     tokens = [token for _owner, token in results if token is not None]
     assert tokens == [1]
     assert len(results) == contenders
+
+
+def test_a_takeover_in_flight_is_seen_by_the_fenced_write(state_url: str) -> None:
+    """The old holder still believes its lease valid (its clock says so), while a new holder
+    has taken it over but not committed yet: the fenced write waits and then fails."""
+    start = FakeClock()
+    slow_clock, fast_clock = FakeClock(), FakeClock()
+    old_db = StateDB(state_url, clock=start)
+    old = _acquire(old_db, "old", ttl_s=10)
+    assert old is not None
+    slow_clock.now = start.now + dt.timedelta(seconds=5)   # old holder: 5 s in, still valid
+    fast_clock.now = start.now + dt.timedelta(seconds=11)  # new holder: 11 s in, expired
+    slow = StateDB(state_url, clock=slow_clock)
+    fast = StateDB(state_url, clock=fast_clock)
+    taken = threading.Event()
+    commit = threading.Event()
+    new_tokens: list[int] = []
+
+    def take_over() -> None:
+        with fast.transaction() as repos:
+            lease = repos.leases.acquire(KEY, "new", 10)
+            assert lease is not None
+            new_tokens.append(lease.token)
+            taken.set()
+            commit.wait(timeout=30)
+
+    thread = threading.Thread(target=take_over)
+    thread.start()
+    assert taken.wait(timeout=30)
+    results: list[bool] = []
+
+    def fenced_write() -> None:
+        with slow.transaction() as repos:
+            results.append(repos.progress.advance(
+                "default", "sess-race", expected_version=0, lease_token=old.token,
+                lease_key=KEY, last_logged_seq=4))
+
+    writer = threading.Thread(target=fenced_write)
+    writer.start()
+    writer.join(timeout=0.5)
+    assert writer.is_alive()  # blocked behind the uncommitted takeover
+    commit.set()
+    thread.join(timeout=30)
+    writer.join(timeout=30)
+    assert new_tokens == [old.token + 1]
+    assert results == [False]
+    with fast.transaction() as repos:
+        assert repos.progress.get("default", "sess-race").last_logged_seq == 0
+    for db in (old_db, slow, fast):
+        db.dispose()

@@ -36,7 +36,12 @@ class Lease:
 
 
 def lease_is_held(key: str, token: int, now: dt.datetime) -> ColumnElement[bool]:
-    """SQL condition: the lease ``key`` is held under ``token`` and has not expired at ``now``."""
+    """SQL condition: the lease ``key`` is held under ``token`` and has not expired at ``now``.
+
+    The lease row is read ``FOR SHARE`` (PostgreSQL), so a write fenced by this condition and a
+    concurrent takeover of the lease are ordered: whichever commits second sees the first.
+    SQLite gets the same ordering from ``BEGIN IMMEDIATE``.
+    """
     return (
         select(LeaseRow.key)
         .where(
@@ -45,6 +50,7 @@ def lease_is_held(key: str, token: int, now: dt.datetime) -> ColumnElement[bool]
             LeaseRow.owner.is_not(None),
             LeaseRow.expires_at > now,
         )
+        .with_for_update(read=True)
         .exists()
     )
 
