@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,7 @@ class SessionLogWriter:
     home: Path
     session_id: str
     cwd: str
-    created_at: int = 1_790_000_000_000
+    created_at: int = 0  # 0 = now (event times then read as live; old times make turns "long")
     compressed: bool = False
     step_ms: int = 7
     seq: int = 0
@@ -64,6 +65,7 @@ class SessionLogWriter:
     _pending: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        self.created_at = self.created_at or int(time.time() * 1000) - 60_000
         self.time = self.time or self.created_at + 1000
         directory = session_dir(self.home, self.session_id, self.cwd)
         directory.mkdir(parents=True, exist_ok=True)
@@ -132,6 +134,15 @@ class SessionLogWriter:
         self.event("turn/start", {"turn": self.turn_no})
         self.event("step/start", {"turn": self.turn_no, "step": 1})
         return self.user_message(user_text)
+
+    def close_turn(self, assistant_text: str) -> TurnSeqs:
+        """Answer and end the turn :meth:`open_turn` started (its first step)."""
+        turn = self.turn_no
+        prompt = next(s for s in reversed(self.surface) if s < self.seq)
+        answer = self.assistant_message(assistant_text, turn=turn, step=1)
+        self.event("step/end", {"turn": turn, "step": 1})
+        end = self.event("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+        return TurnSeqs(turn, prompt, answer, end)
 
     def user_message(self, text: str, *, kind: str = "user") -> int:
         seq = self.seq
@@ -213,7 +224,7 @@ def conversation(
     compressed: bool = False,
     title: str | None = None,
     batch_turns: int = 1,
-    created_at: int = 1_790_000_000_000,
+    created_at: int = 0,
 ) -> SessionLogWriter:
     """A finished session of ``turns`` turns (``user <i>`` / ``answer <i>``), flushed in batches."""
     log = SessionLogWriter(home, session_id, cwd, created_at=created_at, compressed=compressed)

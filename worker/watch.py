@@ -146,7 +146,7 @@ class Watcher:
             other = seen.get(location.session_id)
             if other is not None:
                 self._report(
-                    location.session_id,
+                    f"duplicate:{location.session_id}",
                     f"session id {location.session_id} appears twice ({other.directory} and "
                     f"{location.directory}); only the first is read",
                 )

@@ -130,6 +130,10 @@ def run(
 
 
 def _run_once(runtime: Runtime, shelf: str) -> None:
+    # The progress bar and the summary tell the story; per-job lines only when asked (DEBUG).
+    quiet = logging.getLogger("memory_worker")
+    if quiet.level < logging.WARNING and runtime.settings.log_level != "DEBUG":
+        quiet.setLevel(logging.WARNING)
     if not runtime.settings.sessions_root.is_dir():
         err.print(
             f"memory-worker: DSH home {runtime.settings.dsh_home} has no sessions directory "

@@ -105,7 +105,7 @@ def _with_retries(fn: Job, ctx: JobContext) -> JobOutput:
     retrying = Retrying(
         retry=retry_if_exception_type((TransientStoreError, OperationalError)),
         stop=stop_after_attempt(_IN_PROCESS_ATTEMPTS),
-        wait=wait_exponential_jitter(initial=0.1, max=2.0),
+        wait=wait_exponential_jitter(multiplier=0.1, max=2.0, jitter=0.1),
         reraise=True,
     )
     try:

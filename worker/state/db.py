@@ -71,7 +71,13 @@ def make_engine(url: str) -> Engine:
         )
         _sqlite_setup(engine)
         return engine
-    return create_engine(parsed, pool_pre_ping=True, pool_size=5, max_overflow=5)
+    try:
+        return create_engine(parsed, pool_pre_ping=True, pool_size=5, max_overflow=5)
+    except ImportError as exc:
+        raise StateURLError(
+            f"state URL driver {parsed.drivername!r} is not installed ({exc.name}); "
+            "use postgresql://... (psycopg 3)"
+        ) from None
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:
