@@ -217,3 +217,32 @@ def test_every_setting_is_documented_with_its_default() -> None:
             assert shown in (f"`{int(value)}`", f"`{value}`"), name
         else:
             assert shown == f"`{value}`", name
+
+
+def test_each_value_knows_where_it_came_from(monkeypatch: pytest.MonkeyPatch,
+                                             tmp_path: Path) -> None:
+    path = _write(tmp_path, "flush_window_s = 60\nidle_close_s = 900\n")
+    monkeypatch.setenv("MEMORY_WORKER_IDLE_CLOSE_S", "30")
+    sources = load_settings(path, lease_ttl_s=50).value_sources
+    assert sources["flush_window_s"] == "file"
+    assert sources["idle_close_s"] == "env"
+    assert sources["lease_ttl_s"] == "option"
+    assert sources["broker_url"] == "default"
+    assert set(sources) == set(Settings.model_fields)
+    assert Settings().value_sources == {}
+
+
+def test_config_table_shows_the_source_column(monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from worker.cli import _register, app
+
+    _register()
+    monkeypatch.setenv("MEMORY_WORKER_POLL_INTERVAL_S", "2")
+    result = CliRunner().invoke(app, ["config"])
+    assert result.exit_code == 0, result.output
+    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:4]]
+            for line in result.output.splitlines() if line.count("│") == 4}
+    assert rows["poll_interval_s"] == ["2.0", "env"]
+    assert rows["lease_ttl_s"] == ["300.0", "default"]
+    assert rows["sessions_root"][1] == "derived"

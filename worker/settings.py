@@ -26,6 +26,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     SecretStr,
     ValidationError,
     field_validator,
@@ -228,7 +229,15 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings, env_settings, _TomlValues(settings_cls))
 
+    _sources: dict[str, str] = PrivateAttr(default_factory=dict)
+
     # --- derived values -----------------------------------------------------------------------
+    @property
+    def value_sources(self) -> dict[str, str]:
+        """Where each value came from: ``option``, ``env``, ``file`` or ``default``
+        (filled by :func:`load_settings`; empty for a ``Settings`` built directly)."""
+        return dict(self._sources)
+
     @property
     def sessions_root(self) -> Path:
         """Where DSH keeps session directories: ``<dsh_home>/sessions``."""
@@ -318,8 +327,20 @@ def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Se
     values = _read_toml(path) if path is not None else {}
     token = _FILE_VALUES.set(values)
     try:
-        return Settings(**overrides)
+        settings = Settings(**overrides)
     except ValidationError as exc:
         raise SettingsError(_one_line(exc, path)) from None
     finally:
         _FILE_VALUES.reset(token)
+    env_names = {name.upper() for name in os.environ}
+    for name in Settings.model_fields:
+        if name in overrides:
+            source = "option"
+        elif f"{ENV_PREFIX}{name.upper()}" in env_names:
+            source = "env"
+        elif name in values:
+            source = "file"
+        else:
+            source = "default"
+        settings._sources[name] = source
+    return settings

@@ -45,13 +45,16 @@ def config(
     config: ConfigOption = None,
 ) -> None:
     """Print the effective configuration (secrets masked)."""
-    values = settings_or_exit(config).public_dict()
+    settings = settings_or_exit(config)
+    values = settings.public_dict()
     if json_:
         typer.echo(json.dumps(values, indent=2, sort_keys=True))
         return
+    sources = settings.value_sources
     table = Table(title="memory-worker configuration", show_lines=False)
     table.add_column("setting", style="bold")
     table.add_column("value")
+    table.add_column("from")
     for key in sorted(values):
-        table.add_row(key, escape(_show(values[key])))
+        table.add_row(key, escape(_show(values[key])), sources.get(key, "derived"))
     Console(width=160).print(table)
