@@ -80,8 +80,8 @@ def test_mcp_call_past_the_deadline_kills_the_server(tmp_path: Path) -> None:
         started = time.monotonic()
         with pytest.raises(TransientStoreError, match="no answer within 1 s; server killed"):
             store.knowledge_get("HANG-me")
-        assert time.monotonic() - started < 8.0
-        assert _wait_dead(first)
+        assert time.monotonic() - started < 2.5  # the caller does not wait for the kill
+        assert _wait_dead(first, within=8.0)
         assert store.knowledge_get("msg-b-1") is not None
         assert len(read_pids(tmp_path / "pids")) == 2
     finally:

@@ -136,6 +136,7 @@ class McpStore:
         self._thread: threading.Thread | None = None
         self._conn: _Connection | None = None
         self._features: Features | None = None
+        self._dying: set[asyncio.Task[None]] = set()  # servers being stopped in the background
 
     @property
     def transport(self) -> str:
@@ -238,6 +239,17 @@ class McpStore:
         if self._conn is conn:
             self._conn = None
 
+    def _abandon(self, conn: _Connection) -> None:
+        """Stop a broken server in the background (stdin EOF, terminate, kill: bounded by the
+        SDK) so the failing call returns now; ``close()`` still waits for it."""
+        conn.stop.set()
+        conn.closed = True
+        if self._conn is conn:
+            self._conn = None
+        if conn.holder is not None and not conn.holder.done():
+            self._dying.add(conn.holder)
+            conn.holder.add_done_callback(self._dying.discard)
+
     async def _connection(self) -> _Connection:
         conn = self._conn
         if conn is not None and conn.alive():
@@ -258,16 +270,15 @@ class McpStore:
             with anyio.fail_after(self.timeout_s):
                 return await session.call_tool(tool, arguments)
         except TimeoutError:
-            await self._shutdown(conn)
+            self._abandon(conn)
             raise TransientStoreError(
                 f"hypatia {tool}: no answer within {self.timeout_s:g} s; server killed"
             ) from None
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED:
-                await self._shutdown(conn)
-                raise TransientStoreError(
-                    f"hypatia mcp exited during {tool}: {conn.stderr_tail() or exc.message}"
-                ) from exc
+                detail = conn.stderr_tail() or exc.message
+                self._abandon(conn)
+                raise TransientStoreError(f"hypatia mcp exited during {tool}: {detail}") from exc
             raise FatalStoreError(f"hypatia {tool}: MCP error {exc.code}: {exc.message}") from exc
         except Exception as exc:  # a reply the SDK could not validate
             raise FatalStoreError(f"hypatia {tool}: {type(exc).__name__}: {exc}") from exc
@@ -278,6 +289,8 @@ class McpStore:
     async def _close_async(self) -> None:
         if self._conn is not None:
             await self._shutdown(self._conn)
+        if self._dying:
+            await asyncio.wait(set(self._dying), timeout=15.0)
 
     # ------------------------------------------------------------------------- dispatch
 
