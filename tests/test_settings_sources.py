@@ -137,6 +137,7 @@ def test_keyword_overrides_beat_env(monkeypatch: pytest.MonkeyPatch) -> None:
         ("STORE_SHELF", "my shelf", "store_shelf: String should match pattern"),
         ("TIMEZONE", "Mars/Olympus", "timezone: Value error, unknown time zone 'Mars/Olympus'"),
         ("BROKER_URL", "localhost:6379", "broker_url: Value error, not a URL"),
+        ("BROKER_URL", "", "broker_url: Value error, must not be empty"),
         ("METRICS_PORT", "70000", "metrics_port: Input should be less than or equal to 65535"),
         ("CHECK_EVERY_TURNS", "0", "check_every_turns: Input should be greater than or equal to 1"),
     ],

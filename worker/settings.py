@@ -29,6 +29,7 @@ from pydantic import (
     PrivateAttr,
     SecretStr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -211,8 +212,10 @@ class Settings(BaseSettings):
 
     @field_validator("state_url", "broker_url", "result_backend")
     @classmethod
-    def _check_url(cls, value: str | None) -> str | None:
+    def _check_url(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is None or value.strip() == "":
+            if info.field_name == "broker_url":
+                raise ValueError("must not be empty")
             return None
         if not re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", value):
             raise ValueError(f"not a URL (scheme://...): {mask_url(value)!r}")
