@@ -58,8 +58,11 @@ def _run(name: str, make: Callable[[Path], MemoryStore], count: int, root: Path)
         elapsed = _write(store, count, name)
     finally:
         store.close()
-    print(f"  {name:<5} {count:>6} writes measured in {elapsed:8.2f} s"
-          f"  = {1000 * elapsed / count:8.3f} ms/write", flush=True)
+    print(
+        f"  {name:<5} {count:>6} writes measured in {elapsed:8.2f} s"
+        f"  = {1000 * elapsed / count:8.3f} ms/write",
+        flush=True,
+    )
     return elapsed / count
 
 
@@ -76,18 +79,28 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="store-bench-") as tmp:
         root = Path(tmp)
         print(f"Writing message entries (~{len(_message(1))} bytes each):")
-        lite = _run("lite", lambda h: open_store(
-            StoreConfig(transport="lite", lite_home=h)), args.count, root)
-        mcp = _run("mcp", lambda h: McpStore(
-            "default", binary, env=env(h), cwd=h), args.count, root)
-        cli = _run("cli", lambda h: CliStore(
-            "default", binary, env=env(h), cwd=h), args.cli_count, root)
+        lite = _run(
+            "lite",
+            lambda h: open_store(StoreConfig(transport="lite", lite_home=h)),
+            args.count,
+            root,
+        )
+        mcp = _run(
+            "mcp", lambda h: McpStore("default", binary, env=env(h), cwd=h), args.count, root
+        )
+        cli = _run(
+            "cli", lambda h: CliStore("default", binary, env=env(h), cwd=h), args.cli_count, root
+        )
 
-    print(f"\n  cli extrapolated to {args.count} writes: {cli * args.count:.1f} s "
-          f"(measured {args.cli_count} writes, {1000 * cli:.1f} ms each)")
+    print(
+        f"\n  cli extrapolated to {args.count} writes: {cli * args.count:.1f} s "
+        f"(measured {args.cli_count} writes, {1000 * cli:.1f} ms each)"
+    )
     print(f"  mcp is {cli / mcp:5.1f}x faster than cli-per-call (goal: >= 10x)")
-    print(f"  lite in-process is {mcp / lite:5.1f}x faster than mcp "
-          f"and {cli / lite:6.1f}x faster than cli")
+    print(
+        f"  lite in-process is {mcp / lite:5.1f}x faster than mcp "
+        f"and {cli / lite:6.1f}x faster than cli"
+    )
     ok = cli / mcp >= 10 and lite < mcp
     print("  goal met" if ok else "  goal NOT met")
     return 0 if ok else 1
