@@ -10,7 +10,6 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
-from state_db_support import sqlite_url, throwaway_pg_database
 from typer.testing import CliRunner
 
 from worker.cli import _register, app
@@ -26,12 +25,17 @@ from worker.state.migrate import (
 )
 from worker.state.models import Base
 
+# The helpers are a plugin module (imported by pytest, so its asserts are rewritten).
+pytest_plugins = ["state_db_support"]
+
 REPO = Path(__file__).resolve().parent.parent
 TABLES = {"sessions", "progress", "leases", "retractions", "audit", "failures", "model_calls"}
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
 def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    from state_db_support import sqlite_url, throwaway_pg_database
+
     if request.param == "sqlite":
         yield sqlite_url(tmp_path)
     else:
@@ -118,6 +122,8 @@ def test_migrations_are_found_from_the_checkout_and_explicitly(tmp_path: Path) -
 
 
 def test_migrate_command_upgrades_reports_and_downgrades(tmp_path: Path) -> None:
+    from state_db_support import sqlite_url
+
     _register()
     url = sqlite_url(tmp_path)
     env = {"MEMORY_WORKER_STATE_URL": url, "MEMORY_WORKER_CONFIG": ""}
