@@ -336,7 +336,9 @@ def test_factory_rejects_bad_configuration_with_one_line_errors(tmp_path: Path) 
     cli = open_store(StoreConfig(transport="cli", binary="hypatia-lite", shelf="s1", timeout_s=5))
     mcp = open_store(StoreConfig(transport="mcp", binary="hypatia-lite", idle_close_s=7))
     assert isinstance(cli, CliStore) and (cli.shelf, cli.binary, cli.timeout_s) == (
-        "s1", "hypatia-lite", 5
+        "s1",
+        "hypatia-lite",
+        5,
     )
     assert isinstance(mcp, McpStore) and (mcp.shelf, mcp.idle_close_s) == ("default", 7)
     mcp.close()

@@ -45,7 +45,8 @@ def _wait_dead(pid: int, within: float = 5.0) -> bool:
 
 def _mcp_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [
-        r.getMessage() for r in caplog.records
+        r.getMessage()
+        for r in caplog.records
         if r.levelno == logging.WARNING and "hypatia mcp unavailable" in r.getMessage()
     ]
 
@@ -90,8 +91,14 @@ def test_mcp_call_past_the_deadline_kills_the_server(tmp_path: Path) -> None:
 
 def test_hung_cli_call_is_killed_at_the_timeout(tmp_path: Path) -> None:
     fake = write_fake_hypatia(tmp_path, lite_binary())
-    store = CliStore("default", str(fake), env=_env(tmp_path, "hang-cli"), cwd=tmp_path,
-                     timeout_s=1.0, attempts=2)
+    store = CliStore(
+        "default",
+        str(fake),
+        env=_env(tmp_path, "hang-cli"),
+        cwd=tmp_path,
+        timeout_s=1.0,
+        attempts=2,
+    )
     started = time.monotonic()
     with pytest.raises(TransientStoreError, match="timed out after 1 s and was killed"):
         store.knowledge_get("msg-c-1")
@@ -163,8 +170,9 @@ def test_spawn_failure_fails_that_call_and_keeps_mcp(tmp_path: Path) -> None:
 
 def test_idle_mcp_server_is_closed_and_reopened(tmp_path: Path) -> None:
     fake = write_fake_hypatia(tmp_path, lite_binary())
-    store = McpStore("default", str(fake), env=_env(tmp_path, "proxy"), cwd=tmp_path,
-                     idle_close_s=0.3)
+    store = McpStore(
+        "default", str(fake), env=_env(tmp_path, "proxy"), cwd=tmp_path, idle_close_s=0.3
+    )
     try:
         assert store.knowledge_create("msg-g-1", "x") is True
         [first] = read_pids(tmp_path / "pids")
@@ -187,8 +195,13 @@ def test_not_connected_shelf_restarts_the_server_once(tmp_path: Path) -> None:
         assert _wait_dead(first) and alive(second)
         shelf_dir = tmp_path / "late-shelf"
         shelf_dir.mkdir()
-        subprocess.run([lite_binary(), "connect", str(shelf_dir), "-n", "late"],
-                       env={**os.environ, **env}, check=True, capture_output=True, timeout=60)
+        subprocess.run(
+            [lite_binary(), "connect", str(shelf_dir), "-n", "late"],
+            env={**os.environ, **env},
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
         assert store.knowledge_create("msg-h-1", "on the late shelf") is True
         assert store.transport == "mcp"
     finally:
@@ -208,8 +221,9 @@ def test_failed_feature_probe_is_retried_once_then_cached(tmp_path: Path) -> Non
     assert store.features() == Features()
     assert len(read_pids(pids)) == 4  # --help, knowledge-create/statement-create/similar --help
     failfile.unlink()
-    assert store.features() == Features(no_embed=True, similar_filters=True, delete=True,
-                                        update=True)
+    assert store.features() == Features(
+        no_embed=True, similar_filters=True, delete=True, update=True
+    )
     failfile.touch()
     assert store.features().no_embed is True  # cached: no third probe
     assert len(read_pids(pids)) == 8
@@ -225,8 +239,13 @@ def test_failed_feature_probe_is_retried_once_then_cached(tmp_path: Path) -> Non
 
 def test_silent_mcp_server_fails_the_handshake_deadline(tmp_path: Path) -> None:
     fake = write_fake_hypatia(tmp_path, lite_binary())
-    store = McpStore("default", str(fake), env=_env(tmp_path, "silent-mcp"), cwd=tmp_path,
-                     handshake_timeout_s=1.0)
+    store = McpStore(
+        "default",
+        str(fake),
+        env=_env(tmp_path, "silent-mcp"),
+        cwd=tmp_path,
+        handshake_timeout_s=1.0,
+    )
     try:
         started = time.monotonic()
         with pytest.raises(TransientStoreError, match="handshake timed out after 1 s"):

@@ -63,8 +63,14 @@ from memory.store.cli import (
 
 log = logging.getLogger(__name__)
 
-REQUIRED_TOOLS = ("knowledge_get", "knowledge_create", "statement_create", "search", "similar",
-                  "query")
+REQUIRED_TOOLS = (
+    "knowledge_get",
+    "knowledge_create",
+    "statement_create",
+    "search",
+    "similar",
+    "query",
+)
 _ALREADY_EXISTS = re.compile(r"^knowledge '.*' already exists;", re.DOTALL)
 _CLIENT_INFO = Implementation(name="dsh-memory-worker", version="0")
 T = TypeVar("T")
@@ -90,8 +96,10 @@ class _Connection:
 
     def alive(self) -> bool:
         dispatcher = getattr(self.session, "_dispatcher", None)
-        return not self.closed and self.session is not None and not getattr(
-            dispatcher, "_closed", False
+        return (
+            not self.closed
+            and self.session is not None
+            and not getattr(dispatcher, "_closed", False)
         )
 
     def stderr_tail(self) -> str:
@@ -300,8 +308,13 @@ class McpStore:
             "hypatia mcp unavailable: %s; using the hypatia CLI for the rest of the run", reason
         )
 
-    def _tool(self, tool: str, arguments: dict[str, Any], fallback: Callable[[], T],
-              parse: Callable[[Any], T]) -> T:
+    def _tool(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        fallback: Callable[[], T],
+        parse: Callable[[Any], T],
+    ) -> T:
         """Call ``tool`` (or the CLI fallback); parse a success, raise a classified error."""
         with self._lock:
             if self._use_cli:
@@ -339,8 +352,10 @@ class McpStore:
     def knowledge_get(self, name: str) -> KnowledgeEntry | None:
         try:
             return self._tool(
-                "knowledge_get", {"name": well_formed(name)},
-                lambda: self._fallback.knowledge_get(name), parse_entry,
+                "knowledge_get",
+                {"name": well_formed(name)},
+                lambda: self._fallback.knowledge_get(name),
+                parse_entry,
             )
         except NotFoundError:
             return None
@@ -365,7 +380,8 @@ class McpStore:
             args["embed"] = False
         try:
             return self._tool(
-                "knowledge_create", args,
+                "knowledge_create",
+                args,
                 lambda: self._fallback.knowledge_create(
                     name, data, tags=tags, scopes=scopes, embed=embed
                 ),
@@ -392,7 +408,8 @@ class McpStore:
         if scopes is not None:
             args["scopes"] = normalize_scopes(scopes) or []
         return self._tool(
-            "knowledge_update", args,
+            "knowledge_update",
+            args,
             lambda: self._fallback.knowledge_update(name, data=data, tags=tags, scopes=scopes),
             lambda payload: bool(_get(payload, "changed", True)),
         )
@@ -400,8 +417,10 @@ class McpStore:
     def knowledge_delete(self, name: str) -> bool:
         try:
             return self._tool(
-                "knowledge_delete", {"name": well_formed(name)},
-                lambda: self._fallback.knowledge_delete(name), lambda payload: True,
+                "knowledge_delete",
+                {"name": well_formed(name)},
+                lambda: self._fallback.knowledge_delete(name),
+                lambda payload: True,
             )
         except NotFoundError:
             return False
@@ -425,7 +444,8 @@ class McpStore:
             args["embed"] = False
         try:
             return self._tool(
-                "statement_create", args,
+                "statement_create",
+                args,
                 lambda: self._fallback.statement_create(
                     head, relation, tail, data=data, scopes=scopes, embed=embed
                 ),
@@ -437,7 +457,8 @@ class McpStore:
     def statement_delete(self, head: str, relation: str, tail: str) -> bool:
         try:
             return self._tool(
-                "statement_delete", _triple(head, relation, tail),
+                "statement_delete",
+                _triple(head, relation, tail),
                 lambda: self._fallback.statement_delete(head, relation, tail),
                 lambda payload: True,
             )
@@ -451,7 +472,8 @@ class McpStore:
         if catalog is not None:
             args["catalog"] = catalog
         return self._tool(
-            "search", args,
+            "search",
+            args,
             lambda: self._fallback.search(query, catalog=catalog, limit=limit),
             parse_search_rows,
         )
@@ -470,7 +492,8 @@ class McpStore:
         if server_side:
             args["exclude_tags"] = excluded
         rows = self._tool(
-            "similar", args,
+            "similar",
+            args,
             lambda: self._fallback.similar(
                 query, target=target, limit=limit, exclude_tags=exclude_tags
             ),
@@ -480,8 +503,10 @@ class McpStore:
 
     def query(self, jse: Any) -> list[QueryRow]:
         return self._tool(
-            "query", {"jse": well_formed(jse_text(jse))},
-            lambda: self._fallback.query(jse), parse_query_rows,
+            "query",
+            {"jse": well_formed(jse_text(jse))},
+            lambda: self._fallback.query(jse),
+            parse_query_rows,
         )
 
     def close(self) -> None:
