@@ -80,6 +80,13 @@ def test_env_sets_scalars_lists_and_routes(monkeypatch: pytest.MonkeyPatch) -> N
     assert s.route_api_key(s.model_routes[0]) == "sk-from-env"
 
 
+def test_log_level_and_transport_ignore_case(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORY_WORKER_LOG_LEVEL", "debug")
+    monkeypatch.setenv("MEMORY_WORKER_STORE_TRANSPORT", " CLI ")
+    s = load_settings()
+    assert (s.log_level, s.store_transport) == ("DEBUG", "cli")
+
+
 def test_withdrawal_kinds_also_accept_a_json_list(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMORY_WORKER_WITHDRAWAL_KINDS", '["plugin:rollback"]')
     assert load_settings().withdrawal_kinds == ["plugin:rollback"]
