@@ -178,19 +178,25 @@ def _retract(
     *,
     quiet_absent: bool,
 ) -> bool:
-    """Delete one withdrawn entry (get before delete) and record what happened."""
-    if store.knowledge_get(name) is None:
-        if not quiet_absent:
-            ctx.record_retraction(name, ordinal, marker_seq, kind, "absent")
-        return False
+    """Delete one withdrawn entry (get before delete) and its ``belongTo`` edge, and record
+    what happened. The edge goes too so a retracted store equals one that never saw the message
+    (a clean run); it is removed even when the entry is already gone, which heals a crash
+    between the two deletes."""
+    existed = store.knowledge_get(name) is not None
     if not store.features().delete:
         ctx.warn_once(
             "no-delete",
             "withdrawn messages cannot be retracted: this store has no knowledge-delete, "
             "so they are skipped instead of removed",
         )
-        ctx.record_retraction(name, ordinal, marker_seq, kind, "failed",
-                              "store has no knowledge-delete")
+        if existed:
+            ctx.record_retraction(name, ordinal, marker_seq, kind, "failed",
+                                  "store has no knowledge-delete")
+        return False
+    store.statement_delete(name, REL_BELONG_TO, entries.session_name(ctx.session_id))
+    if not existed:
+        if not quiet_absent:
+            ctx.record_retraction(name, ordinal, marker_seq, kind, "absent")
         return False
     removed = store.knowledge_delete(name)
     ctx.record_retraction(name, ordinal, marker_seq, kind, "retracted" if removed else "absent")
