@@ -334,8 +334,10 @@ def iso_utc(ms: int) -> str:
         moment = _EPOCH + timedelta(milliseconds=ms)
     except OverflowError:
         raise ValueError(f"time {ms} ms is outside the representable range") from None
-    return f"{moment.year:04d}" + moment.strftime("-%m-%dT%H:%M:%S.") + (
-        f"{moment.microsecond // 1000:03d}Z"
+    return (
+        f"{moment.year:04d}"
+        + moment.strftime("-%m-%dT%H:%M:%S.")
+        + (f"{moment.microsecond // 1000:03d}Z")
     )
 
 

@@ -167,8 +167,8 @@ def session_node_text(event: Event | None, tz: tzinfo | None = None, now_ms: int
 
 def archive_data(level: int, summary: str, title: str | None = None) -> str:
     """``# <title>\\n\\n<summary>``; the title defaults to ``Archive tier <level>``."""
-    heading = title.strip() if title and title.strip() else C.ARCHIVE_DEFAULT_TITLE.format(
-        level=level
+    heading = (
+        title.strip() if title and title.strip() else C.ARCHIVE_DEFAULT_TITLE.format(level=level)
     )
     return f"# {heading}\n\n{summary}"
 

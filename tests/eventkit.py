@@ -29,12 +29,20 @@ def user(
 ) -> Event:
     """A ``user/message``; ``kind`` is the normalised source kind."""
     blocks = _blocks(content)
-    message = Message(id=f"u{seq}", role="user", content=blocks, source_kind=kind,
-                      source={"kind": kind})
+    message = Message(
+        id=f"u{seq}", role="user", content=blocks, source_kind=kind, source={"kind": kind}
+    )
     data = {"id": f"u{seq}", "role": "user", "content": list(blocks), "source": {"kind": kind}}
     op = Replace(*replace) if replace is not None else APPEND
-    return Event(seq=seq, type="user/message", time=T0 + seq if time is None else time, data=data,
-                 surface_op=op, source_seqs=tuple(sources), message=message)
+    return Event(
+        seq=seq,
+        type="user/message",
+        time=T0 + seq if time is None else time,
+        data=data,
+        surface_op=op,
+        source_seqs=tuple(sources),
+        message=message,
+    )
 
 
 def marker(
@@ -62,20 +70,38 @@ def assistant(
     time: int | None = None,
 ) -> Event:
     blocks = _blocks(content)
-    message = Message(id=f"a{seq}", role="assistant", content=blocks, source_kind="model",
-                      source={"kind": "model", "provider": "p", "model": "m"})
-    data: dict[str, Any] = {"turn": turn, "step": step,
-                            "message": {"id": f"a{seq}", "role": "assistant",
-                                        "content": list(blocks),
-                                        "source": {"kind": "model"}}}
+    message = Message(
+        id=f"a{seq}",
+        role="assistant",
+        content=blocks,
+        source_kind="model",
+        source={"kind": "model", "provider": "p", "model": "m"},
+    )
+    data: dict[str, Any] = {
+        "turn": turn,
+        "step": step,
+        "message": {
+            "id": f"a{seq}",
+            "role": "assistant",
+            "content": list(blocks),
+            "source": {"kind": "model"},
+        },
+    }
     if interrupted:
         data["interrupted"] = True
-    return Event(seq=seq, type="assistant/message", time=T0 + seq if time is None else time,
-                 data=data, surface_op=APPEND, message=message if blocks else None)
+    return Event(
+        seq=seq,
+        type="assistant/message",
+        time=T0 + seq if time is None else time,
+        data=data,
+        surface_op=APPEND,
+        message=message if blocks else None,
+    )
 
 
-def tool_call(seq: int, call_id: str, name: str, *, turn: int = 1, step: int = 1,
-              time: int | None = None) -> Event:
+def tool_call(
+    seq: int, call_id: str, name: str, *, turn: int = 1, step: int = 1, time: int | None = None
+) -> Event:
     data = {"turn": turn, "step": step, "callId": call_id, "name": name, "arguments": "{}"}
     return Event(seq=seq, type="tool/call", time=T0 + seq if time is None else time, data=data)
 
@@ -92,22 +118,40 @@ def tool_result(
     replace: tuple[int, int] | None = None,
 ) -> Event:
     blocks = (text(output),)
-    message = Message(id=f"t{seq}", role="tool", content=blocks, source_kind="tool",
-                      source={"kind": "tool", "callId": call_id}, tool_call_id=call_id,
-                      is_error=error is not None)
-    data: dict[str, Any] = {"turn": turn, "step": step,
-                            "message": {"role": "tool", "content": list(blocks)}}
+    message = Message(
+        id=f"t{seq}",
+        role="tool",
+        content=blocks,
+        source_kind="tool",
+        source={"kind": "tool", "callId": call_id},
+        tool_call_id=call_id,
+        is_error=error is not None,
+    )
+    data: dict[str, Any] = {
+        "turn": turn,
+        "step": step,
+        "message": {"role": "tool", "content": list(blocks)},
+    }
     if error is not None:
         data["error"] = dict(error)
     op = Replace(*replace) if replace is not None else APPEND
-    return Event(seq=seq, type="tool/result", time=T0 + seq if time is None else time, data=data,
-                 surface_op=op, source_seqs=(seq - 1,), message=message)
+    return Event(
+        seq=seq,
+        type="tool/result",
+        time=T0 + seq if time is None else time,
+        data=data,
+        surface_op=op,
+        source_seqs=(seq - 1,),
+        message=message,
+    )
 
 
-def other(seq: int, type_: str, data: Mapping[str, Any] | None = None, *,
-          time: int | None = None) -> Event:
-    return Event(seq=seq, type=type_, time=T0 + seq if time is None else time,
-                 data=dict(data or {}))
+def other(
+    seq: int, type_: str, data: Mapping[str, Any] | None = None, *, time: int | None = None
+) -> Event:
+    return Event(
+        seq=seq, type=type_, time=T0 + seq if time is None else time, data=dict(data or {})
+    )
 
 
 def chunk(seq: int) -> Event:

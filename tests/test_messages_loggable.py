@@ -13,8 +13,12 @@ def test_truth_table() -> None:
     assert is_loggable(assistant(2, [])) is False
     assert is_loggable(assistant(3, [], interrupted=True)) is True
     assert is_loggable(assistant(4, [{"type": "reasoning", "text": "hmm"}])) is False
-    assert is_loggable(assistant(5, [{"type": "reasoning", "text": "hmm"},
-                                     {"type": "text", "text": "hi"}])) is True
+    assert (
+        is_loggable(
+            assistant(5, [{"type": "reasoning", "text": "hmm"}, {"type": "text", "text": "hi"}])
+        )
+        is True
+    )
     assert is_loggable(user(6, "hi")) is True
     assert is_loggable(user(7, "ctx", kind="plugin:recall")) is False
     assert is_loggable(tool_result(8, "c1")) is False
@@ -30,20 +34,36 @@ def test_edge_cases() -> None:
     assert is_loggable(chunk(6)) is False
     assert is_loggable(tool_call(7, "c", "read")) is False
     assert is_loggable(other(8, "turn/end", {"turn": 1})) is False
-    for kind in ("runtime-context", "compact-checkpoint", "session-retry", "memory-manager",
-                 "plugin:rollback", "dsh-rewind"):
+    for kind in (
+        "runtime-context",
+        "compact-checkpoint",
+        "session-retry",
+        "memory-manager",
+        "plugin:rollback",
+        "dsh-rewind",
+    ):
         assert is_loggable(user(9, "x", kind=kind)) is False
     assert is_loggable(marker(10, [1, 2])) is False
 
 
 def test_source_kind_falls_back_to_raw_data() -> None:
-    raw = Event(seq=0, type="user/message", time=0,
-                data={"content": [], "source": {"kind": "plugin", "plugin": "rollback"}},
-                surface_op=APPEND)
+    raw = Event(
+        seq=0,
+        type="user/message",
+        time=0,
+        data={"content": [], "source": {"kind": "plugin", "plugin": "rollback"}},
+        surface_op=APPEND,
+    )
     assert source_kind(raw) == "plugin:rollback"
-    human = Event(seq=1, type="user/message", time=0, data={"content": [],
-                                                           "source": {"kind": "user"}})
+    human = Event(
+        seq=1, type="user/message", time=0, data={"content": [], "source": {"kind": "user"}}
+    )
     assert is_loggable(human) is True
-    normalised = Event(seq=2, type="user/message", time=0, data={},
-                       message=Message(id="m", role="user", content=(), source_kind="user"))
+    normalised = Event(
+        seq=2,
+        type="user/message",
+        time=0,
+        data={},
+        message=Message(id="m", role="user", content=(), source_kind="user"),
+    )
     assert is_loggable(normalised) is True

@@ -45,8 +45,13 @@ def test_base_ordinal_from_a_checkpoint_needs_only_the_tail() -> None:
 
 
 def test_fork_child_never_counts_the_inherited_prefix() -> None:
-    log = [user(0, "parent"), assistant(1, "parent reply"), other(2, "session/end-seed"),
-           user(3, "child"), assistant(4, "child reply")]
+    log = [
+        user(0, "parent"),
+        assistant(1, "parent reply"),
+        other(2, "session/end-seed"),
+        user(3, "child"),
+        assistant(4, "child reply"),
+    ]
     assert message_ordinals(log, inherited_cut=2) == {3: 0, 4: 1}
     assert base_ordinal(log, 4, inherited_cut=2) == 1
     # a checkpoint inside the inherited prefix is ignored

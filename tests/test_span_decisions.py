@@ -15,20 +15,40 @@ def test_v4_example_report(fixtures_dir: Path) -> None:
     assert log.header is not None
     sid = log.header.id
     report = session_decisions(log.events, session_id=sid, inherited_cut=log.inherited)
-    assert report["withdrawals"] == [{"seq": 58, "kind": "dsh-rewind",
-                                      "withdrawn_seqs": [47, 48, 49]}]
-    expected = [(5, "user"), (15, "assistant"), (23, "user"), (36, "assistant"), (47, "user"),
-                (49, "assistant"), (63, "user"), (65, "assistant")]
+    assert report["withdrawals"] == [
+        {"seq": 58, "kind": "dsh-rewind", "withdrawn_seqs": [47, 48, 49]}
+    ]
+    expected = [
+        (5, "user"),
+        (15, "assistant"),
+        (23, "user"),
+        (36, "assistant"),
+        (47, "user"),
+        (49, "assistant"),
+        (63, "user"),
+        (65, "assistant"),
+    ]
     assert report["messages"] == [
-        {"ordinal": n, "seq": seq, "role": role, "name": f"msg-{sid}-{n}",
-         "withdrawn": seq in (47, 49)}
+        {
+            "ordinal": n,
+            "seq": seq,
+            "role": role,
+            "name": f"msg-{sid}-{n}",
+            "withdrawn": seq in (47, 49),
+        }
         for n, (seq, role) in enumerate(expected)
     ]
 
 
 def test_fork_child_report_starts_after_the_cut() -> None:
-    events = [user(0, "parent"), marker(1, [0]), other(2, "session/end-seed"), user(3, "child"),
-              assistant(4, "reply"), marker(5, [0, 4], kind="plugin:rollback", start=0, end=4)]
+    events = [
+        user(0, "parent"),
+        marker(1, [0]),
+        other(2, "session/end-seed"),
+        user(3, "child"),
+        assistant(4, "reply"),
+        marker(5, [0, 4], kind="plugin:rollback", start=0, end=4),
+    ]
     report = session_decisions(events, session_id="c", inherited_cut=2)
     assert report == {
         "messages": [

@@ -20,7 +20,10 @@ def _plan(path: Path, frm: int, to: int) -> tuple[str, SpanPlan]:
     plan = plan_span(
         [e for e in log.events if frm <= e.seq < to],
         [e for e in log.events if e.seq >= frm],
-        span_from=frm, span_to=to, session_id=sid, project="demo",
+        span_from=frm,
+        span_to=to,
+        session_id=sid,
+        project="demo",
         inherited_cut=log.inherited,
         base_ordinal=base_ordinal(prefix, frm, inherited_cut=log.inherited),
         prefix_ordinals=message_ordinals(prefix, log.inherited),
@@ -34,7 +37,9 @@ def test_v4_turn_spans(fixtures_dir: Path) -> None:
     path = fixtures_dir / "v4-example" / "session.v4.jsonl"
     sid, first = _plan(path, 0, 18)
     assert [(i.seq, i.name, i.withdrawn) for i in first.items] == [
-        (5, f"msg-{sid}-0", False), (15, f"msg-{sid}-1", False)]
+        (5, f"msg-{sid}-0", False),
+        (15, f"msg-{sid}-1", False),
+    ]
     assert first.items[1].markdown == (
         "## Role\nassistant\n\n## Timestamp\n2026-09-21T14:13:21.222Z\n\n## Turn\n1\n\n"
         "## Content\nThe service listens on port 8080."
@@ -42,7 +47,9 @@ def test_v4_turn_spans(fixtures_dir: Path) -> None:
     # turn 3 is logged with the marker window reaching the end of the log: both skipped
     _, third = _plan(path, 43, 52)
     assert [(i.seq, i.name, i.withdrawn, i.markdown) for i in third.items] == [
-        (47, f"msg-{sid}-4", True, ""), (49, f"msg-{sid}-5", True, "")]
+        (47, f"msg-{sid}-4", True, ""),
+        (49, f"msg-{sid}-5", True, ""),
+    ]
     assert third.retract == [] and third.next_ordinal == 6
 
 
@@ -54,7 +61,9 @@ def test_v4_rewind_after_the_flush_retracts(fixtures_dir: Path) -> None:
         RetractItem(5, 49, f"msg-{sid}-5", 58, "dsh-rewind"),
     ]
     assert [(i.seq, i.name, i.withdrawn) for i in later.items] == [
-        (63, f"msg-{sid}-6", False), (65, f"msg-{sid}-7", False)]
+        (63, f"msg-{sid}-6", False),
+        (65, f"msg-{sid}-7", False),
+    ]
     assert later.skip_ordinals == frozenset({4, 5})
     assert later.next_ordinal == 8
 

@@ -24,9 +24,15 @@ def logs(draw: st.DrawFn) -> tuple[list[Event], int, list[int], list[int]]:
         kind = draw(st.sampled_from(KINDS))
         if kind in ("marker", "checkpoint") and seq > 0:
             cited = draw(st.sets(st.integers(0, seq - 1), max_size=6))
-            events.append(marker(seq, sorted(cited),
-                                 kind="plugin:rollback" if kind == "marker" else
-                                 "compact-checkpoint", start=0, end=0))
+            events.append(
+                marker(
+                    seq,
+                    sorted(cited),
+                    kind="plugin:rollback" if kind == "marker" else "compact-checkpoint",
+                    start=0,
+                    end=0,
+                )
+            )
         elif kind == "human":
             events.append(user(seq, "u"))
         elif kind == "assistant":
@@ -57,8 +63,13 @@ def test_span_plans_converge_on_the_whole_log_decision(
     for end, durable in zip(bounds, seen, strict=True):
         prefix = events[:start]
         plan = plan_span(
-            events[start:end], events[start:durable], span_from=start, span_to=end,
-            session_id="s", project="p", inherited_cut=cut,
+            events[start:end],
+            events[start:durable],
+            span_from=start,
+            span_to=end,
+            session_id="s",
+            project="p",
+            inherited_cut=cut,
             base_ordinal=base_ordinal(prefix, start, inherited_cut=cut),
             prefix_ordinals=message_ordinals(prefix, cut),
         )

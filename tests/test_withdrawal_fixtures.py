@@ -15,8 +15,13 @@ def test_v4_rewind_at_58_withdraws_47_and_49_only(fixtures_dir: Path) -> None:
     log = read_log(fixtures_dir / V4)
     assert log.ok
     assert find_markers(log.events) == [
-        Marker(seq=58, kind="dsh-rewind", withdrawn_seqs=frozenset({47, 48, 49}),
-               start_seq=47, end_seq=49)
+        Marker(
+            seq=58,
+            kind="dsh-rewind",
+            withdrawn_seqs=frozenset({47, 48, 49}),
+            start_seq=47,
+            end_seq=49,
+        )
     ]
     assert withdrawn_seqs(log.events) == frozenset({47, 48, 49})
     assert withdrawn_loggable(log.events) == frozenset({47, 49})  # 48 is runtime context
@@ -39,7 +44,15 @@ def test_v4_zstd_gives_the_same_decisions(fixtures_dir: Path) -> None:
 def test_v4_ordinals_count_withdrawn_messages(fixtures_dir: Path) -> None:
     log = read_log(fixtures_dir / V4)
     assert message_ordinals(log.events, log.inherited) == {
-        5: 0, 15: 1, 23: 2, 36: 3, 47: 4, 49: 5, 63: 6, 65: 7}
+        5: 0,
+        15: 1,
+        23: 2,
+        36: 3,
+        47: 4,
+        49: 5,
+        63: 6,
+        65: 7,
+    }
 
 
 def test_compaction_recovery_has_no_withdrawal(fixtures_dir: Path) -> None:

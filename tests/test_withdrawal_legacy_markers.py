@@ -18,19 +18,33 @@ REPLACE = {"op": "replace", "start": 4, "end": 11}
 
 
 def _user_marker(source: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "user/message",
-            "data": {"id": "mk", "role": "user", "source": source,
-                     "content": [{"type": "text", "text": "checkpoint"}]},
-            "surfaceOp": REPLACE, "sourceEventSeqs": [4, 5, 11]}
+    return {
+        "type": "user/message",
+        "data": {
+            "id": "mk",
+            "role": "user",
+            "source": source,
+            "content": [{"type": "text", "text": "checkpoint"}],
+        },
+        "surfaceOp": REPLACE,
+        "sourceEventSeqs": [4, 5, 11],
+    }
 
 
 EARLY_V0_REWIND = {
     "type": "assistant/message",
-    "data": {"turn": 2, "step": 0,
-             "message": {"id": "rw", "role": "assistant", "content": [],
-                         "source": {"kind": "model", "provider": "dsh-rewind",
-                                    "model": "rewind-marker"}}},
-    "surfaceOp": REPLACE, "sourceEventSeqs": [4, 5, 11],
+    "data": {
+        "turn": 2,
+        "step": 0,
+        "message": {
+            "id": "rw",
+            "role": "assistant",
+            "content": [],
+            "source": {"kind": "model", "provider": "dsh-rewind", "model": "rewind-marker"},
+        },
+    },
+    "surfaceOp": REPLACE,
+    "sourceEventSeqs": [4, 5, 11],
 }
 
 

@@ -28,8 +28,16 @@ def test_whitelisted_kinds_are_markers() -> None:
 
 def test_non_whitelisted_replacements_change_nothing() -> None:
     log = [user(0, "a"), assistant(1, "b")]
-    for kind in ("compact-checkpoint", "system-prompt", "context-editor", "memory-manager",
-                 "plugin:@dsh-external/manual-context", "session-retry", "user", "plugin:x"):
+    for kind in (
+        "compact-checkpoint",
+        "system-prompt",
+        "context-editor",
+        "memory-manager",
+        "plugin:@dsh-external/manual-context",
+        "session-retry",
+        "user",
+        "plugin:x",
+    ):
         assert find_markers([*log, marker(2, [0, 1], kind=kind)]) == []
         assert withdrawn_seqs([*log, marker(2, [0, 1], kind=kind)]) == frozenset()
 
@@ -71,15 +79,25 @@ def test_extra_earlier_citations_are_withdrawn() -> None:
 
 
 def test_withdrawn_ordinals_and_loggable() -> None:
-    log = [user(0, "a"), user(1, "ctx", kind="runtime-context"), assistant(2, "b"),
-           user(3, "c"), marker(4, [1, 2, 3])]
+    log = [
+        user(0, "a"),
+        user(1, "ctx", kind="runtime-context"),
+        assistant(2, "b"),
+        user(3, "c"),
+        marker(4, [1, 2, 3]),
+    ]
     assert withdrawn_ordinals(log, {1, 2, 3}) == {2: 1, 3: 2}
     assert withdrawn_ordinals(log, set()) == {}
     assert withdrawn_loggable(log) == frozenset({2, 3})
 
 
 def test_fork_child_never_withdraws_inherited_messages() -> None:
-    log = [user(0, "parent"), assistant(1, "p"), other(2, "session/end-seed"),
-           user(3, "child"), marker(4, [1, 3], start=1, end=3)]
+    log = [
+        user(0, "parent"),
+        assistant(1, "p"),
+        other(2, "session/end-seed"),
+        user(3, "child"),
+        marker(4, [1, 3], start=1, end=3),
+    ]
     assert withdrawn_ordinals(log, {1, 3}, inherited_cut=2) == {3: 0}
     assert withdrawn_loggable(log, inherited_cut=2) == frozenset({3})

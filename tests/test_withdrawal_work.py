@@ -8,14 +8,14 @@ from memory.messages import message_ordinals
 from memory.withdrawal import withdrawal_work
 
 LOG = [
-    user(0, "first"),         # ordinal 0
-    assistant(1, "reply"),    # ordinal 1
+    user(0, "first"),  # ordinal 0
+    assistant(1, "reply"),  # ordinal 1
     other(2, "turn/end"),
-    user(3, "second"),        # ordinal 2
+    user(3, "second"),  # ordinal 2
     assistant(4, "reply 2"),  # ordinal 3
     other(5, "turn/end"),
     marker(6, [3, 4]),
-    user(7, "third"),         # ordinal 4
+    user(7, "third"),  # ordinal 4
 ]
 
 
@@ -63,8 +63,12 @@ def test_marker_before_the_window_is_not_seen_again() -> None:
 
 
 def test_fork_child_does_not_retract_inherited_messages() -> None:
-    log = [user(0, "parent"), other(1, "session/end-seed"), user(2, "child"),
-           marker(3, [0, 2], start=0, end=2)]
+    log = [
+        user(0, "parent"),
+        other(1, "session/end-seed"),
+        user(2, "child"),
+        marker(3, [0, 2], start=0, end=2),
+    ]
     ordinals = message_ordinals(log[:3], inherited_cut=1)
     work = withdrawal_work(3, 4, log[3:], ordinal_of=ordinals)
     assert work.retract == {2: 0}
