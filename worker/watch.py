@@ -68,6 +68,8 @@ class Watcher:
         self._reported: dict[str, str] = {}
         self._root_missing_reported = False
         self._next_reconcile = 0.0
+        self._next_idle_check = 0.0
+        self._unchanged: dict[str, tuple[str, int, int]] = {}  # sid → (path, size, mtime_ns)
 
     # --------------------------------------------------------------------------------- public
 
@@ -158,6 +160,9 @@ class Watcher:
 
     def _poll_session(self, location: SessionLocation, report: ScanReport) -> None:
         sid = location.session_id
+        stamp = _stamp(location.path)
+        if stamp is not None and self._unchanged.get(sid) == stamp:
+            return  # same file, same size and mtime as after the last complete scan
         with self.runtime.state.transaction() as repos:
             state = repos.sessions.get(sid)
         if state is not None and state.forgotten:
@@ -178,6 +183,8 @@ class Watcher:
         index = checkpoint_index(state) if state is not None and position is not None else None
         result = scan_log(location.path, position, index)
         if not result.ok:
+            if stamp is not None:
+                self._unchanged[sid] = stamp  # not re-read until the file changes
             self._scan_problem(sid, result)
             report.problems += 1
             return
@@ -192,6 +199,8 @@ class Watcher:
             report.problems += 1
             return
         self._reported.pop(sid, None)
+        if not result.torn and stamp is not None:
+            self._unchanged[sid] = stamp
         if not result.events and state is not None and position is not None:
             return
         self._record(location, state if position is not None else None, result, generation)
@@ -300,6 +309,9 @@ class Watcher:
         self._send_idle_closes(report, now)
 
     def _send_idle_closes(self, report: ScanReport, now_ms: int) -> None:
+        if time.monotonic() < self._next_idle_check:
+            return
+        self._next_idle_check = time.monotonic() + min(5.0, self.runtime.settings.idle_close_s / 4)
         idle_ms = int(self.runtime.settings.idle_close_s * 1000)
         with self.runtime.state.transaction() as repos:
             candidates = [
@@ -349,6 +361,14 @@ def _after_last_turn_end(events: list[Event]) -> list[Event]:
 
 def _header_facts(header: Header) -> dict[str, object]:
     return {k: v for k, v in dataclasses.asdict(header).items() if v is not None}
+
+
+def _stamp(path: Path) -> tuple[str, int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (str(path), info.st_size, info.st_mtime_ns)
 
 
 def _size(path: Path) -> int:
