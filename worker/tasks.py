@@ -43,6 +43,10 @@ def configure(settings: Settings, *, queue: str = DEFAULT_QUEUE) -> Celery:
     message, and a visibility timeout above the longest task."""
     global _settings, _runtime
     time_limit = settings.lease_ttl_s + _TIME_LIMIT_SLACK_S
+    if app._pool is not None:  # reconfigured after use: drop connections to the old broker
+        app._pool.force_close_all()
+        app._pool = None
+        app.amqp._producer_pool = None
     app.conf.update(
         broker_url=settings.broker_url,
         result_backend=settings.result_backend,
