@@ -12,12 +12,13 @@ one conditional update. A crash anywhere before the advance re-does the writes i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from memory import entries
 from memory.constants import REL_BELONG_TO
 from memory.entries import LOG_EDGE_POLICY, MESSAGE_POLICY, scopes_for
 from memory.span import SpanOptions, SpanPlan, plan_span
-from memory.store.base import MemoryStore
+from memory.store.base import KnowledgeEntry, MemoryStore
 from memory.withdrawal import find_markers
 from worker.jobs.context import JobContext, JobOutput, skipped
 from worker.jobs.logread import LogWindow, TransientJobError, extend_back, read_window
@@ -136,6 +137,7 @@ def _write_entries(
     markers: dict[int, tuple[int, str]],
     writes: _Writes,
 ) -> None:
+    present = existing_names(store, [item.name for item in plan.items if not item.withdrawn])
     for n, item in enumerate(plan.items):
         if n and n % 64 == 0:
             ctx.heartbeat()
@@ -145,7 +147,7 @@ def _write_entries(
             if _retract(ctx, store, item.name, item.ordinal, marker_seq, kind, quiet_absent=True):
                 writes.retracted += 1
             continue
-        if store.knowledge_get(item.name) is not None:
+        if item.name in present:
             writes.duplicates += 1
             continue
         created = store.knowledge_create(
@@ -159,6 +161,24 @@ def _write_entries(
             writes.written += 1
         else:
             writes.duplicates += 1
+
+
+_GET_BATCH = 100
+
+
+def existing_names(store: MemoryStore, names: list[str]) -> set[str]:
+    """Which of ``names`` already exist — the "get" of get-before-create, batched: one
+    ``{"$knowledge": [["$or", ["$eq","name",A], …]]}`` query per 100 names (the reference's own
+    lookup form) instead of one ``knowledge-get`` per entry."""
+    found: set[str] = set()
+    for i in range(0, len(names), _GET_BATCH):
+        chunk = names[i : i + _GET_BATCH]
+        condition: list[Any] = ["$or", *(["$eq", "name", name] for name in chunk)]
+        if len(chunk) == 1:
+            condition = ["$eq", "name", chunk[0]]
+        rows = store.query({"$knowledge": [condition], "limit": len(chunk), "offset": 0})
+        found.update(row.name for row in rows if isinstance(row, KnowledgeEntry))
+    return found
 
 
 def _retract_earlier(ctx: JobContext, store: MemoryStore, plan: SpanPlan, writes: _Writes) -> None:
