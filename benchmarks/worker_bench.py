@@ -28,13 +28,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from worker_dshgen import SessionLogWriter, conversation, embedded_runtime  # noqa: E402
+from worker_dshgen import SessionLogWriter, conversation, embedded_runtime
 
-from memory.dsh.reader import read_log  # noqa: E402
-from memory.messages import is_loggable  # noqa: E402
-from memory.store.lite import db, shelves  # noqa: E402
-from worker.runner import InProcessRunner  # noqa: E402
-from worker.watch import Watcher  # noqa: E402
+from memory.dsh.reader import read_log
+from memory.messages import is_loggable
+from memory.store.lite import db, shelves
+from worker.runner import InProcessRunner
+from worker.watch import Watcher
 
 BIN = Path(sys.executable).parent
 OUT = Path(__file__).resolve().parent / "out"
