@@ -72,8 +72,8 @@ def configure(settings: Settings, *, queue: str = DEFAULT_QUEUE) -> Celery:
 
 def backoff_s(retries: int, base_s: float) -> float:
     """Exponential backoff with jitter: ``base * 2**retries`` scaled by a factor in [0.5, 1.5)."""
-    ceiling = min(_MAX_BACKOFF_S, base_s * (2**retries))
-    return ceiling * (0.5 + random.random())
+    ceiling = min(_MAX_BACKOFF_S, base_s * float(2**retries))
+    return float(ceiling * (0.5 + random.random()))
 
 
 def _get_runtime() -> Any:
@@ -84,11 +84,12 @@ def _get_runtime() -> Any:
         if _runtime is None:
             if _settings is None:
                 raise RuntimeError("worker.tasks.configure(settings) was not called")
-            _runtime = build_runtime(_settings, owner=f"celery:{os.getpid()}")
+            # `memory-worker worker` migrated the state database before the pool started.
+            _runtime = build_runtime(_settings, owner=f"celery:{os.getpid()}", migrate=False)
         return _runtime
 
 
-@signals.worker_process_init.connect
+@signals.worker_process_init.connect  # type: ignore[untyped-decorator]
 def _reset_after_fork(**_: Any) -> None:
     # Connections and store handles must not cross a fork: each pool process builds its own.
     global _runtime
@@ -113,13 +114,13 @@ def _run(task: Any, job: str, session_id: str, shelf: str) -> dict[str, Any]:
     return result.as_dict()
 
 
-@app.task(name=TASK_LOG_SPAN, bind=True, acks_late=True)
+@app.task(name=TASK_LOG_SPAN, bind=True, acks_late=True)  # type: ignore[untyped-decorator]
 def log_span_task(self: Any, session_id: str, shelf: str) -> dict[str, Any]:
     """Log the owed span of one session (see :func:`worker.pipeline.log_span`)."""
     return _run(self, "log_span", session_id, shelf)
 
 
-@app.task(name=TASK_SESSION_NODE, bind=True, acks_late=True)
+@app.task(name=TASK_SESSION_NODE, bind=True, acks_late=True)  # type: ignore[untyped-decorator]
 def session_node_task(self: Any, session_id: str, shelf: str) -> dict[str, Any]:
     """Write the session node and its owed edges (see :func:`worker.pipeline.session_node`)."""
     return _run(self, "session_node", session_id, shelf)

@@ -16,6 +16,7 @@ owed work from ``durable end − watermark`` for every session, so lost messages
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import logging
 import os
 import threading
@@ -101,6 +102,8 @@ class Watcher:
                 state.last_activity_at is None or failure.last_at >= state.last_activity_at
             ):
                 continue  # a permanent problem with no growth since: not retried forever
+            if not Path(state.path).exists():
+                continue  # the log is gone (deleted or moved): nothing can be read for it
             row = progress.get(state.session_id)
             logged = row.last_logged_seq if row is not None else 0
             if state.durable_end_seq > max(logged, state.inherited_cut):
@@ -378,9 +381,7 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _mtime(path: Path) -> object:
-    import datetime as dt
-
+def _mtime(path: Path) -> dt.datetime:
     try:
         return dt.datetime.fromtimestamp(os.stat(path).st_mtime, dt.UTC)
     except OSError:

@@ -23,6 +23,7 @@ from worker.commands.run import (
     err,
     load_or_exit,
     open_runtime_or_exit,
+    serve_metrics,
     setup_logging,
     stop_on_signals,
 )
@@ -75,6 +76,7 @@ def daemon(
     setup_logging(settings)
     tasks.configure(settings, queue=queue)
     runtime = open_runtime_or_exit(settings, "daemon")
+    serve_metrics(settings)
     hints = BrokerHints()
     watcher = Watcher(runtime, hints, shelf=settings.store_shelf)
     stop = stop_on_signals()

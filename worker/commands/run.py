@@ -67,6 +67,19 @@ def setup_logging(settings: Settings) -> None:
     root.propagate = False
 
 
+def serve_metrics(settings: Settings) -> None:
+    """Expose the Prometheus metrics on ``metrics_port`` when one is configured."""
+    if settings.metrics_port is None:
+        return
+    from prometheus_client import start_http_server
+
+    try:
+        start_http_server(settings.metrics_port)
+    except OSError as exc:
+        err.print(f"memory-worker: metrics port {settings.metrics_port} unavailable: "
+                  f"{escape(str(exc.strerror or exc))}; continuing without metrics")
+
+
 def open_runtime_or_exit(settings: Settings, kind: str, *, force_idle: bool = False) -> Runtime:
     """The runtime (state migrated to head); an unusable state database is one line, exit 2."""
     try:
@@ -166,6 +179,7 @@ def _run_once(runtime: Runtime, shelf: str) -> None:
 
 
 def _follow(runtime: Runtime, shelf: str) -> None:
+    serve_metrics(runtime.settings)
     stop = stop_on_signals()
     runner = InProcessRunner(runtime)
     watcher = Watcher(runtime, runner.submit, shelf=shelf)
@@ -173,6 +187,9 @@ def _follow(runtime: Runtime, shelf: str) -> None:
         f"following {runtime.settings.sessions_root} → shelf {shelf!r} (Ctrl-C to stop)",
         soft_wrap=True,
     )
-    watcher.run(stop, after_poll=lambda _report: runner.run_ready())
+    def _work(_report: ScanReport) -> None:
+        runner.run_ready()
+
+    watcher.run(stop, after_poll=_work)
     err.print(f"stopped; {runner.stats.written} entries written, "
               f"{runner.stats.retracted} retracted")

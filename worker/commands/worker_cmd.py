@@ -18,7 +18,13 @@ from worker import tasks
 from worker.cli import app
 from worker.commands.config import ConfigOption
 from worker.commands.daemon import QueueOption
-from worker.commands.run import err, load_or_exit, open_runtime_or_exit, setup_logging
+from worker.commands.run import (
+    err,
+    load_or_exit,
+    open_runtime_or_exit,
+    serve_metrics,
+    setup_logging,
+)
 
 
 class Pool(StrEnum):
@@ -44,6 +50,7 @@ def worker_command(
     setup_logging(settings)
     open_runtime_or_exit(settings, "migrate").close()  # migrate once, before any child starts
     tasks.configure(settings, queue=queue)
+    serve_metrics(settings)  # jobs run in this process with --pool solo/threads
     node = name or f"memory-worker-{os.getpid()}@{socket.gethostname()}"
     argv = [
         "worker",
