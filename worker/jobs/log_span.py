@@ -21,9 +21,17 @@ from memory.span import SpanOptions, SpanPlan, plan_span
 from memory.store.base import KnowledgeEntry, MemoryStore
 from memory.withdrawal import find_markers
 from worker.jobs.context import JobContext, JobOutput, skipped
-from worker.jobs.logread import LogWindow, TransientJobError, extend_back, read_window
+from worker.jobs.logread import (
+    LogWindow,
+    Survey,
+    TransientJobError,
+    extend_back,
+    read_window,
+    slice_span,
+    survey_log,
+)
 from worker.jobs.runtime import ConsolidationOwed, ms_of
-from worker.triggers import Cut, Timing, cut_span, span_start
+from worker.triggers import Timing, cut_span, span_start
 
 
 def span_options(ctx: JobContext) -> SpanOptions:
@@ -54,10 +62,16 @@ class _Writes:
     duplicates: int = 0
     retracted: int = 0
     edges: int = 0
+    withdrawn: int = 0
 
 
 def log_span(ctx: JobContext) -> JobOutput:
-    """Log the span a session owes now (nothing when no cut is due)."""
+    """Log the span a session owes now (nothing when no cut is due).
+
+    A span longer than ``Runtime.max_span_events`` is surveyed in one streaming pass (cuts and
+    markers only) and then written in slices that end at step or turn boundaries, each slice
+    advancing the watermark after its writes, so memory stays bounded on million-event logs.
+    """
     with ctx.state() as repos:
         session = repos.sessions.get(ctx.session_id)
         progress = repos.progress.get(ctx.shelf, ctx.session_id)
@@ -65,67 +79,87 @@ def log_span(ctx: JobContext) -> JobOutput:
         return skipped("session not seen by the watcher yet")
     if session.forgotten:
         return skipped("session is forgotten")
+    whitelist = ctx.runtime.settings.withdrawal_kinds
     start = span_start(progress.last_logged_seq, session.inherited_cut)
-    window = read_window(session, start)
-    tail = window.tail(start)
-    cut = cut_span(
-        tail, start=start, durable_end=window.durable_end,
-        timing=timing(ctx, ms_of(session.last_activity_at)),
-    )
+    limit = ctx.runtime.max_span_events
+    window: LogWindow | None = None
+    if session.durable_end_seq - start > limit:
+        survey = survey_log(session, start, whitelist)
+    else:
+        window = read_window(session, start)
+        survey = Survey.of(window.tail(start), window.durable_end, whitelist)
+    clock = timing(ctx, ms_of(session.last_activity_at))
+    cut = cut_span(survey.boundaries, start=start, durable_end=survey.durable_end, timing=clock)
     if cut is None:
-        idle = timing(ctx, ms_of(session.last_activity_at)).idle
-        if idle and session.closed_at is None and window.durable_end <= start:
+        if clock.idle and session.closed_at is None and survey.durable_end <= start:
             # Idle with nothing left to log: close it all the same (consolidation is owed).
             _close(ctx, session.project, progress.last_consolidated_seq, start)
             return skipped("idle-closed; nothing left to log", from_seq=start, to_seq=start)
         return skipped("no span due", from_seq=start, to_seq=start)
 
-    whitelist = ctx.runtime.settings.withdrawal_kinds
     markers: dict[int, tuple[int, str]] = {}
-    for marker in find_markers(tail, whitelist):
+    for marker in find_markers(survey.markers, whitelist):
         for seq in marker.withdrawn_seqs:
             markers.setdefault(seq, (marker.seq, marker.kind))
     withdrawn_before = [seq for seq in markers if seq < start]
-    if withdrawn_before:
-        window = extend_back(session, window, min(withdrawn_before))
-    plan = plan_span(
-        window.events,
-        tail,
-        span_from=start,
-        span_to=cut.to_seq,
-        session_id=ctx.session_id,
-        project=session.project,
-        inherited_cut=session.inherited_cut,
-        base_ordinal=window.base_ordinal(start),
-        prefix_ordinals=window.ordinals_before(start) if withdrawn_before else None,
-        whitelist=whitelist,
-        options=span_options(ctx),
-        before=window.event_at(start - 1) if start > 0 else None,
-    )
+    slices = slice_span(survey.boundaries, start, cut.to_seq, limit)
     store = ctx.store()
     writes = _Writes()
-    _write_entries(ctx, store, plan, session.project, markers, writes)
-    _retract_earlier(ctx, store, plan, writes)
-    if progress.has_session_node:
-        writes.edges = settle_edges(
-            ctx, store, project=session.project,
-            link_from=progress.last_belong_to_index, link_to=plan.next_ordinal,
-            skip=plan.skip_ordinals,
+    version = progress.version
+    link_from = progress.last_belong_to_index
+    next_ordinal = 0
+    for number, (lower, upper) in enumerate(slices):
+        first = number == 0
+        if first:
+            piece = window if window is not None else read_window(session, start, upper)
+            if withdrawn_before:
+                piece = extend_back(session, piece, min(withdrawn_before))
+            next_ordinal = piece.base_ordinal(start)
+        else:
+            piece = read_window(session, lower - 1, upper)
+        plan = plan_span(
+            piece.events,
+            survey.markers,
+            span_from=lower,
+            span_to=upper,
+            session_id=ctx.session_id,
+            project=session.project,
+            inherited_cut=session.inherited_cut,
+            base_ordinal=next_ordinal,
+            prefix_ordinals=piece.ordinals_before(start) if first and withdrawn_before else None,
+            whitelist=whitelist,
+            options=span_options(ctx),
+            before=piece.event_at(lower - 1) if lower > 0 else None,
         )
-    ctx.heartbeat()
-    _advance(ctx, progress.version, cut, plan, progress.has_session_node)
+        _write_entries(ctx, store, plan, session.project, markers, writes)
+        _retract_earlier(ctx, store, plan, writes)
+        if progress.has_session_node:
+            writes.edges += settle_edges(
+                ctx, store, project=session.project,
+                link_from=link_from, link_to=plan.next_ordinal, skip=plan.skip_ordinals,
+            )
+            link_from = plan.next_ordinal
+        writes.withdrawn += sum(1 for item in plan.items if item.withdrawn)
+        ctx.heartbeat()
+        next_ordinal = plan.next_ordinal
+        belong_to = next_ordinal if progress.has_session_node else None
+        advanced = _advance(ctx, version, upper, belong_to)
+        if advanced is None:
+            break  # another run already covered the rest of this span
+        version = advanced
     if cut.idle_close:
         _close(ctx, session.project, progress.last_consolidated_seq, cut.to_seq)
+    pieces = f" in {len(slices)} slices" if len(slices) > 1 else ""
     return JobOutput(
         status="done",
-        detail=f"logged [{cut.start}, {cut.to_seq}) at {cut.reason}",
+        detail=f"logged [{cut.start}, {cut.to_seq}) at {cut.reason}{pieces}",
         from_seq=cut.start,
         to_seq=cut.to_seq,
         written=writes.written,
         duplicates=writes.duplicates,
         retracted=writes.retracted,
         edges=writes.edges,
-        withdrawn=sum(1 for item in plan.items if item.withdrawn),
+        withdrawn=writes.withdrawn,
     )
 
 
@@ -256,23 +290,23 @@ def settle_edges(
     return linked
 
 
-def _advance(
-    ctx: JobContext, version: int, cut: Cut, plan: SpanPlan, has_node: bool
-) -> None:
+def _advance(ctx: JobContext, version: int, to_seq: int, belong_to: int | None) -> int | None:
+    """Advance the watermarks after the writes; the new version, or ``None`` when another run
+    already advanced past ``to_seq`` (nothing is lost: its writes covered this span)."""
     with ctx.state() as repos:
         advanced = repos.progress.advance(
             ctx.shelf,
             ctx.session_id,
             expected_version=version,
             lease_token=ctx.lease.token,
-            last_logged_seq=cut.to_seq,
-            last_belong_to_index=plan.next_ordinal if has_node else None,
+            last_logged_seq=to_seq,
+            last_belong_to_index=belong_to,
         )
         if advanced:
-            return
+            return version + 1
         now = repos.progress.get(ctx.shelf, ctx.session_id)
-    if now.last_logged_seq >= cut.to_seq:
-        return  # someone else already covered this span (a duplicate task); nothing is lost
+    if now.last_logged_seq >= to_seq:
+        return None
     raise TransientJobError(
         f"watermark of {ctx.session_id} moved or the lease was lost before the advance; "
         "the span is re-done on the next attempt"

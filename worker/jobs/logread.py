@@ -7,18 +7,21 @@ there without counting the prefix: span cost is O(span), not O(log).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from memory.dsh.events import Event, Problem
-from memory.dsh.position import CheckpointIndex
-from memory.dsh.reader import read_range
+from memory.dsh.position import CheckpointIndex, ScanPosition
+from memory.dsh.reader import iter_log, read_range
 from memory.messages import base_ordinal, message_ordinals
+from memory.withdrawal import is_marker
 from worker.state.sessions import Checkpoint, SessionState
 
 #: Read "to the end of the log".
 END: int = 1 << 62
 _FATAL = frozenset({"corrupt", "unsupported"})
+_BOUNDARIES = frozenset({"turn/end", "step/end"})
 
 
 class PermanentJobError(Exception):
@@ -84,30 +87,97 @@ def _start_point(state: SessionState, seq: int) -> Checkpoint:
     return point
 
 
-def read_window(state: SessionState, from_seq: int) -> LogWindow:
-    """Read ``state``'s log from the checkpoint at or before ``from_seq`` to its durable end.
+def read_window(state: SessionState, from_seq: int, to_seq: int = END) -> LogWindow:
+    """Read ``state``'s log from the checkpoint at or before ``from_seq`` up to ``to_seq`` (by
+    default its durable end).
 
     A corrupt or unsupported log raises :class:`PermanentJobError`; a log that cannot be read
     (gone, permissions) raises :class:`TransientJobError`. A torn tail is simply not returned.
     """
     point = _start_point(state, from_seq)
     index = checkpoint_index(state)
-    result = read_range(Path(state.path), point.seq, END, index)
-    fatal = [p for p in result.problems if p.kind in _FATAL]
-    if fatal:
-        raise PermanentJobError(f"{state.path}: {fatal[0]}")
-    io = [p for p in result.problems if p.kind == "io"]
-    if io:
-        raise TransientJobError(str(io[0]))
+    result = read_range(Path(state.path), point.seq, to_seq, index)
+    _raise_for(state, result.problems)
     events = result.events
     if events and events[0].seq != point.seq:
         # The index no longer matches the file (replaced or rewritten): count from the start.
         point = Checkpoint(0, 0, 0)
-        result = read_range(Path(state.path), 0, END, CheckpointIndex())
+        result = read_range(Path(state.path), 0, to_seq, CheckpointIndex())
         events = result.events
     end = events[-1].seq + 1 if events else point.seq
     ordinal = point.ordinal if point.seq >= state.inherited_cut else 0
     return LogWindow(events, point.seq, ordinal, state.inherited_cut, end, result.problems)
+
+
+def _raise_for(state: SessionState, problems: list[Problem]) -> None:
+    fatal = [p for p in problems if p.kind in _FATAL]
+    if fatal:
+        raise PermanentJobError(f"{state.path}: {fatal[0]}")
+    io = [p for p in problems if p.kind == "io"]
+    if io:
+        raise TransientJobError(str(io[0]))
+
+
+@dataclass(slots=True)
+class Survey:
+    """What cutting and withdrawal need from ``[start, durable end)``: the ``turn/end`` /
+    ``step/end`` events and the withdrawal markers (a few per thousand events), not the rest."""
+
+    boundaries: list[Event]
+    markers: list[Event]
+    durable_end: int
+
+    @classmethod
+    def of(cls, events: list[Event], durable_end: int, whitelist: Iterable[str]) -> Survey:
+        allowed = frozenset(whitelist)
+        return cls(
+            [e for e in events if e.type in _BOUNDARIES],
+            [e for e in events if is_marker(e, allowed)],
+            durable_end,
+        )
+
+
+def survey_log(state: SessionState, start: int, whitelist: Iterable[str]) -> Survey:
+    """Stream ``[start, durable end)`` once in constant memory, keeping only what a
+    :class:`Survey` holds (for spans too large to hold in memory at once)."""
+    allowed = frozenset(whitelist)
+    point = _start_point(state, start)
+    position = ScanPosition(point.offset, max(start, point.seq), point.seq)
+    scan, events = iter_log(Path(state.path), position)
+    boundaries: list[Event] = []
+    markers: list[Event] = []
+    end = start
+    for event in events:
+        end = event.seq + 1
+        if event.type in _BOUNDARIES:
+            boundaries.append(event)
+        elif is_marker(event, allowed):
+            markers.append(event)
+    _raise_for(state, scan.problems)
+    return Survey(boundaries, markers, end)
+
+
+def slice_span(
+    boundaries: list[Event], start: int, to_seq: int, limit: int
+) -> list[tuple[int, int]]:
+    """Split ``[start, to_seq)`` into pieces of at most ``limit`` events that end just after a
+    ``turn/end`` or ``step/end`` (a single longer turn/step stays whole)."""
+    points = [e.seq + 1 for e in boundaries if start < e.seq + 1 < to_seq]
+    slices: list[tuple[int, int]] = []
+    lower = start
+    i = 0
+    while to_seq - lower > limit and i < len(points):
+        best = None
+        while i < len(points) and points[i] - lower <= limit:
+            best = points[i]
+            i += 1
+        if best is None:
+            best = points[i]
+            i += 1
+        slices.append((lower, best))
+        lower = best
+    slices.append((lower, to_seq))
+    return slices
 
 
 def extend_back(state: SessionState, window: LogWindow, to_seq: int) -> LogWindow:
@@ -117,9 +187,7 @@ def extend_back(state: SessionState, window: LogWindow, to_seq: int) -> LogWindo
         return window
     point = _start_point(state, to_seq)
     result = read_range(Path(state.path), point.seq, window.first_seq, checkpoint_index(state))
-    fatal = [p for p in result.problems if p.kind in _FATAL or p.kind == "io"]
-    if fatal:
-        raise TransientJobError(str(fatal[0]))
+    _raise_for(state, result.problems)
     ordinal = point.ordinal if point.seq >= state.inherited_cut else 0
     return LogWindow(
         result.events + window.events,

@@ -45,6 +45,8 @@ class Runtime:
     force_idle: bool = False
     consolidation_hook: ConsolidationHook | None = None
     store_factory: Callable[[str], MemoryStore] | None = None
+    #: A span longer than this is written in slices (bounded memory on huge logs).
+    max_span_events: int = 50_000
     _stores: dict[str, MemoryStore] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

@@ -1,0 +1,94 @@
+"""A span longer than ``max_span_events`` is surveyed in one streaming pass and written in slices
+that end at step/turn boundaries — with exactly the store contents of an unsliced run (withdrawn
+messages skipped, an earlier written one retracted, ordinals and edges aligned)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from conftest import REPO
+
+from memory.dsh.events import Event
+from memory.store.lite.store import LiteStore
+from worker.jobs.logread import slice_span
+from worker.runner import InProcessRunner
+from worker.watch import Watcher
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+from worker_dshgen import SessionLogWriter, embedded_runtime
+
+CWD = "/home/dev/proj"
+
+
+def run(root: Path, max_span_events: int) -> tuple[dict[str, Any], list[Any]]:
+    runtime = embedded_runtime(root, force_idle=True)
+    runtime.max_span_events = max_span_events
+    runner = InProcessRunner(runtime, keep_results=True)
+    watcher = Watcher(runtime, runner.submit)
+    watcher.poll_once()
+    watcher.reconcile()
+    runner.drain(timeout_s=60)
+    runtime.close()
+    with LiteStore("default", home=root / "lite") as store:
+        return store.dump(), runner.stats.results
+
+
+def test_sliced_spans_write_exactly_what_one_span_writes(tmp_path: Path) -> None:
+    log = SessionLogWriter(tmp_path / "one" / "dsh", "s-big", CWD)
+    first = log.turn("start", "started")
+    log.title("A big session", first.user_seq)
+    for i in range(30):
+        log.turn(f"q{i}", f"a{i}", steps=2)
+    doomed = log.turn("take this back", "taken back")
+    log.turn("and this", "also gone")
+    log.rewind(doomed.user_seq)
+    for i in range(30, 45):
+        log.turn(f"q{i}", f"a{i}")
+    log.flush()
+    shutil.copytree(tmp_path / "one", tmp_path / "sliced")
+
+    whole, whole_results = run(tmp_path / "one", 1_000_000)
+    sliced, sliced_results = run(tmp_path / "sliced", 40)
+    assert sliced == whole
+    names = {row["name"] for row in whole["knowledge"]}
+    # 2 + 30 × 3 messages before the withdrawn two turns (ordinals 92–95), 15 turns after.
+    assert not {f"msg-s-big-{n}" for n in range(92, 96)} & names
+    assert {f"msg-s-big-{n}" for n in [*range(92), *range(96, 126)]} | {"session-s-big"} == names
+    edges = {s["head"] for s in whole["statements"]}
+    assert edges == names - {"session-s-big"}
+    detail = next(r.detail for r in sliced_results if r.job == "log_span")
+    slices = int(detail.rsplit(" in ", 1)[1].split()[0])
+    assert slices > 10
+    assert "slices" not in next(r.detail for r in whole_results if r.job == "log_span")
+
+
+def test_a_withdrawal_of_sliced_entries_written_earlier_is_retracted(tmp_path: Path) -> None:
+    root = tmp_path
+    log = SessionLogWriter(root / "dsh", "s-late", CWD)
+    for i in range(20):
+        log.turn(f"q{i}", f"a{i}")
+    log.flush()
+    run(root, 25)
+    doomed_user = log.surface[10]  # the prompt of turn 5 (ordinal 10)
+    log.rewind(doomed_user)
+    for i in range(20, 40):
+        log.turn(f"q{i}", f"a{i}")
+    log.flush()
+    dump, results = run(root, 25)
+    names = {row["name"] for row in dump["knowledge"]}
+    assert names == {f"msg-s-late-{n}" for n in [*range(10), *range(40, 80)]}
+    assert sum(r.retracted for r in results) == 30
+
+
+def ev(seq: int, type_: str) -> Event:
+    return Event(seq=seq, type=type_, time=None, data={})
+
+
+def test_slices_end_after_boundaries_and_a_long_turn_stays_whole() -> None:
+    bounds = [ev(9, "turn/end"), ev(19, "turn/end"), ev(60, "turn/end"), ev(70, "step/end")]
+    assert slice_span(bounds, 0, 80, 25) == [(0, 20), (20, 61), (61, 80)]
+    assert slice_span(bounds, 0, 80, 1000) == [(0, 80)]
+    assert slice_span([], 0, 80, 10) == [(0, 80)]
