@@ -136,3 +136,17 @@ def test_a_session_id_found_twice_is_reported_once_and_read_once(
     lines = [r.getMessage() for r in caplog.records if "appears twice" in r.getMessage()]
     assert len(lines) == 1
     runtime.close()
+
+
+def test_frequent_small_appends_keep_the_checkpoint_index_sparse(tmp_path: Path) -> None:
+    runtime = embedded_runtime(tmp_path)
+    watcher = Watcher(runtime, lambda *_: None)
+    log = SessionLogWriter(tmp_path / "dsh", "s-sparse", CWD, compressed=True)
+    for i in range(150):
+        log.turn(f"q{i}", f"a{i}")
+        log.flush()
+        watcher.poll_once()
+    state = session(runtime, "s-sparse")
+    assert state.durable_end_seq == 900
+    assert 1 <= len(state.checkpoints) <= 3  # about one per 512 events, not one per poll
+    runtime.close()

@@ -21,17 +21,18 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from array import array
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from memory import entries
 from memory.content import project_scope
-from memory.dsh.events import Event, Header
-from memory.dsh.forks import inherited_cut
+from memory.dsh.events import Event, Header, Problem
 from memory.dsh.locate import SessionLocation, discover_sessions
-from memory.dsh.position import ScanPosition
-from memory.dsh.reader import ScanResult, read_range, scan_log
+from memory.dsh.position import CheckpointIndex, ScanPosition
+from memory.dsh.reader import read_range
+from memory.dsh.scanner import LogScan
 from memory.messages import base_ordinal, is_loggable
 from worker.jobs.logread import checkpoint_index
 from worker.jobs.runtime import Runtime, ms_of
@@ -42,6 +43,7 @@ log = logging.getLogger("memory_worker")
 
 Enqueue = Callable[[str, str, str], None]  # (job, session id, shelf)
 SCAN_TASK = "scan"
+_FATAL = frozenset({"corrupt", "unsupported", "io"})
 
 
 @dataclass(slots=True)
@@ -53,6 +55,70 @@ class ScanReport:
     new_events: int = 0
     enqueued: int = 0
     problems: int = 0
+
+
+@dataclass(slots=True)
+class _Digest:
+    """What the watcher keeps of newly read events, consumed one at a time (constant memory
+    but for one ordinal per event): the message ordinal before each event (for checkpoints),
+    the fork cut, the last ``turn/end``, a pending ``step/end`` and the latest host summary."""
+
+    ordinal: int
+    cut: int
+    fresh: bool
+    version: int | None = None
+    first_seq: int | None = None
+    ordinals: array[int] = field(default_factory=lambda: array("q"))
+    count: int = 0
+    last_turn_end: int | None = None
+    step_end_after_turn: bool = False
+    step_end_time: int | None = None
+    title: Event | None = None
+    saw_node_event: bool = False
+
+    @classmethod
+    def start(cls, ordinal: int, state: SessionState | None) -> _Digest:
+        cut = state.inherited_cut if state is not None else 0
+        return cls(ordinal=ordinal, cut=cut, fresh=state is None)
+
+    def begin(self, header: Header) -> None:
+        """Once the header is known; on first sight a V0/V1 fork's cut is in the header."""
+        if self.version is None:
+            self.version = header.version
+            if self.fresh and header.version <= 1:
+                self.cut = header.seed_length or 0
+
+    def add(self, event: Event) -> None:
+        if self.first_seq is None:
+            self.first_seq = event.seq
+        if (
+            event.type == "session/end-seed"
+            and (self.version or 0) >= 2
+            and isinstance(event.data, Mapping)
+            and event.data.get("inherited") is True
+        ):
+            self.cut, self.ordinal = event.seq, 0  # all before it was the parent's
+        self.ordinals.append(self.ordinal)
+        if event.seq >= self.cut and is_loggable(event):
+            self.ordinal += 1
+        if event.type == TURN_END:
+            self.last_turn_end = event.seq
+            self.step_end_after_turn, self.step_end_time = False, None
+        elif event.type == STEP_END and not self.step_end_after_turn:
+            self.step_end_after_turn, self.step_end_time = True, event.time
+        if event.type in SESSION_NODE_EVENTS:
+            self.saw_node_event = True
+            if event.seq >= self.cut:
+                self.title = event
+        self.count += 1
+
+    def covers(self, seq: int) -> bool:
+        return self.first_seq is not None and 0 <= seq - self.first_seq < self.count
+
+    def ordinal_at(self, seq: int) -> int:
+        """The message ordinal before ``seq`` (0 inside a fork's inherited prefix)."""
+        assert self.first_seq is not None
+        return 0 if seq <= self.cut else self.ordinals[seq - self.first_seq]
 
 
 class Watcher:
@@ -183,102 +249,93 @@ class Watcher:
         elif state is not None and state.path != path:
             generation += 1
             self._ordinal_at_end.pop(sid, None)
-        index = checkpoint_index(state) if state is not None and position is not None else None
-        result = scan_log(location.path, position, index)
-        if not result.ok:
+        known = state if position is not None else None
+        index = checkpoint_index(known) if known is not None else None
+        scan = LogScan(location.path, position, index)
+        digest = _Digest.start(self._ordinal_at(location.path, known), known)
+        for event in scan:
+            if digest.version is None and scan.header is not None:
+                digest.begin(scan.header)
+            digest.add(event)
+        if any(p.kind in _FATAL for p in scan.problems):
             if stamp is not None:
                 self._unchanged[sid] = stamp  # not re-read until the file changes
-            self._scan_problem(sid, result)
+            self._scan_problem(sid, scan.problems)
             report.problems += 1
             return
-        if result.header is None:
+        header = scan.header
+        if header is None:
             return  # an empty or half-written header: nothing durable yet
-        if result.header.id != sid:
+        if header.id != sid:
             self._report(
                 sid,
-                f"{location.path}: header id {result.header.id!r} does not match its directory "
+                f"{location.path}: header id {header.id!r} does not match its directory "
                 f"({sid!r}); skipped",
             )
             report.problems += 1
             return
         self._reported.pop(sid, None)
-        if not result.torn and stamp is not None:
+        if not scan.torn and stamp is not None:
             self._unchanged[sid] = stamp
-        if not result.events and state is not None and position is not None:
+        if digest.count == 0 and known is not None:
             return
-        self._record(location, state if position is not None else None, result, generation)
+        if digest.version is None:
+            digest.begin(header)
+        self._record(location, known, header, scan.position, scan.index, digest, generation)
         report.changed += 1
-        report.new_events += len(result.events)
-        report.enqueued += self._hints(sid, result.events)
+        report.new_events += digest.count
+        report.enqueued += self._hints(sid, digest)
 
     def _record(
         self,
         location: SessionLocation,
         state: SessionState | None,
-        result: ScanResult,
+        header: Header,
+        position: ScanPosition,
+        index: CheckpointIndex,
+        digest: _Digest,
         generation: int,
     ) -> None:
         sid = location.session_id
-        header = result.header
-        assert header is not None
-        events = result.events
         old_end = state.durable_end_seq if state is not None else 0
-        cut = state.inherited_cut if state is not None else 0
-        found_cut = inherited_cut(header, events)
-        if found_cut > cut or state is None:
-            cut = found_cut
-        ordinal = self._ordinal_at(location.path, state, old_end, cut)
-        checkpoints: list[Checkpoint] = []
         known = {p.seq for p in state.checkpoints} if state is not None else set()
-        counted = ordinal
-        new_points = [
-            (seq, offset)
-            for seq, offset in zip(result.index.seqs, result.index.offsets, strict=True)
-            if seq >= old_end and seq not in known
+        checkpoints = [
+            Checkpoint(seq, offset, digest.ordinal_at(seq))
+            for seq, offset in zip(index.seqs, index.offsets, strict=True)
+            if seq >= old_end and seq not in known and digest.covers(seq)
         ]
-        points = iter(new_points)
-        upcoming = next(points, None)
-        for event in events:
-            while upcoming is not None and upcoming[0] <= event.seq:
-                checkpoints.append(Checkpoint(upcoming[0], upcoming[1], counted))
-                upcoming = next(points, None)
-            if event.seq >= cut and is_loggable(event):
-                counted += 1
-        end = result.position.next_seq
-        self._ordinal_at_end[sid] = counted
-        turn_ends = [e.seq for e in events if e.type == TURN_END]
-        titles = [e for e in events if e.type in SESSION_NODE_EVENTS and e.seq >= cut]
+        self._ordinal_at_end[sid] = digest.ordinal
         title = None
-        if titles:
-            text = entries.session_node_text(titles[-1], None, self.runtime.now_ms())
-            title = (titles[-1].seq, text) if text else None
+        if digest.title is not None:
+            text = entries.session_node_text(digest.title, None, self.runtime.now_ms())
+            title = (digest.title.seq, text) if text else None
         activity = self.runtime.now() if state is not None else _mtime(location.path)
         with self.runtime.state.transaction() as repos:
             repos.sessions.upsert_scan(
                 sid,
                 path=str(location.path),
-                scan_offset=result.position.offset,
-                scan_seq=result.position.start_seq,
-                durable_end_seq=end,
+                scan_offset=position.offset,
+                scan_seq=position.start_seq,
+                durable_end_seq=position.next_seq,
                 generation=generation,
                 project=project_scope(header.cwd) if state is None else None,
                 header=_header_facts(header) if state is None else None,
-                inherited_cut=cut,
+                inherited_cut=digest.cut,
                 new_checkpoints=checkpoints,
-                last_turn_end_seq=turn_ends[-1] if turn_ends else None,
+                last_turn_end_seq=digest.last_turn_end,
                 title=title,
-                last_activity_at=activity if events or state is None else None,
+                last_activity_at=activity if digest.count or state is None else None,
             )
 
-    def _ordinal_at(
-        self, path: Path, state: SessionState | None, seq: int, cut: int
-    ) -> int:
-        """The message ordinal at ``seq`` (cached; else counted from the nearest checkpoint)."""
-        if state is None or seq <= 0:
+    def _ordinal_at(self, path: Path, state: SessionState | None) -> int:
+        """The message ordinal at ``state``'s durable end (cached; else counted from the
+        nearest checkpoint)."""
+        if state is None or state.durable_end_seq <= 0:
             return 0
         cached = self._ordinal_at_end.get(state.session_id)
         if cached is not None:
             return cached
+        seq, cut = state.durable_end_seq, state.inherited_cut
         point = state.checkpoint_at_or_before(seq) or Checkpoint(0, 0, 0)
         span = read_range(path, point.seq, seq, checkpoint_index(state))
         return base_ordinal(span.events, seq, inherited_cut=cut,
@@ -286,18 +343,16 @@ class Watcher:
 
     # --------------------------------------------------------------------------------- hints
 
-    def _hints(self, sid: str, events: list[Event]) -> int:
+    def _hints(self, sid: str, digest: _Digest) -> int:
         sent = 0
-        if any(e.type == TURN_END for e in events):
+        if digest.last_turn_end is not None:
             self._step_deadline.pop(sid, None)
             self.enqueue("log_span", sid, self.shelf)
             sent += 1
-        after_turn = _after_last_turn_end(events)
-        step_ends = [e for e in after_turn if e.type == STEP_END]
-        if step_ends and sid not in self._step_deadline:
-            first = step_ends[0].time or self.runtime.now_ms()
+        if digest.step_end_after_turn and sid not in self._step_deadline:
+            first = digest.step_end_time or self.runtime.now_ms()
             self._step_deadline[sid] = first + int(self.runtime.settings.flush_window_s * 1000)
-        if any(e.type in SESSION_NODE_EVENTS for e in events):
+        if digest.saw_node_event:
             self.enqueue("session_node", sid, self.shelf)
             sent += 1
         return sent
@@ -331,9 +386,9 @@ class Watcher:
 
     # ------------------------------------------------------------------------------ problems
 
-    def _scan_problem(self, sid: str, result: ScanResult) -> None:
-        fatal = [p for p in result.problems if p.kind in ("corrupt", "unsupported", "io")]
-        problem = fatal[0] if fatal else result.problems[0]
+    def _scan_problem(self, sid: str, problems: list[Problem]) -> None:
+        fatal = [p for p in problems if p.kind in _FATAL]
+        problem = fatal[0] if fatal else problems[0]
         permanent = problem.kind in ("corrupt", "unsupported")
         line = f"session {sid}: {problem}"
         if self._report(sid, line) and permanent:
@@ -353,13 +408,6 @@ class Watcher:
 
 def _owes_node(state: SessionState) -> bool:
     return state.last_title_seq is not None and state.last_title_seq >= state.inherited_cut
-
-
-def _after_last_turn_end(events: list[Event]) -> list[Event]:
-    for i in range(len(events) - 1, -1, -1):
-        if events[i].type == TURN_END:
-            return events[i + 1 :]
-    return events
 
 
 def _header_facts(header: Header) -> dict[str, object]:
