@@ -97,7 +97,7 @@ def read_window(state: SessionState, from_seq: int, to_seq: int = END) -> LogWin
     point = _start_point(state, from_seq)
     index = checkpoint_index(state)
     result = read_range(Path(state.path), point.seq, to_seq, index)
-    _raise_for(state, result.problems)
+    raise_for_problems(state, result.problems)
     events = result.events
     if events and events[0].seq != point.seq:
         # The index no longer matches the file (replaced or rewritten): count from the start.
@@ -109,7 +109,8 @@ def read_window(state: SessionState, from_seq: int, to_seq: int = END) -> LogWin
     return LogWindow(events, point.seq, ordinal, state.inherited_cut, end, result.problems)
 
 
-def _raise_for(state: SessionState, problems: list[Problem]) -> None:
+def raise_for_problems(state: SessionState, problems: list[Problem]) -> None:
+    """Corrupt / unsupported → :class:`PermanentJobError`; unreadable → transient."""
     fatal = [p for p in problems if p.kind in _FATAL]
     if fatal:
         raise PermanentJobError(f"{state.path}: {fatal[0]}")
@@ -153,7 +154,7 @@ def survey_log(state: SessionState, start: int, whitelist: Iterable[str]) -> Sur
             boundaries.append(event)
         elif is_marker(event, allowed):
             markers.append(event)
-    _raise_for(state, scan.problems)
+    raise_for_problems(state, scan.problems)
     return Survey(boundaries, markers, end)
 
 
@@ -187,7 +188,7 @@ def extend_back(state: SessionState, window: LogWindow, to_seq: int) -> LogWindo
         return window
     point = _start_point(state, to_seq)
     result = read_range(Path(state.path), point.seq, window.first_seq, checkpoint_index(state))
-    _raise_for(state, result.problems)
+    raise_for_problems(state, result.problems)
     ordinal = point.ordinal if point.seq >= state.inherited_cut else 0
     return LogWindow(
         result.events + window.events,

@@ -9,26 +9,61 @@ edges in ``log_span``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 from memory import entries
+from memory.dsh.position import ScanPosition
+from memory.dsh.scanner import LogScan
 from memory.entries import SESSION_POLICY, scopes_for
-from memory.messages import message_ordinals
-from memory.withdrawal import withdrawn_loggable
+from memory.messages import is_loggable
+from memory.withdrawal import is_marker
 from worker.jobs.context import JobContext, JobOutput, skipped
 from worker.jobs.log_span import settle_edges
-from worker.jobs.logread import LogWindow, TransientJobError, read_window
+from worker.jobs.logread import TransientJobError, checkpoint_index, raise_for_problems
+from worker.state.sessions import Checkpoint, SessionState
 from worker.triggers import SESSION_NODE_EVENTS
 
 
-def _node_text(ctx: JobContext, window: LogWindow) -> tuple[int, str] | None:
-    tz = ctx.timezone()
-    now_ms = ctx.runtime.now_ms()
-    for event in window.events:
-        if event.type not in SESSION_NODE_EVENTS or event.seq < window.inherited:
+@dataclass(slots=True)
+class _NodeSurvey:
+    node: tuple[int, str] | None  # (seq, text) of the first usable host summary
+    link_to: int  # message ordinal at the logged watermark
+    skip: frozenset[int]  # ordinals in [link_from, link_to) withdrawn by some marker
+
+
+def _survey(ctx: JobContext, state: SessionState, logged: int, link_from: int) -> _NodeSurvey:
+    """One streaming pass over the session's own events (constant memory but one int per
+    message that still needs an edge)."""
+    tz, now_ms = ctx.timezone(), ctx.runtime.now_ms()
+    whitelist = frozenset(ctx.runtime.settings.withdrawal_kinds)
+    cut = state.inherited_cut
+    point = state.checkpoint_at_or_before(cut) or Checkpoint(0, 0, 0)
+    position = ScanPosition(point.offset, point.seq) if point.seq > 0 else None
+    scan = LogScan(Path(state.path), position, checkpoint_index(state))
+    ordinal = point.ordinal if point.seq >= cut else 0
+    node: tuple[int, str] | None = None
+    ordinal_of: dict[int, int] = {}
+    withdrawn: set[int] = set()
+    link_to: int | None = None
+    for event in scan:
+        if event.seq < cut:
             continue
-        text = entries.session_node_text(event, tz, now_ms)
-        if text:
-            return event.seq, text
-    return None
+        if link_to is None and event.seq >= logged:
+            link_to = ordinal
+        if is_loggable(event):
+            if event.seq < logged and ordinal >= link_from:
+                ordinal_of[event.seq] = ordinal
+            ordinal += 1
+        elif node is None and event.type in SESSION_NODE_EVENTS:
+            text = entries.session_node_text(event, tz, now_ms)
+            if text:
+                node = (event.seq, text)
+        elif is_marker(event, whitelist):
+            withdrawn.update(event.source_seqs)
+    raise_for_problems(state, scan.problems)
+    skip = frozenset(ordinal_of[seq] for seq in withdrawn if seq in ordinal_of)
+    return _NodeSurvey(node, ordinal if link_to is None else link_to, skip)
 
 
 def session_node(ctx: JobContext) -> JobOutput:
@@ -42,11 +77,11 @@ def session_node(ctx: JobContext) -> JobOutput:
         return skipped("session is forgotten")
     if progress.has_session_node:
         return skipped("session node exists; log_span settles its edges")
-    window = read_window(session, session.inherited_cut)
-    found = _node_text(ctx, window)
-    if found is None:
+    logged = max(progress.last_logged_seq, session.inherited_cut)
+    survey = _survey(ctx, session, logged, progress.last_belong_to_index)
+    if survey.node is None:
         return skipped("no title or compaction summary yet")
-    seq, text = found
+    seq, text = survey.node
     store = ctx.store()
     name = entries.session_name(ctx.session_id)
     written = 0
@@ -55,23 +90,16 @@ def session_node(ctx: JobContext) -> JobOutput:
         embed=SESSION_POLICY.embed,
     ):
         written = 1
-    logged = max(progress.last_logged_seq, session.inherited_cut)
-    link_to = window.base_ordinal(logged)
-    whitelist = ctx.runtime.settings.withdrawal_kinds
-    withdrawn = withdrawn_loggable(window.events, whitelist, session.inherited_cut)
-    start = window.first_ordinal if window.first_seq >= window.inherited else 0
-    ordinals = message_ordinals(window.events, window.inherited, start=start)
-    skip = frozenset(ordinals[s] for s in withdrawn if s in ordinals)
     edges = settle_edges(
         ctx, store, project=session.project,
-        link_from=progress.last_belong_to_index, link_to=link_to, skip=skip,
+        link_from=progress.last_belong_to_index, link_to=survey.link_to, skip=survey.skip,
     )
     ctx.heartbeat()
     with ctx.state() as repos:
         advanced = repos.progress.advance(
             ctx.shelf, ctx.session_id,
             expected_version=progress.version, lease_token=ctx.lease.token,
-            has_session_node=True, last_belong_to_index=link_to,
+            has_session_node=True, last_belong_to_index=survey.link_to,
         )
     if not advanced:
         raise TransientJobError(
