@@ -74,8 +74,15 @@ def test_broken_logs_are_one_line_each_and_the_rest_is_written(tmp_path: Path) -
 
     second = _run(tmp_path, "run", "--once", "--dsh-home", str(home))
     assert second.returncode == 0, second.stderr
-    status = json.loads(_run(tmp_path, "status", "--json").stdout)["sessions"]
-    assert [row["session_id"] for row in status] == ["s-good"]
+    status = {row["session_id"]: row
+              for row in json.loads(_run(tmp_path, "status", "--json").stdout)["sessions"]}
+    assert set(status) == {"s-good", "s-corrupt", "s-newer"}
+    assert status["s-good"]["lag"] == 0 and status["s-good"]["last_failure"] is None
+    for broken in ("s-corrupt", "s-newer"):
+        failure = status[broken]["last_failure"]
+        assert failure["task"] == "scan" and failure["permanent"] is True
+        assert failure["attempts"] == 1 and broken in failure["error"]
+        assert status[broken]["durable_end_seq"] is None
     # The permanent problems are recorded once, however often the logs are looked at.
     from worker.settings import load_settings
     from worker.state.database import StateDB

@@ -326,6 +326,7 @@ class Watcher:
                 title=title,
                 last_activity_at=activity if digest.count or state is None else None,
             )
+            repos.failures.clear(SCAN_TASK, sid)  # a log that reads again is healthy again
 
     def _ordinal_at(self, path: Path, state: SessionState | None) -> int:
         """The message ordinal at ``state``'s durable end (cached; else counted from the

@@ -54,7 +54,29 @@ def session_status(runtime: Runtime, shelf: str) -> list[dict[str, Any]]:
                     "permanent": last.permanent, "at": last.last_at.isoformat(),
                 },
             })
+        # Sessions the watcher could not record (a corrupt or unsupported log) still show up,
+        # with their failure.
+        listed = {row["session_id"] for row in rows}
+        for session_id, found in sorted(failures.items()):
+            if session_id in listed:
+                continue
+            last = found[0]
+            rows.append({
+                "session_id": session_id, "project": "", "path": "",
+                "durable_end_seq": None, "inherited_cut": None, "last_logged_seq": None,
+                "last_consolidated_seq": None, "last_belong_to_index": None,
+                "has_session_node": False, "lag": None, "closed": False, "forgotten": False,
+                "lease": None,
+                "last_failure": {
+                    "task": last.task, "attempts": last.attempts, "error": last.last_error,
+                    "permanent": last.permanent, "at": last.last_at.isoformat(),
+                },
+            })
     return rows
+
+
+def _cell(value: object) -> str:
+    return "-" if value is None else str(value)
 
 
 @app.command()
@@ -82,9 +104,9 @@ def status(
         table.add_row(
             row["session_id"] + (" (forgotten)" if row["forgotten"] else ""),
             escape(row["project"]),
-            str(row["durable_end_seq"]),
-            str(row["last_logged_seq"]),
-            str(row["lag"]),
+            _cell(row["durable_end_seq"]),
+            _cell(row["last_logged_seq"]),
+            _cell(row["lag"]),
             "yes" if row["has_session_node"] else "no",
             escape(row["lease"]["owner"]) if row["lease"] else "-",
             escape(f"{failure['task']}: {failure['error']}") if failure else "-",
