@@ -35,7 +35,10 @@ class _NodeSurvey:
 def _survey(ctx: JobContext, state: SessionState, logged: int, link_from: int) -> _NodeSurvey:
     """One streaming pass over the session's own events (constant memory but one int per
     message that still needs an edge)."""
-    tz, now_ms = ctx.timezone(), ctx.runtime.now_ms()
+    tz = ctx.timezone()
+    # A timeless event (normalised fixtures only) is dated by the session's creation time.
+    created = state.header.get("created_at")
+    now_ms = created if isinstance(created, int) and created > 0 else ctx.runtime.now_ms()
     whitelist = frozenset(ctx.runtime.settings.withdrawal_kinds)
     cut = state.inherited_cut
     point = state.checkpoint_at_or_before(cut) or Checkpoint(0, 0, 0)
