@@ -1,12 +1,14 @@
 """``log_span`` end to end on generated V4 logs, in process: spans end at turn boundaries, a
 withdrawal that lands after its messages were written retracts them (and records it), a crash
-between the writes and the watermark advance is re-done idempotently, and store errors leave the
+between the writes and the watermark advance is re-done idempotently, idle-close flushes the tail
+and owes a consolidation, and store errors leave the
 watermark where it was."""
 
 from __future__ import annotations
 
 import logging
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -181,3 +183,28 @@ def test_unreachable_store_leaves_the_watermark_and_nothing_is_lost(
     with healed.state.transaction() as repos:
         assert repos.failures.get("log_span", "s-store") is None
     healed.close()
+
+
+def test_idle_close_flushes_the_tail_and_owes_a_consolidation(tmp_path: Path) -> None:
+    runtime = embedded_runtime(tmp_path, idle_close_s=1)
+    owed: list[Any] = []
+    runtime.consolidation_hook = owed.append
+    log = SessionLogWriter(tmp_path / "dsh", "s-idle", CWD)
+    log.turn("finished", "yes")
+    prompt = log.open_turn("never answered")
+    log.flush()
+    process(runtime)
+    assert names(tmp_path) == {"msg-s-idle-0", "msg-s-idle-1"}  # the open turn waits
+    assert owed == []
+    time.sleep(1.1)  # no growth for the idle time
+    runner = process(runtime, reconcile=True)
+    assert names(tmp_path) == {f"msg-s-idle-{n}" for n in range(3)}
+    detail = next(r.detail for r in runner.stats.results if r.status == "done")
+    assert detail == f"logged [6, {log.seq}) at idle"
+    assert [(o.session_id, o.from_seq, o.to_seq, o.thresholds_waived) for o in owed] == [
+        ("s-idle", 0, log.seq, True)
+    ]
+    with runtime.state.transaction() as repos:
+        assert repos.sessions.get("s-idle").closed_at is not None
+    assert prompt == log.seq - 1
+    runtime.close()
