@@ -1,8 +1,7 @@
 """``log_span`` end to end on generated V4 logs, in process: spans end at turn boundaries, a
 withdrawal that lands after its messages were written retracts them (and records it), a crash
 between the writes and the watermark advance is re-done idempotently, idle-close flushes the tail
-and owes a consolidation, and store errors leave the
-watermark where it was."""
+and owes a consolidation, and store errors leave the watermark where it was."""
 
 from __future__ import annotations
 
