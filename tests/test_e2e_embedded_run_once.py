@@ -138,3 +138,17 @@ def test_second_run_writes_nothing_new(first_run: dict[str, Any]) -> None:
     assert all(row["lag"] == 0 and row["last_failure"] is None for row in sessions)
     child = next(row for row in sessions if row["session_id"] == CHILD)
     assert child["inherited_cut"] == 42 and child["has_session_node"] is False
+
+
+def test_a_wiped_store_is_rebuilt_on_the_next_run(first_run: dict[str, Any]) -> None:
+    """Runs last: the watermarks say everything was written, the store has nothing; the startup
+    reconcile resets those sessions and the run writes the same entries again."""
+    import shutil
+
+    shutil.rmtree(first_run["root"] / "lite")
+    again = _cli(["run", "--once", "--dsh-home", str(first_run["root"] / "dsh")],
+                 first_run["env"])
+    assert again.returncode == 0, again.stderr
+    assert "the store has none of the entries of 8 session(s)" in " ".join(again.stderr.split())
+    with LiteStore("default", home=first_run["root"] / "lite") as store:
+        assert store.dump() == first_run["dump"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from worker.jobs.context import JobContext, JobOutput, JobResult
 from worker.jobs.guard import JOBS, run_job
+from worker.jobs.housekeeping import reconcile_with_store
 from worker.jobs.log_span import log_span, settle_edges
 from worker.jobs.logread import PermanentJobError, TransientJobError, read_window
 from worker.jobs.runtime import (
@@ -49,6 +50,7 @@ __all__ = [
     "default_owner",
     "log_span",
     "read_window",
+    "reconcile_with_store",
     "run_job",
     "session_node",
     "settle_edges",

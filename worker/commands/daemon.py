@@ -27,6 +27,7 @@ from worker.commands.run import (
     setup_logging,
     stop_on_signals,
 )
+from worker.pipeline import reconcile_with_store
 from worker.settings import mask_url
 from worker.watch import Watcher
 
@@ -77,6 +78,8 @@ def daemon(
     tasks.configure(settings, queue=queue)
     runtime = open_runtime_or_exit(settings, "daemon")
     serve_metrics(settings)
+    if settings.reconcile_on_startup:
+        reconcile_with_store(runtime, settings.store_shelf)
     hints = BrokerHints()
     watcher = Watcher(runtime, hints, shelf=settings.store_shelf)
     stop = stop_on_signals()

@@ -23,7 +23,13 @@ from sqlalchemy.exc import SQLAlchemyError
 from memory.store.base import StoreError
 from worker.cli import app
 from worker.commands.config import ConfigOption
-from worker.pipeline import JobResult, Runtime, build_runtime, default_owner
+from worker.pipeline import (
+    JobResult,
+    Runtime,
+    build_runtime,
+    default_owner,
+    reconcile_with_store,
+)
 from worker.runner import InProcessRunner
 from worker.settings import Settings, SettingsError, load_settings
 from worker.state.db import StateURLError
@@ -133,6 +139,8 @@ def run(
     runtime = open_runtime_or_exit(settings, "run", force_idle=once)
     target = settings.store_shelf
     check_store_or_exit(runtime, target)
+    if settings.reconcile_on_startup:
+        reconcile_with_store(runtime, target)
     try:
         if once:
             _run_once(runtime, target)
