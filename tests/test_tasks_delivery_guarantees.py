@@ -84,3 +84,23 @@ def test_rabbitmq_works_by_url() -> None:
             conn.default_channel.queue_delete(queue)
     assert headers["task"] == "memory_worker.log_span"
     assert payload[0] == ["sess-2", "default"]
+
+
+def test_an_unreachable_broker_is_one_line_and_never_blocks_the_watcher(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import logging
+    import time
+
+    from worker.commands.daemon import BrokerHints
+
+    tasks.configure(load_settings(None, broker_url="redis://127.0.0.1:1/0"), queue="q-down")
+    hints = BrokerHints(retry_after_s=60)
+    caplog.set_level(logging.WARNING, logger="memory_worker")
+    started = time.monotonic()
+    for n in range(50):
+        hints("log_span", f"s-{n}", "default")
+    assert time.monotonic() - started < 10
+    assert (hints.sent, hints.dropped) == (0, 50)
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and "cannot send hints to the broker" in lines[0]

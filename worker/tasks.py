@@ -59,6 +59,10 @@ def configure(settings: Settings, *, queue: str = DEFAULT_QUEUE) -> Celery:
         task_time_limit=time_limit,
         broker_transport_options={"visibility_timeout": int(time_limit * 2 + 60)},
         broker_connection_retry_on_startup=True,
+        broker_connection_timeout=4.0,
+        # A hint that cannot be published fails fast; the daemon's reconcile re-sends it.
+        task_publish_retry_policy={"max_retries": 2, "interval_start": 0.2,
+                                   "interval_step": 0.5, "interval_max": 1.0},
         task_serializer="json",
         accept_content=["json"],
         worker_hijack_root_logger=False,

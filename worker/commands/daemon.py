@@ -41,16 +41,22 @@ QueueOption = Annotated[
 class BrokerHints:
     """Sends hints to Celery; a broker outage is reported once per outage, not per hint."""
 
-    def __init__(self) -> None:
+    def __init__(self, retry_after_s: float = 5.0) -> None:
         self.sent = 0
         self.dropped = 0
+        self.retry_after_s = retry_after_s
         self._down_since: float | None = None
+        self._next_try = 0.0
 
     def __call__(self, job: str, session_id: str, shelf: str) -> None:
+        if self._down_since is not None and time.monotonic() < self._next_try:
+            self.dropped += 1  # broker known down: do not block the watcher on every hint
+            return
         try:
             tasks.enqueue(job, session_id, shelf)
         except Exception as exc:  # kombu raises several types for an unreachable broker
             self.dropped += 1
+            self._next_try = time.monotonic() + self.retry_after_s
             if self._down_since is None:
                 self._down_since = time.monotonic()
                 line = " ".join(str(exc).split())[:200]
