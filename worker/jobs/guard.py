@@ -166,7 +166,10 @@ def _record_failure(
         log.warning("could not record the failure of %s %s: %s", job, session_id, _line(db_exc))
         return
     kind = "permanent failure" if permanent else "failed (will retry)"
-    log.warning("%s %s %s: %s", job, session_id, kind, _line(exc))
+    # One line per distinct problem: a retry failing the same way is counted, not re-logged.
+    repeated = previous is not None and previous.last_error == describe_error(exc)
+    log.log(logging.DEBUG if repeated else logging.WARNING,
+            "%s %s %s: %s", job, session_id, kind, _line(exc))
 
 
 def _clear_failure(runtime: Runtime, job: str, session_id: str) -> None:
