@@ -2,7 +2,9 @@
 
 1. Throughput: end-to-end messages/s of the embedded pipeline (watcher + in-process runner +
    in-process hypatia-lite, as ``memory-worker run --once`` does it) against the bare
-   decode + parse rate of the same logs (goal: ratio ≥ 0.4).
+   decode + parse rate of the same logs (goal: ratio ≥ 0.4), on two generated homes of
+   ``--sessions`` sessions × ``--turns × 6`` events: chat turns (titled sessions, so a
+   ``belongTo`` edge per message) and tool turns (the reader's synthetic generator).
 2. Latency: ``turn/end`` appended to a followed log → its entries in the store, through
    ``memory-worker daemon`` + a Celery ``memory-worker worker`` + Redis, state in PostgreSQL
    (goal: p95 < 1 s). The daemon's poll interval is part of this latency and is printed.
@@ -41,9 +43,23 @@ OUT = Path(__file__).resolve().parent / "out"
 
 
 def generate(home: Path, sessions: int, turns: int) -> None:
+    """Chat turns: prompt → answer (6 events, 2 messages per turn), every session titled."""
     for i in range(sessions):
         conversation(home, f"bench-{i:04d}", f"/home/dev/project-{i % 7}", turns,
                      compressed=True, title=f"Benchmark session {i}", batch_turns=4)
+
+
+def generate_tool_turns(home: Path, sessions: int, events: int) -> None:
+    """Tool turns from the reader's synthetic generator: prompt → tool call → tool result →
+    answer (9 events, 2 messages per turn), untitled."""
+    from memory.dsh.synthetic import synthetic_header, synthetic_rows, write_log
+
+    for i in range(sessions):
+        sid, cwd = f"tools-{i:04d}", f"/home/dev/project-{i % 7}"
+        directory = home / "sessions" / f"--home-dev-project-{i % 7}--" / sid
+        directory.mkdir(parents=True, exist_ok=True)
+        write_log(directory / "session.v4.jsonl.zstd", synthetic_rows(events), compressed=True,
+                  batch=36, header=synthetic_header(sid, cwd))
 
 
 def bare_rate(home: Path) -> dict[str, float]:
@@ -156,20 +172,28 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="worker-bench-"))
     try:
-        started = time.perf_counter()
-        generate(root / "throughput" / "dsh", args.sessions, args.turns)
-        print(f"generated {args.sessions} sessions in {time.perf_counter() - started:.1f} s")
-        bare = bare_rate(root / "throughput" / "dsh")
-        print(f"bare decode+parse: {bare['events']} events, {bare['messages']} messages in "
-              f"{bare['seconds']:.2f} s = {bare['messages_per_s']:.0f} messages/s")
-        e2e = embedded_rate(root / "throughput")
-        e2e_rate = bare["messages"] / e2e["seconds"]
-        ratio = e2e_rate / bare["messages_per_s"]
-        print(f"end to end (embedded, hypatia-lite): {e2e['written']} entries + {e2e['edges']} "
-              f"edges in {e2e['seconds']:.2f} s (scan {e2e['scan_seconds']:.2f} s) = "
-              f"{e2e_rate:.0f} messages/s; ratio {ratio:.2f} (goal >= 0.4)")
-        result: dict[str, Any] = {"bare": bare, "embedded": e2e,
-                                  "embedded_messages_per_s": e2e_rate, "ratio": ratio}
+        result: dict[str, Any] = {}
+        workloads = {
+            "chat": lambda home: generate(home, args.sessions, args.turns),
+            "tools": lambda home: generate_tool_turns(home, args.sessions, args.turns * 6),
+        }
+        for name, build in workloads.items():
+            started = time.perf_counter()
+            build(root / name / "dsh")
+            print(f"[{name}] generated {args.sessions} sessions in "
+                  f"{time.perf_counter() - started:.1f} s")
+            bare = bare_rate(root / name / "dsh")
+            print(f"[{name}] bare decode+parse: {bare['events']} events, {bare['messages']} "
+                  f"messages in {bare['seconds']:.2f} s = {bare['messages_per_s']:.0f} messages/s")
+            e2e = embedded_rate(root / name)
+            e2e_rate = bare["messages"] / e2e["seconds"]
+            ratio = e2e_rate / bare["messages_per_s"]
+            print(f"[{name}] end to end (embedded, hypatia-lite): {e2e['written']} entries + "
+                  f"{e2e['edges']} edges in {e2e['seconds']:.2f} s (scan "
+                  f"{e2e['scan_seconds']:.2f} s) = {e2e_rate:.0f} messages/s; ratio {ratio:.2f} "
+                  "(goal >= 0.4)")
+            result[name] = {"bare": bare, "embedded": e2e, "embedded_messages_per_s": e2e_rate,
+                            "ratio": ratio}
         if not args.skip_latency:
             lat = latency(root / "latency", args.samples, args.poll)
             print(f"turn/end -> entries via daemon + Celery + Redis (poll {lat['poll_interval_s']}"
