@@ -104,3 +104,18 @@ def test_an_unreachable_broker_is_one_line_and_never_blocks_the_watcher(
     assert (hints.sent, hints.dropped) == (0, 50)
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 1 and "cannot send hints to the broker" in lines[0]
+
+
+@pytest.mark.integration
+def test_other_jobs_travel_by_name_in_the_generic_task() -> None:
+    queue = f"h7-job-{uuid.uuid4().hex[:8]}"
+    tasks.configure(load_settings(None, broker_url=f"redis://127.0.0.1:6379/{REDIS_DB}"),
+                    queue=queue)
+    client = redis.Redis(db=REDIS_DB)
+    try:
+        tasks.enqueue("consolidate", "sess-3", "default")
+        raw = [json.loads(item) for item in client.lrange(queue, 0, -1)]
+    finally:
+        client.delete(queue)
+    assert [m["headers"]["task"] for m in raw] == ["memory_worker.job"]
+    assert _body(raw[0])[0] == ["consolidate", "sess-3", "default"]

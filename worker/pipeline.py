@@ -18,7 +18,7 @@ records it too).
 from __future__ import annotations
 
 from worker.jobs.context import JobContext, JobOutput, JobResult
-from worker.jobs.guard import JOBS, run_job
+from worker.jobs.guard import JOBS, register_job, run_job
 from worker.jobs.housekeeping import reconcile_with_store
 from worker.jobs.log_span import log_span, settle_edges
 from worker.jobs.logread import PermanentJobError, TransientJobError, read_window
@@ -51,6 +51,7 @@ __all__ = [
     "log_span",
     "read_window",
     "reconcile_with_store",
+    "register_job",
     "run_job",
     "session_node",
     "settle_edges",

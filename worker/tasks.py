@@ -19,11 +19,14 @@ import threading
 from typing import Any, Final
 
 from celery import Celery, signals
+from kombu import pools as kombu_pools
 
 from worker.settings import Settings
 
 TASK_LOG_SPAN: Final = "memory_worker.log_span"
 TASK_SESSION_NODE: Final = "memory_worker.session_node"
+#: Any job added with ``worker.pipeline.register_job`` (the job name travels as an argument).
+TASK_JOB: Final = "memory_worker.job"
 DEFAULT_QUEUE: Final = "memory-worker"
 #: Seconds a task may run beyond its lease before Celery kills it (the lease bounds a task).
 _TIME_LIMIT_SLACK_S: Final = 30.0
@@ -47,12 +50,14 @@ def configure(settings: Settings, *, queue: str = DEFAULT_QUEUE) -> Celery:
         app._pool.force_close_all()
         app._pool = None
         app.amqp._producer_pool = None
+        kombu_pools.reset()  # kombu's process-wide producer pools still point at the old one
     app.conf.update(
         broker_url=settings.broker_url,
         result_backend=settings.result_backend,
         task_ignore_result=settings.result_backend is None,
         task_default_queue=queue,
-        task_routes={TASK_LOG_SPAN: {"queue": queue}, TASK_SESSION_NODE: {"queue": queue}},
+        task_routes={name: {"queue": queue} for name in (TASK_LOG_SPAN, TASK_SESSION_NODE,
+                                                         TASK_JOB)},
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
@@ -130,9 +135,19 @@ def session_node_task(self: Any, session_id: str, shelf: str) -> dict[str, Any]:
     return _run(self, "session_node", session_id, shelf)
 
 
+@app.task(name=TASK_JOB, bind=True, acks_late=True)  # type: ignore[untyped-decorator]
+def job_task(self: Any, job: str, session_id: str, shelf: str) -> dict[str, Any]:
+    """Run any registered job (see :func:`worker.pipeline.register_job`)."""
+    return _run(self, job, session_id, shelf)
+
+
 TASK_OF_JOB: Final = {"log_span": log_span_task, "session_node": session_node_task}
 
 
 def enqueue(job: str, session_id: str, shelf: str) -> None:
     """Send one job hint for a session to the broker."""
-    TASK_OF_JOB[job].apply_async(args=(session_id, shelf))
+    task = TASK_OF_JOB.get(job)
+    if task is not None:
+        task.apply_async(args=(session_id, shelf))
+    else:
+        job_task.apply_async(args=(job, session_id, shelf))

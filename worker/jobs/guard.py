@@ -45,6 +45,15 @@ log = logging.getLogger("memory_worker")
 Job = Callable[[JobContext], JobOutput]
 JOBS: dict[str, Job] = {"log_span": log_span, "session_node": session_node}
 
+
+def register_job(name: str, job: Job) -> None:
+    """Add a job (e.g. the consolidation issue's ``consolidate``) to the ones :func:`run_job`,
+    the in-process runner and the generic Celery task can run; it gets the same lease, retry,
+    metrics and failure recording as the built-in jobs."""
+    if name in JOBS and JOBS[name] is not job:
+        raise ValueError(f"a different job is already registered as {name!r}")
+    JOBS[name] = job
+
 JOB_RUNS = Counter(
     "memory_worker_job_runs_total", "Guarded job runs by job and outcome", ["job", "status"]
 )
