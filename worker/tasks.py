@@ -50,7 +50,8 @@ def configure(settings: Settings, *, queue: str = DEFAULT_QUEUE) -> Celery:
         app._pool.force_close_all()
         app._pool = None
         app.amqp._producer_pool = None
-        kombu_pools.reset()  # kombu's process-wide producer pools still point at the old one
+        # kombu's process-wide producer pools still point at the old broker's connections.
+        kombu_pools.reset()  # type: ignore[no-untyped-call]
     app.conf.update(
         broker_url=settings.broker_url,
         result_backend=settings.result_backend,
