@@ -150,3 +150,34 @@ def test_frequent_small_appends_keep_the_checkpoint_index_sparse(tmp_path: Path)
     assert state.durable_end_seq == 900
     assert 1 <= len(state.checkpoints) <= 3  # about one per 512 events, not one per poll
     runtime.close()
+
+
+def test_an_error_in_the_watch_loop_is_one_line_and_the_loop_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import threading
+
+    runtime = embedded_runtime(tmp_path, poll_interval_s=0.05)
+    log = SessionLogWriter(tmp_path / "dsh", "s-loop", CWD)
+    log.turn("a", "b")
+    log.flush()
+    sent: list[str] = []
+    stop = threading.Event()
+
+    def flaky(job: str, sid: str, shelf: str) -> None:
+        if len(sent) < 3:
+            sent.append("boom")
+            raise RuntimeError("broker exploded")
+        sent.append(job)
+        stop.set()
+
+    caplog.set_level(logging.WARNING, logger="memory_worker")
+    watcher = Watcher(runtime, flaky)
+    worker = threading.Thread(target=watcher.run, args=(stop,))
+    worker.start()
+    worker.join(timeout=20)
+    assert not worker.is_alive()
+    errors = [r.getMessage() for r in caplog.records if "watch loop error" in r.getMessage()]
+    assert len(errors) == 1 and "RuntimeError: broker exploded" in errors[0]
+    assert sent[-1] in ("log_span", "session_node")
+    runtime.close()

@@ -43,6 +43,7 @@ log = logging.getLogger("memory_worker")
 
 Enqueue = Callable[[str, str, str], None]  # (job, session id, shelf)
 SCAN_TASK = "scan"
+_LOOP = "<watch loop>"
 _FATAL = frozenset({"corrupt", "unsupported", "io"})
 
 
@@ -190,13 +191,19 @@ class Watcher:
         """Poll until ``stop`` is set; reconcile every ``reconcile_interval_s``."""
         settings = self.runtime.settings
         while not stop.is_set():
-            report = self.poll_once()
-            now = time.monotonic()
-            if now >= self._next_reconcile:
-                report.enqueued += self.reconcile()
-                self._next_reconcile = now + settings.reconcile_interval_s
-            if after_poll is not None:
-                after_poll(report)
+            try:
+                report = self.poll_once()
+                now = time.monotonic()
+                if now >= self._next_reconcile:
+                    report.enqueued += self.reconcile()
+                    self._next_reconcile = now + settings.reconcile_interval_s
+                if after_poll is not None:
+                    after_poll(report)
+                if self._reported.pop(_LOOP, None) is not None:
+                    log.warning("watching again after the error above")
+            except Exception as exc:  # e.g. the state database is down: say so once, go on
+                line = " ".join(str(exc).split())[:300]
+                self._report(_LOOP, f"watch loop error (retrying): {type(exc).__name__}: {line}")
             stop.wait(settings.poll_interval_s)
 
     # ------------------------------------------------------------------------------ discovery
