@@ -146,6 +146,10 @@ def run(
             _run_once(runtime, target)
         else:
             _follow(runtime, target)
+    except SQLAlchemyError as exc:
+        line = " ".join(str(exc).split())[:300]
+        err.print(f"memory-worker: the state database failed: {escape(line)}", soft_wrap=True)
+        raise typer.Exit(2) from None
     finally:
         runtime.close()
 
