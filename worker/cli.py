@@ -26,6 +26,7 @@ def _register() -> None:
     from worker.commands import demo_home as _demo_home  # noqa: F401  (registers `demo-home`)
     from worker.commands import inspect as _inspect  # noqa: F401  (registers `inspect`)
     from worker.commands import migrate as _migrate  # noqa: F401  (registers `migrate`)
+    from worker.commands import reconsolidate as _reconsolidate  # noqa: F401  (`reconsolidate`)
     from worker.commands import run as _run  # noqa: F401  (registers `run`)
     from worker.commands import status as _status  # noqa: F401  (registers `status`)
     from worker.commands import worker_cmd as _worker_cmd  # noqa: F401  (registers `worker`)

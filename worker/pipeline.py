@@ -10,32 +10,48 @@
 * :func:`run_job` — the one wrapper (lease, retry, metrics, failure recording) both the
   in-process runner and the Celery tasks call.
 
-Consolidation and cascade are a later issue; their seam is :class:`ConsolidationOwed`, handed to
-``Runtime.consolidation_hook`` when a session is idle-closed (the session row's ``closed_at``
-records it too).
+* :func:`consolidate` — the turn-end gate (or thresholds waived after an idle-close or for a
+  ``reconsolidate`` request), the span summary with its ``summary`` edges, the work units, then
+  ``last_consolidated_seq``; owes ``cascade``.
+* :func:`cascade` — the project's log₁₆ archive tiers 2…8.
+* :func:`request_reconsolidation` — queue a session's owed span (or a seq range) on demand.
+
+``log_span`` owes a consolidation through ``Runtime.consolidation_hook``
+(:class:`ConsolidationOwed`)
+after a turn and at idle-close; :func:`owe_consolidation` wires that hook to a job queue.
 """
 
 from __future__ import annotations
 
+from worker.jobs.cascade import JOB_CASCADE, build_archive, cascade, run_cascade
+from worker.jobs.consolidate import JOB_CONSOLIDATE, consolidate, write_span_summary
 from worker.jobs.context import JobContext, JobOutput, JobResult
 from worker.jobs.guard import JOBS, register_job, run_job
 from worker.jobs.housekeeping import reconcile_with_store
 from worker.jobs.log_span import log_span, settle_edges
 from worker.jobs.logread import PermanentJobError, TransientJobError, read_window
+from worker.jobs.reconsolidate import ReconsolidateResult, request_reconsolidation
 from worker.jobs.runtime import (
     ConsolidationHook,
     ConsolidationOwed,
     Runtime,
     build_runtime,
     default_owner,
+    owe_consolidation,
 )
 from worker.jobs.session_node import session_node
+from worker.jobs.work_units import extract_work_units, store_work_unit
 
 JOB_LOG_SPAN = "log_span"
 JOB_SESSION_NODE = "session_node"
 
+register_job(JOB_CONSOLIDATE, consolidate)
+register_job(JOB_CASCADE, cascade)
+
 __all__ = [
     "JOBS",
+    "JOB_CASCADE",
+    "JOB_CONSOLIDATE",
     "JOB_LOG_SPAN",
     "JOB_SESSION_NODE",
     "ConsolidationHook",
@@ -44,15 +60,25 @@ __all__ = [
     "JobOutput",
     "JobResult",
     "PermanentJobError",
+    "ReconsolidateResult",
     "Runtime",
     "TransientJobError",
+    "build_archive",
     "build_runtime",
+    "cascade",
+    "consolidate",
     "default_owner",
+    "extract_work_units",
     "log_span",
+    "owe_consolidation",
     "read_window",
     "reconcile_with_store",
     "register_job",
+    "request_reconsolidation",
+    "run_cascade",
     "run_job",
     "session_node",
     "settle_edges",
+    "store_work_unit",
+    "write_span_summary",
 ]

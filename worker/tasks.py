@@ -88,7 +88,7 @@ def backoff_s(retries: int, base_s: float) -> float:
 
 def _get_runtime() -> Any:
     global _runtime
-    from worker.pipeline import build_runtime
+    from worker.pipeline import build_runtime, owe_consolidation
 
     with _lock:
         if _runtime is None:
@@ -96,6 +96,8 @@ def _get_runtime() -> Any:
                 raise RuntimeError("worker.tasks.configure(settings) was not called")
             # `memory-worker worker` migrated the state database before the pool started.
             _runtime = build_runtime(_settings, owner=f"celery:{os.getpid()}", migrate=False)
+            # Owed consolidations and cascades go back to the broker as job hints.
+            owe_consolidation(_runtime, enqueue)
         return _runtime
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import time
 from pathlib import Path
 from types import FrameType
 from typing import Annotated, Any
@@ -23,11 +24,14 @@ from sqlalchemy.exc import SQLAlchemyError
 from memory.store.base import StoreError
 from worker.cli import app
 from worker.commands.config import ConfigOption
+from worker.jobs.reconsolidate import backfill_consolidation, queued_sessions
 from worker.pipeline import (
+    JOB_CONSOLIDATE,
     JobResult,
     Runtime,
     build_runtime,
     default_owner,
+    owe_consolidation,
     reconcile_with_store,
 )
 from worker.runner import InProcessRunner
@@ -141,6 +145,7 @@ def run(
     check_store_or_exit(runtime, target)
     if settings.reconcile_on_startup:
         reconcile_with_store(runtime, target)
+    backfill_consolidation(runtime, target)
     try:
         if once:
             _run_once(runtime, target)
@@ -179,9 +184,11 @@ def _run_once(runtime: Runtime, shelf: str) -> None:
             progress.advance(bar)
 
         runner = InProcessRunner(runtime, on_result=_done)
+        owe_consolidation(runtime, runner.submit)
         watcher = Watcher(runtime, runner.submit, shelf=shelf)
         report = watcher.poll_once()
         watcher.reconcile()
+        _submit_reconsolidations(runtime, runner, shelf)
         progress.update(bar, description="writing memory", total=runner.pending(), completed=0)
         runner.drain()
         progress.update(bar, total=runner.stats.done + runner.stats.failed)
@@ -190,16 +197,33 @@ def _run_once(runtime: Runtime, shelf: str) -> None:
         raise typer.Exit(1)
 
 
+_REQUEST_POLL_S = 5.0
+
+
+def _submit_reconsolidations(runtime: Runtime, runner: InProcessRunner, shelf: str) -> None:
+    """Hint ``consolidate`` for every session with a queued reconsolidation request (recorded by
+    ``memory-worker reconsolidate`` or the startup backfill)."""
+    for session_id in queued_sessions(runtime, shelf):
+        runner.submit(JOB_CONSOLIDATE, session_id, shelf)
+
+
 def _follow(runtime: Runtime, shelf: str) -> None:
     serve_metrics(runtime.settings)
     stop = stop_on_signals()
     runner = InProcessRunner(runtime)
+    owe_consolidation(runtime, runner.submit)
     watcher = Watcher(runtime, runner.submit, shelf=shelf)
     err.print(
         f"following {runtime.settings.sessions_root} → shelf {shelf!r} (Ctrl-C to stop)",
         soft_wrap=True,
     )
+    next_requests = 0.0
+
     def _work(_report: ScanReport) -> None:
+        nonlocal next_requests
+        if time.monotonic() >= next_requests:  # reconsolidation requests from the CLI
+            next_requests = time.monotonic() + _REQUEST_POLL_S
+            _submit_reconsolidations(runtime, runner, shelf)
         runner.run_ready()
 
     watcher.run(stop, after_poll=_work)

@@ -32,6 +32,8 @@ class ConsolidationOwed:
 
 
 ConsolidationHook = Callable[[ConsolidationOwed], None]
+#: Sends a job hint ``(job, session id, shelf)`` to whatever runs jobs (runner or Celery).
+Enqueue = Callable[[str, str, str], None]
 
 
 @dataclass
@@ -44,6 +46,8 @@ class Runtime:
     owner: str
     force_idle: bool = False
     consolidation_hook: ConsolidationHook | None = None
+    #: Where jobs owe follow-up jobs (``consolidate`` → ``cascade``); ``None`` = run them inline.
+    enqueue: Enqueue | None = None
     store_factory: Callable[[str], MemoryStore] | None = None
     #: A span longer than this is written in slices (bounded memory on huge logs).
     max_span_events: int = 50_000
@@ -97,6 +101,13 @@ class Runtime:
         self.state.dispose()
 
 
+def owe_consolidation(runtime: Runtime, enqueue: Enqueue) -> None:
+    """Attach ``enqueue`` as the runtime's job queue: an owed consolidation (a logged turn, an
+    idle-close) becomes a ``consolidate`` hint, and consolidation can owe a ``cascade``."""
+    runtime.enqueue = enqueue
+    runtime.consolidation_hook = lambda owed: enqueue("consolidate", owed.session_id, owed.shelf)
+
+
 def default_owner(kind: str) -> str:
     """A lease owner id unique to this process: ``<kind>:<host>:<pid>:<random>``."""
     return f"{kind}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -109,6 +120,7 @@ def build_runtime(
     force_idle: bool = False,
     migrate: bool = True,
     consolidation_hook: ConsolidationHook | None = None,
+    enqueue: Enqueue | None = None,
 ) -> Runtime:
     """Open the state database (migrated to head unless ``migrate`` is False) and wrap it."""
     state = StateDB.open(
@@ -120,6 +132,7 @@ def build_runtime(
         owner=owner or default_owner("worker"),
         force_idle=force_idle,
         consolidation_hook=consolidation_hook,
+        enqueue=enqueue,
     )
 
 

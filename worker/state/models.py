@@ -227,7 +227,7 @@ class ModelCallRow(Base):
     at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     """When the call started."""
     purpose: Mapped[str] = mapped_column(String(80))
-    """``consolidate`` | ``adjudicate`` | ``cascade``."""
+    """``memory-consolidation`` | ``memory-adjudication`` | ``memory-cascade`` (``memory.llm``)."""
     route_index: Mapped[int] = mapped_column(Integer)
     """Position of the route in ``model_routes``."""
     base_url: Mapped[str] = mapped_column(Text)

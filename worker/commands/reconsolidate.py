@@ -1,0 +1,143 @@
+"""``memory-worker reconsolidate SESSION… | --all [--from-seq N] [--wait]`` — summarise on demand.
+
+Queues each session's owed span (``[last consolidated, last logged)``, or from ``--from-seq``)
+with the turn and token thresholds waived, and reports per session ``queued``, ``empty`` (nothing
+owed) or ``busy`` (a queued request already covers it) — or an error: ``disabled``,
+``unavailable`` (no model route), ``unknown-session``. The request is recorded in the state
+database; ``--wait`` runs it here with a progress bar (and the cascade it owes), otherwise a
+``consolidate`` hint goes to the Celery broker and the embedded ``memory-worker run`` picks
+queued requests up within seconds as well.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from worker import tasks
+from worker.cli import app
+from worker.commands.config import ConfigOption
+from worker.commands.run import (
+    ShelfOption,
+    err,
+    load_or_exit,
+    open_runtime_or_exit,
+    setup_logging,
+)
+from worker.jobs.reconsolidate import ReconsolidateResult, request_reconsolidation
+from worker.pipeline import JOB_CONSOLIDATE, JobResult, Runtime, owe_consolidation
+from worker.runner import InProcessRunner
+from worker.settings import Settings
+
+
+def _line(result: ReconsolidateResult) -> str:
+    span = f"[{result.from_seq}, {result.to_seq})"
+    if result.queued:
+        return f"{result.session_id}: queued {span}"
+    if result.reason == "empty":
+        return f"{result.session_id}: empty — nothing owed {span}"
+    if result.reason == "busy":
+        return f"{result.session_id}: busy — a queued request already covers {span}"
+    hints = {
+        "disabled": "consolidation_enabled is false",
+        "unavailable": "no model route is configured (set MEMORY_WORKER_MODEL_ROUTES)",
+        "unknown-session": "the watcher has not seen this session (or it was forgotten)",
+    }
+    return f"{result.session_id}: {result.reason} — {hints.get(result.reason, '')}"
+
+
+@app.command()
+def reconsolidate(
+    sessions: Annotated[
+        list[str] | None, typer.Argument(help="Session ids to re-summarise.", show_default=False)
+    ] = None,
+    all_sessions: Annotated[
+        bool, typer.Option("--all", help="Every session the watcher knows.")
+    ] = False,
+    from_seq: Annotated[
+        int | None,
+        typer.Option("--from-seq", min=0, help="Re-summarise from this seq (default: what is "
+                     "not consolidated yet)."),
+    ] = None,
+    wait: Annotated[
+        bool, typer.Option("--wait", help="Run the queued work here and wait for it.")
+    ] = False,
+    shelf: ShelfOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Queue a consolidation of SESSION… (or --all), thresholds waived."""
+    if not sessions and not all_sessions:
+        err.print("memory-worker: name at least one SESSION, or pass --all")
+        raise typer.Exit(2)
+    settings = load_or_exit(config, store_shelf=shelf)
+    setup_logging(settings)
+    runtime = open_runtime_or_exit(settings, "reconsolidate")
+    target = settings.store_shelf
+    try:
+        ids = list(dict.fromkeys(sessions or []))
+        if all_sessions:
+            with runtime.state.transaction() as repos:
+                ids += [s.session_id for s in repos.sessions.list() if s.session_id not in ids]
+        results = [
+            request_reconsolidation(runtime, sid, target, from_seq=from_seq) for sid in ids
+        ]
+        for result in results:
+            err.print(escape(_line(result)), soft_wrap=True)
+        queued = [r.session_id for r in results if r.queued]
+        failed = 0
+        if queued and wait:
+            failed = _run_here(runtime, queued, target)
+        elif queued:
+            _send_hints(settings, queued, target)
+    finally:
+        runtime.close()
+    if failed or not all(r.ok for r in results):
+        raise typer.Exit(1)
+
+
+def _run_here(runtime: Runtime, queued: list[str], shelf: str) -> int:
+    """Run the queued consolidations (and the cascades they owe) in this process."""
+    failed = 0
+    columns = (
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    outcomes: list[JobResult] = []
+    with Progress(*columns, console=err, transient=False) as progress:
+        bar = progress.add_task("consolidating", total=len(queued))
+
+        def _done(result: JobResult) -> None:
+            if result.job == JOB_CONSOLIDATE and result.status not in ("retry", "busy"):
+                outcomes.append(result)
+                progress.advance(bar)
+
+        runner = InProcessRunner(runtime, on_result=_done)
+        owe_consolidation(runtime, runner.submit)
+        for session_id in queued:
+            runner.submit(JOB_CONSOLIDATE, session_id, shelf)
+        runner.drain()
+    for result in outcomes:
+        err.print(escape(f"{result.session_id}: {result.status} — {result.detail}"),
+                  soft_wrap=True)
+        if result.status not in ("done", "skipped"):
+            failed += 1
+    return failed + (len(queued) - len(outcomes))
+
+
+def _send_hints(settings: Settings, queued: list[str], shelf: str) -> None:
+    tasks.configure(settings)
+    try:
+        for session_id in queued:
+            tasks.enqueue(JOB_CONSOLIDATE, session_id, shelf)
+    except Exception as exc:  # kombu raises several types for an unreachable broker
+        line = " ".join(str(exc).split())[:200]
+        err.print(
+            f"memory-worker: could not send the hint to the broker ({escape(line)}); the request "
+            "stays queued: `memory-worker run` picks it up, or rerun with --wait",
+            soft_wrap=True,
+        )

@@ -1,0 +1,152 @@
+"""``cascade``: fold a project's summaries into log₁₆ archive tiers ``sum<L>-<digest12>``.
+
+One run climbs tiers 2…8 of the session's project (:func:`run_cascade`). At each tier the store
+is asked for the oldest ``cascade_batch_size`` ``summary <L-1>`` entries no higher summary points
+at yet (``$not-summaried``, FIFO); a short tier ends the run. A full batch becomes one archive
+(:func:`build_archive`): the name is content-addressed by the sorted member names, so a re-run
+over the same members finds the existing archive and makes no model call; the ``summary`` edges
+from the archive to every member are always re-asserted (a crash between the entry and its edges
+heals on the next run). A full tier therefore climbs within one run.
+
+Failures: a tier query that fails warns and ends the run (the job still succeeds); a reply that
+is not usable warns ``cascade archive produced nothing usable at tier <L>`` and ends the run (the
+next cascade retries that tier); a failed or truncated model call is retried by the queue with
+the next model route; store errors propagate to the job guard.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from memory.consolidation.archive import (
+    ArchiveMember,
+    archive_levels,
+    not_summarised_query,
+    plan_cascade_batch,
+    write_archive_text,
+)
+from memory.constants import REL_SUMMARY
+from memory.entries import LOG_EDGE_POLICY, archive_name, scopes_for, summary_policy
+from memory.llm import ModelClient, RetryableModelError, UnusableModelOutput, one_line
+from memory.store.base import MemoryStore, StoreError, TransientStoreError
+from worker.jobs.context import JobContext, JobOutput, skipped
+from worker.jobs.logread import TransientJobError
+from worker.jobs.models import job_attempt, model_client
+
+log = logging.getLogger("memory_worker")
+
+JOB_CASCADE = "cascade"
+
+
+@dataclass(slots=True)
+class CascadeReport:
+    """What one cascade run did: archives created and (re-)asserted, by name."""
+
+    created: list[str] = field(default_factory=list)
+    linked: list[str] = field(default_factory=list)
+    edges: int = 0
+    stopped: str = ""
+
+
+def build_archive(
+    store: MemoryStore,
+    client: ModelClient,
+    level: int,
+    members: Sequence[ArchiveMember],
+    *,
+    project: str,
+    attempt: int = 0,
+) -> tuple[str, bool, int] | None:
+    """Create (if absent) the tier-``level`` archive of ``members`` and assert its edges.
+
+    Returns ``(name, created, edges)``, or ``None`` when the model's reply was unusable (nothing
+    written). Model call failures raise ``RetryableModelError``.
+    """
+    name = archive_name(level, [m.name for m in members])
+    scopes = scopes_for(project)
+    created = False
+    if store.knowledge_get(name) is None:
+        try:
+            archive = write_archive_text(client, level, members, attempt)
+        except UnusableModelOutput as exc:
+            log.warning("cascade archive produced nothing usable at tier %d: %s", level,
+                        one_line(str(exc)))
+            return None
+        policy = summary_policy(level)
+        created = store.knowledge_create(
+            name, archive.markdown, tags=policy.tags, scopes=scopes, embed=policy.embed
+        )
+    for member in members:
+        store.statement_create(name, REL_SUMMARY, member.name, scopes=scopes,
+                               embed=LOG_EDGE_POLICY.embed)
+    return name, created, len(members)
+
+
+def run_cascade(
+    store: MemoryStore,
+    client: ModelClient,
+    project: str,
+    *,
+    batch_size: int,
+    attempt: int = 0,
+    heartbeat: Callable[[], None] | None = None,
+) -> CascadeReport:
+    """Climb tiers 2…8 of ``project`` once (see the module docstring)."""
+    report = CascadeReport()
+    for level in archive_levels():
+        try:
+            rows = store.query(not_summarised_query(level, project, batch_size))
+        except TransientStoreError:
+            raise
+        except StoreError as exc:
+            log.warning("cascade query failed at tier %d: %s", level, one_line(str(exc)))
+            report.stopped = f"query failed at tier {level}"
+            return report
+        members = plan_cascade_batch(rows, level, batch_size)
+        if members is None:
+            report.stopped = f"tier {level} not full"
+            return report
+        built = build_archive(store, client, level, members, project=project, attempt=attempt)
+        if built is None:
+            report.stopped = f"nothing usable at tier {level}"
+            return report
+        name, created, edges = built
+        (report.created if created else report.linked).append(name)
+        report.edges += edges
+        if heartbeat is not None:
+            heartbeat()
+    report.stopped = "top tier reached"
+    return report
+
+
+def cascade(ctx: JobContext) -> JobOutput:
+    """The ``cascade`` job for the project of ``ctx``'s session."""
+    settings = ctx.runtime.settings
+    if not settings.cascade_enabled:
+        return skipped("cascade disabled")
+    with ctx.state() as repos:
+        session = repos.sessions.get(ctx.session_id)
+    if session is None:
+        return skipped("session not seen by the watcher yet")
+    client = model_client(ctx.runtime, ctx.session_id)
+    if not client.configured:
+        return skipped("no model route")
+    attempt = job_attempt(ctx, JOB_CASCADE)
+    try:
+        report = run_cascade(
+            ctx.store(), client, session.project, batch_size=settings.cascade_batch_size,
+            attempt=attempt, heartbeat=ctx.heartbeat,
+        )
+    except RetryableModelError as exc:
+        raise TransientJobError(str(exc)) from None
+    detail = (
+        f"project {session.project}: {len(report.created)} archives created, "
+        f"{len(report.linked)} re-linked; {report.stopped}"
+    )
+    return JobOutput(status="done", detail=detail, written=len(report.created),
+                     edges=report.edges)
+
+
+__all__ = ["JOB_CASCADE", "CascadeReport", "build_archive", "cascade", "run_cascade"]

@@ -1,0 +1,354 @@
+"""``consolidate``: summarise a session's logged span into ``sum-<sid>-<from>-<to>`` + work units.
+
+The span is ``[max(last_consolidated, inherited cut), min(durable end, last logged))`` — only what
+the log layer already wrote. The job is hinted after ``log_span`` logs a turn (thresholds apply),
+after an idle-close (thresholds waived) and by ``reconsolidate`` (thresholds waived, the request's
+span). With thresholds, the newest ``turn/end`` of the span is judged by
+:func:`memory.consolidation.gates.turn_end_gate`: a user abort is a boundary (a quarter of the
+token floor, no turn interval), other aborts / ``blocked`` / ``error`` / ``max-tokens`` /
+``interrupted`` never trigger, otherwise ``check_every_turns`` turns since the last accepted check
+and ``min_new_tokens`` estimated tokens (characters / 4 of the span's non-withdrawn human and
+assistant text) are needed. A refused gate only records ``pending_tokens``.
+
+:func:`write_span_summary` does the work (also usable by repair after a withdrawal): build the
+transcript (withdrawn messages excluded), call the model, write the summary with ``summary``
+edges to exactly the covered, non-withdrawn messages, then the work units. Only afterwards are
+``last_consolidated_seq`` (to the covered end), ``last_check_turn`` and ``pending_tokens``
+advanced, and the cascade of the project is owed.
+
+No model route: one warning per process, the job is skipped, the watermark does not move.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from memory.consolidation.extraction import extract
+from memory.consolidation.gates import GateDecision, turn_end_gate
+from memory.consolidation.members import summary_member_names
+from memory.consolidation.transcript import Transcript, build_transcript, transcript_lines
+from memory.constants import REL_SUMMARY
+from memory.content import estimate_tokens
+from memory.dsh.events import Event
+from memory.entries import LOG_EDGE_POLICY, scopes_for, span_summary_name, summary_policy
+from memory.llm import (
+    ModelClient,
+    ModelsNotConfigured,
+    PermanentModelError,
+    RetryableModelError,
+    warn_models_not_configured,
+)
+from memory.store.base import MemoryStore
+from memory.withdrawal import withdrawn_seqs
+from worker.jobs.cascade import JOB_CASCADE, run_cascade
+from worker.jobs.context import JobContext, JobOutput, skipped
+from worker.jobs.logread import PermanentJobError, TransientJobError, read_window
+from worker.jobs.models import job_attempt, model_client
+from worker.jobs.reconsolidate import pending_request, settle_request
+from worker.jobs.runtime import Runtime
+from worker.jobs.work_units import WorkUnitOptions, WorkUnitOutcome, extract_work_units
+from worker.state.progress import Progress
+from worker.state.sessions import SessionState
+
+log = logging.getLogger("memory_worker")
+
+JOB_CONSOLIDATE: Final = "consolidate"
+TURN_END: Final = "turn/end"
+
+
+@dataclass(slots=True)
+class SpanEvents:
+    """A span's events ``[from_seq, to_seq)``, the event before it, the message ordinal at
+    ``from_seq`` and every seq withdrawn by a marker up to the durable end."""
+
+    events: list[Event]
+    before: Event | None
+    base_ordinal: int
+    withdrawn: frozenset[int]
+
+
+@dataclass(slots=True)
+class SpanSummary:
+    """What :func:`write_span_summary` did. ``name`` is ``None`` for an empty transcript."""
+
+    from_seq: int
+    to_seq: int
+    covered_to: int
+    name: str | None = None
+    members: list[str] = field(default_factory=list)
+    created: bool = False
+    model_called: bool = False
+    work_units: list[WorkUnitOutcome] = field(default_factory=list)
+
+
+def read_span(session: SessionState, from_seq: int, to_seq: int,
+              whitelist: list[str] | tuple[str, ...]) -> SpanEvents:
+    """Read ``[from_seq - 1, durable end)``: the span, its predecessor and the marker window."""
+    window = read_window(session, max(0, from_seq - 1))
+    tail = window.tail(from_seq)
+    return SpanEvents(
+        events=[e for e in tail if e.seq < to_seq],
+        before=window.event_at(from_seq - 1) if from_seq > 0 else None,
+        base_ordinal=window.base_ordinal(from_seq),
+        withdrawn=withdrawn_seqs(tail, whitelist),
+    )
+
+
+def span_transcript(runtime: Runtime, session: SessionState, span: SpanEvents) -> Transcript:
+    return build_transcript(
+        span.events,
+        max_input_tokens=runtime.settings.max_input_tokens,
+        withdrawn=span.withdrawn,
+        inherited_cut=session.inherited_cut,
+        before=span.before,
+        now_ms=0,
+        tz=_tz(runtime),
+    )
+
+
+def write_span_summary(
+    runtime: Runtime,
+    store: MemoryStore,
+    session: SessionState,
+    from_seq: int,
+    to_seq: int,
+    *,
+    client: ModelClient | None = None,
+    attempt: int = 0,
+    span: SpanEvents | None = None,
+) -> SpanSummary:
+    """Summarise ``[from_seq, to_seq)`` of ``session`` into the store (no watermark change).
+
+    Get-before-create: when ``sum-<sid>-<from>-<covered>`` already exists no model call is made
+    and only its ``summary`` edges are re-asserted. Raises ``ModelsNotConfigured``,
+    ``RetryableModelError``, ``PermanentModelError`` and store errors.
+    """
+    settings = runtime.settings
+    span = span or read_span(session, from_seq, to_seq, settings.withdrawal_kinds)
+    transcript = span_transcript(runtime, session, span)
+    result = SpanSummary(from_seq, to_seq, to_seq)
+    if transcript.empty:
+        return result
+    covered_to = result.covered_to = transcript.covered_to(to_seq)
+    sid = session.session_id
+    name = result.name = span_summary_name(sid, from_seq, covered_to)
+    result.members = summary_member_names(
+        span.events, sid, from_seq=from_seq, covered_to_seq=covered_to,
+        base_ordinal=span.base_ordinal, withdrawn=span.withdrawn,
+        inherited_cut=session.inherited_cut,
+    )
+    scopes = scopes_for(session.project)
+    if store.knowledge_get(name) is None:
+        client = client or model_client(runtime, sid)
+        result.model_called = True
+        extraction = extract(client, transcript.text, attempt,
+                             max_units=settings.max_work_units_per_run)
+        policy = summary_policy(1)
+        result.created = store.knowledge_create(
+            name, extraction.summary, tags=policy.tags, scopes=scopes, embed=policy.embed
+        )
+        _link(store, name, result.members, scopes)
+        result.work_units = extract_work_units(
+            store, client, extraction.work_units, summary_name=name, project=session.project,
+            attempt=attempt, recorded=runtime.now(), options=work_unit_options(runtime),
+        )
+    else:
+        _link(store, name, result.members, scopes)
+    return result
+
+
+def work_unit_options(runtime: Runtime) -> WorkUnitOptions:
+    s = runtime.settings
+    return WorkUnitOptions(adjudicate=s.adjudicate, max_distance=s.dedup_max_distance,
+                           candidates=s.dedup_candidates)
+
+
+def _link(store: MemoryStore, name: str, members: list[str], scopes: tuple[str, ...]) -> None:
+    for member in members:
+        store.statement_create(name, REL_SUMMARY, member, scopes=scopes,
+                               embed=LOG_EDGE_POLICY.embed)
+
+
+# ---------------------------------------------------------------------------------- the job
+
+
+def _tz(runtime: Runtime) -> Any:
+    import zoneinfo
+
+    name = runtime.settings.timezone
+    return zoneinfo.ZoneInfo(name) if name else None
+
+
+def pending_tokens(runtime: Runtime, session: SessionState, span: SpanEvents,
+                   from_seq: int = 0) -> int:
+    """Estimated tokens (characters / 4) of the span's non-withdrawn human and assistant text at
+    or after ``from_seq``."""
+    lines = transcript_lines(span.events, withdrawn=span.withdrawn,
+                             inherited_cut=session.inherited_cut, before=span.before, now_ms=0,
+                             tz=_tz(runtime))
+    return sum(
+        estimate_tokens(line.text[3:])
+        for line in lines
+        if line.seq >= from_seq and line.text.startswith(("U: ", "A: "))
+    )
+
+
+def _gate(runtime: Runtime, session: SessionState, progress: Progress, span: SpanEvents,
+          tokens: int, to_seq: int) -> tuple[GateDecision, int]:
+    """Judge the span's turn ends, newest first; the decision and the turn it was taken at."""
+    s = runtime.settings
+    ends = [e for e in span.events if e.type == TURN_END]
+    decision = GateDecision(None, "no turn ended")
+    for event in reversed(ends):
+        data: Mapping[str, Any] = event.data if isinstance(event.data, Mapping) else {}
+        raw_turn = data.get("turn")
+        turn = raw_turn if isinstance(raw_turn, int) else progress.last_check_turn
+        reason = data.get("reason")
+        decision = turn_end_gate(
+            reason=reason if isinstance(reason, Mapping) else None,
+            turn=turn,
+            last_check_turn=progress.last_check_turn,
+            pending_tokens=tokens,
+            last_consolidated_seq=progress.last_consolidated_seq,
+            inherited_cut=session.inherited_cut,
+            session_end_seq=session.durable_end_seq,
+            last_logged_seq=progress.last_logged_seq,
+            enabled=s.consolidation_enabled,
+            check_every_turns=s.check_every_turns,
+            min_new_tokens=s.min_new_tokens,
+        )
+        if decision.accepted:
+            return decision, max(turn, progress.last_check_turn)
+    return decision, progress.last_check_turn
+
+
+def consolidate(ctx: JobContext) -> JobOutput:
+    """The ``consolidate`` job (see the module docstring)."""
+    runtime = ctx.runtime
+    with ctx.state() as repos:
+        session = repos.sessions.get(ctx.session_id)
+        progress = repos.progress.get(ctx.shelf, ctx.session_id)
+        request = pending_request(repos, ctx.session_id, ctx.shelf)
+    if session is None:
+        return skipped("session not seen by the watcher yet")
+    if session.forgotten:
+        return skipped("session is forgotten")
+    client = model_client(runtime, ctx.session_id)
+    if not client.configured:
+        warn_models_not_configured(log)
+        return skipped("no model route configured")
+    waived = request is not None or session.closed_at is not None
+    if request is not None:
+        from_seq = max(request[0], session.inherited_cut)
+        to_seq = min(request[1], progress.last_logged_seq)
+    else:
+        if not runtime.settings.consolidation_enabled:
+            return skipped("consolidation disabled")
+        from_seq = max(progress.last_consolidated_seq, session.inherited_cut)
+        to_seq = min(session.durable_end_seq, progress.last_logged_seq)
+    if to_seq <= from_seq:
+        _settle(ctx, request, "empty")
+        return skipped("nothing to consolidate", from_seq=from_seq, to_seq=max(from_seq, to_seq))
+    span = read_span(session, from_seq, to_seq, runtime.settings.withdrawal_kinds)
+    tokens = pending_tokens(runtime, session, span)
+    turn = progress.last_check_turn
+    if not waived:
+        decision, turn = _gate(runtime, session, progress, span, tokens, to_seq)
+        if not decision.accepted:
+            _record_tokens(ctx, progress, tokens)
+            return skipped(f"gate: {decision.reason}", from_seq=from_seq, to_seq=to_seq)
+    attempt = job_attempt(ctx, JOB_CONSOLIDATE)
+    try:
+        summary = write_span_summary(runtime, ctx.store(), session, from_seq, to_seq,
+                                     client=client, attempt=attempt, span=span)
+    except ModelsNotConfigured:
+        warn_models_not_configured(log)
+        return skipped("no model route configured")
+    except RetryableModelError as exc:
+        raise TransientJobError(str(exc)) from None
+    except PermanentModelError as exc:
+        _settle(ctx, request, "failed", str(exc))
+        raise PermanentJobError(str(exc)) from None
+    ctx.heartbeat()
+    remaining = pending_tokens(runtime, session, span, summary.covered_to)
+    _advance(ctx, progress, summary.covered_to, turn, remaining)
+    _settle(ctx, request, "done" if summary.name else "empty")
+    if summary.name is not None:
+        _owe_cascade(ctx, session, client)
+    stored = sum(1 for unit in summary.work_units if unit.stored)
+    detail = (
+        f"consolidated [{from_seq}, {summary.covered_to}) into {summary.name}"
+        if summary.name else f"nothing to summarise in [{from_seq}, {to_seq})"
+    )
+    if summary.work_units:
+        detail += f"; work units: {', '.join(u.verdict for u in summary.work_units)}"
+    return JobOutput(
+        status="done", detail=detail, from_seq=from_seq, to_seq=summary.covered_to,
+        written=int(summary.created) + stored, edges=len(summary.members),
+        duplicates=sum(1 for unit in summary.work_units if not unit.stored),
+    )
+
+
+def _advance(ctx: JobContext, progress: Progress, covered_to: int, turn: int,
+             remaining: int) -> None:
+    """Move the consolidation watermark after the writes (forward only, fenced)."""
+    with ctx.state() as repos:
+        now = repos.progress.get(ctx.shelf, ctx.session_id)
+        advanced = repos.progress.advance(
+            ctx.shelf, ctx.session_id, expected_version=now.version,
+            lease_token=ctx.lease.token,
+            last_consolidated_seq=max(covered_to, now.last_consolidated_seq),
+            last_check_turn=max(turn, now.last_check_turn),
+            pending_tokens=remaining,
+        )
+    if not advanced:
+        raise TransientJobError(
+            f"consolidation watermark of {ctx.session_id} could not advance (lease lost); "
+            "the span is re-done on the next attempt"
+        )
+
+
+def _record_tokens(ctx: JobContext, progress: Progress, tokens: int) -> None:
+    if tokens == progress.pending_tokens:
+        return
+    with ctx.state() as repos:
+        now = repos.progress.get(ctx.shelf, ctx.session_id)
+        repos.progress.advance(ctx.shelf, ctx.session_id, expected_version=now.version,
+                               lease_token=ctx.lease.token, pending_tokens=tokens)
+
+
+def _settle(ctx: JobContext, request: tuple[int, int] | None, outcome: str,
+            detail: str | None = None) -> None:
+    if request is None:
+        return
+    with ctx.state() as repos:
+        settle_request(repos, ctx.session_id, ctx.shelf, request, outcome, detail)
+
+
+def _owe_cascade(ctx: JobContext, session: SessionState, client: ModelClient) -> None:
+    """Hint the cascade as its own job (a cascade failure never undoes a consolidation); run it
+    here when no queue is attached."""
+    runtime = ctx.runtime
+    if not runtime.settings.cascade_enabled:
+        return
+    if runtime.enqueue is not None:
+        runtime.enqueue(JOB_CASCADE, ctx.session_id, ctx.shelf)
+        return
+    try:
+        run_cascade(ctx.store(), client, session.project,
+                    batch_size=runtime.settings.cascade_batch_size, heartbeat=ctx.heartbeat)
+    except Exception as exc:  # the consolidation is done; the next cascade retries
+        log.warning("cascade after %s failed: %s", ctx.session_id, " ".join(str(exc).split()))
+
+
+__all__ = [
+    "JOB_CONSOLIDATE",
+    "SpanEvents",
+    "SpanSummary",
+    "consolidate",
+    "read_span",
+    "write_span_summary",
+]
