@@ -15,6 +15,10 @@
   ``last_consolidated_seq``; owes ``cascade``.
 * :func:`cascade` — the project's log₁₆ archive tiers 2…8.
 * :func:`request_reconsolidation` — queue a session's owed span (or a seq range) on demand.
+* :func:`retract_job` — a retraction run of one session: withdrawn entries still in the store
+  are removed and the summaries, archives and work units built on them repaired
+  (``worker.jobs.repair``); ``log_span`` does the same right after it retracts, and
+  :func:`resume_repairs` finishes repairs a crash interrupted.
 
 ``log_span`` owes a consolidation through ``Runtime.consolidation_hook``
 (:class:`ConsolidationOwed`)
@@ -31,6 +35,7 @@ from worker.jobs.housekeeping import reconcile_with_store
 from worker.jobs.log_span import log_span, settle_edges
 from worker.jobs.logread import PermanentJobError, TransientJobError, read_window
 from worker.jobs.reconsolidate import ReconsolidateResult, request_reconsolidation
+from worker.jobs.retract import JOB_RETRACT, resume_repairs, retract_job
 from worker.jobs.runtime import (
     ConsolidationHook,
     ConsolidationOwed,
@@ -47,12 +52,14 @@ JOB_SESSION_NODE = "session_node"
 
 register_job(JOB_CONSOLIDATE, consolidate)
 register_job(JOB_CASCADE, cascade)
+register_job(JOB_RETRACT, retract_job)
 
 __all__ = [
     "JOBS",
     "JOB_CASCADE",
     "JOB_CONSOLIDATE",
     "JOB_LOG_SPAN",
+    "JOB_RETRACT",
     "JOB_SESSION_NODE",
     "ConsolidationHook",
     "ConsolidationOwed",
@@ -75,6 +82,8 @@ __all__ = [
     "reconcile_with_store",
     "register_job",
     "request_reconsolidation",
+    "resume_repairs",
+    "retract_job",
     "run_cascade",
     "run_job",
     "session_node",

@@ -1,5 +1,6 @@
-"""``memory-worker status [--json]`` — per session: durable end, watermarks, lag, lease and the
-last failure (the operator's view of the pipeline)."""
+"""``memory-worker status [--json]`` — per session and in total: durable end, logged and
+consolidated watermarks, logging and consolidation lag, retractions pending, lease and the last
+failure (the operator's view of the pipeline; :mod:`worker.figures` computes the numbers)."""
 
 from __future__ import annotations
 
@@ -14,64 +15,13 @@ from rich.table import Table
 from worker.cli import app
 from worker.commands.config import ConfigOption
 from worker.commands.run import ShelfOption, load_or_exit, open_runtime_or_exit
+from worker.figures import figures
 from worker.pipeline import Runtime
-from worker.state.leases import session_lease_key
 
 
 def session_status(runtime: Runtime, shelf: str) -> list[dict[str, Any]]:
     """One JSON-ready dict per known session (forgotten ones included, flagged)."""
-    rows: list[dict[str, Any]] = []
-    with runtime.state.transaction() as repos:
-        progress = {p.session_id: p for p in repos.progress.list(shelf)}
-        failures: dict[str, list[Any]] = {}
-        for failure in repos.failures.list():
-            failures.setdefault(failure.session_id, []).append(failure)
-        for state in repos.sessions.list(include_forgotten=True):
-            row = progress.get(state.session_id)
-            logged = row.last_logged_seq if row is not None else 0
-            start = max(logged, state.inherited_cut)
-            lease = repos.leases.holder(session_lease_key(state.session_id))
-            last = (failures.get(state.session_id) or [None])[0]
-            rows.append({
-                "session_id": state.session_id,
-                "project": state.project,
-                "path": state.path,
-                "durable_end_seq": state.durable_end_seq,
-                "inherited_cut": state.inherited_cut,
-                "last_logged_seq": logged,
-                "last_consolidated_seq": row.last_consolidated_seq if row else 0,
-                "last_belong_to_index": row.last_belong_to_index if row else 0,
-                "has_session_node": bool(row and row.has_session_node),
-                "lag": max(0, state.durable_end_seq - start),
-                "closed": state.closed_at is not None,
-                "forgotten": state.forgotten,
-                "lease": None if lease is None else {
-                    "owner": lease.owner, "token": lease.token,
-                    "expires_at": lease.expires_at.isoformat(),
-                },
-                "last_failure": None if last is None else {
-                    "task": last.task, "attempts": last.attempts, "error": last.last_error,
-                    "permanent": last.permanent, "at": last.last_at.isoformat(),
-                },
-            })
-        # Sessions the watcher could not record (a corrupt or unsupported log) still show up,
-        # with their failure.
-        listed = {row["session_id"] for row in rows}
-        for session_id, found in sorted(failures.items()):
-            if session_id in listed:
-                continue
-            last = found[0]
-            rows.append({
-                "session_id": session_id, "project": "", "path": "",
-                "durable_end_seq": None, "inherited_cut": None, "last_logged_seq": None,
-                "last_consolidated_seq": None, "last_belong_to_index": None,
-                "has_session_node": False, "lag": None, "closed": False, "forgotten": False,
-                "lease": None,
-                "last_failure": {
-                    "task": last.task, "attempts": last.attempts, "error": last.last_error,
-                    "permanent": last.permanent, "at": last.last_at.isoformat(),
-                },
-            })
+    rows: list[dict[str, Any]] = figures(runtime.state, shelf)["sessions"]
     return rows
 
 
@@ -85,19 +35,20 @@ def status(
     shelf: ShelfOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Per session: durable end, watermarks, lag, lease and last failure."""
+    """Per session and in total: durable end, watermarks, lag, pending retractions, failures."""
     settings = load_or_exit(config, store_shelf=shelf)
     runtime = open_runtime_or_exit(settings, "status")
     try:
-        rows = session_status(runtime, settings.store_shelf)
+        found = figures(runtime.state, settings.store_shelf)
     finally:
         runtime.close()
     if json_:
-        typer.echo(json.dumps({"shelf": settings.store_shelf, "sessions": rows}, indent=2))
+        typer.echo(json.dumps(found, indent=2))
         return
+    rows, total = found["sessions"], found["total"]
     table = Table(title=f"memory-worker status (shelf {settings.store_shelf})")
-    for column in ("session", "project", "durable end", "logged", "lag", "node", "lease",
-                   "last failure"):
+    for column in ("session", "project", "durable end", "logged", "lag", "consolidated",
+                   "cons. lag", "pending retractions", "node", "lease", "last failure"):
         table.add_column(column)
     for row in rows:
         failure = row["last_failure"]
@@ -107,10 +58,21 @@ def status(
             _cell(row["durable_end_seq"]),
             _cell(row["last_logged_seq"]),
             _cell(row["lag"]),
+            _cell(row["last_consolidated_seq"]),
+            _cell(row["consolidation_lag"]),
+            _cell(row["retractions_pending"]),
             "yes" if row["has_session_node"] else "no",
             escape(row["lease"]["owner"]) if row["lease"] else "-",
             escape(f"{failure['task']}: {failure['error']}") if failure else "-",
         )
-    Console(width=200).print(table)
+    if rows:
+        table.add_section()
+        table.add_row(
+            f"total ({total['sessions']})", "", str(total["durable_end_seq"]), "",
+            str(total["lag"]), "", str(total["consolidation_lag"]),
+            str(total["retractions_pending"]), "", "",
+            f"{total['failing']} failing" if total["failing"] else "-",
+        )
+    Console(width=220).print(table)
     if not rows:
         Console(stderr=True).print("no sessions seen yet (run `memory-worker run` or `daemon`)")

@@ -20,7 +20,6 @@ import logging
 import time
 from collections.abc import Callable
 
-from prometheus_client import Counter, Histogram
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from tenacity import (
@@ -37,6 +36,13 @@ from worker.jobs.log_span import log_span
 from worker.jobs.logread import PermanentJobError, TransientJobError
 from worker.jobs.runtime import Runtime
 from worker.jobs.session_node import session_node
+from worker.observability import (
+    ENTRIES_WRITTEN,
+    JOB_RUNS,
+    JOB_SECONDS,
+    RETRACTIONS,
+    SPANS_PROCESSED,
+)
 from worker.state.failures import describe_error
 from worker.state.leases import session_lease_key
 
@@ -54,12 +60,6 @@ def register_job(name: str, job: Job) -> None:
         raise ValueError(f"a different job is already registered as {name!r}")
     JOBS[name] = job
 
-JOB_RUNS = Counter(
-    "memory_worker_job_runs_total", "Guarded job runs by job and outcome", ["job", "status"]
-)
-JOB_SECONDS = Histogram("memory_worker_job_seconds", "Wall time of guarded job runs", ["job"])
-ENTRIES_WRITTEN = Counter("memory_worker_entries_written_total", "Entries created", ["job"])
-RETRACTIONS = Counter("memory_worker_retractions_total", "Withdrawn entries deleted")
 
 _IN_PROCESS_ATTEMPTS = 3
 _RETRYABLE = (TransientStoreError, TransientJobError, OperationalError, PoolTimeoutError)
@@ -139,6 +139,8 @@ def _finish(result: JobResult, started: float) -> JobResult:
     result.seconds = time.monotonic() - started
     JOB_RUNS.labels(result.job, result.status).inc()
     JOB_SECONDS.labels(result.job).observe(result.seconds)
+    if result.status == "done" and result.to_seq is not None:
+        SPANS_PROCESSED.labels(result.job).inc()
     if result.written:
         ENTRIES_WRITTEN.labels(result.job).inc(result.written)
     if result.retracted:

@@ -149,6 +149,10 @@ def log_span(ctx: JobContext) -> JobOutput:
         if advanced is None:
             break  # another run already covered the rest of this span
         version = advanced
+    # Summaries, archives and work units built on what a marker withdrew are repaired now.
+    from worker.jobs.retract import repair_after_log_span  # retract imports this module
+
+    repair_after_log_span(ctx, bool(withdrawn_before))
     if cut.idle_close:
         _close(ctx, session.project, progress.last_consolidated_seq, cut.to_seq)
     elif cut.reason == "turn-end" and ctx.runtime.consolidation_hook is not None:

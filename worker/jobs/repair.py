@@ -1,0 +1,429 @@
+"""Repair of derived memory: no text the user took back survives in a summary, an archive or a
+work unit.
+
+A span summary ``sum-<sid>-<from>-<to>`` that still has a ``summary`` edge to a withdrawn message
+entry was written before the withdrawal. Repair
+
+1. records its *intent* in the audit table (``repair-intent``) for every such summary, before
+   touching the store — a crash anywhere after this is resumed by :func:`resume_repairs` or the
+   next repair of the session, which re-derive the same work from the log and the store;
+2. regenerates the summary from the remaining messages under the same name (``knowledge-update``,
+   or delete + create when the store has no update) and removes its edges to withdrawn entries;
+   a summary with nothing left is retracted (entry and edges);
+3. retracts work units derived only from repaired summaries (entry and every statement naming
+   it), unlinks units that have other sources, and writes the units the cleaned span yields;
+4. regenerates every archive ``sum<L>-…`` above a repaired summary from its members' current
+   text, tier by tier (an archive left without members is retracted);
+5. records each step and finally ``repair-summary`` (which closes the intent), with the cause
+   (marker seq, source kind) and the outcome.
+
+Everything is get-before-write and idempotent: running it twice, or after a crash, converges.
+Without a model route the text cannot be regenerated, so affected summaries and archives are
+retracted instead (one warning). A store without delete cannot be repaired (one warning, the
+failure audited).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from memory import constants as C
+from memory.consolidation.archive import members_of, write_archive_text
+from memory.consolidation.extraction import Extraction, extract
+from memory.consolidation.transcript import build_transcript
+from memory.entries import (
+    LOG_EDGE_POLICY,
+    scopes_for,
+    summary_policy,
+)
+from memory.llm import (
+    ModelCallRecord,
+    ModelClient,
+    ModelsNotConfigured,
+    PermanentModelError,
+    RetryableModelError,
+)
+from memory.store.base import KnowledgeEntry, MemoryStore, NotFoundError
+from worker.jobs.context import JobContext
+from worker.jobs.logread import TransientJobError
+from worker.jobs.models import model_client as consolidation_client
+from worker.jobs.runtime import Runtime
+from worker.jobs.storeview import (
+    SpanSummaryRef,
+    archive_level,
+    archives_above,
+    derived_units,
+    edges,
+    span_summaries,
+    summary_members,
+    unit_sources,
+)
+from worker.jobs.withdrawals import SessionLog, Withdrawn
+from worker.jobs.work_units import WorkUnitOptions, extract_work_units
+from worker.observability import REPAIRS, count_model_tokens
+from worker.state.database import Repos
+
+log = logging.getLogger("memory_worker")
+
+ACTION_INTENT = "repair-intent"
+ACTION_SUMMARY = "repair-summary"
+ACTION_ARCHIVE = "repair-archive"
+ACTION_UNIT = "repair-work-unit"
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRepair:
+    """One summary to repair: the withdrawn entries it still points at, and the cause."""
+
+    ref: SpanSummaryRef
+    dirty: tuple[str, ...]
+    cause: Withdrawn | None
+    resumed: bool = False
+
+
+@dataclass(slots=True)
+class RepairReport:
+    regenerated: list[str] = field(default_factory=list)
+    retracted: list[str] = field(default_factory=list)
+    unlinked: list[str] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)
+    edges_removed: int = 0
+    failed: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> int:
+        return len(self.regenerated) + len(self.retracted) + len(self.unlinked)
+
+
+# ---------------------------------------------------------------------------- what to repair
+
+
+def pending_intents(repos: Repos, session_id: str) -> set[str]:
+    """Summaries whose repair was started (intent recorded) and not finished."""
+    open_: dict[str, bool] = {}
+    for entry in repos.audit.entries(session_id=session_id):
+        if entry.subject is None:
+            continue
+        if entry.action == ACTION_INTENT:
+            open_[entry.subject] = True
+        elif entry.action == ACTION_SUMMARY:
+            open_[entry.subject] = False
+    return {subject for subject, pending in open_.items() if pending}
+
+
+def find_repairs(store: MemoryStore, log_: SessionLog, pending: Iterable[str] = ()) -> list[
+        SummaryRepair]:
+    """The session's summaries that point at a withdrawn entry, plus unfinished ones."""
+    withdrawn = log_.withdrawn_by_name()
+    unfinished = set(pending)
+    repairs: list[SummaryRepair] = []
+    for ref in span_summaries(store, log_.session_id):
+        dirty = tuple(m for m in summary_members(store, ref.name) if m in withdrawn)
+        if not dirty and ref.name not in unfinished:
+            continue
+        cause = withdrawn[dirty[0]] if dirty else _first_withdrawn(log_, ref)
+        repairs.append(SummaryRepair(ref, dirty, cause, resumed=ref.name in unfinished))
+    return repairs
+
+
+def _first_withdrawn(log_: SessionLog, ref: SpanSummaryRef) -> Withdrawn | None:
+    inside = [w for seq, w in log_.withdrawn.items() if ref.from_seq <= seq < ref.to_seq]
+    return inside[0] if inside else None
+
+
+# ------------------------------------------------------------------------------ model client
+
+
+def model_client(runtime: Runtime, session_id: str | None = None) -> ModelClient | None:
+    """The consolidation jobs' client (calls recorded in ``model_calls``), also counting tokens
+    in the metrics; ``None`` when consolidation is off or has no route."""
+    if not runtime.settings.consolidation_enabled:
+        return None
+    client = consolidation_client(runtime, session_id)
+    if not client.configured:
+        return None
+    inner = client.recorder
+
+    def record(call: ModelCallRecord) -> None:
+        count_model_tokens(call.purpose, call.input_tokens, call.output_tokens,
+                           call.reasoning_tokens)
+        if inner is not None:
+            inner(call)
+
+    client.recorder = record
+    return client
+
+
+# ----------------------------------------------------------------------------------- repairer
+
+
+class Repairer:
+    """Carries out repairs for one session under its lease (see the module docstring)."""
+
+    def __init__(self, ctx: JobContext, store: MemoryStore, project: str,
+                 client: ModelClient | None) -> None:
+        self.ctx = ctx
+        self.store = store
+        self.project = project
+        self.scopes = scopes_for(project)
+        self.client = client
+        self.report = RepairReport()
+        self._changed: dict[str, bool] = {}  # summary / archive → removed?
+        self._cause: dict[str, Withdrawn | None] = {}
+
+    # ---- the whole run
+
+    def usable(self) -> bool:
+        features = self.store.features()
+        if not features.delete:
+            self.ctx.warn_once(
+                "repair-no-delete",
+                "derived memory cannot be repaired: this store has no knowledge-delete / "
+                "statement-delete, so summaries, archives and work units keep withdrawn text",
+            )
+            return False
+        if self.client is None:
+            self.ctx.warn_once(
+                "repair-no-model",
+                "no model route is configured: summaries and archives that carried withdrawn "
+                "text are removed instead of regenerated",
+            )
+        return True
+
+    def repair(self, log_: SessionLog, repairs: list[SummaryRepair]) -> RepairReport:
+        if not repairs:
+            return self.report
+        if not self.usable():
+            for item in repairs:
+                self._audit(ACTION_SUMMARY, "failed", item.ref.name, item.cause,
+                            "store has no knowledge-delete")
+                self.report.failed.append(item.ref.name)
+            return self.report
+        with self.ctx.state() as repos:
+            for item in repairs:
+                if not item.resumed:
+                    repos.audit.record(
+                        ACTION_INTENT, "pending", shelf=self.ctx.shelf,
+                        session_id=self.ctx.session_id, subject=item.ref.name,
+                        cause_marker_seq=item.cause.marker_seq if item.cause else None,
+                        source_kind=item.cause.kind if item.cause else None,
+                        detail="points at " + ", ".join(item.dirty) if item.dirty else "resumed",
+                    )
+        affected = {item.ref.name for item in repairs}
+        for item in repairs:
+            self.ctx.heartbeat()
+            self._cause[item.ref.name] = item.cause
+            self.repair_summary(log_, item, affected)
+        self.repair_archives()
+        with self.ctx.state() as repos:
+            for item in repairs:
+                removed = self._changed.get(item.ref.name, False)
+                repos.audit.record(
+                    ACTION_SUMMARY, "retracted" if removed else "regenerated",
+                    shelf=self.ctx.shelf, session_id=self.ctx.session_id, subject=item.ref.name,
+                    cause_marker_seq=item.cause.marker_seq if item.cause else None,
+                    source_kind=item.cause.kind if item.cause else None,
+                    detail=("removed edges to " + ", ".join(item.dirty)) if item.dirty else None,
+                )
+        return self.report
+
+    # ---- summaries
+
+    def repair_summary(self, log_: SessionLog, item: SummaryRepair,
+                       affected: set[str]) -> None:
+        ref = item.ref
+        kept = log_.kept_names(ref.from_seq, ref.to_seq)
+        transcript = build_transcript(
+            log_.events_in(ref.from_seq, ref.to_seq),
+            max_input_tokens=self.ctx.runtime.settings.max_input_tokens,
+            withdrawn=log_.cited,
+            inherited_cut=log_.state.inherited_cut,
+            before=log_.event_at(ref.from_seq - 1) if ref.from_seq > 0 else None,
+            tz=self.ctx.timezone(),
+        )
+        extraction = None
+        if kept and not transcript.empty:
+            extraction = self._extract(transcript.text, ref.name)
+        self.repair_units(ref.name, affected)
+        if extraction is None:
+            self.retract_summary(ref.name)
+            return
+        self._rewrite(ref.name, extraction.summary, 1)
+        for tail in summary_members(self.store, ref.name):
+            if tail not in kept:
+                self._unlink(ref.name, C.REL_SUMMARY, tail)
+        for name in kept:
+            self.store.statement_create(ref.name, C.REL_SUMMARY, name,
+                                        scopes=self.scopes, embed=LOG_EDGE_POLICY.embed)
+        self.write_units(ref.name, extraction)
+        self._changed[ref.name] = False
+        self.report.regenerated.append(ref.name)
+        REPAIRS.labels("summary", "regenerated").inc()
+
+    def retract_summary(self, name: str) -> None:
+        """Remove a span summary, its ``summary`` edges and its work units' links."""
+        for row in edges(self.store, C.REL_SUMMARY, head=name):
+            self._unlink(row.head, row.relation, row.tail)
+        if self.store.knowledge_delete(name):
+            self.report.retracted.append(name)
+            REPAIRS.labels("summary", "retracted").inc()
+        self._changed[name] = True
+
+    def _extract(self, transcript: str, name: str) -> Extraction | None:
+        if self.client is None:
+            return None
+        settings = self.ctx.runtime.settings
+        try:
+            return extract(self.client, transcript, 0,
+                           max_units=settings.max_work_units_per_run)
+        except ModelsNotConfigured:
+            return None
+        except RetryableModelError as exc:
+            raise TransientJobError(f"regenerating {name}: {exc}") from exc
+        except PermanentModelError as exc:
+            log.warning("regenerating %s failed (%s); it is removed instead", name, exc)
+            return None
+
+    def _rewrite(self, name: str, text: str, level: int) -> None:
+        """Replace ``name``'s text: ``knowledge-update`` when the store has it, otherwise
+        delete + create (tags and scopes of a tier-``level`` summary)."""
+        found = self.store.knowledge_get(name)
+        if found is not None and found.content.data == text:
+            return
+        if found is not None and self.store.features().update:
+            try:
+                self.store.knowledge_update(name, data=text)
+                return
+            except NotFoundError:
+                pass
+        elif found is not None:
+            self.store.knowledge_delete(name)
+        policy = summary_policy(level)
+        self.store.knowledge_create(name, text, tags=policy.tags, scopes=self.scopes,
+                                    embed=policy.embed)
+
+    def _unlink(self, head: str, relation: str, tail: str) -> None:
+        if self.store.statement_delete(head, relation, tail):
+            self.report.edges_removed += 1
+
+    # ---- work units
+
+    def repair_units(self, summary: str, affected: set[str]) -> None:
+        """Units derived only from affected summaries are retracted; others lose this link."""
+        for unit in derived_units(self.store, summary):
+            others = [s for s in unit_sources(self.store, unit) if s not in affected]
+            if others:
+                self._unlink(unit, C.REL_DERIVED_FROM, summary)
+                self.report.unlinked.append(unit)
+                REPAIRS.labels("work-unit", "unlinked").inc()
+                self._audit(ACTION_UNIT, "unlinked", unit, self._cause.get(summary),
+                            f"derivedFrom {summary} removed; kept for {', '.join(others)}")
+            else:
+                self.retract_unit(unit, summary)
+
+    def retract_unit(self, unit: str, summary: str) -> None:
+        for row in edges(self.store, head=unit) + edges(self.store, tail=unit):
+            self._unlink(row.head, row.relation, row.tail)
+        removed = self.store.knowledge_delete(unit)
+        if removed:
+            self.report.retracted.append(unit)
+            REPAIRS.labels("work-unit", "retracted").inc()
+        self._audit(ACTION_UNIT, "retracted" if removed else "absent", unit,
+                    self._cause.get(summary), f"derived only from {summary}")
+
+    def write_units(self, summary: str, extraction: Extraction) -> None:
+        """The work units of the cleaned span, written like consolidation writes them
+        (adjudicated; ``is_a`` and ``derivedFrom`` re-asserted)."""
+        if self.client is None:
+            return
+        settings = self.ctx.runtime.settings
+        outcomes = extract_work_units(
+            self.store, self.client, extraction.work_units, summary_name=summary,
+            project=self.project, attempt=0, recorded=self.ctx.runtime.now(),
+            options=WorkUnitOptions(
+                max_distance=settings.dedup_max_distance, candidates=settings.dedup_candidates,
+                adjudicate=settings.adjudicate,
+            ),
+        )
+        for outcome in outcomes:
+            if outcome.stored:
+                self.report.written.append(outcome.name)
+                self._audit(ACTION_UNIT, "re-extracted", outcome.name, self._cause.get(summary),
+                            f"from the cleaned {summary} ({outcome.verdict})")
+
+    # ---- archives
+
+    def repair_archives(self) -> None:
+        """Regenerate (or retract) every archive above a changed summary, lowest tier first."""
+        todo: dict[str, int] = {}
+        for name in self._changed:
+            self._queue_parents(name, todo)
+        while todo:
+            name = min(todo, key=lambda n: (todo[n], n))
+            level = todo.pop(name)
+            self.ctx.heartbeat()
+            self._repair_archive(name, level)
+            self._queue_parents(name, todo)
+
+    def _queue_parents(self, name: str, todo: dict[str, int]) -> None:
+        for parent in archives_above(self.store, name):
+            level = archive_level(parent)
+            if level is not None:
+                todo[parent] = level
+                self._cause.setdefault(parent, self._cause.get(name))
+
+    def _repair_archive(self, name: str, level: int) -> None:
+        present: list[KnowledgeEntry] = []
+        for member in summary_members(self.store, name):
+            entry = self.store.knowledge_get(member)
+            if entry is None or self._changed.get(member) is True:
+                self._unlink(name, C.REL_SUMMARY, member)
+            else:
+                present.append(entry)
+        present.sort(key=lambda e: (e.created_at, e.name))
+        text = self._archive_text(level, present) if present else None
+        cause = self._cause.get(name)
+        if text is None:
+            for row in edges(self.store, C.REL_SUMMARY, head=name):
+                self._unlink(row.head, row.relation, row.tail)
+            removed = self.store.knowledge_delete(name)
+            self._changed[name] = True
+            if removed:
+                self.report.retracted.append(name)
+                REPAIRS.labels("archive", "retracted").inc()
+            self._audit(ACTION_ARCHIVE, "retracted" if removed else "absent", name, cause,
+                        "no members left" if not present else "could not be regenerated")
+            return
+        self._rewrite(name, text, level)
+        self._changed[name] = False
+        self.report.regenerated.append(name)
+        REPAIRS.labels("archive", "regenerated").inc()
+        self._audit(ACTION_ARCHIVE, "regenerated", name, cause,
+                    f"from {len(present)} members")
+
+    def _archive_text(self, level: int, members: list[KnowledgeEntry]) -> str | None:
+        if self.client is None:
+            return None
+        try:
+            archive = write_archive_text(self.client, level, members_of(members), 0)
+        except ModelsNotConfigured:
+            return None
+        except RetryableModelError as exc:
+            raise TransientJobError(f"regenerating an archive: {exc}") from exc
+        except PermanentModelError as exc:
+            log.warning("regenerating a tier-%d archive failed (%s); it is removed", level, exc)
+            return None
+        return archive.markdown
+
+    # ---- audit
+
+    def _audit(self, action: str, outcome: str, subject: str, cause: Withdrawn | None,
+               detail: str | None = None) -> None:
+        with self.ctx.state() as repos:
+            repos.audit.record(
+                action, outcome, shelf=self.ctx.shelf, session_id=self.ctx.session_id,
+                subject=subject, cause_marker_seq=cause.marker_seq if cause else None,
+                source_kind=cause.kind if cause else None, detail=detail,
+            )

@@ -1,0 +1,242 @@
+"""Retraction runs: re-scan a whole session log for withdrawal markers, compare with what the
+store holds, and remove what the user took back — message entries first, then the derived memory
+built on them (:mod:`worker.jobs.repair`).
+
+Used three ways: by ``log_span`` right after it retracted (:func:`repair_after_log_span`), by the
+``retract`` job and the operator's ``memory-worker retract`` (:func:`plan_session`,
+:func:`execute_plan`, optionally with extra marker kinds), and at startup to finish repairs a
+crash interrupted (:func:`resume_repairs`). Every run holds the session's lease, so it is safe
+while the daemon runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Literal, TypeVar
+
+from memory import entries
+from memory.constants import REL_BELONG_TO
+from memory.store.base import MemoryStore, StoreError
+from worker.jobs.context import JobContext, JobOutput, skipped
+from worker.jobs.log_span import existing_names
+from worker.jobs.logread import TransientJobError
+from worker.jobs.repair import (
+    Repairer,
+    RepairReport,
+    SummaryRepair,
+    find_repairs,
+    model_client,
+    pending_intents,
+)
+from worker.jobs.runtime import Runtime
+from worker.jobs.storeview import archives_above, derived_units, unit_sources
+from worker.jobs.withdrawals import SessionLog, Withdrawn, read_session_log
+from worker.observability import RETRACTIONS
+from worker.state.leases import session_lease_key
+
+log = logging.getLogger("memory_worker")
+
+JOB_RETRACT = "retract"
+Action = Literal["retract", "regenerate", "unlink"]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class PlanItem:
+    """One entry a retraction run changes, and why."""
+
+    session_id: str
+    entry: str
+    action: Action
+    why: str
+
+
+@dataclass(slots=True)
+class SessionPlan:
+    session_id: str
+    messages: list[Withdrawn] = field(default_factory=list)
+    repairs: list[SummaryRepair] = field(default_factory=list)
+    items: list[PlanItem] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.items
+
+
+@dataclass(slots=True)
+class RunResult:
+    session_id: str
+    retracted: list[str] = field(default_factory=list)
+    repair: RepairReport = field(default_factory=RepairReport)
+    failed: list[str] = field(default_factory=list)
+
+
+def kinds_for(runtime: Runtime, extra: Iterable[str] = ()) -> list[str]:
+    """The whitelist of a run: the configured one plus ``extra`` kinds for this run only."""
+    kinds = list(runtime.settings.withdrawal_kinds)
+    kinds += [k for k in extra if k not in kinds]
+    return kinds
+
+
+def plan_session(store: MemoryStore, log_: SessionLog, pending: Iterable[str] = (),
+                 *, model: bool = True) -> SessionPlan:
+    """What a retraction run would change for one session (nothing is written)."""
+    plan = SessionPlan(log_.session_id)
+    names = log_.withdrawn_by_name()
+    present = existing_names(store, list(names))
+    plan.messages = [w for name, w in names.items() if name in present]
+    for w in plan.messages:
+        plan.items.append(PlanItem(
+            log_.session_id, w.name, "retract",
+            f"withdrawn by {w.kind} marker at seq {w.marker_seq} (message seq {w.seq})",
+        ))
+    plan.repairs = find_repairs(store, log_, pending)
+    affected = {r.ref.name for r in plan.repairs}
+    seen: set[str] = set()
+    for repair in plan.repairs:
+        name = repair.ref.name
+        kept = log_.kept_names(repair.ref.from_seq, repair.ref.to_seq)
+        what = ("covers withdrawn " + ", ".join(repair.dirty)) if repair.dirty else (
+            "an interrupted repair")
+        action: Action = "regenerate" if kept and model else "retract"
+        plan.items.append(PlanItem(log_.session_id, name, action, what))
+        for unit in derived_units(store, name):
+            if unit in seen:
+                continue
+            seen.add(unit)
+            others = [s for s in unit_sources(store, unit) if s not in affected]
+            plan.items.append(PlanItem(
+                log_.session_id, unit, "unlink" if others else "retract",
+                f"derived from {name}" + (f"; kept for {', '.join(others)}" if others else
+                                          " only"),
+            ))
+        todo = archives_above(store, name)
+        while todo:
+            archive = todo.pop(0)
+            if archive in seen:
+                continue
+            seen.add(archive)
+            plan.items.append(PlanItem(log_.session_id, archive,
+                                       "regenerate" if model else "retract",
+                                       f"archive above {name}"))
+            todo.extend(archives_above(store, archive))
+    return plan
+
+
+def execute_plan(ctx: JobContext, log_: SessionLog) -> RunResult:
+    """Carry out a retraction run for ``ctx``'s session (re-planned under the lease)."""
+    store = ctx.store()
+    result = RunResult(ctx.session_id)
+    with ctx.state() as repos:
+        pending = pending_intents(repos, ctx.session_id)
+    plan = plan_session(store, log_, pending)
+    for w in plan.messages:
+        ctx.heartbeat()
+        if retract_message(ctx, store, w):
+            result.retracted.append(w.name)
+        else:
+            result.failed.append(w.name)
+    repairer = Repairer(ctx, store, log_.project, model_client(ctx.runtime, ctx.session_id))
+    result.repair = repairer.repair(log_, find_repairs(store, log_, pending))
+    result.failed += result.repair.failed
+    return result
+
+
+def retract_message(ctx: JobContext, store: MemoryStore, w: Withdrawn) -> bool:
+    """Delete one withdrawn message entry and its ``belongTo`` edge; audited."""
+    if not store.features().delete:
+        ctx.warn_once("retract-no-delete", "withdrawn messages cannot be retracted: this store "
+                      "has no knowledge-delete")
+        ctx.record_retraction(w.name, w.ordinal, w.marker_seq, w.kind, "failed",
+                              "store has no knowledge-delete")
+        return False
+    store.statement_delete(w.name, REL_BELONG_TO, entries.session_name(ctx.session_id))
+    removed = store.knowledge_delete(w.name)
+    ctx.record_retraction(w.name, w.ordinal, w.marker_seq, w.kind,
+                          "retracted" if removed else "absent", "retraction run")
+    if removed:
+        RETRACTIONS.inc()
+    return True
+
+
+# ----------------------------------------------------------------------------------- as jobs
+
+
+def retract_job(ctx: JobContext) -> JobOutput:
+    """The ``retract`` job: a retraction run of one session with the configured whitelist."""
+    with ctx.state() as repos:
+        state = repos.sessions.get(ctx.session_id)
+    if state is None or not state.path:
+        return skipped("session not seen by the watcher yet")
+    result = execute_plan(ctx, read_session_log(state, kinds_for(ctx.runtime)))
+    return JobOutput(
+        status="done" if result.retracted or result.repair.changed else "skipped",
+        detail=f"retracted {len(result.retracted)}, repaired {result.repair.changed}",
+        retracted=len(result.retracted),
+        written=len(result.repair.written),
+    )
+
+
+def repair_after_log_span(ctx: JobContext, withdrew_earlier: bool) -> None:
+    """Called by ``log_span`` after its writes: when a marker withdrew messages of an earlier
+    span, or a repair of this session is unfinished, repair the derived memory now."""
+    if not withdrew_earlier:
+        with ctx.state() as repos:
+            if not pending_intents(repos, ctx.session_id):
+                return
+    with ctx.state() as repos:
+        state = repos.sessions.get(ctx.session_id)
+    if state is None:
+        return
+    result = execute_plan(ctx, read_session_log(state, kinds_for(ctx.runtime)))
+    if result.repair.changed:
+        log.info("repaired %s after a withdrawal: %d regenerated, %d retracted, %d unlinked",
+                 ctx.session_id, len(result.repair.regenerated), len(result.repair.retracted),
+                 len(result.repair.unlinked))
+
+
+def with_session_lease(runtime: Runtime, session_id: str, shelf: str, job: str,
+                       fn: Callable[[JobContext], T], *, wait_s: float = 60.0) -> T:
+    """Run ``fn`` holding ``session_id``'s lease, waiting up to ``wait_s`` for a busy one."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        with runtime.state.transaction() as repos:
+            lease = repos.leases.acquire(session_lease_key(session_id), runtime.owner,
+                                         runtime.settings.lease_ttl_s)
+        if lease is not None:
+            break
+        if time.monotonic() >= deadline:
+            raise TransientJobError(f"{session_id} is busy (another worker holds its lease)")
+        time.sleep(0.2)
+    ctx = JobContext(runtime, job, session_id, shelf, lease)
+    try:
+        return fn(ctx)
+    finally:
+        with runtime.state.transaction() as repos:
+            repos.leases.release(ctx.lease)
+
+
+def resume_repairs(runtime: Runtime, shelf: str) -> list[str]:
+    """Finish every repair a crash interrupted (intent recorded, not done); returns the
+    sessions resumed. Errors are logged, not raised (the next start tries again)."""
+    with runtime.state.transaction() as repos:
+        sessions = [s for s in repos.sessions.list() if s.path and pending_intents(
+            repos, s.session_id)]
+    resumed: list[str] = []
+    for state in sessions:
+        try:
+            with_session_lease(
+                runtime, state.session_id, shelf, "retract",
+                lambda ctx, state=state: execute_plan(  # type: ignore[misc]
+                    ctx, read_session_log(state, kinds_for(runtime))),
+            )
+            resumed.append(state.session_id)
+        except (StoreError, TransientJobError, OSError) as exc:
+            log.warning("could not finish the interrupted repair of %s: %s",
+                        state.session_id, exc)
+    if resumed:
+        log.warning("finished interrupted repairs of %d session(s)", len(resumed))
+    return resumed
