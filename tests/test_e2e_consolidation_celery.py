@@ -1,0 +1,100 @@
+"""End to end, distributed: `memory-worker daemon` + a real `memory-worker worker` (Celery on Redis,
+PostgreSQL state) consolidate live sessions through a local chat-completions server: a small
+first turn stays below the token floor, a big second turn triggers the summary; a second session
+of the project triggers the cascade's tier-2 archive; work units and model-call rows appear."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+import redis
+from model_server import ModelServer, model_server_fixture  # noqa: F401
+from test_e2e_consolidation_embedded import scripted
+from test_e2e_distributed import PG_ADMIN, Cluster, wait_for
+from worker_dshgen import SessionLogWriter
+
+from memory.entries import archive_name
+
+pytestmark = pytest.mark.integration
+
+REDIS_DB = 12
+CWD = "/home/dev/celery-proj"
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, model_server: ModelServer) -> Iterator[Cluster]:
+    model_server.responder = scripted
+    database = f"h8_e2e_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{database}"')
+    queue = f"h8-e2e-{uuid.uuid4().hex[:8]}"
+    c = Cluster(tmp_path, f"postgresql://postgres@127.0.0.1:5432/{database}", queue)
+    c.env.update({
+        "MEMORY_WORKER_BROKER_URL": f"redis://127.0.0.1:6379/{REDIS_DB}",
+        "MEMORY_WORKER_IDLE_CLOSE_S": "600",
+        "MEMORY_WORKER_CHECK_EVERY_TURNS": "1",
+        "MEMORY_WORKER_MIN_NEW_TOKENS": "500",
+        "MEMORY_WORKER_CASCADE_BATCH_SIZE": "2",
+        "MEMORY_WORKER_MODEL_ROUTES": json.dumps(
+            [{"base_url": model_server.base_url, "model": "deepseek-chat",
+              "api_key_env": "E2E_KEY"}]
+        ),
+        "E2E_KEY": "sk-e2e-0000000000000000",
+    })
+    try:
+        c.start("daemon", "daemon")
+        c.start_worker("w1")
+        yield c
+    finally:
+        c.stop()
+        redis.Redis(db=REDIS_DB).delete(queue)
+        with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+
+def statements(cluster: Cluster) -> set[tuple[str, str, str]]:
+    dump: dict[str, Any] = cluster.dump()
+    return {(r["head"], r["relation"], r["tail"]) for r in dump["statements"]}
+
+
+def test_live_sessions_are_consolidated_by_celery_workers(
+    cluster: Cluster, model_server: ModelServer
+) -> None:
+    first = SessionLogWriter(cluster.home, "c-one", CWD)
+    first.turn("hello", "hi")
+    first.flush()
+    wait_for(lambda: {"msg-c-one-0", "msg-c-one-1"} <= cluster.names("msg-"), 60,
+             "the first turn to be logged")
+    with cluster.state.transaction() as repos:
+        progress = repos.progress.get("default", "c-one")
+    assert progress.last_consolidated_seq == 0
+    assert not cluster.names("sum")  # below the token floor
+
+    first.turn("b" * 2400, "a long answer")
+    first.flush()
+    one = f"sum-c-one-0-{first.seq}"
+    wait_for(lambda: one in cluster.names("sum-"), 30, "the first session's summary")
+
+    second = SessionLogWriter(cluster.home, "c-two", CWD)
+    second.turn("c" * 2400, "another long answer")
+    second.flush()
+    two = f"sum-c-two-0-{second.seq}"
+    archive = archive_name(2, [one, two])
+    wait_for(lambda: archive in cluster.names("sum2-"), 30, "the tier-2 archive")
+
+    edges = statements(cluster)
+    assert {(one, "summary", f"msg-c-one-{n}") for n in range(4)} <= edges
+    assert {(archive, "summary", one), (archive, "summary", two)} <= edges
+    (unit,) = cluster.names("wu-")
+    assert {(unit, "derivedFrom", one), (unit, "derivedFrom", two)} <= edges
+    with cluster.state.transaction() as repos:
+        calls = repos.model_calls.recent()
+        assert repos.progress.get("default", "c-one").last_consolidated_seq == first.seq
+    assert {c.purpose for c in calls} == {"memory-consolidation", "memory-cascade"}
+    assert all(c.outcome == "ok" for c in calls)
