@@ -155,12 +155,9 @@ def log_span(ctx: JobContext) -> JobOutput:
     repair_after_log_span(ctx, bool(withdrawn_before))
     if cut.idle_close:
         _close(ctx, session.project, progress.last_consolidated_seq, cut.to_seq)
-    elif cut.reason == "turn-end" and ctx.runtime.consolidation_hook is not None:
+    elif cut.reason == "turn-end" and ctx.runtime.enqueue is not None:
         # A logged turn: the consolidate job judges the turn-end gate (thresholds apply).
-        ctx.runtime.consolidation_hook(ConsolidationOwed(
-            ctx.session_id, ctx.shelf, session.project, progress.last_consolidated_seq,
-            cut.to_seq, thresholds_waived=False,
-        ))
+        ctx.runtime.enqueue("consolidate", ctx.session_id, ctx.shelf)
     pieces = f" in {len(slices)} slices" if len(slices) > 1 else ""
     return JobOutput(
         status="done",
