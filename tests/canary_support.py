@@ -123,3 +123,34 @@ class CanarySession:
 
     def kept(self, withdrawn: list[str]) -> list[str]:
         return [c for c in self.canaries.values() if c not in withdrawn]
+
+
+BIN = Path(sys.executable).parent
+
+
+def cli_env(root: Path, server: ModelServer, **extra: str) -> dict[str, str]:
+    """Environment for ``memory-worker`` subprocesses on the same state, store and DSH home as
+    :func:`runtime_for` (``root``)."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_WORKER_")}
+    env.update({
+        "MEMORY_WORKER_DSH_HOME": str(root / "dsh"),
+        "MEMORY_WORKER_DATA_DIR": str(root / "data"),
+        "MEMORY_WORKER_LITE_HOME": str(root / "lite"),
+        "MEMORY_WORKER_MODEL_ROUTES": json.dumps(
+            [{"base_url": server.base_url, "model": "canary", "api_key_env": KEY_ENV}]),
+        "MEMORY_WORKER_CASCADE_BATCH_SIZE": "2",
+        "MEMORY_WORKER_ADJUDICATE": "false",
+        KEY_ENV: "sk-canary-test-key-000000000000",
+        "COLUMNS": "200",
+    })
+    env.update(extra)
+    return env
+
+
+def cli(args: list[str], env: dict[str, str], timeout: float = 60) -> Any:
+    import subprocess
+
+    return subprocess.run([str(BIN / "memory-worker"), *args], env=env, capture_output=True,
+                          text=True, timeout=timeout)

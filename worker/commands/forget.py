@@ -1,0 +1,88 @@
+"""``memory-worker forget SESSION… [--dry-run] [--json]`` — remove everything a session put in
+memory (messages, session node, summaries, its share of archives and work units) and mark it so
+the daemon never ingests it again; audited. Exit status 1 when a session could not be forgotten.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from memory.store.base import StoreError
+from worker.cli import app
+from worker.commands.config import ConfigOption
+from worker.commands.run import (
+    ShelfOption,
+    check_store_or_exit,
+    err,
+    load_or_exit,
+    open_runtime_or_exit,
+    setup_logging,
+)
+from worker.jobs.forget import ACTION_FORGET, ForgetResult, forget_session
+from worker.jobs.logread import TransientJobError
+from worker.jobs.retract import with_session_lease
+
+
+@app.command()
+def forget(
+    sessions: Annotated[list[str], typer.Argument(help="Session ids to forget.")],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print what would be removed; change nothing.")
+    ] = False,
+    json_: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    shelf: ShelfOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Remove everything a session put in memory and never ingest it again."""
+    settings = load_or_exit(config, store_shelf=shelf)
+    setup_logging(settings)
+    runtime = open_runtime_or_exit(settings, ACTION_FORGET)
+    results: list[ForgetResult] = []
+    failed: dict[str, str] = {}
+    try:
+        check_store_or_exit(runtime, settings.store_shelf)
+        for sid in sessions:
+            try:
+                results.append(with_session_lease(
+                    runtime, sid, settings.store_shelf, ACTION_FORGET,
+                    lambda ctx: forget_session(ctx, dry_run=dry_run),
+                ))
+            except (TransientJobError, StoreError, OSError) as exc:
+                failed[sid] = " ".join(str(exc).split())
+    finally:
+        runtime.close()
+    failed.update({r.session_id: "store has no knowledge-delete"
+                   for r in results if r.repair.failed})
+    if json_:
+        payload: dict[str, Any] = {
+            "shelf": settings.store_shelf, "dry_run": dry_run,
+            "sessions": [{"session_id": r.session_id,
+                          "plan": [asdict(item) for item in r.items],
+                          "removed": r.removed,
+                          "regenerated": r.repair.regenerated,
+                          "unlinked": r.repair.unlinked} for r in results],
+            "failed": failed,
+        }
+        typer.echo(json.dumps(payload, indent=2))
+    else:
+        table = Table(title="forget" + (" (dry run: nothing changed)" if dry_run else ""))
+        for column in ("session", "entry", "action", "why"):
+            table.add_column(column)
+        for r in results:
+            for item in r.items:
+                table.add_row(escape(r.session_id), escape(item.entry), item.action,
+                              escape(item.why))
+        Console(width=200).print(table)
+        for sid, why in failed.items():
+            err.print(f"memory-worker forget: {escape(sid)}: {escape(why)}", soft_wrap=True)
+        if not dry_run:
+            err.print(f"forgot {len(results) - len([r for r in results if r.repair.failed])} "
+                      f"session(s); removed {sum(len(r.removed) for r in results)} entries")
+    raise typer.Exit(1 if failed else 0)

@@ -1,0 +1,131 @@
+"""Forget a session: remove everything it put in memory and never ingest it again.
+
+Removed: its ``msg-<sid>-*`` entries and their ``belongTo`` edges, the ``session-<sid>`` node,
+its span summaries ``sum-<sid>-*`` with their ``summary`` edges, work units derived only from
+those summaries (units with other sources just lose the link), and its share of the archives —
+every archive above one of its summaries is regenerated from the members left (or retracted when
+none are left), up the tiers (:class:`worker.jobs.repair.Repairer`).
+
+The session is marked forgotten *before* anything is deleted (the watcher and every job skip a
+forgotten session), the run holds the session's lease, and each step is get-before-delete, so a
+crash part-way is finished by running ``forget`` again. Audited as ``forget`` (``started`` then
+``done``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from memory import constants as C
+from memory.entries import session_name
+from memory.store.base import MemoryStore
+from worker.jobs.context import JobContext
+from worker.jobs.repair import Repairer, RepairReport, model_client
+from worker.jobs.retract import PlanItem
+from worker.jobs.storeview import (
+    archives_above,
+    derived_units,
+    edges,
+    message_entries,
+    span_summaries,
+    unit_sources,
+)
+
+ACTION_FORGET = "forget"
+
+
+@dataclass(slots=True)
+class ForgetResult:
+    session_id: str
+    items: list[PlanItem] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    repair: RepairReport = field(default_factory=RepairReport)
+
+
+def plan_forget(store: MemoryStore, session_id: str, *, model: bool = True) -> list[PlanItem]:
+    """What forgetting ``session_id`` changes in the store (nothing is written)."""
+    items: list[PlanItem] = []
+    summaries = [ref.name for ref in span_summaries(store, session_id)]
+    mine = set(summaries)
+    for name in message_entries(store, session_id):
+        items.append(PlanItem(session_id, name, "retract", "a message of the session"))
+    node = session_name(session_id)
+    if store.knowledge_get(node) is not None:
+        items.append(PlanItem(session_id, node, "retract", "the session node"))
+    seen: set[str] = set()
+    for name in summaries:
+        items.append(PlanItem(session_id, name, "retract", "a span summary of the session"))
+        for unit in derived_units(store, name):
+            if unit in seen:
+                continue
+            seen.add(unit)
+            others = [s for s in unit_sources(store, unit) if s not in mine]
+            items.append(PlanItem(
+                session_id, unit, "unlink" if others else "retract",
+                f"derived from {name}" + (f"; kept for {', '.join(others)}" if others else
+                                          " only"),
+            ))
+        todo = archives_above(store, name)
+        while todo:
+            archive = todo.pop(0)
+            if archive in seen:
+                continue
+            seen.add(archive)
+            items.append(PlanItem(session_id, archive, "regenerate" if model else "retract",
+                                  f"archive above {name}"))
+            todo.extend(archives_above(store, archive))
+    return items
+
+
+def forget_session(ctx: JobContext, *, dry_run: bool = False) -> ForgetResult:
+    """Forget ``ctx``'s session (see the module docstring); with ``dry_run`` only plan."""
+    store = ctx.store()
+    client = model_client(ctx.runtime, ctx.session_id)
+    sid = ctx.session_id
+    result = ForgetResult(sid, plan_forget(store, sid, model=client is not None))
+    if dry_run:
+        return result
+    with ctx.state() as repos:
+        repos.sessions.set_forgotten(sid, True)
+        repos.audit.record(ACTION_FORGET, "started", shelf=ctx.shelf, session_id=sid,
+                           detail=f"{len(result.items)} entries planned")
+    repairer = Repairer(ctx, store, _project(ctx), client)
+    if not repairer.usable():
+        with ctx.state() as repos:
+            repos.audit.record(ACTION_FORGET, "failed", shelf=ctx.shelf, session_id=sid,
+                               detail="store has no knowledge-delete")
+        result.repair.failed.append(sid)
+        return result
+    summaries = {ref.name for ref in span_summaries(store, sid)}
+    for name in sorted(summaries):
+        ctx.heartbeat()
+        repairer.repair_units(name, summaries)
+        repairer.retract_summary(name)
+    repairer.repair_archives()
+    node = session_name(sid)
+    for row in edges(store, C.REL_BELONG_TO, tail=node):
+        store.statement_delete(row.head, row.relation, row.tail)
+    for name in message_entries(store, sid):
+        ctx.heartbeat()
+        for row in edges(store, head=name):
+            store.statement_delete(row.head, row.relation, row.tail)
+        if store.knowledge_delete(name):
+            result.removed.append(name)
+    if store.knowledge_delete(node):
+        result.removed.append(node)
+    result.repair = repairer.report
+    result.removed += repairer.report.retracted
+    with ctx.state() as repos:
+        repos.audit.record(
+            ACTION_FORGET, "done", shelf=ctx.shelf, session_id=sid,
+            detail=(f"removed {len(result.removed)} entries; regenerated "
+                    f"{len(repairer.report.regenerated)} archives; unlinked "
+                    f"{len(repairer.report.unlinked)} work units"),
+        )
+    return result
+
+
+def _project(ctx: JobContext) -> str:
+    with ctx.state() as repos:
+        state = repos.sessions.get(ctx.session_id)
+    return state.project if state is not None else ""
