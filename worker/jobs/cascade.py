@@ -11,7 +11,8 @@ heals on the next run). A full tier therefore climbs within one run.
 Failures: a tier query that fails warns and ends the run (the job still succeeds); a reply that
 is not usable warns ``cascade archive produced nothing usable at tier <L>`` and ends the run (the
 next cascade retries that tier); a failed or truncated model call is retried by the queue with
-the next model route; store errors propagate to the job guard.
+the next model route; a missing API key fails the job permanently; store errors propagate to the
+job guard.
 """
 
 from __future__ import annotations
@@ -29,10 +30,16 @@ from memory.consolidation.archive import (
 )
 from memory.constants import REL_SUMMARY
 from memory.entries import LOG_EDGE_POLICY, archive_name, scopes_for, summary_policy
-from memory.llm import ModelClient, RetryableModelError, UnusableModelOutput, one_line
+from memory.llm import (
+    ModelClient,
+    PermanentModelError,
+    RetryableModelError,
+    UnusableModelOutput,
+    one_line,
+)
 from memory.store.base import MemoryStore, StoreError, TransientStoreError
 from worker.jobs.context import JobContext, JobOutput, skipped
-from worker.jobs.logread import TransientJobError
+from worker.jobs.logread import PermanentJobError, TransientJobError
 from worker.jobs.models import job_attempt, model_client
 
 log = logging.getLogger("memory_worker")
@@ -141,6 +148,8 @@ def cascade(ctx: JobContext) -> JobOutput:
         )
     except RetryableModelError as exc:
         raise TransientJobError(str(exc)) from None
+    except PermanentModelError as exc:  # e.g. the route's key variable is unset
+        raise PermanentJobError(str(exc)) from None
     detail = (
         f"project {session.project}: {len(report.created)} archives created, "
         f"{len(report.linked)} re-linked; {report.stopped}"
