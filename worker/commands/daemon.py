@@ -18,6 +18,7 @@ from worker.cli import app
 from worker.commands.config import ConfigOption
 from worker.commands.run import (
     DshHomeOption,
+    MetricsPortOption,
     ShelfOption,
     check_store_or_exit,
     err,
@@ -27,6 +28,7 @@ from worker.commands.run import (
     setup_logging,
     stop_on_signals,
 )
+from worker.jobs.retract import JOB_RETRACT, sessions_with_pending_repairs
 from worker.pipeline import reconcile_with_store
 from worker.settings import mask_url
 from worker.watch import Watcher
@@ -76,17 +78,21 @@ def daemon(
     queue: QueueOption = tasks.DEFAULT_QUEUE,
     dsh_home: DshHomeOption = None,
     shelf: ShelfOption = None,
+    metrics_port: MetricsPortOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Follow the DSH home and enqueue log jobs to Celery (run `memory-worker worker` too)."""
-    settings = load_or_exit(config, dsh_home=dsh_home, store_shelf=shelf)
+    settings = load_or_exit(config, dsh_home=dsh_home, store_shelf=shelf,
+                            metrics_port=metrics_port)
     setup_logging(settings)
     tasks.configure(settings, queue=queue)
     runtime = open_runtime_or_exit(settings, "daemon")
-    serve_metrics(settings)
+    serve_metrics(settings, runtime.state)
     if settings.reconcile_on_startup:
         reconcile_with_store(runtime, settings.store_shelf)
     hints = BrokerHints()
+    for session_id in sessions_with_pending_repairs(runtime):  # a crash interrupted them
+        hints(JOB_RETRACT, session_id, settings.store_shelf)
     watcher = Watcher(runtime, hints, shelf=settings.store_shelf)
     stop = stop_on_signals()
     err.print(

@@ -25,6 +25,9 @@ from memory.store.base import StoreError
 from worker.cli import app
 from worker.commands.config import ConfigOption
 from worker.jobs.reconsolidate import backfill_consolidation, queued_sessions
+from worker.jobs.retract import resume_repairs
+from worker.observability import JsonFormatter
+from worker.observability import serve_metrics as start_metrics_server
 from worker.pipeline import (
     JOB_CONSOLIDATE,
     JobResult,
@@ -36,6 +39,7 @@ from worker.pipeline import (
 )
 from worker.runner import InProcessRunner
 from worker.settings import Settings, SettingsError, load_settings
+from worker.state.database import StateDB
 from worker.state.db import StateURLError
 from worker.watch import ScanReport, Watcher
 
@@ -45,6 +49,11 @@ DshHomeOption = Annotated[
 ]
 ShelfOption = Annotated[
     str | None, typer.Option("--shelf", help="Store shelf to write (default: `default`).")
+]
+MetricsPortOption = Annotated[
+    int | None,
+    typer.Option("--metrics-port", help="Serve Prometheus metrics on this port "
+                 "(default: setting `metrics_port`, off)."),
 ]
 
 err = Console(stderr=True)
@@ -66,7 +75,10 @@ def setup_logging(settings: Settings) -> None:
     root = logging.getLogger("memory_worker")
     if not root.handlers:
         handler: logging.Handler
-        if err.is_terminal:
+        if settings.log_json:  # one JSON object per line (log shippers)
+            handler = logging.StreamHandler()
+            handler.setFormatter(JsonFormatter())
+        elif err.is_terminal:
             handler = RichHandler(console=err, show_path=False, markup=False)
             handler.setFormatter(logging.Formatter("%(message)s"))
         else:
@@ -77,14 +89,15 @@ def setup_logging(settings: Settings) -> None:
     root.propagate = False
 
 
-def serve_metrics(settings: Settings) -> None:
-    """Expose the Prometheus metrics on ``metrics_port`` when one is configured."""
+def serve_metrics(settings: Settings, state: StateDB | None = None) -> None:
+    """Expose the Prometheus metrics on ``metrics_port`` when one is configured, with the
+    gauges read from the state database (``state``, or one opened on the configured URL)."""
     if settings.metrics_port is None:
         return
-    from prometheus_client import start_http_server
-
     try:
-        start_http_server(settings.metrics_port)
+        if state is None:
+            state = StateDB(settings.effective_state_url)
+        start_metrics_server(settings.metrics_port, state, settings.store_shelf)
     except OSError as exc:
         err.print(f"memory-worker: metrics port {settings.metrics_port} unavailable: "
                   f"{escape(str(exc.strerror or exc))}; continuing without metrics")
@@ -135,16 +148,19 @@ def run(
     ] = False,
     dsh_home: DshHomeOption = None,
     shelf: ShelfOption = None,
+    metrics_port: MetricsPortOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Embedded mode: follow the DSH home and write memory in this process."""
-    settings = load_or_exit(config, dsh_home=dsh_home, store_shelf=shelf)
+    settings = load_or_exit(config, dsh_home=dsh_home, store_shelf=shelf,
+                            metrics_port=metrics_port)
     setup_logging(settings)
     runtime = open_runtime_or_exit(settings, "run", force_idle=once)
     target = settings.store_shelf
     check_store_or_exit(runtime, target)
     if settings.reconcile_on_startup:
         reconcile_with_store(runtime, target)
+    resume_repairs(runtime, target)  # finish repairs a crash interrupted
     backfill_consolidation(runtime, target)
     try:
         if once:
@@ -208,7 +224,7 @@ def _submit_reconsolidations(runtime: Runtime, runner: InProcessRunner, shelf: s
 
 
 def _follow(runtime: Runtime, shelf: str) -> None:
-    serve_metrics(runtime.settings)
+    serve_metrics(runtime.settings, runtime.state)
     stop = stop_on_signals()
     runner = InProcessRunner(runtime)
     owe_consolidation(runtime, runner.submit)

@@ -19,6 +19,7 @@ from worker.cli import app
 from worker.commands.config import ConfigOption
 from worker.commands.daemon import QueueOption
 from worker.commands.run import (
+    MetricsPortOption,
     err,
     load_or_exit,
     open_runtime_or_exit,
@@ -43,10 +44,11 @@ def worker_command(
         Pool.prefork
     ),
     name: Annotated[str | None, typer.Option("--name", help="Celery node name.")] = None,
+    metrics_port: MetricsPortOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Run a Celery worker that executes the log / session-node jobs."""
-    settings = load_or_exit(config, concurrency=concurrency)
+    settings = load_or_exit(config, concurrency=concurrency, metrics_port=metrics_port)
     setup_logging(settings)
     open_runtime_or_exit(settings, "migrate").close()  # migrate once, before any child starts
     tasks.configure(settings, queue=queue)

@@ -219,12 +219,19 @@ def with_session_lease(runtime: Runtime, session_id: str, shelf: str, job: str,
             repos.leases.release(ctx.lease)
 
 
+def sessions_with_pending_repairs(runtime: Runtime) -> list[str]:
+    """Sessions with a repair a crash interrupted (intent recorded, not finished)."""
+    with runtime.state.transaction() as repos:
+        return [s.session_id for s in repos.sessions.list()
+                if s.path and pending_intents(repos, s.session_id)]
+
+
 def resume_repairs(runtime: Runtime, shelf: str) -> list[str]:
     """Finish every repair a crash interrupted (intent recorded, not done); returns the
     sessions resumed. Errors are logged, not raised (the next start tries again)."""
+    pending = set(sessions_with_pending_repairs(runtime))
     with runtime.state.transaction() as repos:
-        sessions = [s for s in repos.sessions.list() if s.path and pending_intents(
-            repos, s.session_id)]
+        sessions = [s for s in repos.sessions.list() if s.session_id in pending]
     resumed: list[str] = []
     for state in sessions:
         try:
