@@ -18,6 +18,7 @@ from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
 from sqlalchemy import text
 
 from memory import llm
+from memory.store.base import TransientStoreError
 from memory.store.lite.store import LiteStore
 from worker.pipeline import owe_consolidation, run_job
 from worker.runner import InProcessRunner
@@ -239,4 +240,49 @@ def test_a_rerun_over_a_written_summary_makes_no_model_call(
     assert len(model_server.requests) == 1
     assert [n for n in entries(tmp_path) if n.startswith("sum")] == [f"sum-s-twice-0-{log.seq}"]
     assert progress(runtime, "s-twice").last_consolidated_seq == log.seq
+    runtime.close()
+
+
+class _FailFirstSummaryCreate:
+    """A store whose first create of a span summary fails transiently (a crash after the work
+    units were written)."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.failed = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def knowledge_create(self, name: str, data: str, **kw: Any) -> bool:
+        if name.startswith("sum-") and not self.failed:
+            self.failed = True
+            raise TransientStoreError("store went away")
+        return bool(self._store.knowledge_create(name, data, **kw))
+
+
+def test_a_failure_before_the_summary_reruns_the_call_and_keeps_the_units(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_server: ModelServer
+) -> None:
+    unit = {"title": "Cache the venv", "classification": "one-shot",
+            "content": "## Context\nSlow CI.\n## Solution\nCache .venv.", "tags": []}
+    reply = json.dumps({"summary": "- cached", "workUnits": [unit]})
+    model_server.push(Reply(content=reply), Reply(content=reply))
+    runtime = runtime_for(tmp_path, monkeypatch, model_server)
+    opened = runtime.store("default")
+    wrapper = _FailFirstSummaryCreate(opened)
+    runtime.store_factory = lambda shelf: wrapper
+    runtime._stores.clear()
+    log = SessionLogWriter(tmp_path / "dsh", "s-crash", CWD)
+    log.turn("speed up CI", "cached the venv")
+    log.flush()
+    process(runtime)
+    assert wrapper.failed
+    assert len(model_server.requests) == 2  # the run was redone, not skipped
+    names = set(entries(tmp_path))
+    summary = f"sum-s-crash-0-{log.seq}"
+    (wu,) = [n for n in names if n.startswith("wu-cache-the-venv-")]
+    assert summary in names
+    assert (wu, summary) in edges(tmp_path, "derivedFrom")
+    assert progress(runtime, "s-crash").last_consolidated_seq == log.seq
     runtime.close()

@@ -11,8 +11,8 @@ and ``min_new_tokens`` estimated tokens (characters / 4 of the span's non-withdr
 assistant text) are needed. A refused gate only records ``pending_tokens``.
 
 :func:`write_span_summary` does the work (also usable by repair after a withdrawal): build the
-transcript (withdrawn messages excluded), call the model, write the summary with ``summary``
-edges to exactly the covered, non-withdrawn messages, then the work units. Only afterwards are
+transcript (withdrawn messages excluded), call the model, write the work units, then the summary
+with ``summary`` edges to exactly the covered, non-withdrawn messages. Only afterwards are
 ``last_consolidated_seq`` (to the covered end), ``last_check_turn`` and ``pending_tokens``
 advanced, and the cascade of the project is owed.
 
@@ -123,7 +123,8 @@ def write_span_summary(
     """Summarise ``[from_seq, to_seq)`` of ``session`` into the store (no watermark change).
 
     Get-before-create: when ``sum-<sid>-<from>-<covered>`` already exists no model call is made
-    and only its ``summary`` edges are re-asserted. Raises ``ModelsNotConfigured``,
+    and only its ``summary`` edges are re-asserted. Otherwise the work units are written before
+    the summary, so an existing summary always means a finished run. Raises ``ModelsNotConfigured``,
     ``RetryableModelError``, ``PermanentModelError`` and store errors.
     """
     settings = runtime.settings
@@ -146,15 +147,17 @@ def write_span_summary(
         result.model_called = True
         extraction = extract(client, transcript.text, attempt,
                              max_units=settings.max_work_units_per_run)
+        # Work units first, the summary last: an existing summary marks a finished run, so a
+        # crash in between re-runs the call instead of losing the units.
+        result.work_units = extract_work_units(
+            store, client, extraction.work_units, summary_name=name, project=session.project,
+            attempt=attempt, recorded=runtime.now(), options=work_unit_options(runtime),
+        )
         policy = summary_policy(1)
         result.created = store.knowledge_create(
             name, extraction.summary, tags=policy.tags, scopes=scopes, embed=policy.embed
         )
         _link(store, name, result.members, scopes)
-        result.work_units = extract_work_units(
-            store, client, extraction.work_units, summary_name=name, project=session.project,
-            attempt=attempt, recorded=runtime.now(), options=work_unit_options(runtime),
-        )
     else:
         _link(store, name, result.members, scopes)
     return result
