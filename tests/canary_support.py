@@ -21,7 +21,7 @@ from worker.runner import InProcessRunner
 from worker.watch import Watcher
 
 sys.path.insert(0, str(REPO / "benchmarks"))
-from worker_dshgen import SessionLogWriter, embedded_runtime  # noqa: E402
+from worker_dshgen import SessionLogWriter, embedded_runtime
 
 CWD = "/home/dev/canaryproj"
 KEY_ENV = "CANARY_TEST_KEY"

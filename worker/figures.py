@@ -2,15 +2,18 @@
 status`` and the Prometheus state gauges: per session and in total — durable end, logged and
 consolidated watermarks, logging lag, consolidation lag, last failure, retractions pending
 (repairs started and not finished, plus retractions the store refused) — and retraction records
-by outcome."""
+by outcome, and the model tokens of the calls the ``model_calls`` table keeps."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy import func, select
+
 from worker.jobs.repair import pending_intents
 from worker.state.database import StateDB
 from worker.state.leases import session_lease_key
+from worker.state.models import ModelCallRow
 
 
 def _failure(last: Any) -> dict[str, Any] | None:
@@ -84,6 +87,14 @@ def figures(state: StateDB, shelf: str) -> dict[str, Any]:
                 "closed": False, "forgotten": False, "retractions_pending": 0, "lease": None,
                 "last_failure": _failure(found[0]),
             })
+        tokens: dict[str, dict[str, int]] = {}
+        for purpose, inp, out, reasoning in repos.session.execute(
+            select(ModelCallRow.purpose, func.sum(ModelCallRow.input_tokens),
+                   func.sum(ModelCallRow.output_tokens), func.sum(ModelCallRow.reasoning_tokens))
+            .group_by(ModelCallRow.purpose)
+        ):
+            tokens[purpose] = {"input": int(inp or 0), "output": int(out or 0),
+                               "reasoning": int(reasoning or 0)}
     total = {
         "sessions": len(rows),
         "durable_end_seq": sum(r["durable_end_seq"] or 0 for r in rows),
@@ -92,5 +103,6 @@ def figures(state: StateDB, shelf: str) -> dict[str, Any]:
         "failing": sum(1 for r in rows if r["last_failure"] is not None),
         "retractions_pending": sum(pending_by_session.values()),
         "retractions": outcomes,
+        "model_tokens": tokens,
     }
     return {"shelf": shelf, "sessions": rows, "total": total}

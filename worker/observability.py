@@ -1,10 +1,10 @@
 """Every Prometheus metric and the structured-log formatter, defined once.
 
-In-process counters and histograms (jobs, spans, entries, retractions, repairs, model tokens,
-task latency) are incremented where the work happens. The numbers that live in the state
-database — per-session lag, pending repairs, audited retractions — are read from it at scrape
-time by :class:`StateCollector`, so every process (the embedded runner, a Celery worker, the
-daemon) reports the same figures for them.
+In-process counters and histograms (job runs, spans processed, entries written, retractions,
+repairs, task latency) are incremented where the work happens. The numbers that live in the
+state database — per-session lag, pending retractions, audited retractions, model tokens — are
+read from it at scrape time by :class:`StateCollector`, so every process (the embedded runner, a
+Celery worker, the daemon) reports the same figures for them.
 
 ``log_json = true`` switches the ``memory_worker`` logger to one JSON object per line
 (:class:`JsonFormatter`).
@@ -38,18 +38,6 @@ REPAIRS = Counter(
     "Derived entries repaired after a withdrawal or a forget, by kind and outcome",
     ["kind", "outcome"],
 )
-MODEL_TOKENS = Counter(
-    "memory_worker_model_tokens_total", "Model tokens by purpose and direction",
-    ["purpose", "direction"],
-)
-
-
-def count_model_tokens(purpose: str, input_tokens: int | None, output_tokens: int | None,
-                       reasoning_tokens: int | None) -> None:
-    for direction, value in (("input", input_tokens), ("output", output_tokens),
-                             ("reasoning", reasoning_tokens)):
-        if value:
-            MODEL_TOKENS.labels(purpose, direction).inc(value)
 
 
 class StateCollector(Collector):
@@ -83,6 +71,11 @@ class StateCollector(Collector):
             "memory_worker_retractions_audited", "Retraction records by outcome",
             labels=["outcome"],
         )
+        tokens = GaugeMetricFamily(
+            "memory_worker_model_tokens",
+            "Model tokens of the recorded model calls (the newest the model_calls table keeps), "
+            "by purpose and direction", labels=["purpose", "direction"],
+        )
         try:
             found = figures(self.state, self.shelf)
         except Exception:  # a scrape must not fail because the database is down
@@ -97,7 +90,10 @@ class StateCollector(Collector):
         pending.add_metric([], found["total"]["retractions_pending"])
         for outcome, count in sorted(found["total"]["retractions"].items()):
             audited.add_metric([outcome], count)
-        yield from (lag, consolidation, total_lag, total_consolidation, pending, audited)
+        for purpose, counts in sorted(found["total"]["model_tokens"].items()):
+            for direction, value in sorted(counts.items()):
+                tokens.add_metric([purpose, direction], value)
+        yield from (lag, consolidation, total_lag, total_consolidation, pending, audited, tokens)
 
 
 _served: dict[int, Any] = {}

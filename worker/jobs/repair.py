@@ -39,7 +39,6 @@ from memory.entries import (
     summary_policy,
 )
 from memory.llm import (
-    ModelCallRecord,
     ModelClient,
     ModelsNotConfigured,
     PermanentModelError,
@@ -62,7 +61,7 @@ from worker.jobs.storeview import (
 )
 from worker.jobs.withdrawals import SessionLog, Withdrawn
 from worker.jobs.work_units import WorkUnitOptions, extract_work_units
-from worker.observability import REPAIRS, count_model_tokens
+from worker.observability import REPAIRS
 from worker.state.database import Repos
 
 log = logging.getLogger("memory_worker")
@@ -137,23 +136,12 @@ def _first_withdrawn(log_: SessionLog, ref: SpanSummaryRef) -> Withdrawn | None:
 
 
 def model_client(runtime: Runtime, session_id: str | None = None) -> ModelClient | None:
-    """The consolidation jobs' client (calls recorded in ``model_calls``), also counting tokens
-    in the metrics; ``None`` when consolidation is off or has no route."""
+    """The consolidation jobs' client (calls recorded in ``model_calls``); ``None`` when
+    consolidation is off or has no route."""
     if not runtime.settings.consolidation_enabled:
         return None
     client = consolidation_client(runtime, session_id)
-    if not client.configured:
-        return None
-    inner = client.recorder
-
-    def record(call: ModelCallRecord) -> None:
-        count_model_tokens(call.purpose, call.input_tokens, call.output_tokens,
-                           call.reasoning_tokens)
-        if inner is not None:
-            inner(call)
-
-    client.recorder = record
-    return client
+    return client if client.configured else None
 
 
 # ----------------------------------------------------------------------------------- repairer
