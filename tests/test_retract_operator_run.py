@@ -99,6 +99,13 @@ def test_dry_run_lists_exactly_what_the_real_run_changes(
         ("msg-s-old-3", "plugin:rollback", "retracted"),
     ]
     assert runs == ["done"]
+    trail = json.loads(cli(["status", "--json", "--audit", "--session", "s-old"], env).stdout)
+    actions = [(row["action"], row["subject"], row["outcome"]) for row in trail["audit"]]
+    assert ("retract-message", "msg-s-old-2", "retracted") in actions
+    summaries = [a for a in actions if a[0] == "repair-summary"]
+    assert summaries and all(a[2] == "regenerated" for a in summaries)
+    shown = cli(["status", "--audit"], env)
+    assert "audit trail" in shown.stdout and "repair-intent" in shown.stdout
 
 
 def test_kind_adds_a_marker_kind_for_one_run(

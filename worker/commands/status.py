@@ -25,6 +25,36 @@ def session_status(runtime: Runtime, shelf: str) -> list[dict[str, Any]]:
     return rows
 
 
+def audit_trail(runtime: Runtime, session_id: str | None = None) -> list[dict[str, Any]]:
+    """Retraction records and audit entries (repairs, forgets, runs), in time order."""
+    with runtime.state.transaction() as repos:
+        trail = [
+            {"at": r.at.isoformat(), "session_id": r.session_id, "action": "retract-message",
+             "subject": r.entry, "cause_marker_seq": r.marker_seq, "source_kind": r.source_kind,
+             "outcome": r.outcome, "detail": r.detail}
+            for r in repos.audit.retractions(session_id=session_id)
+        ] + [
+            {"at": e.at.isoformat(), "session_id": e.session_id, "action": e.action,
+             "subject": e.subject, "cause_marker_seq": e.cause_marker_seq,
+             "source_kind": e.source_kind, "outcome": e.outcome, "detail": e.detail}
+            for e in repos.audit.entries(session_id=session_id)
+        ]
+    return sorted(trail, key=lambda row: str(row["at"]))
+
+
+def _print_audit(trail: list[dict[str, Any]]) -> None:
+    table = Table(title="audit trail")
+    for column in ("at", "session", "action", "entry", "cause", "outcome", "detail"):
+        table.add_column(column)
+    for row in trail:
+        cause = (f"{row['source_kind']} @ {row['cause_marker_seq']}"
+                 if row["cause_marker_seq"] is not None else "-")
+        table.add_row(row["at"][:19], escape(row["session_id"] or "-"), row["action"],
+                      escape(row["subject"] or "-"), escape(cause), row["outcome"],
+                      escape(row["detail"] or ""))
+    Console(width=220).print(table)
+
+
 def _cell(value: object) -> str:
     return "-" if value is None else str(value)
 
@@ -32,6 +62,13 @@ def _cell(value: object) -> str:
 @app.command()
 def status(
     json_: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    audit: Annotated[
+        bool, typer.Option("--audit", help="Also list the audit trail: every retraction, "
+                           "repair and forget, oldest first.")
+    ] = False,
+    session: Annotated[
+        str | None, typer.Option("--session", help="Only this session's audit trail.")
+    ] = None,
     shelf: ShelfOption = None,
     config: ConfigOption = None,
 ) -> None:
@@ -40,11 +77,16 @@ def status(
     runtime = open_runtime_or_exit(settings, "status")
     try:
         found = figures(runtime.state, settings.store_shelf)
+        trail = audit_trail(runtime, session) if audit else None
     finally:
         runtime.close()
     if json_:
+        if trail is not None:
+            found["audit"] = trail
         typer.echo(json.dumps(found, indent=2))
         return
+    if trail is not None:
+        _print_audit(trail)
     rows, total = found["sessions"], found["total"]
     table = Table(title=f"memory-worker status (shelf {settings.store_shelf})")
     for column in ("session", "project", "durable end", "logged", "lag", "consolidated",
