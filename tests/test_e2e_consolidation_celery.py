@@ -6,6 +6,7 @@ of the project triggers the cascade's tier-2 archive; work units and model-call 
 from __future__ import annotations
 
 import json
+import sqlite3
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -58,6 +59,14 @@ def cluster(tmp_path: Path, model_server: ModelServer) -> Iterator[Cluster]:
             admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
 
+def names(cluster: Cluster, prefix: str) -> set[str]:
+    """The store's names with ``prefix``; empty while the store file is still being created."""
+    try:
+        return cluster.names(prefix)
+    except sqlite3.OperationalError:
+        return set()
+
+
 def statements(cluster: Cluster) -> set[tuple[str, str, str]]:
     dump: dict[str, Any] = cluster.dump()
     return {(r["head"], r["relation"], r["tail"]) for r in dump["statements"]}
@@ -69,29 +78,35 @@ def test_live_sessions_are_consolidated_by_celery_workers(
     first = SessionLogWriter(cluster.home, "c-one", CWD)
     first.turn("hello", "hi")
     first.flush()
-    wait_for(lambda: {"msg-c-one-0", "msg-c-one-1"} <= cluster.names("msg-"), 60,
+    wait_for(lambda: {"msg-c-one-0", "msg-c-one-1"} <= names(cluster, "msg-"), 60,
              "the first turn to be logged")
-    with cluster.state.transaction() as repos:
-        progress = repos.progress.get("default", "c-one")
-    assert progress.last_consolidated_seq == 0
-    assert not cluster.names("sum")  # below the token floor
+
+    def judged() -> Any:
+        with cluster.state.transaction() as repos:
+            progress = repos.progress.get("default", "c-one")
+        return progress if progress.pending_tokens > 0 else None
+
+    # The gate ran, recorded the waiting tokens, and said no: below the token floor.
+    progress = wait_for(judged, 30, "the turn-end gate to judge the first turn")
+    assert (progress.last_consolidated_seq, progress.pending_tokens) == (0, 3)
+    assert not names(cluster, "sum")
 
     first.turn("b" * 2400, "a long answer")
     first.flush()
     one = f"sum-c-one-0-{first.seq}"
-    wait_for(lambda: one in cluster.names("sum-"), 30, "the first session's summary")
+    wait_for(lambda: one in names(cluster, "sum-"), 30, "the first session's summary")
 
     second = SessionLogWriter(cluster.home, "c-two", CWD)
     second.turn("c" * 2400, "another long answer")
     second.flush()
     two = f"sum-c-two-0-{second.seq}"
     archive = archive_name(2, [one, two])
-    wait_for(lambda: archive in cluster.names("sum2-"), 30, "the tier-2 archive")
+    wait_for(lambda: archive in names(cluster, "sum2-"), 30, "the tier-2 archive")
 
     edges = statements(cluster)
     assert {(one, "summary", f"msg-c-one-{n}") for n in range(4)} <= edges
     assert {(archive, "summary", one), (archive, "summary", two)} <= edges
-    (unit,) = cluster.names("wu-")
+    (unit,) = names(cluster, "wu-")
     assert {(unit, "derivedFrom", one), (unit, "derivedFrom", two)} <= edges
     with cluster.state.transaction() as repos:
         calls = repos.model_calls.recent()
