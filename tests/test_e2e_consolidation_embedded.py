@@ -20,6 +20,7 @@ from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
 
 from memory.entries import archive_name
 from memory.store.lite.store import LiteStore
+from worker.state.database import StateDB
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter
@@ -125,7 +126,16 @@ def test_follow_mode_waits_for_the_turn_and_token_gates(
     try:
         names = lambda: {row["name"] for row in dump(tmp_path)["knowledge"]}  # noqa: E731
         wait_for(lambda: {"msg-e-live-0", "msg-e-live-1"} <= names(), 30, "the first turn")
-        time.sleep(1.0)
+        state = StateDB(f"sqlite:///{tmp_path / 'data' / 'state.db'}")
+
+        def judged() -> Any:
+            with state.transaction() as repos:
+                found = repos.progress.get("default", "e-live")
+            return found if found.pending_tokens > 0 else None
+
+        progress = wait_for(judged, 30, "the turn-end gate to judge the first turn")
+        state.dispose()
+        assert (progress.last_consolidated_seq, progress.last_check_turn) == (0, 0)
         assert not any(n.startswith("sum") for n in names())  # one turn: too soon
         assert model_server.requests == []
         log.turn("second", "second answer")
