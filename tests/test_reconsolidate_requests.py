@@ -1,7 +1,8 @@
 """On-demand reconsolidation: the owed span is queued with thresholds waived and reported as
 ``queued`` / ``empty`` / ``busy`` (or ``disabled`` / ``unavailable`` / ``unknown-session``); a
 repeated request writes no second summary; ``--from-seq`` re-summarises a range; the CLI runs it
-with ``--wait`` and exits non-zero only for errors."""
+with ``--wait`` and exits non-zero only for errors; the startup backfill queues the biggest
+backlogs per project, and a failing session backs off."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typer.testing import CliRunner
 from worker_dshgen import SessionLogWriter, embedded_runtime
 
 from worker.cli import _register, app
+from worker.jobs.reconsolidate import backfill_consolidation, queued_sessions
 from worker.pipeline import request_reconsolidation, run_job
 
 pytestmark = pytest.mark.integration
@@ -142,3 +144,26 @@ def test_cli_waits_with_a_progress_bar_and_reports_each_session(
     assert usage.exit_code == 2
     assert "name at least one SESSION, or pass --all" in usage.output
     assert len(model_server.requests) == 1
+
+
+def test_startup_backfill_queues_the_biggest_backlogs_per_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_server: ModelServer
+) -> None:
+    plain = embedded_runtime(tmp_path, force_idle=True)
+    for sid, cwd, turns in (("b-small", "/w/alpha", 1), ("b-mid", "/w/alpha", 2),
+                            ("b-big", "/w/alpha", 3), ("b-other", "/w/beta", 1)):
+        log = SessionLogWriter(tmp_path / "dsh", sid, cwd)
+        for i in range(turns):
+            log.turn(f"q{i}", f"a{i}")
+        log.flush()
+    process(plain)  # logged without a model: nothing consolidated
+    plain.close()
+    runtime = runtime_for(tmp_path, monkeypatch, model_server,
+                          consolidation_backfill_per_scope=2)
+    queued = backfill_consolidation(runtime, "default")
+    assert sorted(r.session_id for r in queued) == ["b-big", "b-mid", "b-other"]
+    assert queued_sessions(runtime, "default") == ["b-big", "b-mid", "b-other"]
+    with runtime.state.transaction() as repos:
+        repos.failures.record("consolidate", "b-mid", "HTTP 502")
+    assert queued_sessions(runtime, "default") == ["b-big", "b-other"]  # backing off
+    runtime.close()

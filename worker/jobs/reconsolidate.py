@@ -16,6 +16,7 @@ consolidated), ``busy`` (a queued request already covers the span), ``disabled``
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from typing import Final
 
@@ -93,14 +94,30 @@ def request_reconsolidation(
 
 
 def queued_sessions(runtime: Runtime, shelf: str) -> list[str]:
-    """Sessions whose newest reconsolidation request is still queued (for the embedded runner)."""
+    """Sessions whose newest reconsolidation request is still queued (for the embedded runner).
+
+    A session whose last ``consolidate`` run failed is left out for a while (a minute per failed
+    attempt, at most an hour), so a broken endpoint is not called in a tight loop.
+    """
     with runtime.state.transaction() as repos:
         entries = repos.audit.entries(action=ACTION)
+        failures = {f.session_id: f for f in repos.failures.list(task="consolidate")}
     newest: dict[str, str] = {}
     for entry in entries:
         if entry.shelf == shelf and entry.session_id:
             newest[entry.session_id] = entry.outcome
-    return sorted(sid for sid, outcome in newest.items() if outcome == QUEUED)
+    now = runtime.now()
+    due = []
+    for sid, outcome in sorted(newest.items()):
+        if outcome != QUEUED:
+            continue
+        failure = failures.get(sid)
+        if failure is not None:
+            wait = dt.timedelta(seconds=min(3600, 60 * failure.attempts))
+            if now - failure.last_at < wait:
+                continue
+        due.append(sid)
+    return due
 
 
 def backfill_consolidation(runtime: Runtime, shelf: str) -> list[ReconsolidateResult]:
