@@ -22,8 +22,10 @@ No model route: one warning per process, the job is skipped, the watermark does 
 from __future__ import annotations
 
 import logging
+import zoneinfo
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import tzinfo
 from typing import Any, Final
 
 from memory.consolidation.extraction import extract
@@ -104,7 +106,7 @@ def span_transcript(runtime: Runtime, session: SessionState, span: SpanEvents) -
         withdrawn=span.withdrawn,
         inherited_cut=session.inherited_cut,
         before=span.before,
-        now_ms=0,
+        now_ms=None,
         tz=_tz(runtime),
     )
 
@@ -178,9 +180,7 @@ def _link(store: MemoryStore, name: str, members: list[str], scopes: tuple[str, 
 # ---------------------------------------------------------------------------------- the job
 
 
-def _tz(runtime: Runtime) -> Any:
-    import zoneinfo
-
+def _tz(runtime: Runtime) -> tzinfo | None:
     name = runtime.settings.timezone
     return zoneinfo.ZoneInfo(name) if name else None
 
@@ -190,7 +190,7 @@ def pending_tokens(runtime: Runtime, session: SessionState, span: SpanEvents,
     """Estimated tokens (characters / 4) of the span's non-withdrawn human and assistant text at
     or after ``from_seq``."""
     lines = transcript_lines(span.events, withdrawn=span.withdrawn,
-                             inherited_cut=session.inherited_cut, before=span.before, now_ms=0,
+                             inherited_cut=session.inherited_cut, before=span.before, now_ms=None,
                              tz=_tz(runtime))
     return sum(
         estimate_tokens(line.text[3:])
@@ -200,7 +200,7 @@ def pending_tokens(runtime: Runtime, session: SessionState, span: SpanEvents,
 
 
 def _gate(runtime: Runtime, session: SessionState, progress: Progress, span: SpanEvents,
-          tokens: int, to_seq: int) -> tuple[GateDecision, int]:
+          tokens: int) -> tuple[GateDecision, int]:
     """Judge the span's turn ends, newest first; the decision and the turn it was taken at."""
     s = runtime.settings
     ends = [e for e in span.events if e.type == TURN_END]
@@ -259,7 +259,7 @@ def consolidate(ctx: JobContext) -> JobOutput:
     tokens = pending_tokens(runtime, session, span)
     turn = progress.last_check_turn
     if not waived:
-        decision, turn = _gate(runtime, session, progress, span, tokens, to_seq)
+        decision, turn = _gate(runtime, session, progress, span, tokens)
         if not decision.accepted:
             _record_tokens(ctx, progress, tokens)
             return skipped(f"gate: {decision.reason}", from_seq=from_seq, to_seq=to_seq)
