@@ -1,10 +1,12 @@
 """The turn-end gate in the running worker (follow mode, sessions not idle): a consolidation needs
 ``check_every_turns`` turns and ``min_new_tokens`` estimated tokens; low tokens do not consume an
 elapsed turn interval; a user abort is a boundary with a quarter of the token floor; blocked,
-error and max-tokens turns never trigger; progress advances only after the summary is written."""
+error and max-tokens turns never trigger; progress advances only after the summary is written;
+an idle-closed session is consolidated with the thresholds waived."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -107,4 +109,22 @@ def test_disabled_consolidation_never_triggers_at_turn_end(
     assert summaries(tmp_path) == []
     assert model_server.requests == []
     assert set(entries(tmp_path)) == {"msg-s-off-0", "msg-s-off-1"}
+    runtime.close()
+
+
+def test_idle_close_consolidates_with_thresholds_waived(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_server: ModelServer
+) -> None:
+    model_server.echo = True
+    runtime = runtime_for(tmp_path, monkeypatch, model_server, force_idle=False, idle_close_s=1,
+                          check_every_turns=50, min_new_tokens=100_000)
+    log = SessionLogWriter(tmp_path / "dsh", "s-idle", CWD)
+    end = turn(log, "small", "talk", COMPLETED)
+    process(runtime)
+    assert summaries(tmp_path) == []  # far below both thresholds
+    time.sleep(1.2)  # no growth for the idle time: the session is closed
+    process(runtime)
+    assert summaries(tmp_path) == [f"sum-s-idle-0-{end}"]
+    state = progress(runtime, "s-idle")
+    assert (state.last_consolidated_seq, state.pending_tokens) == (end, 0)
     runtime.close()
