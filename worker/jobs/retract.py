@@ -191,7 +191,19 @@ def repair_after_log_span(ctx: JobContext, withdrew_earlier: bool) -> None:
         state = repos.sessions.get(ctx.session_id)
     if state is None:
         return
-    result = execute_plan(ctx, read_session_log(state, kinds_for(ctx.runtime)))
+    try:
+        result = execute_plan(ctx, read_session_log(state, kinds_for(ctx.runtime)))
+    except (TransientJobError, StoreError) as exc:
+        # The span is logged and its watermark advanced: hand the repair (its intent is
+        # recorded) to a ``retract`` job that is retried with backoff, instead of failing the
+        # span, whose retry would find nothing left to log.
+        enqueue = ctx.runtime.enqueue
+        if enqueue is None:
+            raise
+        log.warning("repair of %s after a withdrawal failed (%s); a retract job retries it",
+                    ctx.session_id, " ".join(str(exc).split()))
+        enqueue(JOB_RETRACT, ctx.session_id, ctx.shelf)
+        return
     if result.repair.changed:
         log.info("repaired %s after a withdrawal: %d regenerated, %d retracted, %d unlinked",
                  ctx.session_id, len(result.repair.regenerated), len(result.repair.retracted),
