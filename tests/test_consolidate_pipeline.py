@@ -20,7 +20,7 @@ from sqlalchemy import text
 from memory import llm
 from memory.store.base import TransientStoreError
 from memory.store.lite.store import LiteStore
-from worker.pipeline import owe_consolidation, run_job
+from worker.pipeline import owe_consolidation, request_reconsolidation, run_job
 from worker.runner import InProcessRunner
 from worker.watch import Watcher
 
@@ -285,4 +285,30 @@ def test_a_failure_before_the_summary_reruns_the_call_and_keeps_the_units(
     assert summary in names
     assert (wu, summary) in edges(tmp_path, "derivedFrom")
     assert progress(runtime, "s-crash").last_consolidated_seq == log.seq
+    runtime.close()
+
+
+def test_a_marker_beyond_the_logged_part_still_withdraws_from_the_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_server: ModelServer
+) -> None:
+    model_server.echo = True
+    runtime = runtime_for(tmp_path, monkeypatch, model_server, force_idle=False,
+                          check_every_turns=50, min_new_tokens=100_000)
+    log = SessionLogWriter(tmp_path / "dsh", "s-late", CWD)
+    log.turn("keep this", "kept")
+    taken = log.turn("WITHDRAWN-LATE question", "WITHDRAWN-LATE answer")
+    log.flush()
+    process(runtime)
+    logged = log.seq
+    log.rewind(taken.user_seq)
+    log.open_turn("next question")  # no turn end: nothing more is logged yet
+    log.flush()
+    process(runtime)
+    assert progress(runtime, "s-late").last_logged_seq == logged
+    assert request_reconsolidation(runtime, "s-late", "default").queued
+    assert run_job(runtime, "consolidate", "s-late", "default").status == "done"
+    summary = f"sum-s-late-0-{logged}"
+    assert entries(tmp_path)[summary]["data"] == "U: keep this\nA: kept"
+    assert edges(tmp_path, "summary") == {(summary, "msg-s-late-0"), (summary, "msg-s-late-1")}
+    assert all(b"WITHDRAWN-LATE" not in r.body for r in model_server.requests)
     runtime.close()

@@ -44,10 +44,10 @@ from memory.llm import (
     warn_models_not_configured,
 )
 from memory.store.base import MemoryStore
-from memory.withdrawal import withdrawn_seqs
+from memory.withdrawal import is_marker, withdrawn_seqs
 from worker.jobs.cascade import JOB_CASCADE, run_cascade
 from worker.jobs.context import JobContext, JobOutput, skipped
-from worker.jobs.logread import PermanentJobError, TransientJobError, read_window
+from worker.jobs.logread import PermanentJobError, TransientJobError, read_window, survey_log
 from worker.jobs.models import job_attempt, model_client
 from worker.jobs.reconsolidate import pending_request, settle_request
 from worker.jobs.runtime import Runtime
@@ -88,14 +88,19 @@ class SpanSummary:
 
 def read_span(session: SessionState, from_seq: int, to_seq: int,
               whitelist: list[str] | tuple[str, ...]) -> SpanEvents:
-    """Read ``[from_seq - 1, durable end)``: the span, its predecessor and the marker window."""
-    window = read_window(session, max(0, from_seq - 1))
-    tail = window.tail(from_seq)
+    """Read ``[from_seq - 1, to_seq)`` — the span and its predecessor — and stream the rest of the
+    log to its durable end for withdrawal markers only (a marker comes after what it withdraws,
+    so one written long after the span still excludes its messages)."""
+    window = read_window(session, max(0, from_seq - 1), to_seq)
+    events = window.tail(from_seq)
+    markers = [e for e in events if is_marker(e, whitelist)]
+    if session.durable_end_seq > to_seq:
+        markers += survey_log(session, to_seq, whitelist).markers
     return SpanEvents(
-        events=[e for e in tail if e.seq < to_seq],
+        events=[e for e in events if e.seq < to_seq],
         before=window.event_at(from_seq - 1) if from_seq > 0 else None,
         base_ordinal=window.base_ordinal(from_seq),
-        withdrawn=withdrawn_seqs(tail, whitelist),
+        withdrawn=withdrawn_seqs(markers, whitelist),
     )
 
 
