@@ -149,3 +149,16 @@ def test_the_same_lesson_again_only_gains_a_derived_from_edge(
     assert edges_of(store, first.name) == {
         ("is_a", "work-unit"), ("derivedFrom", "sum-s1-0-10"), ("derivedFrom", "sum-s2-0-8")
     }
+
+
+def test_adjudication_off_stores_without_lookup_or_call(
+    store: LiteStore, model_server: ModelServer
+) -> None:
+    store.knowledge_create("wu-old-lesson-00000000", EXISTING_TEXT,
+                           tags=["memory", "work-unit"], scopes=["demo"])
+    outcome = write(store, model_server, adjudicate=False)
+    assert (outcome.verdict, outcome.stored) == ("unrelated", True)
+    assert model_server.requests == []
+    assert edges_of(store, outcome.name) == {
+        ("is_a", "work-unit"), ("derivedFrom", "sum-s1-0-10")
+    }

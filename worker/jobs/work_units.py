@@ -10,7 +10,8 @@ For each unit the consolidation model extracted (:func:`store_work_unit`):
 2. a ``similar`` lookup (operational tags excluded when the store can filter, oversampled
    otherwise) gives at most 3 candidates within the distance ceiling
    (:func:`memory.consolidation.adjudication.filter_candidates`); a failing lookup means none;
-3. with a candidate (and adjudication on), one model call returns a verdict; ``duplicate`` stores
+3. with a candidate, one model call returns a verdict (with ``adjudicate`` off there is neither
+   lookup nor call: the unit is stored as unrelated); ``duplicate`` stores
    nothing at all; every other verdict stores the entry with ``is_a`` and ``derivedFrom``, plus
    ``refines`` / ``extends`` / ``supersedes`` (``contradicts`` → ``supersedes``, both entries
    kept) to the nearest candidate. A failed adjudication stores the unit as unrelated.
@@ -120,10 +121,10 @@ def store_work_unit(
     if store.knowledge_get(name) is not None:
         _assert_edges(store, base_edges, scopes)
         return WorkUnitOutcome(name, EXISTING, stored=False, edges=base_edges)
-    candidates = find_candidates(store, unit.title, content, name, options)
-    verdict = None
-    if candidates and options.adjudicate:
-        verdict = adjudicate(client, unit.title, content, candidates, attempt)
+    candidates = (
+        find_candidates(store, unit.title, content, name, options) if options.adjudicate else []
+    )
+    verdict = adjudicate(client, unit.title, content, candidates, attempt) if candidates else None
     if verdict is not None and not stores_unit(verdict):
         return WorkUnitOutcome(name, "duplicate", stored=False)
     policy = work_unit_policy(unit.tags)
