@@ -4,13 +4,14 @@ Queues each session's owed span (``[last consolidated, last logged)``, or from `
 with the turn and token thresholds waived, and reports per session ``queued``, ``empty`` (nothing
 owed) or ``busy`` (a queued request already covers it) — or an error: ``disabled``,
 ``unavailable`` (no model route), ``unknown-session``. The request is recorded in the state
-database; ``--wait`` runs it here with a progress bar (and the cascade it owes), otherwise a
-``consolidate`` hint goes to the Celery broker and the embedded ``memory-worker run`` picks
-queued requests up within seconds as well.
+database; ``--wait`` runs it — and an already queued one (``busy``) — here with a progress bar
+(and the cascade it owes), otherwise a ``consolidate`` hint goes to the Celery broker and the
+embedded ``memory-worker run`` picks queued requests up within seconds as well.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated
 
 import typer
@@ -88,8 +89,11 @@ def reconsolidate(
             err.print(escape(_line(result)), soft_wrap=True)
         queued = [r.session_id for r in results if r.queued]
         failed = 0
-        if queued and wait:
-            failed = _run_here(runtime, queued, target)
+        if wait:
+            # A `busy` session already has a queued request: --wait runs that one here too.
+            owed = [r.session_id for r in results if r.queued or r.reason == "busy"]
+            if owed:
+                failed = _run_here(runtime, owed, target)
         elif queued:
             _send_hints(settings, queued, target)
     finally:
@@ -100,6 +104,10 @@ def reconsolidate(
 
 def _run_here(runtime: Runtime, queued: list[str], shelf: str) -> int:
     """Run the queued consolidations (and the cascades they owe) in this process."""
+    # The progress bar and the per-session lines tell the story; job lines only when asked.
+    quiet = logging.getLogger("memory_worker")
+    if quiet.level < logging.WARNING and runtime.settings.log_level != "DEBUG":
+        quiet.setLevel(logging.WARNING)
     failed = 0
     columns = (
         TextColumn("[progress.description]{task.description}"),
