@@ -137,6 +137,15 @@ def test_cli_waits_with_a_progress_bar_and_reports_each_session(
     assert again.exit_code == 0, again.output
     assert f"s-cli: empty — nothing owed [{log.seq}, {log.seq})" in again.output
 
+    # A request already queued (here by another process) is `busy`; --wait runs it anyway.
+    other = embedded_runtime(tmp_path, model_routes=routes(model_server))
+    assert request_reconsolidation(other, "s-cli", "default", from_seq=0).queued
+    other.close()
+    busy = cli.invoke(app, ["reconsolidate", "s-cli", "--from-seq", "0", "--wait"])
+    assert busy.exit_code == 0, busy.output
+    assert f"s-cli: busy — a queued request already covers [0, {log.seq})" in busy.output
+    assert f"s-cli: done — consolidated [0, {log.seq})" in busy.output
+
     unknown = cli.invoke(app, ["reconsolidate", "s-nope"])
     assert unknown.exit_code == 1
     assert "s-nope: unknown-session" in unknown.output
