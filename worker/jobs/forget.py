@@ -20,7 +20,13 @@ from memory import constants as C
 from memory.entries import session_name
 from memory.store.base import MemoryStore
 from worker.jobs.context import JobContext
-from worker.jobs.repair import Repairer, RepairReport, model_client
+from worker.jobs.repair import (
+    ACTION_SUMMARY,
+    Repairer,
+    RepairReport,
+    model_client,
+    pending_intents,
+)
 from worker.jobs.retract import PlanItem
 from worker.jobs.storeview import (
     archives_above,
@@ -116,6 +122,9 @@ def forget_session(ctx: JobContext, *, dry_run: bool = False) -> ForgetResult:
     result.repair = repairer.report
     result.removed += repairer.report.retracted
     with ctx.state() as repos:
+        for subject in sorted(pending_intents(repos, sid)):  # nothing of it is left to repair
+            repos.audit.record(ACTION_SUMMARY, "retracted", shelf=ctx.shelf, session_id=sid,
+                               subject=subject, detail="session forgotten")
         repos.audit.record(
             ACTION_FORGET, "done", shelf=ctx.shelf, session_id=sid,
             detail=(f"removed {len(result.removed)} entries; regenerated "

@@ -26,7 +26,9 @@ failure audited).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from memory import constants as C
@@ -70,6 +72,11 @@ ACTION_INTENT = "repair-intent"
 ACTION_SUMMARY = "repair-summary"
 ACTION_ARCHIVE = "repair-archive"
 ACTION_UNIT = "repair-work-unit"
+
+
+def archive_lease_key(project: str) -> str:
+    """The lease that serialises rewrites of one project's archives."""
+    return f"archives:{project}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,16 +351,43 @@ class Repairer:
     # ---- archives
 
     def repair_archives(self) -> None:
-        """Regenerate (or retract) every archive above a changed summary, lowest tier first."""
+        """Regenerate (or retract) every archive above a changed summary, lowest tier first.
+
+        Archives are shared by the sessions of a project, so this holds the project's archive
+        lease: two sessions repaired at once never interleave their rewrites of one archive."""
         todo: dict[str, int] = {}
         for name in self._changed:
             self._queue_parents(name, todo)
-        while todo:
-            name = min(todo, key=lambda n: (todo[n], n))
-            level = todo.pop(name)
+        if not todo:
+            return
+        with self._archive_lease():
+            while todo:
+                name = min(todo, key=lambda n: (todo[n], n))
+                level = todo.pop(name)
+                self.ctx.heartbeat()
+                self._repair_archive(name, level)
+                self._queue_parents(name, todo)
+
+    @contextmanager
+    def _archive_lease(self) -> Iterator[None]:
+        runtime = self.ctx.runtime
+        key = archive_lease_key(self.project)
+        deadline = time.monotonic() + runtime.settings.lease_ttl_s
+        while True:
+            with self.ctx.state() as repos:
+                lease = repos.leases.acquire(key, runtime.owner, runtime.settings.lease_ttl_s)
+            if lease is not None:
+                break
+            if time.monotonic() >= deadline:
+                raise TransientJobError(f"the archives of {self.project!r} are being repaired "
+                                        "by another worker")
             self.ctx.heartbeat()
-            self._repair_archive(name, level)
-            self._queue_parents(name, todo)
+            time.sleep(0.2)
+        try:
+            yield
+        finally:
+            with self.ctx.state() as repos:
+                repos.leases.release(lease)
 
     def _queue_parents(self, name: str, todo: dict[str, int]) -> None:
         for parent in archives_above(self.store, name):
