@@ -131,3 +131,20 @@ def test_bad_usage_is_one_line_and_exit_2(tmp_path: Path, model_server: ModelSer
     unknown = cli(["retract", "s-missing", "--json"], env)
     assert unknown.returncode == 1
     assert json.loads(unknown.stdout)["undone"] == ["s-missing"]
+
+
+def test_the_retract_job_runs_under_the_guard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_server: ModelServer
+) -> None:
+    from worker.pipeline import JOB_RETRACT, run_job
+
+    model_server.responder = canary_reply
+    withdrawn, kept = _older_store(tmp_path, model_server, monkeypatch)
+    runtime = runtime_for(tmp_path, model_server, monkeypatch)  # today's whitelist
+    result = run_job(runtime, JOB_RETRACT, "s-old", "default")
+    assert (result.status, result.retracted) == ("done", 2), result.detail
+    again = run_job(runtime, JOB_RETRACT, "s-old", "default")
+    assert (again.status, again.retracted) == ("skipped", 0)
+    runtime.close()
+    text = dump_text(tmp_path)
+    assert not [c for c in withdrawn if c in text] and all(c in text for c in kept)
