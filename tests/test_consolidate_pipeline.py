@@ -2,7 +2,7 @@
 server: the summary is named by the covered range and links exactly the covered, non-withdrawn
 messages; a withdrawn message's text never reaches the model; the watermark advances only over
 what was covered; every call lands in ``model_calls``; without a model route logging continues,
-one warning is logged and the watermark stays."""
+one warning is logged and the watermark stays; a fork is summarised from its cut."""
 
 from __future__ import annotations
 
@@ -16,10 +16,12 @@ import pytest
 from conftest import REPO
 from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
 from sqlalchemy import text
+from typer.testing import CliRunner
 
 from memory import llm
 from memory.store.base import TransientStoreError
 from memory.store.lite.store import LiteStore
+from worker.cli import _register, app
 from worker.pipeline import owe_consolidation, request_reconsolidation, run_job
 from worker.runner import InProcessRunner
 from worker.watch import Watcher
@@ -311,4 +313,28 @@ def test_a_marker_beyond_the_logged_part_still_withdraws_from_the_summary(
     assert entries(tmp_path)[summary]["data"] == "U: keep this\nA: kept"
     assert edges(tmp_path, "summary") == {(summary, "msg-s-late-0"), (summary, "msg-s-late-1")}
     assert all(b"WITHDRAWN-LATE" not in r.body for r in model_server.requests)
+    runtime.close()
+
+
+def test_a_fork_is_summarised_from_its_cut_over_its_own_messages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_server: ModelServer
+) -> None:
+    model_server.echo = True
+    _register()
+    made = CliRunner().invoke(app, ["demo-home", str(tmp_path / "dsh")])
+    assert made.exit_code == 0, made.output
+    runtime = runtime_for(tmp_path, monkeypatch, model_server)
+    process(runtime)
+    with runtime.state.transaction() as repos:
+        (fork,) = [s for s in repos.sessions.list() if s.inherited_cut > 0]
+        logged = repos.progress.get("default", fork.session_id).last_logged_seq
+    sid = fork.session_id
+    assert fork.inherited_cut == 42
+    rows = entries(tmp_path)
+    own = {n for n in rows if n.startswith(f"msg-{sid}-")}
+    assert own and "msg-" + sid + "-0" in own
+    assert [n for n in rows if n.startswith(f"sum-{sid}-")] == [f"sum-{sid}-42-{logged}"]
+    assert edges(tmp_path, "summary", f"sum-{sid}-") == {
+        (f"sum-{sid}-42-{logged}", name) for name in own
+    }
     runtime.close()
