@@ -108,15 +108,17 @@ class RepairReport:
 
 def pending_intents(repos: Repos, session_id: str) -> set[str]:
     """Summaries whose repair was started (intent recorded) and not finished."""
-    open_: dict[str, bool] = {}
-    for entry in repos.audit.entries(session_id=session_id):
-        if entry.subject is None:
-            continue
-        if entry.action == ACTION_INTENT:
-            open_[entry.subject] = True
-        elif entry.action == ACTION_SUMMARY:
-            open_[entry.subject] = False
-    return {subject for subject, pending in open_.items() if pending}
+    opened: dict[str, int] = {}
+    for entry in repos.audit.entries(session_id=session_id, action=ACTION_INTENT):
+        if entry.subject is not None:
+            opened[entry.subject] = entry.id
+    if not opened:  # the usual case: one indexed query
+        return set()
+    closed: dict[str, int] = {}
+    for entry in repos.audit.entries(session_id=session_id, action=ACTION_SUMMARY):
+        if entry.subject is not None:
+            closed[entry.subject] = entry.id
+    return {subject for subject, at in opened.items() if closed.get(subject, -1) < at}
 
 
 def find_repairs(store: MemoryStore, log_: SessionLog, pending: Iterable[str] = ()) -> list[
