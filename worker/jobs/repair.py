@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -49,45 +49,44 @@ from memory.llm import (
 from memory.store.base import KnowledgeEntry, MemoryStore, NotFoundError
 from worker.jobs.context import JobContext
 from worker.jobs.logread import TransientJobError
-from worker.jobs.models import model_client as consolidation_client
-from worker.jobs.runtime import Runtime
+from worker.jobs.repair_plan import (
+    ACTION_ARCHIVE,
+    ACTION_INTENT,
+    ACTION_SUMMARY,
+    ACTION_UNIT,
+    SummaryRepair,
+    archive_lease_key,
+    find_repairs,
+    model_client,
+    pending_intents,
+)
 from worker.jobs.storeview import (
-    SpanSummaryRef,
     archive_level,
     archives_above,
     derived_units,
     edges,
-    span_summaries,
     summary_members,
     unit_sources,
 )
 from worker.jobs.withdrawals import SessionLog, Withdrawn
 from worker.jobs.work_units import WorkUnitOptions, extract_work_units
 from worker.observability import REPAIRS
-from worker.state.database import Repos
 
 log = logging.getLogger("memory_worker")
 
-ACTION_INTENT = "repair-intent"
-ACTION_SUMMARY = "repair-summary"
-ACTION_ARCHIVE = "repair-archive"
-ACTION_UNIT = "repair-work-unit"
-
-
-def archive_lease_key(project: str) -> str:
-    """The lease that serialises rewrites of one project's archives."""
-    return f"archives:{project}"
-
-
-@dataclass(frozen=True, slots=True)
-class SummaryRepair:
-    """One summary to repair: the withdrawn entries it still points at, and the cause."""
-
-    ref: SpanSummaryRef
-    dirty: tuple[str, ...]
-    cause: Withdrawn | None
-    resumed: bool = False
-
+__all__ = [
+    "ACTION_ARCHIVE",
+    "ACTION_INTENT",
+    "ACTION_SUMMARY",
+    "ACTION_UNIT",
+    "RepairReport",
+    "Repairer",
+    "SummaryRepair",
+    "archive_lease_key",
+    "find_repairs",
+    "model_client",
+    "pending_intents",
+]
 
 @dataclass(slots=True)
 class RepairReport:
@@ -101,56 +100,6 @@ class RepairReport:
     @property
     def changed(self) -> int:
         return len(self.regenerated) + len(self.retracted) + len(self.unlinked)
-
-
-# ---------------------------------------------------------------------------- what to repair
-
-
-def pending_intents(repos: Repos, session_id: str) -> set[str]:
-    """Summaries whose repair was started (intent recorded) and not finished."""
-    opened: dict[str, int] = {}
-    for entry in repos.audit.entries(session_id=session_id, action=ACTION_INTENT):
-        if entry.subject is not None:
-            opened[entry.subject] = entry.id
-    if not opened:  # the usual case: one indexed query
-        return set()
-    closed: dict[str, int] = {}
-    for entry in repos.audit.entries(session_id=session_id, action=ACTION_SUMMARY):
-        if entry.subject is not None:
-            closed[entry.subject] = entry.id
-    return {subject for subject, at in opened.items() if closed.get(subject, -1) < at}
-
-
-def find_repairs(store: MemoryStore, log_: SessionLog, pending: Iterable[str] = ()) -> list[
-        SummaryRepair]:
-    """The session's summaries that point at a withdrawn entry, plus unfinished ones."""
-    withdrawn = log_.withdrawn_by_name()
-    unfinished = set(pending)
-    repairs: list[SummaryRepair] = []
-    for ref in span_summaries(store, log_.session_id):
-        dirty = tuple(m for m in summary_members(store, ref.name) if m in withdrawn)
-        if not dirty and ref.name not in unfinished:
-            continue
-        cause = withdrawn[dirty[0]] if dirty else _first_withdrawn(log_, ref)
-        repairs.append(SummaryRepair(ref, dirty, cause, resumed=ref.name in unfinished))
-    return repairs
-
-
-def _first_withdrawn(log_: SessionLog, ref: SpanSummaryRef) -> Withdrawn | None:
-    inside = [w for seq, w in log_.withdrawn.items() if ref.from_seq <= seq < ref.to_seq]
-    return inside[0] if inside else None
-
-
-# ------------------------------------------------------------------------------ model client
-
-
-def model_client(runtime: Runtime, session_id: str | None = None) -> ModelClient | None:
-    """The consolidation jobs' client (calls recorded in ``model_calls``); ``None`` when
-    consolidation is off or has no route."""
-    if not runtime.settings.consolidation_enabled:
-        return None
-    client = consolidation_client(runtime, session_id)
-    return client if client.configured else None
 
 
 # ----------------------------------------------------------------------------------- repairer

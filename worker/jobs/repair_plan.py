@@ -1,0 +1,86 @@
+"""What a repair of derived memory works on: the audit actions it records, the summaries of a
+session that still point at withdrawn entries (or whose repair a crash interrupted), and the
+model client it regenerates text with. :mod:`worker.jobs.repair` carries the repair out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from memory.llm import ModelClient
+from memory.store.base import MemoryStore
+from worker.jobs.models import model_client as consolidation_client
+from worker.jobs.runtime import Runtime
+from worker.jobs.storeview import SpanSummaryRef, span_summaries, summary_members
+from worker.jobs.withdrawals import SessionLog, Withdrawn
+from worker.state.database import Repos
+
+ACTION_INTENT = "repair-intent"
+ACTION_SUMMARY = "repair-summary"
+ACTION_ARCHIVE = "repair-archive"
+ACTION_UNIT = "repair-work-unit"
+
+
+def archive_lease_key(project: str) -> str:
+    """The lease that serialises rewrites of one project's archives."""
+    return f"archives:{project}"
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRepair:
+    """One summary to repair: the withdrawn entries it still points at, and the cause."""
+
+    ref: SpanSummaryRef
+    dirty: tuple[str, ...]
+    cause: Withdrawn | None
+    resumed: bool = False
+
+
+# ---------------------------------------------------------------------------- what to repair
+
+
+def pending_intents(repos: Repos, session_id: str) -> set[str]:
+    """Summaries whose repair was started (intent recorded) and not finished."""
+    opened: dict[str, int] = {}
+    for entry in repos.audit.entries(session_id=session_id, action=ACTION_INTENT):
+        if entry.subject is not None:
+            opened[entry.subject] = entry.id
+    if not opened:  # the usual case: one indexed query
+        return set()
+    closed: dict[str, int] = {}
+    for entry in repos.audit.entries(session_id=session_id, action=ACTION_SUMMARY):
+        if entry.subject is not None:
+            closed[entry.subject] = entry.id
+    return {subject for subject, at in opened.items() if closed.get(subject, -1) < at}
+
+
+def find_repairs(store: MemoryStore, log_: SessionLog, pending: Iterable[str] = ()) -> list[
+        SummaryRepair]:
+    """The session's summaries that point at a withdrawn entry, plus unfinished ones."""
+    withdrawn = log_.withdrawn_by_name()
+    unfinished = set(pending)
+    repairs: list[SummaryRepair] = []
+    for ref in span_summaries(store, log_.session_id):
+        dirty = tuple(m for m in summary_members(store, ref.name) if m in withdrawn)
+        if not dirty and ref.name not in unfinished:
+            continue
+        cause = withdrawn[dirty[0]] if dirty else _first_withdrawn(log_, ref)
+        repairs.append(SummaryRepair(ref, dirty, cause, resumed=ref.name in unfinished))
+    return repairs
+
+
+def _first_withdrawn(log_: SessionLog, ref: SpanSummaryRef) -> Withdrawn | None:
+    inside = [w for seq, w in log_.withdrawn.items() if ref.from_seq <= seq < ref.to_seq]
+    return inside[0] if inside else None
+
+
+# ------------------------------------------------------------------------------ model client
+
+
+def model_client(runtime: Runtime, session_id: str | None = None) -> ModelClient | None:
+    """The consolidation jobs' client (calls recorded in ``model_calls``); ``None`` when
+    consolidation is off or has no route."""
+    if not runtime.settings.consolidation_enabled:
+        return None
+    client = consolidation_client(runtime, session_id)
+    return client if client.configured else None
