@@ -213,6 +213,89 @@ class MemoryStore(Protocol):
     def close(self) -> None: ...
 
 
+# ------------------------------------------------------------------------------- batch writes
+
+
+@dataclass(frozen=True, slots=True)
+class EntryWrite:
+    """One ``knowledge_create`` of a batch (create if absent; an existing entry is unchanged)."""
+
+    name: str
+    data: str
+    tags: tuple[str, ...] = ()
+    scopes: tuple[str, ...] | None = None
+    embed: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class StatementWrite:
+    """One ``statement_create`` of a batch (idempotent: an existing triple is unchanged)."""
+
+    head: str
+    relation: str
+    tail: str
+    data: str = ""
+    scopes: tuple[str, ...] | None = None
+    embed: bool = True
+
+    @property
+    def triple(self) -> str:
+        return csv_triple(self.head, self.relation, self.tail)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    """What a batch created: entry names and statement triples (CSV keys), in write order."""
+
+    created_names: tuple[str, ...] = ()
+    created_triples: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class BatchWriter(Protocol):
+    """Optional capability: write many entries and statements at once.
+
+    Same outcome as calling ``knowledge_create`` for each entry (in order) and then
+    ``statement_create`` for each statement (in order); an adapter that offers it may do the
+    whole batch in one transaction (all or nothing). Stores without it go through
+    :func:`write_batch`, which loops over the protocol's methods.
+    """
+
+    def write_batch(
+        self, entries: Sequence[EntryWrite], statements: Sequence[StatementWrite] = ()
+    ) -> BatchResult: ...
+
+
+def write_batch(
+    store: MemoryStore,
+    entries: Sequence[EntryWrite],
+    statements: Sequence[StatementWrite] = (),
+) -> BatchResult:
+    """Write ``entries`` then ``statements`` (create-if-absent), natively when ``store`` is a
+    :class:`BatchWriter`, else one call per item."""
+    if not entries and not statements:
+        return BatchResult()
+    native = getattr(store, "write_batch", None)
+    if callable(native):
+        result = native(entries, statements)
+        if isinstance(result, BatchResult):
+            return result
+        raise FatalStoreError(f"{type(store).__name__}.write_batch returned {result!r}")
+    names = [
+        e.name
+        for e in entries
+        if store.knowledge_create(e.name, e.data, tags=e.tags, scopes=e.scopes, embed=e.embed)
+    ]
+    triples = [
+        s.triple
+        for s in statements
+        if store.statement_create(
+            s.head, s.relation, s.tail, data=s.data, scopes=s.scopes, embed=s.embed
+        )
+    ]
+    return BatchResult(tuple(names), tuple(triples))
+
+
 # -------------------------------------------------------------------------------------- helpers
 
 

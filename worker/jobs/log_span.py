@@ -18,7 +18,13 @@ from memory import entries
 from memory.constants import REL_BELONG_TO
 from memory.entries import LOG_EDGE_POLICY, MESSAGE_POLICY, scopes_for
 from memory.span import SpanOptions, SpanPlan, plan_span
-from memory.store.base import KnowledgeEntry, MemoryStore
+from memory.store.base import (
+    EntryWrite,
+    KnowledgeEntry,
+    MemoryStore,
+    StatementWrite,
+    write_batch,
+)
 from memory.withdrawal import find_markers
 from worker.jobs.context import JobContext, JobOutput, skipped
 from worker.jobs.logread import (
@@ -181,11 +187,24 @@ def _write_entries(
     writes: _Writes,
 ) -> None:
     present = existing_names(store, [item.name for item in plan.items if not item.withdrawn])
+    pending: list[EntryWrite] = []
+
+    def flush() -> None:
+        # One store transaction per batch (natively batched stores); the watermark advances
+        # only after every batch of the slice is durable.
+        if pending:
+            created = len(write_batch(store, pending).created_names)
+            writes.written += created
+            writes.duplicates += len(pending) - created
+            pending.clear()
+            ctx.heartbeat()
+
     for n, item in enumerate(plan.items):
         if n and n % 64 == 0:
             ctx.heartbeat()
         if item.withdrawn:
             # Never written; one an earlier run wrote (before the marker landed) is removed.
+            flush()
             marker_seq, kind = markers.get(item.seq, (-1, ""))
             if _retract(ctx, store, item.name, item.ordinal, marker_seq, kind, quiet_absent=True):
                 writes.retracted += 1
@@ -193,20 +212,21 @@ def _write_entries(
         if item.name in present:
             writes.duplicates += 1
             continue
-        created = store.knowledge_create(
+        pending.append(EntryWrite(
             item.name,
             item.markdown,
-            tags=item.tags or MESSAGE_POLICY.tags,
-            scopes=item.scopes or scopes_for(project),
+            tags=tuple(item.tags or MESSAGE_POLICY.tags),
+            scopes=tuple(item.scopes or scopes_for(project)),
             embed=item.embed,
-        )
-        if created:
-            writes.written += 1
-        else:
-            writes.duplicates += 1
+        ))
+        if len(pending) >= WRITE_BATCH:
+            flush()
+    flush()
 
 
 _GET_BATCH = 100
+#: Entries (or edges) per store write batch: one transaction each on hypatia-lite.
+WRITE_BATCH = 500
 
 
 def existing_names(store: MemoryStore, names: list[str]) -> set[str]:
@@ -283,19 +303,26 @@ def settle_edges(
     if store.knowledge_get(node) is None:
         return 0
     linked = 0
+    scopes = scopes_for(project)
+    pending: list[StatementWrite] = []
     for ordinal in range(link_from, link_to):
         if ordinal in skip:
             continue
-        if linked and linked % 256 == 0:
-            ctx.heartbeat()
-        store.statement_create(
+        pending.append(StatementWrite(
             entries.message_name(ctx.session_id, ordinal),
             REL_BELONG_TO,
             node,
-            scopes=scopes_for(project),
+            scopes=scopes,
             embed=LOG_EDGE_POLICY.embed,
-        )
-        linked += 1
+        ))
+        if len(pending) >= WRITE_BATCH:
+            write_batch(store, (), pending)
+            linked += len(pending)
+            pending.clear()
+            ctx.heartbeat()
+    if pending:
+        write_batch(store, (), pending)
+        linked += len(pending)
     return linked
 
 

@@ -10,19 +10,22 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from memory.store.base import (
+    BatchResult,
     Catalog,
     Content,
+    EntryWrite,
     Features,
     KnowledgeEntry,
     ModelUnavailableError,
     NotFoundError,
     QueryRow,
     SearchRow,
+    StatementWrite,
     StoreError,
     TransientStoreError,
     csv_triple,
 )
-from memory.store.lite import db, shelves
+from memory.store.lite import batch, db, shelves
 from memory.store.lite.embed import Embedder, embedder_from_env
 from memory.store.lite.fts import BM25, doc_columns, fts_match
 from memory.store.lite.jse import compile_query
@@ -211,6 +214,16 @@ class LiteStore(VectorSearch):
             return cur.rowcount == 1
 
         return self._run(_delete)
+
+    # -------------------------------------------------------------------------------- batch
+
+    def write_batch(
+        self, entries: Sequence[EntryWrite], statements: Sequence[StatementWrite] = ()
+    ) -> BatchResult:
+        """Create the absent ``entries`` then ``statements`` in ONE transaction (all or
+        nothing); the same rows as one ``knowledge_create`` / ``statement_create`` per item."""
+        with self._lock:
+            return batch.write_batch(self.conn, self.embedder, self._run, entries, statements)
 
     # --------------------------------------------------------------------------- statements
 

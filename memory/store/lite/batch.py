@@ -1,0 +1,133 @@
+"""Batched writes for ``LiteStore``: many entries and statements in ONE SQLite transaction.
+
+The outcome equals ``knowledge_create`` for each entry (in order) followed by
+``statement_create`` for each statement (in order) — same rows, same contents, same FTS
+documents, ``created_at`` from the same clock with ``id`` breaking ties in insertion order —
+but all of it commits at once or not at all, so a crash mid-batch leaves nothing of it behind.
+Vectors for entries that want one are computed in one embedder call, before the transaction
+(an embedding failure never fails the write: those rows stay owed, as with single writes).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memory.store.base import BatchResult, EntryWrite, StatementWrite, csv_triple
+from memory.store.lite import db
+from memory.store.lite.embed import Embedder, EmbeddingError, embed_text, pack
+from memory.store.lite.fts import doc_columns
+from memory.store.lite.rows import content_text, make_content, well_formed
+
+_NOW = "strftime('%Y-%m-%d %H:%M:%f', 'now')"
+_INSERT_KNOWLEDGE = (
+    "INSERT INTO knowledge(name, content, created_at, embed_wanted, embedding, embedding_model)"
+    f" VALUES (?, ?, {_NOW}, ?, ?, ?) ON CONFLICT(name) DO NOTHING"
+)
+_INSERT_STATEMENT = (
+    "INSERT INTO statement(triple, head, relation, tail, content, created_at, embed_wanted,"
+    f" embedding, embedding_model) VALUES (?, ?, ?, ?, ?, {_NOW}, ?, ?, ?)"
+    " ON CONFLICT(triple) DO NOTHING"
+)
+_INSERT_DOC = (
+    "INSERT INTO docs(catalog, key, fts_key, fts_data, fts_tags, fts_synonyms)"
+    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(catalog, key) DO UPDATE SET"
+    " fts_key = excluded.fts_key, fts_data = excluded.fts_data,"
+    " fts_tags = excluded.fts_tags, fts_synonyms = excluded.fts_synonyms"
+)
+_LOOKUP = 500  # names per existence probe (below SQLite's bound-parameter limit)
+
+
+@dataclass(slots=True)
+class _Row:
+    catalog: str  # "knowledge" | "statement"
+    key: str  # name or CSV triple
+    params: tuple[Any, ...]  # the columns before created_at
+    content: dict[str, Any]
+    embed: bool
+    blob: bytes | None = None
+    model: str | None = None
+
+
+def _entry_row(entry: EntryWrite) -> _Row:
+    name = well_formed(entry.name)
+    content = make_content(entry.data, tags=entry.tags, scopes=entry.scopes)
+    return _Row("knowledge", name, (name, content_text(content)), content, entry.embed)
+
+
+def _statement_row(statement: StatementWrite) -> _Row:
+    head, relation, tail = (
+        well_formed(statement.head), well_formed(statement.relation), well_formed(statement.tail))
+    triple = csv_triple(head, relation, tail)
+    content = make_content(statement.data, scopes=statement.scopes)
+    return _Row("statement", triple, (triple, head, relation, tail, content_text(content)),
+                content, statement.embed)
+
+
+def _existing(conn: sqlite3.Connection, catalog: str, keys: list[str]) -> set[str]:
+    column = "name" if catalog == "knowledge" else "triple"
+    found: set[str] = set()
+    for i in range(0, len(keys), _LOOKUP):
+        chunk = keys[i : i + _LOOKUP]
+        marks = ", ".join("?" for _ in chunk)
+        found.update(r[0] for r in conn.execute(
+            f"SELECT {column} FROM {catalog} WHERE {column} IN ({marks})", chunk))
+    return found
+
+
+def _embed(rows: list[_Row], embedder: Embedder | None, conn: sqlite3.Connection,
+           run: Callable[[Callable[[], set[str]]], set[str]]) -> None:
+    """Vectors for the rows that want one and do not exist yet, in one embedder call."""
+    wanted = [r for r in rows if r.embed]
+    if embedder is None or not wanted:
+        return
+    present: set[str] = set()
+    for catalog in ("knowledge", "statement"):
+        keys = [r.key for r in wanted if r.catalog == catalog]
+        if keys:
+            present |= run(lambda c=catalog, k=keys: _existing(conn, c, k))  # type: ignore[misc]
+    todo = [r for r in wanted if r.key not in present]
+    if not todo:
+        return
+    texts = [embed_text(r.content["tags"], r.key, r.content["data"]) for r in todo]
+    try:
+        vectors = embedder.embed(texts)
+    except EmbeddingError:
+        return  # the rows stay owed a vector (backfilled by the next ``similar``)
+    for row, vec in zip(todo, vectors, strict=True):
+        row.blob, row.model = pack(vec), embedder.identity
+
+
+def write_batch(
+    conn: sqlite3.Connection,
+    embedder: Embedder | None,
+    run: Callable[[Callable[[], Any]], Any],
+    entries: Sequence[EntryWrite],
+    statements: Sequence[StatementWrite],
+) -> BatchResult:
+    """Create the absent ``entries`` then ``statements`` in one transaction (see module doc).
+    ``run`` is the store's locked runner (lock retries, SQLite errors as ``StoreError``)."""
+    rows = [_entry_row(e) for e in entries] + [_statement_row(s) for s in statements]
+    if not rows:
+        return BatchResult()
+    _embed(rows, embedder, conn, run)
+
+    def _insert() -> list[_Row]:
+        created: list[_Row] = []
+        with db.write(conn):
+            for row in rows:
+                sql = _INSERT_KNOWLEDGE if row.catalog == "knowledge" else _INSERT_STATEMENT
+                cur = conn.execute(sql, (*row.params, int(row.embed), row.blob, row.model))
+                if cur.rowcount == 1:
+                    conn.execute(_INSERT_DOC,
+                                 (row.catalog, row.key, *doc_columns(row.key, row.content)))
+                    created.append(row)
+        return created
+
+    created: list[_Row] = run(_insert)
+    return BatchResult(
+        tuple(r.key for r in created if r.catalog == "knowledge"),
+        tuple(r.key for r in created if r.catalog == "statement"),
+    )
