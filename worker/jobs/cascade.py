@@ -38,6 +38,7 @@ from memory.llm import (
     one_line,
 )
 from memory.store.base import MemoryStore, StoreError, TransientStoreError
+from worker.jobs.archive_lease import hold_archive_lease
 from worker.jobs.context import JobContext, JobOutput, skipped
 from worker.jobs.logread import PermanentJobError, TransientJobError
 from worker.jobs.models import job_attempt, model_client
@@ -91,6 +92,11 @@ def build_archive(
     return name, created, len(members)
 
 
+#: How long a cascade waits for a repair that is rewriting the project's archives before it
+#: gives up for now (the job is retried with back-off).
+ARCHIVE_LEASE_WAIT_S = 5.0
+
+
 def run_cascade(
     store: MemoryStore,
     client: ModelClient,
@@ -142,10 +148,11 @@ def cascade(ctx: JobContext) -> JobOutput:
         return skipped("no model route")
     attempt = job_attempt(ctx, JOB_CASCADE)
     try:
-        report = run_cascade(
-            ctx.store(), client, session.project, batch_size=settings.cascade_batch_size,
-            attempt=attempt, heartbeat=ctx.heartbeat,
-        )
+        with hold_archive_lease(ctx, session.project, wait_s=ARCHIVE_LEASE_WAIT_S):
+            report = run_cascade(
+                ctx.store(), client, session.project, batch_size=settings.cascade_batch_size,
+                attempt=attempt, heartbeat=ctx.heartbeat,
+            )
     except RetryableModelError as exc:
         raise TransientJobError(str(exc)) from None
     except PermanentModelError as exc:  # e.g. the route's key variable is unset

@@ -26,9 +26,7 @@ failure audited).
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from memory import constants as C
@@ -47,6 +45,7 @@ from memory.llm import (
     RetryableModelError,
 )
 from memory.store.base import KnowledgeEntry, MemoryStore, NotFoundError
+from worker.jobs.archive_lease import archive_lease_key, hold_archive_lease
 from worker.jobs.context import JobContext
 from worker.jobs.logread import TransientJobError
 from worker.jobs.repair_plan import (
@@ -55,7 +54,6 @@ from worker.jobs.repair_plan import (
     ACTION_SUMMARY,
     ACTION_UNIT,
     SummaryRepair,
-    archive_lease_key,
     find_repairs,
     model_client,
     pending_intents,
@@ -319,26 +317,9 @@ class Repairer:
                 self._repair_archive(name, level)
                 self._queue_parents(name, todo)
 
-    @contextmanager
-    def _archive_lease(self) -> Iterator[None]:
-        runtime = self.ctx.runtime
-        key = archive_lease_key(self.project)
-        deadline = time.monotonic() + runtime.settings.lease_ttl_s
-        while True:
-            with self.ctx.state() as repos:
-                lease = repos.leases.acquire(key, runtime.owner, runtime.settings.lease_ttl_s)
-            if lease is not None:
-                break
-            if time.monotonic() >= deadline:
-                raise TransientJobError(f"the archives of {self.project!r} are being repaired "
-                                        "by another worker")
-            self.ctx.heartbeat()
-            time.sleep(0.2)
-        try:
-            yield
-        finally:
-            with self.ctx.state() as repos:
-                repos.leases.release(lease)
+    def _archive_lease(self) -> AbstractContextManager[None]:
+        wait_s = self.ctx.runtime.settings.lease_ttl_s
+        return hold_archive_lease(self.ctx, self.project, wait_s=wait_s)
 
     def _queue_parents(self, name: str, todo: dict[str, int]) -> None:
         for parent in archives_above(self.store, name):

@@ -21,11 +21,6 @@ ACTION_ARCHIVE = "repair-archive"
 ACTION_UNIT = "repair-work-unit"
 
 
-def archive_lease_key(project: str) -> str:
-    """The lease that serialises rewrites of one project's archives."""
-    return f"archives:{project}"
-
-
 @dataclass(frozen=True, slots=True)
 class SummaryRepair:
     """One summary to repair: the withdrawn entries it still points at, and the cause."""
