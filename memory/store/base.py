@@ -245,7 +245,8 @@ class StatementWrite:
 
 @dataclass(frozen=True, slots=True)
 class BatchResult:
-    """What a batch created: entry names and statement triples (CSV keys), in write order."""
+    """What a batch created, in write order: entry names and statement triples (CSV keys of
+    ``StatementWrite.triple``), spelled as the caller passed them."""
 
     created_names: tuple[str, ...] = ()
     created_triples: tuple[str, ...] = ()

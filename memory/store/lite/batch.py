@@ -47,6 +47,7 @@ class _Row:
     params: tuple[Any, ...]  # the columns before created_at
     content: dict[str, Any]
     embed: bool
+    given: str  # the name / triple as the caller spelled it (reported back)
     blob: bytes | None = None
     model: str | None = None
 
@@ -54,7 +55,8 @@ class _Row:
 def _entry_row(entry: EntryWrite) -> _Row:
     name = well_formed(entry.name)
     content = make_content(entry.data, tags=entry.tags, scopes=entry.scopes)
-    return _Row("knowledge", name, (name, content_text(content)), content, entry.embed)
+    return _Row("knowledge", name, (name, content_text(content)), content, entry.embed,
+                entry.name)
 
 
 def _statement_row(statement: StatementWrite) -> _Row:
@@ -63,7 +65,7 @@ def _statement_row(statement: StatementWrite) -> _Row:
     triple = csv_triple(head, relation, tail)
     content = make_content(statement.data, scopes=statement.scopes)
     return _Row("statement", triple, (triple, head, relation, tail, content_text(content)),
-                content, statement.embed)
+                content, statement.embed, statement.triple)
 
 
 def _existing(conn: sqlite3.Connection, catalog: str, keys: list[str]) -> set[str]:
@@ -128,6 +130,6 @@ def write_batch(
 
     created: list[_Row] = run(_insert)
     return BatchResult(
-        tuple(r.key for r in created if r.catalog == "knowledge"),
-        tuple(r.key for r in created if r.catalog == "statement"),
+        tuple(r.given for r in created if r.catalog == "knowledge"),
+        tuple(r.given for r in created if r.catalog == "statement"),
     )
