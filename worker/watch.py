@@ -10,7 +10,9 @@ durable end, the last ``turn/end``, the latest title and the time of growth, and
 * ``session_node`` at the first ``session/title`` / ``compaction/summary`` while there is no node.
 
 Hints are cheap and may be lost or duplicated: the periodic :meth:`Watcher.reconcile` re-derives
-owed work from ``durable end − watermark`` for every session, so lost messages heal themselves.
+all owed work from the recorded log facts and the watermarks (:mod:`worker.owed`: log lag,
+idle-close, session node, consolidation of idle-closed sessions, queued reconsolidation requests,
+interrupted repairs), so lost messages heal themselves.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from memory.dsh.scanner import LogScan
 from memory.messages import base_ordinal, is_loggable
 from worker.jobs.logread import checkpoint_index
 from worker.jobs.runtime import Runtime, ms_of
+from worker.owed import BACKED_OFF_JOBS, owed_work
 from worker.state.sessions import Checkpoint, SessionState
 from worker.triggers import SESSION_NODE_EVENTS, STEP_END, TURN_END
 
@@ -138,6 +141,7 @@ class Watcher:
         self._next_reconcile = 0.0
         self._next_idle_check = 0.0
         self._unchanged: dict[str, tuple[str, int, int]] = {}  # sid → (path, size, mtime_ns)
+        self._owed_hinted: dict[tuple[str, str], tuple[tuple[int, ...], float]] = {}
 
     # --------------------------------------------------------------------------------- public
 
@@ -156,30 +160,26 @@ class Watcher:
         return report
 
     def reconcile(self) -> int:
-        """Enqueue every session whose watermark lags its durable end, and every session with a
-        title but no node; returns the number of hints sent."""
+        """Send a hint for every job owed on the shelf (:func:`worker.owed.owed_work`: log lag,
+        idle-close, session node, consolidation of idle-closed sessions, queued reconsolidation
+        requests, interrupted repairs); returns the number of hints sent.
+
+        A ``consolidate`` / ``retract`` hint this watcher already sent is not repeated while the
+        watermarks it was derived from are unchanged and the job may still be running (one lease
+        TTL, at least one reconcile interval): a slow model call is not hinted again and again,
+        and a hint that was lost is re-sent once that time has passed."""
+        settings = self.runtime.settings
+        hold = max(settings.reconcile_interval_s, settings.lease_ttl_s)
+        now = time.monotonic()
         sent = 0
-        with self.runtime.state.transaction() as repos:
-            sessions = repos.sessions.list()
-            progress = {p.session_id: p for p in repos.progress.list(self.shelf)}
-            failures = {f.session_id: f for f in repos.failures.list(permanent=True)}
-        for state in sessions:
-            failure = failures.get(state.session_id)
-            if failure is not None and (
-                state.last_activity_at is None or failure.last_at >= state.last_activity_at
-            ):
-                continue  # a permanent problem with no growth since: not retried forever
-            if not Path(state.path).exists():
-                continue  # the log is gone (deleted or moved): nothing can be read for it
-            row = progress.get(state.session_id)
-            logged = row.last_logged_seq if row is not None else 0
-            if state.durable_end_seq > max(logged, state.inherited_cut):
-                self.enqueue("log_span", state.session_id, self.shelf)
-                sent += 1
-            has_node = row is not None and row.has_session_node
-            if not has_node and _owes_node(state):
-                self.enqueue("session_node", state.session_id, self.shelf)
-                sent += 1
+        for item in owed_work(self.runtime, self.shelf):
+            if item.job in BACKED_OFF_JOBS:
+                previous = self._owed_hinted.get((item.job, item.session_id))
+                if previous is not None and previous[0] == item.key and now - previous[1] < hold:
+                    continue
+                self._owed_hinted[(item.job, item.session_id)] = (item.key, now)
+            self.enqueue(item.job, item.session_id, self.shelf)
+            sent += 1
         return sent
 
     def run(
@@ -412,10 +412,6 @@ class Watcher:
         self._reported[sid] = line
         log.warning("%s", line)
         return True
-
-
-def _owes_node(state: SessionState) -> bool:
-    return state.last_title_seq is not None and state.last_title_seq >= state.inherited_cut
 
 
 def _header_facts(header: Header) -> dict[str, object]:

@@ -1,8 +1,12 @@
 """``memory-worker daemon`` — the watcher of the distributed mode: follow the DSH home and send
 job hints to Celery (Redis by default, RabbitMQ by URL); ``memory-worker worker`` runs them.
 
-Hints that cannot be sent (broker down) are dropped with one line: the periodic reconcile
-re-derives every owed span from the watermarks once the broker is back, so nothing is lost.
+Hints that cannot be sent (broker down) or that the broker loses are dropped with one line: the
+periodic reconcile (every ``reconcile_interval_s``, and right after the first poll) re-derives all
+owed work from the log and the watermarks — log lag, idle-closes, session nodes, consolidation of
+idle-closed sessions, queued reconsolidation requests and interrupted repairs — so nothing is lost.
+At startup, like ``memory-worker run``, the daemon queues the consolidation backfill (the sessions
+that lag, per project at most ``consolidation_backfill_per_scope``).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from worker.commands.run import (
     setup_logging,
     stop_on_signals,
 )
-from worker.jobs.retract import JOB_RETRACT, sessions_with_pending_repairs
+from worker.jobs.reconsolidate import backfill_consolidation
 from worker.pipeline import reconcile_with_store
 from worker.settings import mask_url
 from worker.watch import Watcher
@@ -90,9 +94,10 @@ def daemon(
     serve_metrics(settings, runtime.state)
     if settings.reconcile_on_startup:
         reconcile_with_store(runtime, settings.store_shelf)
+    # Owed consolidation becomes queued requests; the first reconcile hints them together with
+    # the repairs a crash interrupted (and every other owed job).
+    backfill_consolidation(runtime, settings.store_shelf)
     hints = BrokerHints()
-    for session_id in sessions_with_pending_repairs(runtime):  # a crash interrupted them
-        hints(JOB_RETRACT, session_id, settings.store_shelf)
     watcher = Watcher(runtime, hints, shelf=settings.store_shelf)
     stop = stop_on_signals()
     err.print(

@@ -1,0 +1,136 @@
+"""Owed work, re-derived from the log's recorded facts plus the watermarks (never from messages).
+
+The daemon's reconcile loop (:meth:`worker.watch.Watcher.reconcile`) sends a hint for each item
+:func:`owed_work` returns, so a lost or purged hint delays work but never loses it:
+
+* ``log_span`` — the watermark lags the durable end (``log lag``), or the session went idle and
+  was never closed (``idle-close``: the close is what owes its consolidation);
+* ``session_node`` — a title / compaction summary was seen and there is no node yet;
+* ``consolidate`` — an idle-closed session whose ``last_consolidated_seq`` lags its logged part
+  (``consolidation``), or a queued ``reconsolidate`` request (``reconsolidate request``);
+* ``retract`` — a repair a crash interrupted (intent recorded, not finished: ``repair``).
+
+Failing sessions are not hot-looped: a permanent failure of the job is not retried until the log
+grows again, and a job that keeps failing transiently waits a minute per recorded attempt (at
+most an hour) since its last failure — the same rule the embedded runner applies to queued
+reconsolidation requests. Of a project's closed sessions that owe consolidation only the
+``consolidation_backfill_per_scope`` biggest owed tails are returned at a time (the next ones once
+those are done), so a backlog reaches the model at a bounded rate.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from worker.jobs.reconsolidate import queued_sessions
+from worker.jobs.retract import JOB_RETRACT, sessions_with_pending_repairs
+from worker.jobs.runtime import Runtime, ms_of
+from worker.state.failures import Failure
+from worker.state.progress import Progress
+from worker.state.sessions import SessionState
+
+JOB_LOG_SPAN: Final = "log_span"
+JOB_SESSION_NODE: Final = "session_node"
+JOB_CONSOLIDATE: Final = "consolidate"
+#: Jobs whose owed work comes from a lagging watermark that only the job itself can move.
+BACKED_OFF_JOBS: Final = frozenset({JOB_CONSOLIDATE, JOB_RETRACT})
+#: A permanent failure of one of these stops every hint for the session until its log grows.
+_LOG_TASKS: Final = ("scan", JOB_LOG_SPAN, JOB_SESSION_NODE)
+_BACKOFF_STEP_S: Final = 60.0
+_BACKOFF_MAX_S: Final = 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class Owed:
+    """One job a session owes, why, and the watermark state it was derived from (``key``: the
+    same key again means no progress since)."""
+
+    job: str
+    session_id: str
+    why: str
+    key: tuple[int, ...] = ()
+
+
+def backoff_s(attempts: int) -> float:
+    """How long a job that failed ``attempts`` times in a row waits before it is hinted again."""
+    return min(_BACKOFF_MAX_S, _BACKOFF_STEP_S * max(0, attempts))
+
+
+def backing_off(failure: Failure | None, state: SessionState, now: dt.datetime, *,
+                permanent_only: bool = False) -> bool:
+    """True while a failed job should not be hinted again (see the module docstring)."""
+    if failure is None or (permanent_only and not failure.permanent):
+        return False
+    if failure.permanent:
+        return state.last_activity_at is None or failure.last_at >= state.last_activity_at
+    return now - failure.last_at < dt.timedelta(seconds=backoff_s(failure.attempts))
+
+
+def owed_work(runtime: Runtime, shelf: str) -> list[Owed]:
+    """Every job owed on ``shelf``, in a stable order (sessions sorted, jobs in pipeline order)."""
+    settings = runtime.settings
+    now = runtime.now()
+    with runtime.state.transaction() as repos:
+        sessions = sorted(repos.sessions.list(), key=lambda s: s.session_id)
+        progress = {p.session_id: p for p in repos.progress.list(shelf)}
+        failures = {(f.task, f.session_id): f for f in repos.failures.list()}
+    consolidating = settings.consolidation_enabled and bool(settings.model_routes)
+    idle_ms = int(settings.idle_close_s * 1000)
+    owed: list[Owed] = []
+    closed_tails: dict[str, list[tuple[int, Owed]]] = {}
+    readable: dict[str, SessionState] = {}
+    for state in sessions:
+        sid = state.session_id
+        if not Path(state.path).exists():
+            continue  # the log is gone (deleted or moved): nothing can be read for it
+        if any(backing_off(failures.get((task, sid)), state, now, permanent_only=True)
+               for task in _LOG_TASKS):
+            continue  # a permanent problem reading or logging it, no growth since
+        readable[sid] = state
+        row = progress.get(sid) or Progress(shelf, sid)
+        logged = max(row.last_logged_seq, state.inherited_cut)
+        if state.durable_end_seq > logged:
+            owed.append(Owed(JOB_LOG_SPAN, sid, "log lag", (logged, state.durable_end_seq)))
+        elif state.closed_at is None and _idle(runtime, state, idle_ms):
+            owed.append(Owed(JOB_LOG_SPAN, sid, "idle-close", (logged,)))
+        if not row.has_session_node and _owes_node(state):
+            owed.append(Owed(JOB_SESSION_NODE, sid, "session node", ()))
+        start = max(row.last_consolidated_seq, state.inherited_cut)
+        end = min(state.durable_end_seq, row.last_logged_seq)
+        if (consolidating and state.closed_at is not None and end > start
+                and not backing_off(failures.get((JOB_CONSOLIDATE, sid)), state, now)):
+            item = Owed(JOB_CONSOLIDATE, sid, "consolidation", (start, end))
+            closed_tails.setdefault(state.project, []).append((end - start, item))
+    for tails in closed_tails.values():
+        tails.sort(key=lambda pair: (-pair[0], pair[1].session_id))
+        owed.extend(item for _, item in tails[: settings.consolidation_backfill_per_scope])
+    hinted = {(o.job, o.session_id) for o in owed}
+    if settings.model_routes:  # a request needs a route; queued_sessions backs off failures
+        for sid in queued_sessions(runtime, shelf):
+            if sid in readable and (JOB_CONSOLIDATE, sid) not in hinted:
+                row = progress.get(sid) or Progress(shelf, sid)
+                owed.append(Owed(JOB_CONSOLIDATE, sid, "reconsolidate request",
+                                 (row.last_consolidated_seq, row.last_logged_seq)))
+    for sid in sessions_with_pending_repairs(runtime):
+        found = readable.get(sid)
+        if found is not None and not backing_off(failures.get((JOB_RETRACT, sid)), found, now):
+            owed.append(Owed(JOB_RETRACT, sid, "repair", ()))
+    return owed
+
+
+def _idle(runtime: Runtime, state: SessionState, idle_ms: int) -> bool:
+    if runtime.force_idle:
+        return True
+    if state.last_activity_at is None:
+        return False
+    return runtime.now_ms() - (ms_of(state.last_activity_at) or 0) >= idle_ms
+
+
+def _owes_node(state: SessionState) -> bool:
+    return state.last_title_seq is not None and state.last_title_seq >= state.inherited_cut
+
+
+__all__ = ["BACKED_OFF_JOBS", "Owed", "backing_off", "backoff_s", "owed_work"]
