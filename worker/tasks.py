@@ -71,6 +71,10 @@ def configure(settings: Settings, *, queue: str = DEFAULT_QUEUE) -> Celery:
                                    "interval_step": 0.5, "interval_max": 1.0},
         task_serializer="json",
         accept_content=["json"],
+        # Events for Flower / `celery events`: workers report task states, publishers report
+        # sent hints (`memory-worker worker` also passes --task-events and keeps heartbeats).
+        worker_send_task_events=True,
+        task_send_sent_event=True,
         worker_hijack_root_logger=False,
         worker_redirect_stdouts=False,
     )

@@ -2,7 +2,8 @@
 
 Late acks, one prefetched message per process, redelivery of a lost worker's message, a
 visibility timeout above the longest task (see :func:`worker.tasks.configure`). The state
-database is migrated to head before the worker starts consuming.
+database is migrated to head before the worker starts consuming. Task events and heartbeats are
+on, so Flower (``docker compose``'s ``flower`` service) shows workers, tasks and their outcomes.
 """
 
 from __future__ import annotations
@@ -54,16 +55,23 @@ def worker_command(
     tasks.configure(settings, queue=queue)
     serve_metrics(settings)  # jobs run in this process with --pool solo/threads
     node = name or f"memory-worker-{os.getpid()}@{socket.gethostname()}"
-    argv = [
-        "worker",
-        f"--queues={queue}",
-        f"--concurrency={settings.concurrency}",
-        f"--pool={pool.value}",
-        f"--loglevel={settings.log_level}",
-        f"--hostname={node}",
-        "--without-gossip",
-        "--without-mingle",
-        "--without-heartbeat",
-    ]
+    argv = celery_argv(queue, settings.concurrency, pool, settings.log_level, node)
     err.print(f"celery worker {node} on queue {queue!r} ({pool.value} × {settings.concurrency})")
     tasks.app.worker_main(argv)
+
+
+def celery_argv(queue: str, concurrency: int, pool: Pool, log_level: str, node: str) -> list[str]:
+    """The ``celery worker`` arguments: task events on (``--task-events``) and heartbeats kept,
+    so Flower and ``celery events`` see the workers and their tasks; gossip and mingle off (each
+    worker needs nothing from its peers at startup)."""
+    return [
+        "worker",
+        f"--queues={queue}",
+        f"--concurrency={concurrency}",
+        f"--pool={pool.value}",
+        f"--loglevel={log_level}",
+        f"--hostname={node}",
+        "--task-events",
+        "--without-gossip",
+        "--without-mingle",
+    ]

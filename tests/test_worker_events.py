@@ -1,0 +1,98 @@
+"""`memory-worker worker` runs with task events and heartbeats, so Flower sees workers and tasks:
+the built argv has ``--task-events`` and not ``--without-heartbeat``, the Celery config sends task
+events (and sent events from publishers), and a real worker on Redis emits heartbeats and the
+task-received / task-succeeded events of a job it ran."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from worker import tasks
+from worker.commands.worker_cmd import Pool, celery_argv
+from worker.settings import load_settings
+
+REDIS_DB = 11
+BIN = Path(sys.executable).parent
+
+
+def test_argv_sends_task_events_and_keeps_heartbeats() -> None:
+    argv = celery_argv("q1", 3, Pool.solo, "INFO", "w@host")
+    assert argv == [
+        "worker", "--queues=q1", "--concurrency=3", "--pool=solo", "--loglevel=INFO",
+        "--hostname=w@host", "--task-events", "--without-gossip", "--without-mingle",
+    ]
+    assert "--without-heartbeat" not in argv
+
+
+def test_celery_config_sends_task_events() -> None:
+    settings = load_settings(None, broker_url=f"redis://127.0.0.1:6379/{REDIS_DB}")
+    app = tasks.configure(settings, queue="events-config")
+    assert app.conf.worker_send_task_events is True
+    assert app.conf.task_send_sent_event is True
+
+
+@pytest.mark.integration
+def test_running_worker_emits_heartbeats_and_task_events(tmp_path: Path) -> None:
+    broker = f"redis://127.0.0.1:6379/{REDIS_DB}"
+    queue = f"h11-events-{uuid.uuid4().hex[:8]}"
+    node = f"events-{uuid.uuid4().hex[:6]}@{queue}"
+    app = tasks.configure(load_settings(None, broker_url=broker), queue=queue)
+    seen: dict[str, list[dict[str, Any]]] = {}
+    ready = threading.Event()
+    done = threading.Event()
+
+    def on_event(event: dict[str, Any]) -> None:
+        seen.setdefault(event["type"], []).append(event)
+        hosts = {e.get("hostname") for e in seen.get("worker-heartbeat", [])}
+        if node in hosts and seen.get("task-succeeded"):
+            done.set()
+
+    env = {
+        **os.environ,
+        "MEMORY_WORKER_BROKER_URL": broker,
+        "MEMORY_WORKER_STATE_URL": f"sqlite:///{tmp_path / 'state.db'}",
+        "MEMORY_WORKER_DATA_DIR": str(tmp_path / "data"),
+        "MEMORY_WORKER_LITE_HOME": str(tmp_path / "lite"),
+        "MEMORY_WORKER_DSH_HOME": str(tmp_path / "dsh"),
+    }
+    log = (tmp_path / "worker.log").open("wb")
+    proc = subprocess.Popen(
+        [str(BIN / "memory-worker"), "worker", "--pool", "solo", "--queue", queue,
+         "--name", node],
+        env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    try:
+        with app.connection_for_read() as conn:
+            receiver = app.events.Receiver(conn, handlers={"*": on_event})
+
+            def capture() -> None:
+                ready.set()
+                # Ends with a socket timeout once nothing more arrives (or on should_stop).
+                with contextlib.suppress(Exception):
+                    receiver.capture(limit=None, timeout=30, wakeup=False)
+
+            thread = threading.Thread(target=capture, daemon=True)
+            thread.start()
+            ready.wait(5)
+            tasks.enqueue("session_node", "no-such-session", "default")
+            assert done.wait(30), f"events seen: {sorted(seen)}; log: " + (
+                tmp_path / "worker.log").read_text(errors="replace")[-2000:]
+            receiver.should_stop = True
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+        redis.Redis(db=REDIS_DB).delete(queue)
+    (succeeded,) = [e for e in seen["task-succeeded"] if e["hostname"] == node]
+    assert "memory_worker.session_node" in str(seen["task-received"][0].get("name"))
+    assert "session not seen by the watcher yet" in succeeded["result"]
+    assert seen["task-sent"][0]["name"] == tasks.TASK_SESSION_NODE
