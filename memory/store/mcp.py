@@ -47,9 +47,10 @@ from memory.store.base import (
     Target,
     TransientStoreError,
 )
-from memory.store.cli import (
-    CliStore,
+from memory.store.cli import CliStore
+from memory.store.replies import (
     classify_error,
+    features_from_tools,
     filter_excluded,
     jse_text,
     normalize_scopes,
@@ -58,6 +59,8 @@ from memory.store.cli import (
     parse_query_rows,
     parse_search_rows,
     parse_similar_rows,
+    payload_value,
+    triple_args,
     well_formed,
 )
 
@@ -266,7 +269,7 @@ class McpStore:
             await self._shutdown(conn)
         self._conn = await self._open()
         if self._features is None:
-            self._features = _features_from(self._conn.tools)
+            self._features = features_from_tools(self._conn.tools)
         return self._conn
 
     async def _call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
@@ -411,7 +414,7 @@ class McpStore:
             "knowledge_update",
             args,
             lambda: self._fallback.knowledge_update(name, data=data, tags=tags, scopes=scopes),
-            lambda payload: bool(_get(payload, "changed", True)),
+            lambda payload: bool(payload_value(payload, "changed", True)),
         )
 
     def knowledge_delete(self, name: str) -> bool:
@@ -435,7 +438,7 @@ class McpStore:
         scopes: Sequence[str] | None = None,
         embed: bool = True,
     ) -> bool:
-        args: dict[str, Any] = _triple(head, relation, tail)
+        args: dict[str, Any] = triple_args(head, relation, tail)
         if data:
             args["data"] = well_formed(data)
         if scope_list := normalize_scopes(scopes):
@@ -449,7 +452,7 @@ class McpStore:
                 lambda: self._fallback.statement_create(
                     head, relation, tail, data=data, scopes=scopes, embed=embed
                 ),
-                lambda payload: _get(payload, "created", True) is not False,
+                lambda payload: payload_value(payload, "created", True) is not False,
             )
         except DuplicateError:
             return False
@@ -458,7 +461,7 @@ class McpStore:
         try:
             return self._tool(
                 "statement_delete",
-                _triple(head, relation, tail),
+                triple_args(head, relation, tail),
                 lambda: self._fallback.statement_delete(head, relation, tail),
                 lambda payload: True,
             )
@@ -547,26 +550,3 @@ def _payload(result: CallToolResult, tool: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise FatalStoreError(f"unparseable hypatia {tool} result: {text[:200]}") from exc
-
-
-def _get(payload: Any, key: str, default: Any) -> Any:
-    return payload.get(key, default) if isinstance(payload, Mapping) else default
-
-
-def _triple(head: str, relation: str, tail: str) -> dict[str, Any]:
-    return {"head": well_formed(head), "relation": well_formed(relation), "tail": well_formed(tail)}
-
-
-def _properties(tools: Mapping[str, Mapping[str, Any]], name: str) -> Mapping[str, Any]:
-    props = tools.get(name, {}).get("properties")
-    return props if isinstance(props, Mapping) else {}
-
-
-def _features_from(tools: Mapping[str, Mapping[str, Any]]) -> Features:
-    return Features(
-        no_embed="embed" in _properties(tools, "knowledge_create")
-        and "embed" in _properties(tools, "statement_create"),
-        similar_filters="exclude_tags" in _properties(tools, "similar"),
-        delete="knowledge_delete" in tools and "statement_delete" in tools,
-        update="knowledge_update" in tools,
-    )
