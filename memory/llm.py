@@ -22,18 +22,19 @@ Error messages are one line and never contain the model's reply. Every call is h
 optional ``recorder`` as a :class:`ModelCallRecord` (never the output).
 
 This module imports nothing from ``worker``; the worker passes a recorder that writes its
-``model_calls`` table.
+``model_calls`` table. Routes and budgets live in :mod:`memory.llm_routes`, the reply types and
+the whole / streamed reply decoding in :mod:`memory.llm_stream`; every public name of both is
+importable from here.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeVar
 
 import openai
@@ -44,18 +45,33 @@ from tenacity import (
     wait_exponential,
 )
 
+from memory.llm_routes import (
+    ADJUDICATION_MAX_TOKENS,
+    NO_THINKING_EFFORTS,
+    PURPOSES,
+    THINKING_OUTPUT_ALLOWANCE,
+    ModelRoute,
+    Purpose,
+    budget_for_effort,
+    output_token_cap,
+    parse_routes,
+    select_route,
+)
+from memory.llm_stream import (
+    Completion,
+    ReplyTimeout,
+    Usage,
+    is_transient,
+    provider_message,
+    streamed_reply,
+    whole_reply,
+)
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-Purpose = Literal["memory-consolidation", "memory-adjudication", "memory-cascade"]
 Outcome = Literal["ok", "incomplete", "error"]
-
-PURPOSES: Final[tuple[Purpose, ...]] = (
-    "memory-consolidation",
-    "memory-adjudication",
-    "memory-cascade",
-)
 
 #: Where routes come from (read by ``worker/settings.py``, named here for the messages).
 ROUTES_ENV_VAR: Final = "MEMORY_WORKER_MODEL_ROUTES"
@@ -63,10 +79,6 @@ ROUTES_SETTINGS_KEY: Final = "model_routes"
 
 DEEPSEEK_BASE_URL: Final = "https://api.deepseek.com"
 
-#: Extra output tokens granted when the model may think (any effort other than ``off``).
-THINKING_OUTPUT_ALLOWANCE: Final = 4000
-#: Output cap of the adjudication call before the thinking allowance.
-ADJUDICATION_MAX_TOKENS: Final = 1024
 DEFAULT_MAX_OUTPUT_TOKENS: Final = 2000
 DEFAULT_TIMEOUT_S: Final = 120.0
 #: Longest error detail kept in a record or an error message.
@@ -143,139 +155,7 @@ def warn_models_not_configured(logger: logging.Logger | None = None) -> bool:
     return True
 
 
-# --------------------------------------------------------------------------------------- routes
-
-
-@dataclass(frozen=True, slots=True)
-class ModelRoute:
-    """One OpenAI-compatible endpoint + model. The key is read from the environment variable
-    named by ``api_key_env`` (or given inline as ``api_key``, never printed)."""
-
-    base_url: str
-    model: str
-    api_key_env: str
-    reasoning_effort: str | None = None
-    #: The key itself, when configured inline (discouraged); wins over ``api_key_env``.
-    api_key: str | None = field(default=None, repr=False)
-
-    @property
-    def label(self) -> str:
-        return f"{self.base_url.rstrip('/')}/{self.model}"
-
-
-def select_route(routes: Sequence[ModelRoute], attempt: int) -> tuple[int, ModelRoute] | None:
-    """The route for ``attempt`` (0-based): head first, one further per retry, clamped to the
-    last; ``None`` when there is no route. Negative attempts read as 0."""
-    if not routes:
-        return None
-    index = min(max(0, int(attempt)), len(routes) - 1)
-    return index, routes[index]
-
-
-def parse_routes(value: str | Iterable[Mapping[str, Any]] | None) -> list[ModelRoute]:
-    """Routes from JSON text or a list of mappings, in priority order.
-
-    Blank ``base_url``/``model``, no ``api_key_env`` (nor inline ``api_key``) or an unknown key
-    is a one-line ``ValueError``;
-    a blank ``reasoning_effort`` is an error too (leave it out instead). Duplicates by
-    (base_url, model) are dropped with a warning. ``None`` or ``""`` → ``[]``.
-    """
-    if value is None:
-        return []
-    if isinstance(value, str):
-        if not value.strip():
-            return []
-        try:
-            loaded = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise ValueError(
-                f"model routes are not valid JSON: {exc.msg} at column {exc.colno}"
-            ) from None
-        if not isinstance(loaded, list):
-            raise ValueError("model routes must be a JSON list of route objects")
-        value = loaded
-    routes: list[ModelRoute] = []
-    seen: set[tuple[str, str]] = set()
-    allowed = {"base_url", "model", "api_key_env", "api_key", "reasoning_effort"}
-    for position, item in enumerate(value):
-        if isinstance(item, ModelRoute):
-            route = item
-        else:
-            if not isinstance(item, Mapping):
-                raise ValueError(f"model route {position} must be an object")
-            unknown = sorted(set(item) - allowed)
-            if unknown:
-                raise ValueError(f"model route {position} has unknown key(s): {', '.join(unknown)}")
-            fields: dict[str, str] = {}
-            for key in ("base_url", "model"):
-                raw = item.get(key)
-                if not isinstance(raw, str) or not raw.strip():
-                    raise ValueError(f"model route {position} needs a non-empty `{key}`")
-                fields[key] = raw.strip()
-            inline = item.get("api_key")
-            if inline is not None and hasattr(inline, "get_secret_value"):
-                inline = inline.get_secret_value()
-            env_name = item.get("api_key_env")
-            if not (isinstance(env_name, str) and env_name.strip()) and not (
-                isinstance(inline, str) and inline.strip()
-            ):
-                raise ValueError(f"model route {position} needs a non-empty `api_key_env`")
-            effort = item.get("reasoning_effort")
-            if effort is not None and (not isinstance(effort, str) or not effort.strip()):
-                raise ValueError(
-                    f"model route {position}: `reasoning_effort` must be a non-empty string "
-                    "or left out"
-                )
-            route = ModelRoute(
-                fields["base_url"],
-                fields["model"],
-                env_name.strip() if isinstance(env_name, str) else "",
-                effort.strip() if isinstance(effort, str) else None,
-                inline.strip() if isinstance(inline, str) and inline.strip() else None,
-            )
-        identity = (route.base_url.rstrip("/"), route.model)
-        if identity in seen:
-            log.warning("dropping duplicate consolidation model route %s", route.label)
-            continue
-        seen.add(identity)
-        routes.append(route)
-    return routes
-
-
-#: Efforts that mean "do not think": no thinking allowance is added to the output cap.
-NO_THINKING_EFFORTS: Final = frozenset({"off", "none"})
-
-
-def budget_for_effort(max_output_tokens: int, effort: str | None) -> int:
-    """``max_output_tokens`` when the effort is ``off`` (or ``none``), else plus the thinking
-    allowance — also with no effort at all, since the model's default may think."""
-    if effort in NO_THINKING_EFFORTS:
-        return max_output_tokens
-    return max_output_tokens + THINKING_OUTPUT_ALLOWANCE
-
-
-def output_token_cap(purpose: Purpose, effort: str | None, max_output_tokens: int) -> int:
-    """The ``max_tokens`` sent for ``purpose``: adjudication has its own base of 1024."""
-    base = ADJUDICATION_MAX_TOKENS if purpose == "memory-adjudication" else max_output_tokens
-    return budget_for_effort(base, effort)
-
-
-# ------------------------------------------------------------------------------------- results
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    reasoning_tokens: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Completion:
-    text: str
-    finish_reason: str
-    usage: Usage
-    route_index: int
+# ------------------------------------------------------------------------------------- records
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,46 +176,6 @@ class ModelCallRecord:
 
 
 Recorder = Callable[[ModelCallRecord], None]
-
-
-def _usage_from(raw: Any) -> Usage:
-    if raw is None:
-        return Usage()
-    details = getattr(raw, "completion_tokens_details", None)
-    reasoning = getattr(details, "reasoning_tokens", None) if details is not None else None
-    return Usage(
-        input_tokens=getattr(raw, "prompt_tokens", None),
-        output_tokens=getattr(raw, "completion_tokens", None),
-        reasoning_tokens=reasoning,
-    )
-
-
-def _is_transient(exc: BaseException) -> bool:
-    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
-        return True
-    if isinstance(exc, openai.APIStatusError):
-        return exc.status_code in (408, 409, 429) or exc.status_code >= 500
-    return False
-
-
-def _provider_message(exc: BaseException) -> str:
-    if isinstance(exc, openai.APITimeoutError):
-        return "request timed out"
-    if isinstance(exc, openai.APIConnectionError):
-        return "connection error"
-    if isinstance(exc, openai.APIStatusError):
-        body = exc.body
-        detail = ""
-        if isinstance(body, Mapping):
-            inner = body.get("error", body)
-            message = inner.get("message") if isinstance(inner, Mapping) else inner
-            detail = str(message) if message else ""
-        return f"HTTP {exc.status_code}" + (f" {detail}" if detail else "")
-    return type(exc).__name__
-
-
-class _Timeout(Exception):
-    pass
 
 
 # -------------------------------------------------------------------------------------- client
@@ -460,12 +300,12 @@ class ModelClient:
         client = self._client(index, route, key)
         try:
             text, finish, usage = self._with_retries(client, request, extra_body, started)
-        except _Timeout:
+        except ReplyTimeout:
             detail = f"timed out after {self.timeout_s:g}s"
             record("error", detail)
             raise RetryableModelError(f"{label} model call failed: {detail}") from None
         except openai.OpenAIError as exc:
-            detail = one_line(_provider_message(exc))
+            detail = one_line(provider_message(exc))
             record("error", detail)
             raise RetryableModelError(f"{label} model call failed: {detail}") from None
         except (ValueError, OSError, TypeError, AttributeError, LookupError) as exc:
@@ -517,7 +357,7 @@ class ModelClient:
         started: float,
     ) -> tuple[str, str, Usage]:
         retrying = Retrying(
-            retry=retry_if_exception(_is_transient),
+            retry=retry_if_exception(is_transient),
             stop=stop_after_attempt(self.transient_tries),
             wait=wait_exponential(multiplier=self.retry_wait_s, max=30 * self.retry_wait_s),
             reraise=True,
@@ -525,50 +365,42 @@ class ModelClient:
         for try_ in retrying:
             with try_:
                 if time.monotonic() - started > self.timeout_s:
-                    raise _Timeout()
+                    raise ReplyTimeout()
                 if self.stream:
-                    return self._streamed(client, request, extra_body, started)
-                return self._whole(client, request, extra_body)
+                    return streamed_reply(client, request, extra_body, started, self.timeout_s)
+                return whole_reply(client, request, extra_body)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _whole(
-        self, client: openai.OpenAI, request: dict[str, Any], extra_body: dict[str, Any]
-    ) -> tuple[str, str, Usage]:
-        reply = client.chat.completions.create(
-            **request, stream=False, extra_body=extra_body or None
-        )
-        if not reply.choices:
-            return "", "", _usage_from(reply.usage)
-        choice = reply.choices[0]
-        return choice.message.content or "", choice.finish_reason or "", _usage_from(reply.usage)
 
-    def _streamed(
-        self,
-        client: openai.OpenAI,
-        request: dict[str, Any],
-        extra_body: dict[str, Any],
-        started: float,
-    ) -> tuple[str, str, Usage]:
-        parts: list[str] = []
-        finish = ""
-        usage = Usage()
-        stream = client.chat.completions.create(
-            **request,
-            stream=True,
-            stream_options={"include_usage": True},
-            extra_body=extra_body or None,
-        )
-        with stream:
-            for chunk in stream:
-                if time.monotonic() - started > self.timeout_s:
-                    raise _Timeout()
-                if chunk.usage is not None:
-                    usage = _usage_from(chunk.usage)
-                for choice in chunk.choices:
-                    if choice.index != 0:
-                        continue
-                    if choice.delta is not None and choice.delta.content:
-                        parts.append(choice.delta.content)
-                    if choice.finish_reason:
-                        finish = choice.finish_reason
-        return "".join(parts), finish, usage
+__all__ = [
+    "ADJUDICATION_MAX_TOKENS",
+    "DEEPSEEK_BASE_URL",
+    "DEFAULT_MAX_OUTPUT_TOKENS",
+    "DEFAULT_TIMEOUT_S",
+    "DETAIL_MAX",
+    "NOT_CONFIGURED_MESSAGE",
+    "NO_THINKING_EFFORTS",
+    "PURPOSES",
+    "ROUTES_ENV_VAR",
+    "ROUTES_SETTINGS_KEY",
+    "THINKING_OUTPUT_ALLOWANCE",
+    "Completion",
+    "ModelCallRecord",
+    "ModelClient",
+    "ModelError",
+    "ModelRoute",
+    "ModelsNotConfigured",
+    "Outcome",
+    "PermanentModelError",
+    "Purpose",
+    "Recorder",
+    "RetryableModelError",
+    "UnusableModelOutput",
+    "Usage",
+    "budget_for_effort",
+    "one_line",
+    "output_token_cap",
+    "parse_routes",
+    "select_route",
+    "warn_models_not_configured",
+]

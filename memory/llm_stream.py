@@ -1,0 +1,134 @@
+"""Chat-completion replies: the result types and the decoding of a whole or a streamed reply (the
+transport half of :mod:`memory.llm`, which re-exports the public names here).
+
+:func:`whole_reply` and :func:`streamed_reply` return ``(text, finish reason, usage)`` of choice 0;
+a stream is read to its end (usage arrives in the last chunk) and abandoned with
+:class:`ReplyTimeout` once the call has run past its timeout.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    reasoning_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    text: str
+    finish_reason: str
+    usage: Usage
+    route_index: int
+
+
+def usage_from(raw: Any) -> Usage:
+    """Token counts from the SDK's usage object (``None`` → all unknown)."""
+    if raw is None:
+        return Usage()
+    details = getattr(raw, "completion_tokens_details", None)
+    reasoning = getattr(details, "reasoning_tokens", None) if details is not None else None
+    return Usage(
+        input_tokens=getattr(raw, "prompt_tokens", None),
+        output_tokens=getattr(raw, "completion_tokens", None),
+        reasoning_tokens=reasoning,
+    )
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A transport error worth retrying in the same attempt (connection, timeout, 408/409/429,
+    5xx)."""
+    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in (408, 409, 429) or exc.status_code >= 500
+    return False
+
+
+def provider_message(exc: BaseException) -> str:
+    """A short description of an SDK error (status and the provider's message)."""
+    if isinstance(exc, openai.APITimeoutError):
+        return "request timed out"
+    if isinstance(exc, openai.APIConnectionError):
+        return "connection error"
+    if isinstance(exc, openai.APIStatusError):
+        body = exc.body
+        detail = ""
+        if isinstance(body, Mapping):
+            inner = body.get("error", body)
+            message = inner.get("message") if isinstance(inner, Mapping) else inner
+            detail = str(message) if message else ""
+        return f"HTTP {exc.status_code}" + (f" {detail}" if detail else "")
+    return type(exc).__name__
+
+
+class ReplyTimeout(Exception):
+    """The whole call (all tries, the stream included) ran past its timeout."""
+
+
+def whole_reply(
+    client: openai.OpenAI, request: dict[str, Any], extra_body: dict[str, Any]
+) -> tuple[str, str, Usage]:
+    """One non-streaming call: choice 0's text, its finish reason and the usage."""
+    reply = client.chat.completions.create(
+        **request, stream=False, extra_body=extra_body or None
+    )
+    if not reply.choices:
+        return "", "", usage_from(reply.usage)
+    choice = reply.choices[0]
+    return choice.message.content or "", choice.finish_reason or "", usage_from(reply.usage)
+
+
+def streamed_reply(
+    client: openai.OpenAI,
+    request: dict[str, Any],
+    extra_body: dict[str, Any],
+    started: float,
+    timeout_s: float,
+) -> tuple[str, str, Usage]:
+    """One streaming call read to its end; :class:`ReplyTimeout` once ``timeout_s`` has passed
+    since ``started`` (``time.monotonic()``)."""
+    parts: list[str] = []
+    finish = ""
+    usage = Usage()
+    stream = client.chat.completions.create(
+        **request,
+        stream=True,
+        stream_options={"include_usage": True},
+        extra_body=extra_body or None,
+    )
+    with stream:
+        for chunk in stream:
+            if time.monotonic() - started > timeout_s:
+                raise ReplyTimeout()
+            if chunk.usage is not None:
+                usage = usage_from(chunk.usage)
+            for choice in chunk.choices:
+                if choice.index != 0:
+                    continue
+                if choice.delta is not None and choice.delta.content:
+                    parts.append(choice.delta.content)
+                if choice.finish_reason:
+                    finish = choice.finish_reason
+    return "".join(parts), finish, usage
+
+
+__all__ = [
+    "Completion",
+    "ReplyTimeout",
+    "Usage",
+    "is_transient",
+    "provider_message",
+    "streamed_reply",
+    "usage_from",
+    "whole_reply",
+]
