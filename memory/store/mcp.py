@@ -7,31 +7,24 @@ features from the tool schemas, a per-call deadline that kills the server, a new
 crash or a ``… is not connected`` shelf error, and an idle close. A binary without ``mcp`` (exit
 2, ``unrecognized subcommand``), one that rejects the handshake, or one missing a required tool
 switches this adapter to the CLI for the rest of its life with one warning; a spawn failure only
-fails that call.
+fails that call. The server process and its session are :mod:`memory.store.mcp_session`'s; the
+reply parsing is :mod:`memory.store.replies`' (shared with the CLI adapter).
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import json
 import logging
 import os
 import re
-import tempfile
 import threading
-import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO, TypeVar, cast
+from typing import Any, TypeVar
 
-import anyio
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, CallToolResult, Implementation, TextContent
+from mcp_types import CallToolResult, TextContent
 
 from memory.store.base import (
     Catalog,
@@ -45,12 +38,11 @@ from memory.store.base import (
     SimilarRow,
     StoreError,
     Target,
-    TransientStoreError,
 )
 from memory.store.cli import CliStore
+from memory.store.mcp_session import REQUIRED_TOOLS, Connection, McpSession, McpUnavailable
 from memory.store.replies import (
     classify_error,
-    features_from_tools,
     filter_excluded,
     jse_text,
     normalize_scopes,
@@ -66,56 +58,11 @@ from memory.store.replies import (
 
 log = logging.getLogger(__name__)
 
-REQUIRED_TOOLS = (
-    "knowledge_get",
-    "knowledge_create",
-    "statement_create",
-    "search",
-    "similar",
-    "query",
-)
 _ALREADY_EXISTS = re.compile(r"^knowledge '.*' already exists;", re.DOTALL)
-_CLIENT_INFO = Implementation(name="dsh-memory-worker", version="0")
 T = TypeVar("T")
 
 
-class _McpUnavailable(Exception):
-    """The binary cannot serve MCP at all: use the CLI for the rest of the run."""
-
-
-@dataclass
-class _Connection:
-    """One server process and its session; touched only on the adapter's loop thread."""
-
-    stderr: TextIO
-    stop: asyncio.Event = field(default_factory=asyncio.Event)
-    session: ClientSession | None = None
-    tools: dict[str, dict[str, Any]] = field(default_factory=dict)
-    holder: asyncio.Task[None] | None = None
-    busy: bool = False
-    closed: bool = False
-    last_used: float = field(default_factory=time.monotonic)
-    final_stderr: str | None = None
-
-    def alive(self) -> bool:
-        dispatcher = getattr(self.session, "_dispatcher", None)
-        return (
-            not self.closed
-            and self.session is not None
-            and not getattr(dispatcher, "_closed", False)
-        )
-
-    def stderr_tail(self) -> str:
-        if self.final_stderr is not None:
-            return self.final_stderr
-        with contextlib.suppress(OSError, ValueError):
-            self.stderr.flush()
-            self.stderr.seek(0)
-            return " ".join(self.stderr.read()[-2000:].split())[-500:]
-        return ""
-
-
-class McpStore:
+class McpStore(McpSession):
     """A ``MemoryStore`` over one long-lived ``<binary> mcp`` process."""
 
     def __init__(
@@ -145,7 +92,7 @@ class McpStore:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._conn: _Connection | None = None
+        self._conn: Connection | None = None
         self._features: Features | None = None
         self._dying: set[asyncio.Task[None]] = set()  # servers being stopped in the background
 
@@ -153,155 +100,6 @@ class McpStore:
     def transport(self) -> str:
         """``mcp``, or ``cli`` once this adapter has fallen back."""
         return "cli" if self._use_cli else "mcp"
-
-    # ------------------------------------------------------------------------- loop thread
-
-    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
-        if self._loop is None:
-            loop = asyncio.new_event_loop()
-            thread = threading.Thread(target=loop.run_forever, name="hypatia-mcp", daemon=True)
-            thread.start()
-            self._loop, self._thread = loop, thread
-        return self._loop
-
-    def _submit(self, coro: Coroutine[Any, Any, T]) -> T:
-        future = asyncio.run_coroutine_threadsafe(coro, self._ensure_loop())
-        backstop = self.timeout_s + 2 * self.handshake_timeout_s + 15.0
-        try:
-            return future.result(timeout=backstop)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            raise TransientStoreError(f"hypatia mcp: no answer within {backstop:g} s") from None
-
-    # ------------------------------------------------------------------------- connection
-
-    async def _hold(self, conn: _Connection, ready: asyncio.Future[None]) -> None:
-        """Own the server process: handshake, then stay open until stopped, idle or dead."""
-        params = StdioServerParameters(
-            command=self.binary, args=["mcp"], env=self._env, cwd=self._cwd
-        )
-        try:
-            async with (
-                stdio_client(params, errlog=conn.stderr) as (read, write),
-                ClientSession(read, write, client_info=_CLIENT_INFO) as session,
-            ):
-                with anyio.fail_after(self.handshake_timeout_s):
-                    await session.initialize()
-                with anyio.fail_after(self.handshake_timeout_s):
-                    listing = await session.list_tools()
-                conn.session = session
-                conn.tools = {tool.name: tool.input_schema for tool in listing.tools}
-                ready.set_result(None)
-                await self._wait_until_done(conn)
-        except BaseException as exc:  # reported to the opener; the holder never raises
-            if not ready.done():
-                ready.set_exception(_leaf(exc))
-            elif not isinstance(exc, Exception | asyncio.CancelledError):
-                raise
-        finally:
-            conn.closed = True
-            conn.session = None
-            conn.final_stderr = conn.stderr_tail()
-            conn.stderr.close()
-
-    async def _wait_until_done(self, conn: _Connection) -> None:
-        while not conn.stop.is_set():
-            with anyio.move_on_after(min(1.0, self.idle_close_s)):
-                await conn.stop.wait()
-            idle = time.monotonic() - conn.last_used >= self.idle_close_s
-            if not conn.busy and (idle or not conn.alive()):
-                return
-
-    async def _open(self) -> _Connection:
-        # Closed by the holder when the process is gone (it keeps the tail for error texts).
-        stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
-        conn = _Connection(stderr=cast(TextIO, stderr))
-        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        conn.holder = asyncio.get_running_loop().create_task(self._hold(conn, ready))
-        try:
-            await ready
-        except TimeoutError:  # before OSError, of which it is a subclass
-            await self._shutdown(conn)
-            raise TransientStoreError(
-                f"hypatia mcp handshake timed out after {self.handshake_timeout_s:g} s"
-            ) from None
-        except OSError as exc:
-            raise FatalStoreError(f"cannot start {self.binary} mcp: {exc}") from exc
-        except MCPError as exc:
-            await self._shutdown(conn)
-            tail = conn.stderr_tail()
-            if exc.code != CONNECTION_CLOSED or "unrecognized subcommand" in tail:
-                raise _McpUnavailable(tail or exc.message) from exc
-            raise TransientStoreError(f"hypatia mcp exited during the handshake: {tail}") from exc
-        except Exception as exc:  # e.g. an unsupported protocol version or a malformed reply
-            await self._shutdown(conn)
-            raise _McpUnavailable(f"handshake failed: {type(exc).__name__}: {exc}") from exc
-        missing = [name for name in REQUIRED_TOOLS if name not in conn.tools]
-        if missing:
-            await self._shutdown(conn)
-            raise _McpUnavailable(f"hypatia mcp lacks {', '.join(missing)}")
-        return conn
-
-    async def _shutdown(self, conn: _Connection) -> None:
-        conn.stop.set()
-        if conn.holder is not None:
-            with contextlib.suppress(Exception, asyncio.CancelledError, TimeoutError):
-                await asyncio.wait_for(asyncio.shield(conn.holder), timeout=15.0)
-        if self._conn is conn:
-            self._conn = None
-
-    def _abandon(self, conn: _Connection) -> None:
-        """Stop a broken server in the background (stdin EOF, terminate, kill: bounded by the
-        SDK) so the failing call returns now; ``close()`` still waits for it."""
-        conn.stop.set()
-        conn.closed = True
-        if self._conn is conn:
-            self._conn = None
-        if conn.holder is not None and not conn.holder.done():
-            self._dying.add(conn.holder)
-            conn.holder.add_done_callback(self._dying.discard)
-
-    async def _connection(self) -> _Connection:
-        conn = self._conn
-        if conn is not None and conn.alive():
-            return conn
-        if conn is not None:
-            await self._shutdown(conn)
-        self._conn = await self._open()
-        if self._features is None:
-            self._features = features_from_tools(self._conn.tools)
-        return self._conn
-
-    async def _call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
-        conn = await self._connection()
-        session = conn.session
-        assert session is not None
-        conn.busy = True
-        try:
-            with anyio.fail_after(self.timeout_s):
-                return await session.call_tool(tool, arguments)
-        except TimeoutError:
-            self._abandon(conn)
-            raise TransientStoreError(
-                f"hypatia {tool}: no answer within {self.timeout_s:g} s; server killed"
-            ) from None
-        except MCPError as exc:
-            if exc.code == CONNECTION_CLOSED:
-                detail = conn.stderr_tail() or exc.message
-                self._abandon(conn)
-                raise TransientStoreError(f"hypatia mcp exited during {tool}: {detail}") from exc
-            raise FatalStoreError(f"hypatia {tool}: MCP error {exc.code}: {exc.message}") from exc
-        except Exception as exc:  # a reply the SDK could not validate
-            raise FatalStoreError(f"hypatia {tool}: {type(exc).__name__}: {exc}") from exc
-        finally:
-            conn.busy = False
-            conn.last_used = time.monotonic()
-
-    async def _close_async(self) -> None:
-        if self._conn is not None:
-            await self._shutdown(self._conn)
-        if self._dying:
-            await asyncio.wait(set(self._dying), timeout=15.0)
 
     # ------------------------------------------------------------------------- dispatch
 
@@ -329,7 +127,7 @@ class McpStore:
                     # The server reads the shelf registry at start: retry once on a new process.
                     self._submit(self._close_async())
                     result = self._submit(self._call(tool, args))
-            except _McpUnavailable as exc:
+            except McpUnavailable as exc:
                 self._switch_to_cli(str(exc))
                 return fallback()
         if result.is_error:
@@ -346,7 +144,7 @@ class McpStore:
             if not self._use_cli and self._features is None:
                 try:
                     self._submit(self._connection())
-                except _McpUnavailable as exc:
+                except McpUnavailable as exc:
                     self._switch_to_cli(str(exc))
             if self._use_cli:
                 return self._fallback.features()
@@ -531,13 +329,6 @@ class McpStore:
 # ------------------------------------------------------------------------------------ helpers
 
 
-def _leaf(exc: BaseException) -> BaseException:
-    """The first real error inside (nested) exception groups raised by anyio task groups."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
-
-
 def _text(result: CallToolResult) -> str:
     return "\n".join(b.text for b in result.content if isinstance(b, TextContent)).strip()
 
@@ -550,3 +341,6 @@ def _payload(result: CallToolResult, tool: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise FatalStoreError(f"unparseable hypatia {tool} result: {text[:200]}") from exc
+
+
+__all__ = ["REQUIRED_TOOLS", "McpStore"]
