@@ -160,7 +160,7 @@ def test_a_failure_mid_batch_leaves_nothing_and_a_retry_completes(
 
     def failing(key: str, content: Any) -> Any:
         calls["n"] += 1
-        if calls["n"] == 10:  # after half of the batch's rows were inserted
+        if calls["n"] == 10:  # rows inserted, half of their FTS documents written
             raise RuntimeError("injected crash mid-batch")
         return real(key, content)
 

@@ -59,13 +59,23 @@ def _entry_row(entry: EntryWrite) -> _Row:
                 entry.name)
 
 
-def _statement_row(statement: StatementWrite) -> _Row:
-    head, relation, tail = (
-        well_formed(statement.head), well_formed(statement.relation), well_formed(statement.tail))
-    triple = csv_triple(head, relation, tail)
-    content = make_content(statement.data, scopes=statement.scopes)
-    return _Row("statement", triple, (triple, head, relation, tail, content_text(content)),
-                content, statement.embed, statement.triple)
+def _statement_rows(statements: Sequence[StatementWrite]) -> list[_Row]:
+    # The edges of one batch mostly share their content (same data and scopes): build each
+    # distinct Content object (and its JSON text) once.
+    contents: dict[tuple[str, tuple[str, ...] | None], tuple[dict[str, Any], str]] = {}
+    rows: list[_Row] = []
+    for statement in statements:
+        head, relation, tail = (well_formed(statement.head), well_formed(statement.relation),
+                                well_formed(statement.tail))
+        triple = csv_triple(head, relation, tail)
+        shared = contents.get((statement.data, statement.scopes))
+        if shared is None:
+            content = make_content(statement.data, scopes=statement.scopes)
+            shared = contents[(statement.data, statement.scopes)] = (
+                content, content_text(content))
+        rows.append(_Row("statement", triple, (triple, head, relation, tail, shared[1]),
+                         shared[0], statement.embed, statement.triple))
+    return rows
 
 
 def _existing(conn: sqlite3.Connection, catalog: str, keys: list[str]) -> set[str]:
@@ -111,21 +121,35 @@ def write_batch(
 ) -> BatchResult:
     """Create the absent ``entries`` then ``statements`` in one transaction (see module doc).
     ``run`` is the store's locked runner (lock retries, SQLite errors as ``StoreError``)."""
-    rows = [_entry_row(e) for e in entries] + [_statement_row(s) for s in statements]
+    rows = [_entry_row(e) for e in entries] + _statement_rows(statements)
     if not rows:
         return BatchResult()
     _embed(rows, embedder, conn, run)
 
     def _insert() -> list[_Row]:
-        created: list[_Row] = []
         with db.write(conn):
+            # Existence is decided inside the write transaction (no other writer can slip in
+            # between), so every remaining row inserts: one statement per table, not per row.
+            present = {
+                catalog: _existing(conn, catalog, [r.key for r in rows if r.catalog == catalog])
+                for catalog in ("knowledge", "statement")
+            }
+            seen: set[tuple[str, str]] = set()
+            created: list[_Row] = []
             for row in rows:
-                sql = _INSERT_KNOWLEDGE if row.catalog == "knowledge" else _INSERT_STATEMENT
-                cur = conn.execute(sql, (*row.params, int(row.embed), row.blob, row.model))
-                if cur.rowcount == 1:
-                    conn.execute(_INSERT_DOC,
-                                 (row.catalog, row.key, *doc_columns(row.key, row.content)))
-                    created.append(row)
+                ident = (row.catalog, row.key)
+                if row.key in present[row.catalog] or ident in seen:
+                    continue  # exists already, or an earlier row of this batch creates it
+                seen.add(ident)
+                created.append(row)
+            for catalog, sql in (("knowledge", _INSERT_KNOWLEDGE),
+                                 ("statement", _INSERT_STATEMENT)):
+                todo = [(*r.params, int(r.embed), r.blob, r.model)
+                        for r in created if r.catalog == catalog]
+                if todo and conn.executemany(sql, todo).rowcount != len(todo):
+                    raise sqlite3.IntegrityError(f"{catalog} rows changed during a batch write")
+            conn.executemany(_INSERT_DOC, [
+                (r.catalog, r.key, *doc_columns(r.key, r.content)) for r in created])
         return created
 
     created: list[_Row] = run(_insert)

@@ -16,6 +16,9 @@ from typing import Any
 from memory.store.base import Content, KnowledgeEntry, StatementRow
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+#: ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))``, without building an
+#: encoder per call.
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def well_formed(text: str) -> str:
@@ -57,7 +60,7 @@ def content_text(content: Mapping[str, Any]) -> str:
     """Compact JSON text of a Content object (how it is stored and how ``search`` shows it)."""
     ordered = {k: content.get(k) for k in ("format", "data", "tags", "synonyms", "figures",
                                            "scopes")}
-    return json.dumps(ordered, ensure_ascii=False, separators=(",", ":"))
+    return _COMPACT.encode(ordered)
 
 
 def knowledge_row(name: str, content: Mapping[str, Any], created_at: str) -> dict[str, Any]:
