@@ -24,7 +24,9 @@ _LOCK_RETRIES = 6
 T = TypeVar("T")
 
 # ``id`` columns are AUTOINCREMENT so they never go backwards: they break ``created_at`` ties
-# (entries created in the same millisecond) in insertion order.
+# (entries created in the same millisecond) in insertion order. The partial ``*_owed`` and
+# ``*_vector_model`` indexes hold only rows that want a vector, so counting pending embeddings
+# (every MCP write reply does) is a few index probes, not a scan of the table.
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS knowledge (
@@ -53,6 +55,14 @@ CREATE INDEX IF NOT EXISTS statement_relation ON statement(relation);
 CREATE INDEX IF NOT EXISTS statement_tail ON statement(tail);
 CREATE INDEX IF NOT EXISTS knowledge_created ON knowledge(created_at, id);
 CREATE INDEX IF NOT EXISTS statement_created ON statement(created_at, id);
+CREATE INDEX IF NOT EXISTS knowledge_owed ON knowledge(embed_wanted)
+    WHERE embed_wanted = 1 AND embedding IS NULL;
+CREATE INDEX IF NOT EXISTS statement_owed ON statement(embed_wanted)
+    WHERE embed_wanted = 1 AND embedding IS NULL;
+CREATE INDEX IF NOT EXISTS knowledge_vector_model ON knowledge(embedding_model)
+    WHERE embed_wanted = 1;
+CREATE INDEX IF NOT EXISTS statement_vector_model ON statement(embedding_model)
+    WHERE embed_wanted = 1;
 CREATE TABLE IF NOT EXISTS docs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     catalog TEXT NOT NULL,

@@ -22,6 +22,18 @@ from memory.store.lite.rows import well_formed
 
 T = TypeVar("T")
 NO_MODEL = "model unavailable: no embedding provider configured"
+#: ``count(*) WHERE embed_wanted = 1 AND (embedding IS NULL OR embedding_model IS NOT ?)``
+#: split so each part is answered from a partial index (``db``): rows without a vector, then
+#: rows with a vector of no / a lower / a higher model name than the current one.
+_PENDING = (
+    "SELECT (SELECT count(*) FROM {table} WHERE embed_wanted = 1 AND embedding IS NULL)"
+    " + (SELECT count(*) FROM {table} WHERE embed_wanted = 1 AND embedding_model IS NULL"
+    " AND embedding IS NOT NULL)"
+    " + (SELECT count(*) FROM {table} WHERE embed_wanted = 1 AND embedding_model < ?"
+    " AND embedding IS NOT NULL)"
+    " + (SELECT count(*) FROM {table} WHERE embed_wanted = 1 AND embedding_model > ?"
+    " AND embedding IS NOT NULL)"
+)
 
 
 class VectorSearch:
@@ -53,8 +65,7 @@ class VectorSearch:
         out: dict[str, int] = {}
         for table in ("knowledge", "statement"):
             out[table] = self._run(lambda t=table: self.conn.execute(  # type: ignore[misc]
-                f"SELECT count(*) FROM {t} WHERE embed_wanted = 1 AND"
-                " (embedding IS NULL OR embedding_model IS NOT ?)", (model,)).fetchone()[0])
+                _PENDING.format(table=t), (model, model)).fetchone()[0])
         return out
 
     def backfill(self, batch: int = 64) -> int:
