@@ -19,6 +19,7 @@ from memory.constants import REL_BELONG_TO
 from memory.entries import LOG_EDGE_POLICY, MESSAGE_POLICY, scopes_for
 from memory.span import SpanOptions, SpanPlan, plan_span
 from memory.store.base import (
+    BatchWriter,
     EntryWrite,
     KnowledgeEntry,
     MemoryStore,
@@ -186,7 +187,10 @@ def _write_entries(
     markers: dict[int, tuple[int, str]],
     writes: _Writes,
 ) -> None:
-    present = existing_names(store, [item.name for item in plan.items if not item.withdrawn])
+    # Get before create: a natively batched store decides existence inside the batch's own
+    # transaction; any other store is asked first (one query per 100 names).
+    present = set() if isinstance(store, BatchWriter) else existing_names(
+        store, [item.name for item in plan.items if not item.withdrawn])
     pending: list[EntryWrite] = []
 
     def flush() -> None:
