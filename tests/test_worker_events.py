@@ -48,12 +48,14 @@ def test_running_worker_emits_heartbeats_and_task_events(tmp_path: Path) -> None
     node = f"events-{uuid.uuid4().hex[:6]}@{queue}"
     app = tasks.configure(load_settings(None, broker_url=broker), queue=queue)
     seen: dict[str, list[dict[str, Any]]] = {}
-    ready = threading.Event()
+    online = threading.Event()  # the receiver is subscribed and the worker is up
     done = threading.Event()
 
     def on_event(event: dict[str, Any]) -> None:
         seen.setdefault(event["type"], []).append(event)
         hosts = {e.get("hostname") for e in seen.get("worker-heartbeat", [])}
+        if node in hosts:
+            online.set()
         if node in hosts and seen.get("task-succeeded"):
             done.set()
 
@@ -76,14 +78,15 @@ def test_running_worker_emits_heartbeats_and_task_events(tmp_path: Path) -> None
             receiver = app.events.Receiver(conn, handlers={"*": on_event})
 
             def capture() -> None:
-                ready.set()
                 # Ends with a socket timeout once nothing more arrives (or on should_stop).
                 with contextlib.suppress(Exception):
                     receiver.capture(limit=None, timeout=30, wakeup=False)
 
             thread = threading.Thread(target=capture, daemon=True)
             thread.start()
-            ready.wait(5)
+            # Events are not buffered: send the task once the worker's heartbeat arrived.
+            assert online.wait(30), "no heartbeat from the worker; log: " + (
+                tmp_path / "worker.log").read_text(errors="replace")[-2000:]
             tasks.enqueue("session_node", "no-such-session", "default")
             assert done.wait(30), f"events seen: {sorted(seen)}; log: " + (
                 tmp_path / "worker.log").read_text(errors="replace")[-2000:]
