@@ -146,6 +146,6 @@ def _send_hints(settings: Settings, queued: list[str], shelf: str) -> None:
         line = " ".join(str(exc).split())[:200]
         err.print(
             f"memory-worker: could not send the hint to the broker ({escape(line)}); the request "
-            "stays queued: `memory-worker run` picks it up, or rerun with --wait",
+            "stays queued: `memory-worker run` or the daemon picks it up, or rerun with --wait",
             soft_wrap=True,
         )
