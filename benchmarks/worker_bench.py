@@ -98,8 +98,11 @@ def _store_names(lite: Path, prefix: str) -> set[str]:
     if not path.exists():
         return set()
     with sqlite3.connect(path) as conn:
-        return {r[0] for r in conn.execute(
-            "SELECT name FROM knowledge WHERE name LIKE ?", (prefix + "%",))}
+        try:
+            return {r[0] for r in conn.execute(
+                "SELECT name FROM knowledge WHERE name LIKE ?", (prefix + "%",))}
+        except sqlite3.OperationalError:  # the worker is still creating the shelf's schema
+            return set()
 
 
 def latency(root: Path, samples: int, poll_s: float) -> dict[str, Any]:

@@ -95,12 +95,13 @@ def _embed(rows: list[_Row], embedder: Embedder | None, conn: sqlite3.Connection
     wanted = [r for r in rows if r.embed]
     if embedder is None or not wanted:
         return
-    present: set[str] = set()
+    present: dict[str, set[str]] = {}
     for catalog in ("knowledge", "statement"):
         keys = [r.key for r in wanted if r.catalog == catalog]
-        if keys:
-            present |= run(lambda c=catalog, k=keys: _existing(conn, c, k))  # type: ignore[misc]
-    todo = [r for r in wanted if r.key not in present]
+        present[catalog] = run(
+            lambda c=catalog, k=keys: _existing(conn, c, k)  # type: ignore[misc]
+        ) if keys else set()
+    todo = [r for r in wanted if r.key not in present[r.catalog]]
     if not todo:
         return
     texts = [embed_text(r.content["tags"], r.key, r.content["data"]) for r in todo]
