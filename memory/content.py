@@ -132,7 +132,10 @@ def redact(text: str) -> str:
             haystack = low
         else:
             haystack = out
-        if not any(literal in haystack for literal in literals):
+        for literal in literals:
+            if literal in haystack:
+                break
+        else:
             continue
         if keep_key:
             out, count = pattern.subn(_keep_key(placeholder), out)
@@ -214,8 +217,10 @@ def _week(weeks: int) -> Callable[[int, tzinfo | None], _Replace]:
 
 #: (pattern, case-insensitive?, literal groups — every group has a member in any match —,
 #: replacement factory over (base_ms, tz)), applied in this order, each to the previous output.
-_DATE_RULES: Final[tuple[tuple[re.Pattern[str], bool, tuple[tuple[str, ...], ...],
-                               Callable[[int, tzinfo | None], _Replace]], ...]] = tuple(
+_DateRule = tuple[
+    re.Pattern[str], bool, tuple[tuple[str, ...], ...], Callable[[int, tzinfo | None], _Replace]
+]
+_DATE_RULES: Final[tuple[_DateRule, ...]] = tuple(
     (re.compile(pattern, flags | re.ASCII), bool(flags), need, make)
     for pattern, flags, need, make in (
         ("今天", 0, (("今天",),), _date_at(0)),
@@ -244,6 +249,10 @@ _DATE_RULES: Final[tuple[tuple[re.Pattern[str], bool, tuple[tuple[str, ...], ...
     )
 )
 _CJK_RULES: Final = 13  # the first 13 rules need a non-ASCII character to match
+#: Every match of a CJK rule contains one of these; every match of an English rule contains
+#: one of those (in lower case) — text with none of them is left as it is without a scan.
+_CJK_HINTS: Final = ("天", "周", "刚才", "现在", "小时", "分钟")
+_ENGLISH_HINTS: Final = ("day", "tomorrow", "hour", "minute")
 
 
 def absolutise_dates(text: str, base_ms: int, tz: tzinfo | None = None) -> str:
@@ -260,10 +269,20 @@ def absolutise_dates(text: str, base_ms: int, tz: tzinfo | None = None) -> str:
     know it cannot match), so the result is the same as running all of them.
     """
     out = text
+    if not out.isascii() and any(hint in out for hint in _CJK_HINTS):
+        out = _apply_dates(out, _DATE_RULES[:_CJK_RULES], base_ms, tz)
+    low = out.lower()
+    if any(hint in low for hint in _ENGLISH_HINTS):
+        out = _apply_dates(out, _DATE_RULES[_CJK_RULES:], base_ms, tz)
+    return out
+
+
+def _apply_dates(
+    text: str, rules: Iterable[_DateRule], base_ms: int, tz: tzinfo | None
+) -> str:
+    out = text
     low: str | None = None
-    for index, (pattern, folded, need, make) in enumerate(_DATE_RULES):
-        if index < _CJK_RULES and out.isascii():
-            continue
+    for pattern, folded, need, make in rules:
         if folded:
             if low is None:
                 low = out.lower()
