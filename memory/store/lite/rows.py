@@ -23,7 +23,7 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 def well_formed(text: str) -> str:
     """``text`` with lone surrogates replaced by U+FFFD (pairs joined)."""
-    if not _SURROGATE.search(text):
+    if text.isascii() or not _SURROGATE.search(text):
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
