@@ -39,14 +39,23 @@ def _message(n: int) -> str:
     return f"## Role\n\nassistant\n\n## Content\n\n{(line + ' ') * 14}"
 
 
-def _write(store: MemoryStore, count: int, session: str) -> float:
+def _write(store: MemoryStore, count: int, session: str) -> tuple[float, float, float]:
+    """Total seconds, and ms per write over the first and the last tenth of the writes (equal
+    figures mean the per-write cost does not grow with the shelf)."""
+    tenth = max(count // 10, 1)
+    marks: dict[int, float] = {}
     started = time.perf_counter()
     for n in range(1, count + 1):
+        if n in (tenth + 1, count - tenth + 1):
+            marks[n] = time.perf_counter()
         if not store.knowledge_create(
             f"msg-{session}-{n}", _message(n), tags=["message"], scopes=["bench"]
         ):
             raise SystemExit(f"msg-{session}-{n} already existed: the home is not fresh")
-    return time.perf_counter() - started
+    ended = time.perf_counter()
+    first = marks.get(tenth + 1, ended) - started
+    last = ended - marks.get(count - tenth + 1, started)
+    return ended - started, 1000 * first / tenth, 1000 * last / tenth
 
 
 def _run(name: str, make: Callable[[Path], MemoryStore], count: int, root: Path) -> float:
@@ -55,12 +64,13 @@ def _run(name: str, make: Callable[[Path], MemoryStore], count: int, root: Path)
     store = make(home)
     try:
         store.knowledge_get("warm-up")  # start processes / open the shelf outside the timing
-        elapsed = _write(store, count, name)
+        elapsed, first, last = _write(store, count, name)
     finally:
         store.close()
     print(
         f"  {name:<5} {count:>6} writes measured in {elapsed:8.2f} s"
-        f"  = {1000 * elapsed / count:8.3f} ms/write",
+        f"  = {1000 * elapsed / count:8.3f} ms/write"
+        f"  (first tenth {first:.3f}, last tenth {last:.3f} ms/write)",
         flush=True,
     )
     return elapsed / count
