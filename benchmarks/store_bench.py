@@ -92,12 +92,49 @@ def _run_batched(count: int, batch: int, root: Path) -> float:
             if len(created) != len(entries[i : i + batch]):
                 raise SystemExit("write_batch found existing entries: the home is not fresh")
         elapsed = time.perf_counter() - started
+        # What every MCP write reply adds: the pending-embedding counts, on the full shelf.
+        counted = time.perf_counter()
+        for _ in range(50):
+            store.pending_embeddings()
+        counting = (time.perf_counter() - counted) / 50
     finally:
         store.close()
     print(f"  batch {count:>6} writes measured in {elapsed:8.2f} s"
           f"  = {1000 * elapsed / count:8.3f} ms/write  (lite write_batch, {batch} per batch)",
           flush=True)
+    print(f"  pending-embedding counts on that {count}-entry shelf: {1000 * counting:.3f} ms",
+          flush=True)
     return elapsed / count
+
+
+def _without_vectors(count: int, batch: int, root: Path) -> None:
+    """Message entries as the worker writes them (no vector): lite one write at a time against
+    ``write_batch``."""
+    timings: list[float] = []
+    for name in ("single-novec", "batch-novec"):
+        home = root / name
+        home.mkdir()
+        store = LiteStore(home=home)
+        entries = [EntryWrite(f"msg-{name}-{n}", _message(n), tags=("message",),
+                              scopes=("bench",), embed=False) for n in range(1, count + 1)]
+        try:
+            started = time.perf_counter()
+            if name.startswith("single"):
+                created = sum(store.knowledge_create(e.name, e.data, tags=e.tags,
+                                                     scopes=e.scopes, embed=False)
+                              for e in entries)
+            else:
+                created = sum(len(store.write_batch(entries[i : i + batch]).created_names)
+                              for i in range(0, count, batch))
+            timings.append(time.perf_counter() - started)
+        finally:
+            store.close()
+        if created != count:
+            raise SystemExit(f"{name}: {count - created} entries already existed")
+    single, batched = timings
+    print(f"  without vectors (embed=false): lite {1000 * single / count:.3f} ms/write one at a"
+          f" time, {1000 * batched / count:.3f} ms/write with write_batch ({batch} per"
+          f" transaction): {single / batched:.1f}x faster", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             root,
         )
         batched = _run_batched(args.count, 500, root)
+        _without_vectors(args.count, 500, root)
         mcp = _run(
             "mcp", lambda h: McpStore("default", binary, env=env(h), cwd=h), args.count, root
         )
