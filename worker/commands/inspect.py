@@ -7,6 +7,7 @@ PATH is a session log file, a session directory, a sessions root, or a DSH home 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,7 +19,10 @@ from memory.dsh.events import Event
 from memory.dsh.locate import choose_log, discover_sessions
 from memory.dsh.reader import SessionLog, read_log
 from memory.dsh.surface import fold_surface
+from memory.span import session_decisions
+from memory.withdrawal import DEFAULT_WHITELIST
 from worker.cli import app
+from worker.settings import SettingsError, load_settings
 
 _SNIPPET = 120
 
@@ -71,8 +75,11 @@ def _is_human(event: Event) -> bool:
     )
 
 
-def session_report(log: SessionLog) -> dict[str, Any]:
-    """The stable per-session JSON object of ``inspect --json`` (extend, never rename keys)."""
+def session_report(log: SessionLog, whitelist: Iterable[str] = DEFAULT_WHITELIST) -> dict[str, Any]:
+    """The stable per-session JSON object of ``inspect --json`` (extend, never rename keys).
+
+    ``messages`` / ``withdrawals``: what the worker would write and why (``memory.span``).
+    """
     header = log.header
     surface = fold_surface(log.events)
     delegated = delegated_prompt_seq(log)
@@ -116,6 +123,12 @@ def session_report(log: SessionLog) -> dict[str, Any]:
         "surface": list(surface.nodes),
         "ok": log.ok,
         "problems": [str(p) for p in [*log.problems, *surface.problems]],
+        **session_decisions(
+            log.events,
+            session_id=header.id if header else "",
+            inherited_cut=log.inherited,
+            whitelist=whitelist,
+        ),
     }
 
 
@@ -165,7 +178,11 @@ def inspect(
     if not logs:
         typer.echo(f"error: no DSH session log found at {path}", err=True)
         raise typer.Exit(1)
-    reports = [session_report(read_log(log)) for log in logs]
+    try:
+        whitelist: Iterable[str] = load_settings().withdrawal_kinds
+    except SettingsError:
+        whitelist = DEFAULT_WHITELIST
+    reports = [session_report(read_log(log), whitelist) for log in logs]
     if json_:
         typer.echo(json.dumps({"sessions": reports}, ensure_ascii=False, indent=2))
     else:
