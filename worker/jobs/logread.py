@@ -7,6 +7,8 @@ there without counting the prefix: span cost is O(span), not O(log).
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,6 +98,8 @@ def read_window(state: SessionState, from_seq: int, to_seq: int = END) -> LogWin
     """
     point = _start_point(state, from_seq)
     index = checkpoint_index(state)
+    whole = point.seq == 0 and to_seq == END
+    before = _identity(state.path) if whole else None
     result = read_range(Path(state.path), point.seq, to_seq, index)
     raise_for_problems(state, result.problems)
     events = result.events
@@ -104,9 +108,55 @@ def read_window(state: SessionState, from_seq: int, to_seq: int = END) -> LogWin
         point = Checkpoint(0, 0, 0)
         result = read_range(Path(state.path), 0, to_seq, CheckpointIndex())
         events = result.events
+    if whole and before is not None and not result.problems:
+        _remember(state.path, before, events)
     end = events[-1].seq + 1 if events else point.seq
     ordinal = point.ordinal if point.seq >= state.inherited_cut else 0
     return LogWindow(events, point.seq, ordinal, state.inherited_cut, end, result.problems)
+
+
+# ---- the last whole-log decode, shared with the next job on the same unchanged file ----------
+
+#: Whole-log reads up to this many events are kept for the next job (the session node's pass
+#: right after ``log_span``), so the same bytes are not decoded twice; larger ones are not kept.
+SHARED_MAX_EVENTS = 20_000
+_FileIdentity = tuple[int, int, int, int]
+_shared: tuple[str, _FileIdentity, list[Event]] | None = None
+_shared_lock = threading.Lock()
+
+
+def _identity(path: str) -> _FileIdentity | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _remember(path: str, before: _FileIdentity, events: list[Event]) -> None:
+    global _shared
+    keep = len(events) <= SHARED_MAX_EVENTS and _identity(path) == before
+    with _shared_lock:
+        _shared = (path, before, events) if keep else None
+
+
+def shared_whole_log(path: str) -> list[Event] | None:
+    """Every event of the log at ``path``, from its start to its last complete line, when this
+    process's last :func:`read_window` decoded exactly that without any problem and the file
+    has not changed since (same device, inode, size and modification time); else ``None``.
+    The list is shared: do not modify it."""
+    with _shared_lock:
+        found = _shared
+    if found is None or found[0] != path or _identity(path) != found[1]:
+        return None
+    return found[2]
+
+
+def forget_shared_log() -> None:
+    """Drop the kept decode (tests; memory)."""
+    global _shared
+    with _shared_lock:
+        _shared = None
 
 
 def raise_for_problems(state: SessionState, problems: list[Problem]) -> None:

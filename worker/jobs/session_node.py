@@ -9,10 +9,13 @@ edges in ``log_span``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from memory import entries
+from memory.dsh.events import Event
 from memory.dsh.position import ScanPosition
 from memory.dsh.scanner import LogScan
 from memory.entries import SESSION_POLICY, scopes_for
@@ -20,7 +23,12 @@ from memory.messages import is_loggable
 from memory.withdrawal import is_marker
 from worker.jobs.context import JobContext, JobOutput, skipped
 from worker.jobs.log_span import settle_edges
-from worker.jobs.logread import TransientJobError, checkpoint_index, raise_for_problems
+from worker.jobs.logread import (
+    TransientJobError,
+    checkpoint_index,
+    raise_for_problems,
+    shared_whole_log,
+)
 from worker.state.sessions import Checkpoint, SessionState
 from worker.triggers import SESSION_NODE_EVENTS
 
@@ -43,13 +51,17 @@ def _survey(ctx: JobContext, state: SessionState, logged: int, link_from: int) -
     cut = state.inherited_cut
     point = state.checkpoint_at_or_before(cut) or Checkpoint(0, 0, 0)
     position = ScanPosition(point.offset, point.seq) if point.seq > 0 else None
-    scan = LogScan(Path(state.path), position, checkpoint_index(state))
+    # From the log's start, the decode ``log_span`` just made of the unchanged file is reused.
+    shared = shared_whole_log(state.path) if position is None else None
+    scan = None if shared is not None else LogScan(
+        Path(state.path), position, checkpoint_index(state))
+    events: Iterable[Event] = shared if shared is not None else cast(LogScan, scan)
     ordinal = point.ordinal if point.seq >= cut else 0
     node: tuple[int, str] | None = None
     ordinal_of: dict[int, int] = {}
     withdrawn: set[int] = set()
     link_to: int | None = None
-    for event in scan:
+    for event in events:
         if event.seq < cut:
             continue
         if link_to is None and event.seq >= logged:
@@ -64,7 +76,7 @@ def _survey(ctx: JobContext, state: SessionState, logged: int, link_from: int) -
                 node = (event.seq, text)
         elif is_marker(event, whitelist):
             withdrawn.update(event.source_seqs)
-    raise_for_problems(state, scan.problems)
+    raise_for_problems(state, scan.problems if scan is not None else [])
     skip = frozenset(ordinal_of[seq] for seq in withdrawn if seq in ordinal_of)
     return _NodeSurvey(node, ordinal if link_to is None else link_to, skip)
 
