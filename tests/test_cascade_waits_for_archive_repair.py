@@ -15,7 +15,7 @@ from test_consolidate_pipeline import process, runtime_for
 
 from memory.store.lite.store import LiteStore
 from worker.jobs import cascade as cascade_job
-from worker.jobs.archive_lease import archive_lease_key
+from worker.names import archive_lease_key
 from worker.pipeline import run_job
 
 pytestmark = pytest.mark.integration

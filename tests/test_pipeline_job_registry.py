@@ -9,8 +9,8 @@ from pathlib import Path
 
 from conftest import REPO
 
+from worker.names import session_lease_key
 from worker.pipeline import JobContext, JobOutput, register_job, run_job
-from worker.state.leases import session_lease_key
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import embedded_runtime

@@ -15,9 +15,10 @@ import pytest
 from conftest import REPO
 
 from memory.store.lite.store import LiteStore
+from worker.names import session_lease_key
 from worker.pipeline import JobContext, TransientJobError, log_span, run_job
 from worker.runner import InProcessRunner
-from worker.state.leases import Lease, session_lease_key
+from worker.state.leases import Lease
 from worker.watch import Watcher
 
 sys.path.insert(0, str(REPO / "benchmarks"))

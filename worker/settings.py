@@ -41,11 +41,13 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from memory.constants import DEFAULT_WITHDRAWAL_WHITELIST
+
 ENV_PREFIX = "MEMORY_WORKER_"
 CONFIG_ENV = "MEMORY_WORKER_CONFIG"
 MASK = "***"
 
-DEFAULT_WITHDRAWAL_KINDS = ("dsh-rewind", "plugin:dsh-rewind", "plugin:rollback")
+DEFAULT_WITHDRAWAL_KINDS = DEFAULT_WITHDRAWAL_WHITELIST
 
 StoreTransport = Literal["lite", "cli", "mcp"]
 

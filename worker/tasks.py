@@ -21,13 +21,9 @@ from typing import Any, Final
 from celery import Celery, signals
 from kombu import pools as kombu_pools
 
+from worker.names import DEFAULT_QUEUE, TASK_JOB, TASK_LOG_SPAN, TASK_SESSION_NODE
 from worker.settings import Settings
 
-TASK_LOG_SPAN: Final = "memory_worker.log_span"
-TASK_SESSION_NODE: Final = "memory_worker.session_node"
-#: Any job added with ``worker.pipeline.register_job`` (the job name travels as an argument).
-TASK_JOB: Final = "memory_worker.job"
-DEFAULT_QUEUE: Final = "memory-worker"
 #: Seconds a task may run beyond its lease before Celery kills it (the lease bounds a task).
 _TIME_LIMIT_SLACK_S: Final = 30.0
 _BUSY_RETRY_S: Final = 1.0

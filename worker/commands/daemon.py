@@ -33,6 +33,7 @@ from worker.commands.run import (
     stop_on_signals,
 )
 from worker.jobs.reconsolidate import backfill_consolidation
+from worker.names import DEFAULT_QUEUE
 from worker.pipeline import reconcile_with_store
 from worker.settings import mask_url
 from worker.watch import Watcher
@@ -79,7 +80,7 @@ class BrokerHints:
 
 @app.command()
 def daemon(
-    queue: QueueOption = tasks.DEFAULT_QUEUE,
+    queue: QueueOption = DEFAULT_QUEUE,
     dsh_home: DshHomeOption = None,
     shelf: ShelfOption = None,
     metrics_port: MetricsPortOption = None,

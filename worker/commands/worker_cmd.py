@@ -27,6 +27,7 @@ from worker.commands.run import (
     serve_metrics,
     setup_logging,
 )
+from worker.names import DEFAULT_QUEUE
 
 
 class Pool(StrEnum):
@@ -37,7 +38,7 @@ class Pool(StrEnum):
 
 @app.command("worker")
 def worker_command(
-    queue: QueueOption = tasks.DEFAULT_QUEUE,
+    queue: QueueOption = DEFAULT_QUEUE,
     concurrency: Annotated[
         int | None, typer.Option("--concurrency", "-c", help="Processes (default: setting).")
     ] = None,

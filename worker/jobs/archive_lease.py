@@ -10,11 +10,7 @@ from contextlib import contextmanager
 
 from worker.jobs.context import JobContext
 from worker.jobs.logread import TransientJobError
-
-
-def archive_lease_key(project: str) -> str:
-    """The lease that serialises rewrites of one project's archives."""
-    return f"archives:{project}"
+from worker.names import archive_lease_key
 
 
 @contextmanager

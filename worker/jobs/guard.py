@@ -36,6 +36,7 @@ from worker.jobs.log_span import log_span
 from worker.jobs.logread import PermanentJobError, TransientJobError
 from worker.jobs.runtime import Runtime
 from worker.jobs.session_node import session_node
+from worker.names import session_lease_key
 from worker.observability import (
     ENTRIES_WRITTEN,
     JOB_RUNS,
@@ -44,7 +45,6 @@ from worker.observability import (
     SPANS_PROCESSED,
 )
 from worker.state.failures import describe_error
-from worker.state.leases import session_lease_key
 
 log = logging.getLogger("memory_worker")
 

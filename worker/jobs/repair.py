@@ -45,7 +45,7 @@ from memory.llm import (
     RetryableModelError,
 )
 from memory.store.base import KnowledgeEntry, MemoryStore, NotFoundError
-from worker.jobs.archive_lease import archive_lease_key, hold_archive_lease
+from worker.jobs.archive_lease import hold_archive_lease
 from worker.jobs.context import JobContext
 from worker.jobs.logread import TransientJobError
 from worker.jobs.repair_plan import (
@@ -68,6 +68,7 @@ from worker.jobs.storeview import (
 )
 from worker.jobs.withdrawals import SessionLog, Withdrawn
 from worker.jobs.work_units import WorkUnitOptions, extract_work_units
+from worker.names import archive_lease_key
 from worker.observability import REPAIRS
 
 log = logging.getLogger("memory_worker")

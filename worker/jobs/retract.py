@@ -34,8 +34,8 @@ from worker.jobs.repair import (
 from worker.jobs.runtime import Runtime
 from worker.jobs.storeview import archives_above, derived_units, unit_sources
 from worker.jobs.withdrawals import SessionLog, Withdrawn, read_session_log
+from worker.names import session_lease_key
 from worker.observability import RETRACTIONS
-from worker.state.leases import session_lease_key
 
 log = logging.getLogger("memory_worker")
 

@@ -7,11 +7,12 @@ Typical use::
         lease = repos.leases.acquire(session_lease_key(sid), owner, settings.lease_ttl_s)
 """
 
+from worker.names import session_lease_key
 from worker.state.audit import AuditEntry, AuditRepo, Retraction
 from worker.state.database import Repos, StateDB
 from worker.state.db import make_engine, session_factory, upgrade_to_head
 from worker.state.failures import Failure, FailureRepo
-from worker.state.leases import Lease, LeaseRepo, session_lease_key
+from worker.state.leases import Lease, LeaseRepo
 from worker.state.model_calls import ModelCall, ModelCallRepo
 from worker.state.progress import Progress, ProgressRepo
 from worker.state.sessions import Checkpoint, SessionRepo, SessionState

@@ -22,11 +22,6 @@ from worker.state.models import LeaseRow, utcnow
 Clock = Callable[[], dt.datetime]
 
 
-def session_lease_key(session_id: str) -> str:
-    """The lease key that makes work on one session exclusive."""
-    return f"session:{session_id}"
-
-
 @dataclass(frozen=True)
 class Lease:
     key: str

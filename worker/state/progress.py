@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from sqlalchemy import ColumnElement, delete, select, update
 from sqlalchemy.orm import Session
 
+from worker.names import session_lease_key
 from worker.state._sql import insert_ignore
-from worker.state.leases import Clock, lease_is_held, session_lease_key
+from worker.state.leases import Clock, lease_is_held
 from worker.state.models import ProgressRow, utcnow
 
 # Watermarks that only move forward (a smaller value is refused).

@@ -1,0 +1,25 @@
+"""Names other processes and the state database rely on are defined once, with fixed formats."""
+
+from __future__ import annotations
+
+from memory.constants import DEFAULT_WITHDRAWAL_WHITELIST
+from worker import names, tasks
+from worker.settings import Settings
+
+
+def test_task_and_queue_names() -> None:
+    assert names.TASK_LOG_SPAN == "memory_worker.log_span"
+    assert names.TASK_SESSION_NODE == "memory_worker.session_node"
+    assert names.TASK_JOB == "memory_worker.job"
+    assert names.DEFAULT_QUEUE == "memory-worker"
+    assert {names.TASK_LOG_SPAN, names.TASK_SESSION_NODE, names.TASK_JOB} <= set(tasks.app.tasks)
+
+
+def test_lease_keys() -> None:
+    assert names.session_lease_key("7d3c") == "session:7d3c"
+    assert names.archive_lease_key("widget") == "archives:widget"
+
+
+def test_settings_default_whitelist_is_the_memory_layouts() -> None:
+    assert tuple(Settings().withdrawal_kinds) == DEFAULT_WITHDRAWAL_WHITELIST
+    assert DEFAULT_WITHDRAWAL_WHITELIST == ("dsh-rewind", "plugin:dsh-rewind", "plugin:rollback")

@@ -1,0 +1,27 @@
+"""Every name the runtime shares with the outside world, defined once: Celery task and queue
+names (other processes route on them) and lease keys (rows in the state database). The memory
+layout's names (entries, tags, relations, the default withdrawal whitelist) live in
+``memory/constants.py``."""
+
+from __future__ import annotations
+
+from typing import Final
+
+TASK_LOG_SPAN: Final = "memory_worker.log_span"
+TASK_SESSION_NODE: Final = "memory_worker.session_node"
+#: Any job added with ``worker.pipeline.register_job`` (the job name travels as an argument).
+TASK_JOB: Final = "memory_worker.job"
+DEFAULT_QUEUE: Final = "memory-worker"
+
+SESSION_LEASE: Final = "session:{session_id}"
+ARCHIVE_LEASE: Final = "archives:{project}"
+
+
+def session_lease_key(session_id: str) -> str:
+    """The lease key that makes work on one session exclusive."""
+    return SESSION_LEASE.format(session_id=session_id)
+
+
+def archive_lease_key(project: str) -> str:
+    """The lease that serialises rewrites of one project's archives."""
+    return ARCHIVE_LEASE.format(project=project)
