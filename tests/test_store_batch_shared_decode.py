@@ -58,14 +58,20 @@ def test_a_whole_read_is_shared_until_the_file_changes(tmp_path: Path) -> None:
     shared = shared_whole_log(state.path)
     assert shared is window.events
     assert [e.seq for e in shared] == [e.seq for e in read_log(Path(state.path)).events]
-    assert shared_whole_log(state.path + ".other") is None
-    # A partial read is not kept (and replaces nothing).
+    assert shared_whole_log(state.path) is None  # handed out once
+    read_window(state, 0)
+    assert shared_whole_log(state.path + ".other") is None  # another file (and now forgotten)
+    # A partial read is not kept.
     read_window(state, 0, to_seq=3)
-    assert shared_whole_log(state.path) is window.events
+    assert shared_whole_log(state.path) is None
     # The log grows: the kept decode no longer describes it.
+    read_window(state, 0)
     log.turn("one more", "answer")
     log.flush()
     assert shared_whole_log(state.path) is None
+    assert [e.seq for e in read_window(state, 0).events] == [
+        e.seq for e in read_log(Path(state.path)).events]
+    assert shared_whole_log(state.path) is not None
     runtime.close()
 
 
@@ -86,7 +92,7 @@ def test_the_session_node_survey_is_the_same_from_the_kept_decode(tmp_path: Path
     forget_shared_log()
     from_file = session_node._survey(ctx, state, state.durable_end_seq, 0)
     read_window(state, 0, END)
-    assert shared_whole_log(state.path) is not None
+    assert logread._shared is not None and logread._shared[0] == state.path
     calls: list[Any] = []
     real = session_node.LogScan
 
@@ -100,6 +106,7 @@ def test_the_session_node_survey_is_the_same_from_the_kept_decode(tmp_path: Path
     finally:
         session_node.LogScan = real  # type: ignore[misc]
     assert calls == []  # the file was not decoded again
+    assert logread._shared is None  # and the decode is no longer kept
     assert from_shared == from_file
     assert from_file.node is not None and from_file.node[1] == "Shared decode"
     assert from_file.skip == frozenset({2, 3})

@@ -98,6 +98,7 @@ def read_window(state: SessionState, from_seq: int, to_seq: int = END) -> LogWin
     """
     point = _start_point(state, from_seq)
     index = checkpoint_index(state)
+    forget_shared_log()  # never hold two decodes at once
     whole = point.seq == 0 and to_seq == END
     before = _identity(state.path) if whole else None
     result = read_range(Path(state.path), point.seq, to_seq, index)
@@ -144,9 +145,11 @@ def shared_whole_log(path: str) -> list[Event] | None:
     """Every event of the log at ``path``, from its start to its last complete line, when this
     process's last :func:`read_window` decoded exactly that without any problem and the file
     has not changed since (same device, inode, size and modification time); else ``None``.
-    The list is shared: do not modify it."""
+    Handed out once (then forgotten, so it is not kept alive longer than needed); do not modify
+    the list."""
+    global _shared
     with _shared_lock:
-        found = _shared
+        found, _shared = _shared, None
     if found is None or found[0] != path or _identity(path) != found[1]:
         return None
     return found[2]
