@@ -42,6 +42,7 @@ from memory.store.base import (
 from memory.store.replies import (
     MAX_DATA_BYTES,
     classify_error,
+    create_args,
     filter_excluded,
     fit_data,
     jse_text,
@@ -52,6 +53,7 @@ from memory.store.replies import (
     parse_search_rows,
     parse_similar_rows,
     scopes_arg,
+    update_args,
     well_formed,
 )
 
@@ -205,19 +207,9 @@ class CliStore:
         scopes: Sequence[str] | None = None,
         embed: bool = True,
     ) -> bool:
-        argv: list[str] = []
-        if data:
-            argv.append("--data=" + fit_data(well_formed(data)))
-        tag_list = normalize_tags(tags)
-        if tag_list:
-            argv.append("--tags=" + ",".join(tag_list))
-        scope_list = normalize_scopes(scopes)
-        if scope_list:
-            argv.append("--scopes=" + scopes_arg(scope_list))
-        if not embed and self.features().no_embed:
-            argv.append("--no-embed")
+        args = create_args(data, tags=tags, scopes=scopes, embed=embed, features=self.features)
         try:
-            self._run(self._argv("knowledge-create", [name], argv))
+            self._run(self._argv("knowledge-create", [name], _options(args)))
         except DuplicateError:
             return False
         return True
@@ -230,16 +222,8 @@ class CliStore:
         tags: Sequence[str] | None = None,
         scopes: Sequence[str] | None = None,
     ) -> bool:
-        if data is None and tags is None and scopes is None:
-            raise FatalStoreError("knowledge_update needs at least one of data, tags, scopes")
-        argv: list[str] = []
-        if data is not None:
-            argv.append("--data=" + fit_data(well_formed(data)))
-        if tags is not None:
-            argv.append("--tags=" + ",".join(normalize_tags(tags)))
-        if scopes is not None:
-            argv.append("--scopes=" + scopes_arg(normalize_scopes(scopes) or []))
-        _, out, _ = self._run(self._argv("knowledge-update", [name], argv))
+        options = _options(update_args(data, tags, scopes))
+        _, out, _ = self._run(self._argv("knowledge-update", [name], options))
         return not out.strip().startswith("Knowledge unchanged")
 
     def knowledge_delete(self, name: str) -> bool:
@@ -261,16 +245,10 @@ class CliStore:
         scopes: Sequence[str] | None = None,
         embed: bool = True,
     ) -> bool:
-        argv: list[str] = []
-        if data:
-            argv.append("--data=" + fit_data(well_formed(data)))
-        scope_list = normalize_scopes(scopes)
-        if scope_list:
-            argv.append("--scopes=" + scopes_arg(scope_list))
-        if not embed and self.features().no_embed:
-            argv.append("--no-embed")
+        options = _options(create_args(data, scopes=scopes, embed=embed, features=self.features))
+        triple = [head, relation, tail]
         try:
-            _, out, _ = self._run(self._argv("statement-create", [head, relation, tail], argv))
+            _, out, _ = self._run(self._argv("statement-create", triple, options))
         except DuplicateError:
             return False
         return not out.strip().startswith("Statement already exists")
@@ -321,6 +299,21 @@ class CliStore:
 
     def close(self) -> None:
         """Nothing to release: every call is its own process."""
+
+
+def _options(args: Mapping[str, Any]) -> list[str]:
+    """The CLI options for normalised write arguments (:func:`create_args`, :func:`update_args`):
+    ``--data=`` fitted to the command line, ``--tags=``, ``--scopes=``, ``--no-embed``."""
+    options: list[str] = []
+    if "data" in args:
+        options.append("--data=" + fit_data(args["data"]))
+    if "tags" in args:
+        options.append("--tags=" + ",".join(args["tags"]))
+    if "scopes" in args:
+        options.append("--scopes=" + scopes_arg(args["scopes"]))
+    if args.get("embed") is False:
+        options.append("--no-embed")
+    return options
 
 
 _PROBES: tuple[tuple[str, ...], ...] = (

@@ -43,9 +43,9 @@ from memory.store.cli import CliStore
 from memory.store.mcp_session import REQUIRED_TOOLS, Connection, McpSession, McpUnavailable
 from memory.store.replies import (
     classify_error,
+    create_args,
     filter_excluded,
     jse_text,
-    normalize_scopes,
     normalize_tags,
     parse_entry,
     parse_query_rows,
@@ -53,6 +53,7 @@ from memory.store.replies import (
     parse_similar_rows,
     payload_value,
     triple_args,
+    update_args,
     well_formed,
 )
 
@@ -170,15 +171,10 @@ class McpStore(McpSession):
         scopes: Sequence[str] | None = None,
         embed: bool = True,
     ) -> bool:
-        args: dict[str, Any] = {"name": well_formed(name)}
-        if data:
-            args["data"] = well_formed(data)
-        if tag_list := normalize_tags(tags):
-            args["tags"] = tag_list
-        if scope_list := normalize_scopes(scopes):
-            args["scopes"] = scope_list
-        if not embed and self.features().no_embed:
-            args["embed"] = False
+        args = {
+            "name": well_formed(name),
+            **create_args(data, tags=tags, scopes=scopes, embed=embed, features=self.features),
+        }
         try:
             return self._tool(
                 "knowledge_create",
@@ -199,15 +195,7 @@ class McpStore(McpSession):
         tags: Sequence[str] | None = None,
         scopes: Sequence[str] | None = None,
     ) -> bool:
-        if data is None and tags is None and scopes is None:
-            raise FatalStoreError("knowledge_update needs at least one of data, tags, scopes")
-        args: dict[str, Any] = {"name": well_formed(name)}
-        if data is not None:
-            args["data"] = well_formed(data)
-        if tags is not None:
-            args["tags"] = normalize_tags(tags)
-        if scopes is not None:
-            args["scopes"] = normalize_scopes(scopes) or []
+        args = {"name": well_formed(name), **update_args(data, tags, scopes)}
         return self._tool(
             "knowledge_update",
             args,
@@ -236,13 +224,10 @@ class McpStore(McpSession):
         scopes: Sequence[str] | None = None,
         embed: bool = True,
     ) -> bool:
-        args: dict[str, Any] = triple_args(head, relation, tail)
-        if data:
-            args["data"] = well_formed(data)
-        if scope_list := normalize_scopes(scopes):
-            args["scopes"] = scope_list
-        if not embed and self.features().no_embed:
-            args["embed"] = False
+        args = {
+            **triple_args(head, relation, tail),
+            **create_args(data, scopes=scopes, embed=embed, features=self.features),
+        }
         try:
             return self._tool(
                 "statement_create",

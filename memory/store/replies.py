@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from memory.store.base import (
@@ -89,6 +89,45 @@ def scopes_arg(scopes: list[str]) -> str:
     """The ``--scopes`` value for normalised scopes (a trailing comma adds the global scope)."""
     named = [s for s in scopes if s]
     return ",".join(named) + ("," if "" in scopes else "")
+
+
+def create_args(
+    data: str,
+    *,
+    tags: Sequence[str] = (),
+    scopes: Sequence[str] | None = None,
+    embed: bool = True,
+    features: Callable[[], Features],
+) -> dict[str, Any]:
+    """A create's optional arguments, normalised: ``data``, ``tags`` and ``scopes`` when not
+    empty, ``embed=False`` when not embedding and the store supports it (``features`` is asked
+    only then, after the lists are checked)."""
+    args: dict[str, Any] = {}
+    if data:
+        args["data"] = well_formed(data)
+    if tag_list := normalize_tags(tags):
+        args["tags"] = tag_list
+    if scope_list := normalize_scopes(scopes):
+        args["scopes"] = scope_list
+    if not embed and features().no_embed:
+        args["embed"] = False
+    return args
+
+
+def update_args(
+    data: str | None, tags: Sequence[str] | None, scopes: Sequence[str] | None
+) -> dict[str, Any]:
+    """A ``knowledge_update``'s arguments, normalised: each one given (even empty) is set."""
+    if data is None and tags is None and scopes is None:
+        raise FatalStoreError("knowledge_update needs at least one of data, tags, scopes")
+    args: dict[str, Any] = {}
+    if data is not None:
+        args["data"] = well_formed(data)
+    if tags is not None:
+        args["tags"] = normalize_tags(tags)
+    if scopes is not None:
+        args["scopes"] = normalize_scopes(scopes) or []
+    return args
 
 
 def _content_of(value: Any) -> Content:
