@@ -311,16 +311,7 @@ class RowNormaliser:
             return None
         source = msg.get("source")
         if msg.get("role") == "tool":
-            call_id = msg.get("toolCallId")
-            return self._build(
-                msg,
-                "tool",
-                msg.get("content"),
-                source,
-                seq,
-                call_id if isinstance(call_id, str) else None,
-                msg.get("isError") is True,
-            )
+            return self._tool_message(msg, msg, source, seq)
         blocks = msg.get("content")
         if (
             isinstance(blocks, list)
@@ -328,16 +319,22 @@ class RowNormaliser:
             and isinstance(blocks[0], dict)
             and blocks[0].get("type") == "tool-result"
         ):
-            block = blocks[0]
-            call_id = block.get("toolCallId")
-            return self._build(
-                msg,
-                "tool",
-                block.get("content"),
-                source,
-                seq,
-                call_id if isinstance(call_id, str) else None,
-                block.get("isError") is True,
-            )
+            return self._tool_message(msg, blocks[0], source, seq)
         self.invalid(seq, "tool/result message is neither role 'tool' nor one tool-result block")
         return self._build(msg, "tool", blocks, source, seq)
+
+    def _tool_message(
+        self, msg: dict[str, Any], result: dict[str, Any], source: Any, seq: int
+    ) -> Message:
+        """A tool message whose content, ``toolCallId`` and ``isError`` are ``result``'s (the
+        message itself, or its one tool-result block)."""
+        call_id = result.get("toolCallId")
+        return self._build(
+            msg,
+            "tool",
+            result.get("content"),
+            source,
+            seq,
+            call_id if isinstance(call_id, str) else None,
+            result.get("isError") is True,
+        )

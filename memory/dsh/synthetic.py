@@ -52,25 +52,16 @@ def synthetic_rows(n_events: int, start_time: int = 1790000000000) -> Iterator[s
         )
         call = f"call_{turn}"
         rows.append(
-            {
-                "type": "assistant/message",
-                "data": {
-                    "turn": turn,
-                    "step": 1,
-                    "message": {
-                        "id": f"a-{turn}-1",
-                        "role": "assistant",
-                        "content": [
-                            {"type": "reasoning", "text": "Let me read the file first. " * 3},
-                            {"type": "tool-call", "id": call, "name": "read",
-                             "arguments": json.dumps({"path": f"file{turn}.txt"})},
-                        ],
-                        "source": {"kind": "model", "provider": "synthetic", "model": "m1"},
-                    },
-                    "usage": {"inputTokens": 900 + turn, "outputTokens": 40},
-                },
-                "surfaceOp": "append",
-            }
+            _assistant_message(
+                turn,
+                1,
+                [
+                    {"type": "reasoning", "text": "Let me read the file first. " * 3},
+                    {"type": "tool-call", "id": call, "name": "read",
+                     "arguments": json.dumps({"path": f"file{turn}.txt"})},
+                ],
+                usage={"inputTokens": 900 + turn, "outputTokens": 40},
+            )
         )  # fmt: skip
         rows.append(
             {
@@ -97,22 +88,8 @@ def synthetic_rows(n_events: int, start_time: int = 1790000000000) -> Iterator[s
                 "sourceEventSeqs": [seq + 4],
             }
         )
-        rows.append(
-            {
-                "type": "assistant/message",
-                "data": {
-                    "turn": turn,
-                    "step": 1,
-                    "message": {
-                        "id": f"a-{turn}-2",
-                        "role": "assistant",
-                        "content": [{"type": "text", "text": f"File {turn} holds text {turn}."}],
-                        "source": {"kind": "model", "provider": "synthetic", "model": "m1"},
-                    },
-                },
-                "surfaceOp": "append",
-            }
-        )
+        answer = {"type": "text", "text": f"File {turn} holds text {turn}."}
+        rows.append(_assistant_message(turn, 2, [answer]))
         rows.append({"type": "step/end", "data": {"turn": turn, "step": 1}})
         rows.append({"type": "turn/end", "data": {"turn": turn, "reason": {"kind": "completed"}}})
         assert len(rows) == _TURN_EVENTS and human == seq + 2
@@ -123,6 +100,23 @@ def synthetic_rows(n_events: int, start_time: int = 1790000000000) -> Iterator[s
             row["time"] = start_time + seq * 7
             yield json.dumps(row, separators=(",", ":"))
             seq += 1
+
+
+def _assistant_message(
+    turn: int, n: int, content: list[dict[str, Any]], **extra: Any
+) -> dict[str, Any]:
+    """An ``assistant/message`` row of step 1 (its ``n``-th message), ``extra`` data after it."""
+    message = {
+        "id": f"a-{turn}-{n}",
+        "role": "assistant",
+        "content": content,
+        "source": {"kind": "model", "provider": "synthetic", "model": "m1"},
+    }
+    return {
+        "type": "assistant/message",
+        "data": {"turn": turn, "step": 1, "message": message, **extra},
+        "surfaceOp": "append",
+    }
 
 
 def write_log(
