@@ -27,14 +27,11 @@ from worker.jobs.repair import (
     model_client,
     pending_intents,
 )
-from worker.jobs.retract import PlanItem
+from worker.jobs.retract import PlanItem, downstream_items
 from worker.jobs.storeview import (
-    archives_above,
-    derived_units,
     edges,
     message_entries,
     span_summaries,
-    unit_sources,
 )
 
 ACTION_FORGET = "forget"
@@ -61,25 +58,7 @@ def plan_forget(store: MemoryStore, session_id: str, *, model: bool = True) -> l
     seen: set[str] = set()
     for name in summaries:
         items.append(PlanItem(session_id, name, "retract", "a span summary of the session"))
-        for unit in derived_units(store, name):
-            if unit in seen:
-                continue
-            seen.add(unit)
-            others = [s for s in unit_sources(store, unit) if s not in mine]
-            items.append(PlanItem(
-                session_id, unit, "unlink" if others else "retract",
-                f"derived from {name}" + (f"; kept for {', '.join(others)}" if others else
-                                          " only"),
-            ))
-        todo = archives_above(store, name)
-        while todo:
-            archive = todo.pop(0)
-            if archive in seen:
-                continue
-            seen.add(archive)
-            items.append(PlanItem(session_id, archive, "regenerate" if model else "retract",
-                                  f"archive above {name}"))
-            todo.extend(archives_above(store, archive))
+        items += downstream_items(store, session_id, name, affected=mine, seen=seen, model=model)
     return items
 
 

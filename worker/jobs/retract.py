@@ -103,27 +103,39 @@ def plan_session(store: MemoryStore, log_: SessionLog, pending: Iterable[str] = 
             "an interrupted repair")
         action: Action = "regenerate" if kept and model else "retract"
         plan.items.append(PlanItem(log_.session_id, name, action, what))
-        for unit in derived_units(store, name):
-            if unit in seen:
-                continue
-            seen.add(unit)
-            others = [s for s in unit_sources(store, unit) if s not in affected]
-            plan.items.append(PlanItem(
-                log_.session_id, unit, "unlink" if others else "retract",
-                f"derived from {name}" + (f"; kept for {', '.join(others)}" if others else
-                                          " only"),
-            ))
-        todo = archives_above(store, name)
-        while todo:
-            archive = todo.pop(0)
-            if archive in seen:
-                continue
-            seen.add(archive)
-            plan.items.append(PlanItem(log_.session_id, archive,
-                                       "regenerate" if model else "retract",
-                                       f"archive above {name}"))
-            todo.extend(archives_above(store, archive))
+        plan.items += downstream_items(
+            store, log_.session_id, name, affected=affected, seen=seen, model=model
+        )
     return plan
+
+
+def downstream_items(store: MemoryStore, session_id: str, summary: str, *,
+                     affected: set[str], seen: set[str], model: bool) -> list[PlanItem]:
+    """What removing or regenerating ``summary`` changes further on: each work unit derived from
+    it (unlinked when it has a source outside ``affected``, else retracted) and every archive
+    above it, up the tiers (regenerated with a model, else retracted). Units and archives
+    already in ``seen`` are skipped; the new ones are added to it."""
+    items: list[PlanItem] = []
+    for unit in derived_units(store, summary):
+        if unit in seen:
+            continue
+        seen.add(unit)
+        others = [s for s in unit_sources(store, unit) if s not in affected]
+        items.append(PlanItem(
+            session_id, unit, "unlink" if others else "retract",
+            f"derived from {summary}" + (f"; kept for {', '.join(others)}" if others else
+                                         " only"),
+        ))
+    todo = archives_above(store, summary)
+    while todo:
+        archive = todo.pop(0)
+        if archive in seen:
+            continue
+        seen.add(archive)
+        items.append(PlanItem(session_id, archive, "regenerate" if model else "retract",
+                              f"archive above {summary}"))
+        todo.extend(archives_above(store, archive))
+    return items
 
 
 def execute_plan(ctx: JobContext, log_: SessionLog) -> RunResult:
