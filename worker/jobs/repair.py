@@ -26,8 +26,10 @@ failure audited).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from memory import constants as C
 from memory.consolidation.archive import members_of, write_archive_text
@@ -72,6 +74,7 @@ from worker.names import archive_lease_key
 from worker.observability import REPAIRS
 
 log = logging.getLogger("memory_worker")
+T = TypeVar("T")
 
 __all__ = [
     "ACTION_ARCHIVE",
@@ -99,6 +102,21 @@ class RepairReport:
     @property
     def changed(self) -> int:
         return len(self.regenerated) + len(self.retracted) + len(self.unlinked)
+
+
+def _ask_model(call: Callable[[], T], retry_context: str, failure: str, *args: Any) -> T | None:
+    """``call()``'s reply; None when models are not configured or the call failed for good
+    (logged as ``failure % (*args, exc)``: the entry is removed instead); a retryable model error
+    becomes a :class:`TransientJobError` (``retry_context: exc``), so the job is retried."""
+    try:
+        return call()
+    except ModelsNotConfigured:
+        return None
+    except RetryableModelError as exc:
+        raise TransientJobError(f"{retry_context}: {exc}") from exc
+    except PermanentModelError as exc:
+        log.warning(failure, *args, exc)
+        return None
 
 
 # ----------------------------------------------------------------------------------- repairer
@@ -217,19 +235,16 @@ class Repairer:
         self._changed[name] = True
 
     def _extract(self, transcript: str, name: str) -> Extraction | None:
-        if self.client is None:
+        client = self.client
+        if client is None:
             return None
-        settings = self.ctx.runtime.settings
-        try:
-            return extract(self.client, transcript, 0,
-                           max_units=settings.max_work_units_per_run)
-        except ModelsNotConfigured:
-            return None
-        except RetryableModelError as exc:
-            raise TransientJobError(f"regenerating {name}: {exc}") from exc
-        except PermanentModelError as exc:
-            log.warning("regenerating %s failed (%s); it is removed instead", name, exc)
-            return None
+        max_units = self.ctx.runtime.settings.max_work_units_per_run
+        return _ask_model(
+            lambda: extract(client, transcript, 0, max_units=max_units),
+            f"regenerating {name}",
+            "regenerating %s failed (%s); it is removed instead",
+            name,
+        )
 
     def _rewrite(self, name: str, text: str, level: int) -> None:
         """Replace ``name``'s text: ``knowledge-update`` when the store has it, otherwise
@@ -359,18 +374,16 @@ class Repairer:
                     f"from {len(present)} members")
 
     def _archive_text(self, level: int, members: list[KnowledgeEntry]) -> str | None:
-        if self.client is None:
+        client = self.client
+        if client is None:
             return None
-        try:
-            archive = write_archive_text(self.client, level, members_of(members), 0)
-        except ModelsNotConfigured:
-            return None
-        except RetryableModelError as exc:
-            raise TransientJobError(f"regenerating an archive: {exc}") from exc
-        except PermanentModelError as exc:
-            log.warning("regenerating a tier-%d archive failed (%s); it is removed", level, exc)
-            return None
-        return archive.markdown
+        archive = _ask_model(
+            lambda: write_archive_text(client, level, members_of(members), 0),
+            "regenerating an archive",
+            "regenerating a tier-%d archive failed (%s); it is removed",
+            level,
+        )
+        return None if archive is None else archive.markdown
 
     # ---- audit
 
