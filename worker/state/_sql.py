@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Table
+from sqlalchemy import ColumnElement, Table, delete
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -21,6 +21,20 @@ def insert_ignore(
         index_elements=target
     )
     result = session.execute(statement.returning(*table.primary_key.columns))
+    return result.first() is not None
+
+
+def delete_where(
+    session: Session, table: Any, returning: Any, *where: ColumnElement[bool]
+) -> bool:
+    """``DELETE FROM table WHERE where…``; True when a row was there (``returning`` names one of
+    its columns)."""
+    result = session.execute(
+        delete(table)
+        .where(*where)
+        .returning(returning)
+        .execution_options(synchronize_session=False)
+    )
     return result.first() is not None
 
 

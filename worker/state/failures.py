@@ -5,10 +5,10 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from worker.state._sql import insert_ignore, one_line
+from worker.state._sql import delete_where, insert_ignore, one_line
 from worker.state.leases import Clock
 from worker.state.models import FailureRow, utcnow
 
@@ -75,13 +75,13 @@ class FailureRepo:
 
     def clear(self, task: str, session_id: str) -> bool:
         """Forget the failure (the task succeeded, or the operator retries it)."""
-        result = self._session.execute(
-            delete(FailureRow)
-            .where(FailureRow.task == task, FailureRow.session_id == session_id)
-            .returning(FailureRow.id)
-            .execution_options(synchronize_session=False)
+        return delete_where(
+            self._session,
+            FailureRow,
+            FailureRow.id,
+            FailureRow.task == task,
+            FailureRow.session_id == session_id,
         )
-        return result.first() is not None
 
     def list(self, *, permanent: bool | None = None, task: str | None = None) -> list[Failure]:
         """Failures, most recent first; filter on permanence or task when given."""

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, delete, select, update
+from sqlalchemy import ColumnElement, select, update
 from sqlalchemy.orm import Session
 
 from worker.names import session_lease_key
-from worker.state._sql import insert_ignore
+from worker.state._sql import delete_where, insert_ignore
 from worker.state.leases import Clock, lease_is_held
 from worker.state.models import ProgressRow, utcnow
 
@@ -165,13 +165,13 @@ class ProgressRepo:
         return reset
 
     def delete(self, shelf: str, session_id: str) -> bool:
-        result = self._session.execute(
-            delete(ProgressRow)
-            .where(ProgressRow.shelf == shelf, ProgressRow.session_id == session_id)
-            .returning(ProgressRow.session_id)
-            .execution_options(synchronize_session=False)
+        return delete_where(
+            self._session,
+            ProgressRow,
+            ProgressRow.session_id,
+            ProgressRow.shelf == shelf,
+            ProgressRow.session_id == session_id,
         )
-        return result.first() is not None
 
     def list(self, shelf: str | None = None) -> list[Progress]:
         """Every progress row (of one shelf when given), ordered by shelf then session."""
