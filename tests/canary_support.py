@@ -14,11 +14,7 @@ from typing import Any
 import pytest
 from conftest import REPO
 from model_server import ModelServer, Reply, echo_reply, transcript_lines
-
-from memory.store.lite.store import LiteStore
-from worker.pipeline import owe_consolidation
-from worker.runner import InProcessRunner
-from worker.watch import Watcher
+from pipeline_support import dump, names, process  # noqa: F401 (the canary tests import them from here)
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime
@@ -64,28 +60,8 @@ def runtime_for(root: Path, server: ModelServer, monkeypatch: pytest.MonkeyPatch
     return embedded_runtime(root, force_idle=True, **values)
 
 
-def process(runtime: Any) -> InProcessRunner:
-    """Scan, log, consolidate and cascade everything owed, in process."""
-    runner = InProcessRunner(runtime, keep_results=True)
-    owe_consolidation(runtime, runner.submit)
-    watcher = Watcher(runtime, runner.submit)
-    watcher.poll_once()
-    watcher.reconcile()
-    runner.drain(timeout_s=60)
-    return runner
-
-
-def dump(root: Path) -> dict[str, Any]:
-    with LiteStore("default", home=root / "lite") as store:
-        return store.dump()
-
-
 def dump_text(root: Path) -> str:
     return json.dumps(dump(root), ensure_ascii=False)
-
-
-def names(root: Path) -> set[str]:
-    return {row["name"] for row in dump(root)["knowledge"]}
 
 
 def triples(root: Path) -> set[tuple[str, str, str]]:

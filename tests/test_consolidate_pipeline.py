@@ -15,16 +15,14 @@ from typing import Any
 import pytest
 from conftest import REPO
 from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
+from pipeline_support import dump, process, progress
 from sqlalchemy import text
 from typer.testing import CliRunner
 
 from memory import llm
 from memory.store.base import TransientStoreError
-from memory.store.lite.store import LiteStore
 from worker.cli import _register, app
-from worker.pipeline import owe_consolidation, request_reconsolidation, run_job
-from worker.runner import InProcessRunner
-from worker.watch import Watcher
+from worker.pipeline import request_reconsolidation, run_job
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime
@@ -50,22 +48,6 @@ def runtime_for(root: Path, monkeypatch: pytest.MonkeyPatch, *servers: ModelServ
     return embedded_runtime(root, force_idle=force_idle, **values)
 
 
-def process(runtime: Any) -> InProcessRunner:
-    """Scan, log and consolidate everything owed, in process."""
-    runner = InProcessRunner(runtime, keep_results=True)
-    owe_consolidation(runtime, runner.submit)
-    watcher = Watcher(runtime, runner.submit)
-    watcher.poll_once()
-    watcher.reconcile()
-    runner.drain(timeout_s=60)
-    return runner
-
-
-def dump(root: Path) -> dict[str, Any]:
-    with LiteStore("default", home=root / "lite") as store:
-        return store.dump()
-
-
 def entries(root: Path) -> dict[str, dict[str, Any]]:
     return {row["name"]: row["content"] for row in dump(root)["knowledge"]}
 
@@ -76,11 +58,6 @@ def edges(root: Path, relation: str, head_prefix: str = "") -> set[tuple[str, st
         for row in dump(root)["statements"]
         if row["relation"] == relation and row["head"].startswith(head_prefix)
     }
-
-
-def progress(runtime: Any, sid: str) -> Any:
-    with runtime.state.transaction() as repos:
-        return repos.progress.get("default", sid)
 
 
 def test_summary_is_named_by_the_span_and_links_only_kept_messages(

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from conftest import REPO
 from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
+from pipeline_support import dump
 
 from memory.entries import archive_name
-from memory.store.lite.store import LiteStore
 from worker.state.database import StateDB
 
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -57,11 +57,6 @@ def worker_env(root: Path, server: ModelServer, **extra: str) -> dict[str, str]:
         "E2E_KEY": "sk-e2e-0000000000000000",
         **extra,
     }
-
-
-def dump(root: Path) -> dict[str, Any]:
-    with LiteStore("default", home=root / "lite") as store:
-        return store.dump()
 
 
 def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:

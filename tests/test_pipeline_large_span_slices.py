@@ -10,12 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from conftest import REPO
+from pipeline_support import dump, process
 
 from memory.dsh.events import Event
-from memory.store.lite.store import LiteStore
 from worker.jobs.logread import slice_span
-from worker.runner import InProcessRunner
-from worker.watch import Watcher
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime
@@ -26,14 +24,9 @@ CWD = "/home/dev/proj"
 def run(root: Path, max_span_events: int) -> tuple[dict[str, Any], list[Any]]:
     runtime = embedded_runtime(root, force_idle=True)
     runtime.max_span_events = max_span_events
-    runner = InProcessRunner(runtime, keep_results=True)
-    watcher = Watcher(runtime, runner.submit)
-    watcher.poll_once()
-    watcher.reconcile()
-    runner.drain(timeout_s=60)
+    runner = process(runtime, consolidation=False)
     runtime.close()
-    with LiteStore("default", home=root / "lite") as store:
-        return store.dump(), runner.stats.results
+    return dump(root), runner.stats.results
 
 
 def test_sliced_spans_write_exactly_what_one_span_writes(tmp_path: Path) -> None:

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 from conftest import REPO
+from pipeline_support import dump, names, progress
 
-from memory.store.lite.store import LiteStore
 from worker.names import session_lease_key
 from worker.pipeline import JobContext, TransientJobError, log_span, run_job
 from worker.runner import InProcessRunner
@@ -27,15 +27,6 @@ from worker_dshgen import SessionLogWriter, embedded_runtime
 CWD = "/home/dev/proj"
 
 
-def dump(root: Path) -> dict[str, Any]:
-    with LiteStore("default", home=root / "lite") as store:
-        return store.dump()
-
-
-def names(root: Path) -> set[str]:
-    return {row["name"] for row in dump(root)["knowledge"]}
-
-
 def process(runtime: Any, *, reconcile: bool = False) -> InProcessRunner:
     runner = InProcessRunner(runtime, keep_results=True)
     watcher = Watcher(runtime, runner.submit)
@@ -44,11 +35,6 @@ def process(runtime: Any, *, reconcile: bool = False) -> InProcessRunner:
         watcher.reconcile()
     runner.drain(timeout_s=30)
     return runner
-
-
-def progress(runtime: Any, sid: str) -> Any:
-    with runtime.state.transaction() as repos:
-        return repos.progress.get("default", sid)
 
 
 def test_only_finished_turns_are_logged_until_the_open_turn_ends(tmp_path: Path) -> None:
