@@ -9,18 +9,16 @@ from __future__ import annotations
 import base64
 import json
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 import redis
+from cluster_support import Cluster, throwaway_cluster, wait_for
 from conftest import REPO
 from model_server import ModelServer, model_server_fixture  # noqa: F401
 from test_e2e_consolidation_embedded import scripted
-from test_e2e_distributed import PG_ADMIN, Cluster, wait_for
 
 from worker import tasks
 from worker.commands.daemon import BrokerHints
@@ -42,13 +40,7 @@ KEY_ENV = "LOST_HINTS_KEY"
 @pytest.fixture
 def cluster(tmp_path: Path, model_server: ModelServer) -> Iterator[Cluster]:
     model_server.responder = scripted
-    database = f"h11_reconcile_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{database}"')
-    queue = f"h11-reconcile-{uuid.uuid4().hex[:8]}"
-    c = Cluster(tmp_path, f"postgresql://postgres@127.0.0.1:5432/{database}", queue)
-    c.env.update({
-        "MEMORY_WORKER_BROKER_URL": f"redis://127.0.0.1:6379/{REDIS_DB}",
+    env = {
         "MEMORY_WORKER_IDLE_CLOSE_S": "600",
         "MEMORY_WORKER_CASCADE_ENABLED": "false",
         "MEMORY_WORKER_MODEL_ROUTES": json.dumps(
@@ -56,14 +48,9 @@ def cluster(tmp_path: Path, model_server: ModelServer) -> Iterator[Cluster]:
               "api_key_env": KEY_ENV}]
         ),
         KEY_ENV: "sk-lost-hints-000000000000",
-    })
-    try:
+    }
+    with throwaway_cluster(tmp_path, "h11_reconcile", REDIS_DB, env) as c:
         yield c
-    finally:
-        c.stop()
-        redis.Redis(db=REDIS_DB).delete(queue)
-        with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
 
 def local_runtime(cluster: Cluster, monkeypatch: pytest.MonkeyPatch, *, force_idle: bool) -> Any:

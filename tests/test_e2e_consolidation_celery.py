@@ -7,17 +7,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
-import redis
+from cluster_support import Cluster, throwaway_cluster, wait_for
 from model_server import ModelServer, model_server_fixture  # noqa: F401
 from test_e2e_consolidation_embedded import scripted
-from test_e2e_distributed import PG_ADMIN, Cluster, wait_for
 from worker_dshgen import SessionLogWriter
 
 from memory.entries import archive_name
@@ -31,13 +28,7 @@ CWD = "/home/dev/celery-proj"
 @pytest.fixture
 def cluster(tmp_path: Path, model_server: ModelServer) -> Iterator[Cluster]:
     model_server.responder = scripted
-    database = f"h8_e2e_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{database}"')
-    queue = f"h8-e2e-{uuid.uuid4().hex[:8]}"
-    c = Cluster(tmp_path, f"postgresql://postgres@127.0.0.1:5432/{database}", queue)
-    c.env.update({
-        "MEMORY_WORKER_BROKER_URL": f"redis://127.0.0.1:6379/{REDIS_DB}",
+    env = {
         "MEMORY_WORKER_IDLE_CLOSE_S": "600",
         "MEMORY_WORKER_CHECK_EVERY_TURNS": "1",
         "MEMORY_WORKER_MIN_NEW_TOKENS": "500",
@@ -47,16 +38,11 @@ def cluster(tmp_path: Path, model_server: ModelServer) -> Iterator[Cluster]:
               "api_key_env": "E2E_KEY"}]
         ),
         "E2E_KEY": "sk-e2e-0000000000000000",
-    })
-    try:
+    }
+    with throwaway_cluster(tmp_path, "h8_e2e", REDIS_DB, env) as c:
         c.start("daemon", "daemon")
         c.start_worker("w1")
         yield c
-    finally:
-        c.stop()
-        redis.Redis(db=REDIS_DB).delete(queue)
-        with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
 
 def names(cluster: Cluster, prefix: str) -> set[str]:

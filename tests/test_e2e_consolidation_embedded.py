@@ -9,12 +9,11 @@ import json
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cluster_support import wait_for
 from conftest import REPO
 from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
 from pipeline_support import dump
@@ -57,17 +56,6 @@ def worker_env(root: Path, server: ModelServer, **extra: str) -> dict[str, str]:
         "E2E_KEY": "sk-e2e-0000000000000000",
         **extra,
     }
-
-
-def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.1)
 
 
 def test_run_once_writes_summaries_archive_and_work_units(

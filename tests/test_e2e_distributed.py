@@ -11,166 +11,39 @@ import os
 import re
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
-import redis
+from cluster_support import BIN, Cluster, throwaway_cluster, wait_for
 from conftest import REPO
-
-from memory.store.lite import db, shelves
-from memory.store.lite.store import LiteStore
-from worker.runner import InProcessRunner
-from worker.state.database import StateDB
-from worker.watch import Watcher
+from pipeline_support import dump, process
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime
 
 pytestmark = pytest.mark.integration
 
-BIN = Path(sys.executable).parent
-PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 REDIS_DB = 13
 CWD = "/home/dev/dsh-demo"
-
-
-def wait_for(check: Callable[[], Any], timeout: float, what: str, every: float = 0.1) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(every)
-
-
-class Cluster:
-    def __init__(self, root: Path, state_url: str, queue: str) -> None:
-        self.root = root
-        self.state_url = state_url
-        self.queue = queue
-        self.home = root / "dsh"
-        self.lite = root / "lite"
-        self.env = {
-            **os.environ,
-            "MEMORY_WORKER_STATE_URL": state_url,
-            "MEMORY_WORKER_BROKER_URL": f"redis://127.0.0.1:6379/{REDIS_DB}",
-            "MEMORY_WORKER_LITE_HOME": str(self.lite),
-            "MEMORY_WORKER_DSH_HOME": str(self.home),
-            "MEMORY_WORKER_DATA_DIR": str(root / "data"),
-            "MEMORY_WORKER_POLL_INTERVAL_S": "0.2",
-            "MEMORY_WORKER_RECONCILE_INTERVAL_S": "2",
-            "MEMORY_WORKER_IDLE_CLOSE_S": "3",
-            "MEMORY_WORKER_LEASE_TTL_S": "5",
-            "MEMORY_WORKER_RETRY_BACKOFF_S": "0.5",
-            "MEMORY_WORKER_LOG_LEVEL": "INFO",
-        }
-        self.procs: dict[str, subprocess.Popen[bytes]] = {}
-        self.state = StateDB.open(state_url)  # migrate before any process starts
-
-    def start(self, name: str, *args: str) -> subprocess.Popen[bytes]:
-        log = (self.root / f"{name}.log").open("wb")
-        proc = subprocess.Popen(
-            [str(BIN / "memory-worker"), *args, "--queue", self.queue],
-            env=self.env, stdout=log, stderr=subprocess.STDOUT,
-        )
-        self.procs[name] = proc
-        return proc
-
-    def start_worker(self, name: str) -> subprocess.Popen[bytes]:
-        return self.start(name, "worker", "--pool", "solo", "--name", f"{name}@{self.queue}")
-
-    def stop(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in self.procs.values():
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        self.state.dispose()
-
-    def lag(self) -> dict[str, int]:
-        with self.state.transaction() as repos:
-            progress = {p.session_id: p for p in repos.progress.list("default")}
-            out = {}
-            for s in repos.sessions.list():
-                logged = progress[s.session_id].last_logged_seq if s.session_id in progress else 0
-                out[s.session_id] = s.durable_end_seq - max(logged, s.inherited_cut)
-        return out
-
-    def names(self, prefix: str = "") -> set[str]:
-        try:
-            path = shelves.resolve(shelves.lite_home(self.lite), "default") / db.DB_FILE
-        except shelves.ShelfError:
-            return set()
-        if not path.exists():
-            return set()
-        with sqlite3.connect(path) as conn:
-            rows = conn.execute("SELECT name FROM knowledge WHERE name LIKE ?", (prefix + "%",))
-            return {row[0] for row in rows}
-
-    def edges(self, tail: str) -> int:
-        try:
-            path = shelves.resolve(shelves.lite_home(self.lite), "default") / db.DB_FILE
-        except shelves.ShelfError:
-            return 0
-        with sqlite3.connect(path) as conn:
-            return int(conn.execute("SELECT count(*) FROM statement WHERE tail = ?",
-                                    (tail,)).fetchone()[0])
-
-    def dump(self) -> dict[str, Any]:
-        with LiteStore("default", home=self.lite) as store:
-            return store.dump()
-
-    def settled(self, sessions: int) -> bool:
-        lag = self.lag()
-        with self.state.transaction() as repos:
-            nodes_owed = [
-                s.session_id for s in repos.sessions.list()
-                if s.last_title_seq is not None and s.last_title_seq >= s.inherited_cut
-                and not repos.progress.get("default", s.session_id).has_session_node
-            ]
-        return len(lag) == sessions and not any(lag.values()) and not nodes_owed
-
-    def worker_logs(self) -> str:
-        return "\n".join(
-            (self.root / f"{name}.log").read_text(errors="replace")
-            for name in self.procs if name.startswith("w")
-        )
 
 
 def clean_run_dump(home: Path, root: Path) -> dict[str, Any]:
     """The store a fresh embedded run over a copy of ``home`` produces."""
     shutil.copytree(home, root / "dsh")
     runtime = embedded_runtime(root, force_idle=True)
-    runner = InProcessRunner(runtime)
-    watcher = Watcher(runtime, runner.submit)
-    watcher.poll_once()
-    watcher.reconcile()
-    runner.drain(timeout_s=60)
+    process(runtime, consolidation=False)
     runtime.close()
-    with LiteStore("default", home=root / "lite") as store:
-        return store.dump()
+    return dump(root)
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     root = tmp_path_factory.mktemp("distributed")
-    database = f"h7_e2e_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{database}"')
-    queue = f"h7-e2e-{uuid.uuid4().hex[:8]}"
     subprocess.run([str(BIN / "memory-worker"), "demo-home", str(root / "dsh")], check=True,
                    capture_output=True)
     live = SessionLogWriter(root / "dsh", "g-live", CWD)
@@ -178,18 +51,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     live.title("Build flags", first.user_seq)
     live.turn("and the target", "x86_64")
     live.flush()
-    c = Cluster(root, f"postgresql://postgres@127.0.0.1:5432/{database}", queue)
-    c.live = live  # type: ignore[attr-defined]
-    try:
+    with throwaway_cluster(root, "h7_e2e", REDIS_DB) as c:
+        c.live = live  # type: ignore[attr-defined]
         c.start("daemon", "daemon")
         c.start_worker("w1")
         c.start_worker("w2")
         yield c
-    finally:
-        c.stop()
-        redis.Redis(db=REDIS_DB).delete(queue)
-        with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
 
 def test_distributed_run_equals_an_embedded_clean_run(cluster: Cluster, tmp_path: Path) -> None:

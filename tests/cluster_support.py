@@ -1,0 +1,157 @@
+"""Shared by the distributed end-to-end tests: a cluster of real ``memory-worker daemon`` /
+``worker`` processes (Celery on Redis, state in a throwaway PostgreSQL database), its store and
+state read back, and polling until a condition holds."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import redis
+
+from memory.store.lite import db, shelves
+from memory.store.lite.store import LiteStore
+from worker.state.database import StateDB
+
+BIN = Path(sys.executable).parent
+PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+def wait_for(check: Callable[[], Any], timeout: float, what: str, every: float = 0.1) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(every)
+
+
+class Cluster:
+    def __init__(self, root: Path, state_url: str, queue: str, redis_db: int) -> None:
+        self.root = root
+        self.state_url = state_url
+        self.queue = queue
+        self.home = root / "dsh"
+        self.lite = root / "lite"
+        self.env = {
+            **os.environ,
+            "MEMORY_WORKER_STATE_URL": state_url,
+            "MEMORY_WORKER_BROKER_URL": f"redis://127.0.0.1:6379/{redis_db}",
+            "MEMORY_WORKER_LITE_HOME": str(self.lite),
+            "MEMORY_WORKER_DSH_HOME": str(self.home),
+            "MEMORY_WORKER_DATA_DIR": str(root / "data"),
+            "MEMORY_WORKER_POLL_INTERVAL_S": "0.2",
+            "MEMORY_WORKER_RECONCILE_INTERVAL_S": "2",
+            "MEMORY_WORKER_IDLE_CLOSE_S": "3",
+            "MEMORY_WORKER_LEASE_TTL_S": "5",
+            "MEMORY_WORKER_RETRY_BACKOFF_S": "0.5",
+            "MEMORY_WORKER_LOG_LEVEL": "INFO",
+        }
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.state = StateDB.open(state_url)  # migrate before any process starts
+
+    def start(self, name: str, *args: str) -> subprocess.Popen[bytes]:
+        log = (self.root / f"{name}.log").open("wb")
+        proc = subprocess.Popen(
+            [str(BIN / "memory-worker"), *args, "--queue", self.queue],
+            env=self.env, stdout=log, stderr=subprocess.STDOUT,
+        )
+        self.procs[name] = proc
+        return proc
+
+    def start_worker(self, name: str) -> subprocess.Popen[bytes]:
+        return self.start(name, "worker", "--pool", "solo", "--name", f"{name}@{self.queue}")
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        self.state.dispose()
+
+    def lag(self) -> dict[str, int]:
+        with self.state.transaction() as repos:
+            progress = {p.session_id: p for p in repos.progress.list("default")}
+            out = {}
+            for s in repos.sessions.list():
+                logged = progress[s.session_id].last_logged_seq if s.session_id in progress else 0
+                out[s.session_id] = s.durable_end_seq - max(logged, s.inherited_cut)
+        return out
+
+    def names(self, prefix: str = "") -> set[str]:
+        try:
+            path = shelves.resolve(shelves.lite_home(self.lite), "default") / db.DB_FILE
+        except shelves.ShelfError:
+            return set()
+        if not path.exists():
+            return set()
+        with sqlite3.connect(path) as conn:
+            rows = conn.execute("SELECT name FROM knowledge WHERE name LIKE ?", (prefix + "%",))
+            return {row[0] for row in rows}
+
+    def edges(self, tail: str) -> int:
+        try:
+            path = shelves.resolve(shelves.lite_home(self.lite), "default") / db.DB_FILE
+        except shelves.ShelfError:
+            return 0
+        with sqlite3.connect(path) as conn:
+            return int(conn.execute("SELECT count(*) FROM statement WHERE tail = ?",
+                                    (tail,)).fetchone()[0])
+
+    def dump(self) -> dict[str, Any]:
+        with LiteStore("default", home=self.lite) as store:
+            return store.dump()
+
+    def settled(self, sessions: int) -> bool:
+        lag = self.lag()
+        with self.state.transaction() as repos:
+            nodes_owed = [
+                s.session_id for s in repos.sessions.list()
+                if s.last_title_seq is not None and s.last_title_seq >= s.inherited_cut
+                and not repos.progress.get("default", s.session_id).has_session_node
+            ]
+        return len(lag) == sessions and not any(lag.values()) and not nodes_owed
+
+    def worker_logs(self) -> str:
+        return "\n".join(
+            (self.root / f"{name}.log").read_text(errors="replace")
+            for name in self.procs if name.startswith("w")
+        )
+
+
+@contextmanager
+def throwaway_cluster(
+    root: Path, prefix: str, redis_db: int, env: Mapping[str, str] | None = None
+) -> Iterator[Cluster]:
+    """A :class:`Cluster` under ``root`` on a new PostgreSQL database ``<prefix>_<hex>`` and a new
+    Celery queue ``<prefix, dashed>-<hex>`` on Redis database ``redis_db``, with ``env`` added to
+    its processes' environment. On exit its processes are stopped, the queue is deleted and the
+    database dropped."""
+    database = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{database}"')
+    queue = f"{prefix.replace('_', '-')}-{uuid.uuid4().hex[:8]}"
+    cluster = Cluster(root, f"postgresql://postgres@127.0.0.1:5432/{database}", queue, redis_db)
+    cluster.env.update(env or {})
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+        redis.Redis(db=redis_db).delete(queue)
+        with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
