@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from worker.jobs.runtime import long_lived_frozen
 from worker.pipeline import JobResult, Runtime, run_job
 from worker.tasks import backoff_s
 
@@ -73,11 +74,12 @@ class InProcessRunner:
         """Run the jobs that are due now; returns how many ran."""
         self._promote(time.monotonic())
         ran = 0
-        while self._ready and (max_jobs is None or ran < max_jobs):
-            key = self._ready.popleft()
-            self._queued.discard(key)
-            self._run(key)
-            ran += 1
+        with long_lived_frozen():
+            while self._ready and (max_jobs is None or ran < max_jobs):
+                key = self._ready.popleft()
+                self._queued.discard(key)
+                self._run(key)
+                ran += 1
         return ran
 
     def drain(self, *, timeout_s: float | None = None) -> None:

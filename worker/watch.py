@@ -37,7 +37,7 @@ from memory.dsh.reader import read_range
 from memory.dsh.scanner import LogScan
 from memory.messages import base_ordinal, is_loggable
 from worker.jobs.logread import checkpoint_index
-from worker.jobs.runtime import Runtime, ms_of
+from worker.jobs.runtime import Runtime, long_lived_frozen, ms_of
 from worker.owed import BACKED_OFF_JOBS, owed_work
 from worker.state.sessions import Checkpoint, SessionState
 from worker.triggers import SESSION_NODE_EVENTS, STEP_END, TURN_END
@@ -150,12 +150,13 @@ class Watcher:
         report = ScanReport()
         locations = self._discover()
         report.sessions = len(locations)
-        for location in locations:
-            try:
-                self._poll_session(location, report)
-            except Exception as exc:  # one bad session must not stop the others
-                self._report(location.session_id, f"cannot scan {location.path}: {exc}")
-                report.problems += 1
+        with long_lived_frozen():
+            for location in locations:
+                try:
+                    self._poll_session(location, report)
+                except Exception as exc:  # one bad session must not stop the others
+                    self._report(location.session_id, f"cannot scan {location.path}: {exc}")
+                    report.problems += 1
         self._send_due_step_flushes(report)
         return report
 
