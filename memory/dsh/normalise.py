@@ -118,15 +118,18 @@ class RowNormaliser:
         ):
             return self._row_events(obj, seq)
         raw_sources = obj.get("sourceEventSeqs")
-        sources: tuple[int, ...] = ()
-        if raw_sources is not None:
-            try:
-                sources = decode_seq_ranges(raw_sources)
-            except RangeError as exc:
-                self.invalid(seq, str(exc))
+        sources = () if raw_sources is None else self._sources(raw_sources, seq)
         data = obj["data"]
         kind, message = self._message(kind, data, APPEND, seq)
         return [Event(seq, kind, time, data, APPEND, sources, False, message)]
+
+    def _sources(self, raw: Any, seq: int) -> tuple[int, ...]:
+        """A row's decoded ``sourceEventSeqs``; none (with a problem noted) when malformed."""
+        try:
+            return decode_seq_ranges(raw)
+        except RangeError as exc:
+            self.invalid(seq, str(exc))
+            return ()
 
     def _row_events(self, obj: Any, seq: int) -> list[Event]:
         if not isinstance(obj, dict):
@@ -163,12 +166,7 @@ class RowNormaliser:
             return [Event(seq, kind, time, data, None, (), ignorable is True, None)]
         op = None if raw_op is None else self._surface_op(raw_op, seq)
         raw_sources = obj.get("sourceEventSeqs")
-        sources: tuple[int, ...] = ()
-        if raw_sources is not None:
-            try:
-                sources = decode_seq_ranges(raw_sources)
-            except RangeError as exc:
-                self.invalid(seq, str(exc))
+        sources = () if raw_sources is None else self._sources(raw_sources, seq)
         if kind not in SURFACE_TYPES:
             self.invalid(seq, f"log-only {kind} carries surfaceOp/sourceEventSeqs")
             return [Event(seq, kind, time, data, None, sources, ignorable is True, None)]
