@@ -31,6 +31,11 @@ def dump(root: Path) -> dict[str, Any]:
         return store.dump()
 
 
+def entries(root: Path) -> dict[str, dict[str, Any]]:
+    """Every knowledge entry's content, by name."""
+    return {row["name"]: row["content"] for row in dump(root)["knowledge"]}
+
+
 def names(root: Path) -> set[str]:
     return {row["name"] for row in dump(root)["knowledge"]}
 

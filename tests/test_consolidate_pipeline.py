@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from conftest import REPO
 from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
-from pipeline_support import dump, process, progress
+from pipeline_support import dump, entries, process, progress
 from sqlalchemy import text
 from typer.testing import CliRunner
 
@@ -46,10 +46,6 @@ def runtime_for(root: Path, monkeypatch: pytest.MonkeyPatch, *servers: ModelServ
     values: dict[str, Any] = {"model_routes": routes(*servers), "retry_backoff_s": 0.1}
     values.update(overrides)
     return embedded_runtime(root, force_idle=force_idle, **values)
-
-
-def entries(root: Path) -> dict[str, dict[str, Any]]:
-    return {row["name"]: row["content"] for row in dump(root)["knowledge"]}
 
 
 def edges(root: Path, relation: str, head_prefix: str = "") -> set[tuple[str, str]]:

@@ -7,17 +7,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from canary_support import CanarySession, canary_reply, cli, cli_env, dump, process, runtime_for
 from model_server import ModelServer, model_server_fixture  # noqa: F401
+from pipeline_support import entries
 
 pytestmark = pytest.mark.integration
-
-
-def _rows(root: Path) -> dict[str, Any]:
-    return {row["name"]: row["content"] for row in dump(root)["knowledge"]}
 
 
 def test_forget_removes_the_session_and_its_share_of_archives(
@@ -34,7 +30,7 @@ def test_forget_removes_the_session_and_its_share_of_archives(
     kept.turn("2")
     process(runtime)
     runtime.close()
-    before = _rows(tmp_path)
+    before = entries(tmp_path)
     archives = sorted(n for n in before if n.startswith(("sum2-", "sum3-")))
     assert len(archives) == 3 and "session-s-gone" in before
     mine = {n for n in before if "s-gone" in n}
@@ -46,11 +42,11 @@ def test_forget_removes_the_session_and_its_share_of_archives(
     dry = cli(["forget", "s-gone", "--dry-run", "--json"], env)
     assert dry.returncode == 0, dry.stderr
     planned = json.loads(dry.stdout)["sessions"][0]["plan"]
-    assert _rows(tmp_path) == before  # a dry run changes nothing
+    assert entries(tmp_path) == before  # a dry run changes nothing
 
     real = cli(["forget", "s-gone", "--json"], env)
     assert real.returncode == 0, real.stderr
-    after = _rows(tmp_path)
+    after = entries(tmp_path)
     removed = set(before) - set(after)
     assert {p["entry"] for p in planned if p["action"] == "retract"} == removed
     assert not [n for n in after if "s-gone" in n]
@@ -72,7 +68,7 @@ def test_forget_removes_the_session_and_its_share_of_archives(
     gone.turn("3")
     again = runtime_for(tmp_path, model_server, monkeypatch)
     process(again)
-    assert not [n for n in _rows(tmp_path) if "s-gone" in n]
+    assert not [n for n in entries(tmp_path) if "s-gone" in n]
     with again.state.transaction() as repos:
         assert repos.sessions.is_forgotten("s-gone")
         audit = [(e.action, e.outcome) for e in repos.audit.entries(session_id="s-gone")
