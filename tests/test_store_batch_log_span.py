@@ -17,13 +17,12 @@ from typing import Any
 
 import pytest
 from conftest import REPO
+from pipeline_support import process
 
 from memory.store.base import BatchWriter, MemoryStore, write_batch
 from memory.store.lite import batch as lite_batch
 from memory.store.lite.store import LiteStore
 from worker.jobs import log_span as log_span_job
-from worker.runner import InProcessRunner
-from worker.watch import Watcher
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, conversation, embedded_runtime
@@ -70,12 +69,7 @@ def _process(root: Path, wrap: bool) -> list[Any]:
     runtime = embedded_runtime(root, force_idle=True, max_span_events=60)
     if wrap:
         runtime.store_factory = lambda shelf: OneByOne(LiteStore(shelf, home=root / "lite"))
-    runner = InProcessRunner(runtime, keep_results=True)
-    watcher = Watcher(runtime, runner.submit)
-    watcher.poll_once()
-    watcher.reconcile()
-    runner.drain(timeout_s=60)
-    results = list(runner.stats.results)
+    results = list(process(runtime, consolidation=False).stats.results)
     if wrap:
         store = runtime.store("default")
         assert isinstance(store, OneByOne) and store.creates > 0
@@ -166,12 +160,7 @@ def test_a_crash_mid_batch_leaves_whole_batches_and_a_retry_completes(
 
     runtime = embedded_runtime(crashy, force_idle=True, max_span_events=60)
     runtime.store_factory = factory
-    runner = InProcessRunner(runtime, keep_results=True)
-    watcher = Watcher(runtime, runner.submit)
-    watcher.poll_once()
-    watcher.reconcile()
-    runner.drain(timeout_s=60)
-    results = list(runner.stats.results)
+    results = list(process(runtime, consolidation=False).stats.results)
     runtime.close()
     # The failing batch left nothing: none of its keys exist right after the crash, and what
     # earlier batches wrote is whole (each session's messages are a prefix of its ordinals).
