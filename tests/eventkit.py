@@ -18,6 +18,28 @@ def _blocks(content: str | Sequence[Mapping[str, Any]]) -> tuple[Mapping[str, An
     return (text(content),) if isinstance(content, str) else tuple(content)
 
 
+def _surface(
+    seq: int,
+    type_: str,
+    time: int | None,
+    data: Mapping[str, Any],
+    message: Message | None,
+    *,
+    replace: tuple[int, int] | None = None,
+    sources: Iterable[int] = (),
+) -> Event:
+    """A surface event carrying ``message``: an append, or a replace of ``replace``'s range."""
+    return Event(
+        seq=seq,
+        type=type_,
+        time=T0 + seq if time is None else time,
+        data=data,
+        surface_op=Replace(*replace) if replace is not None else APPEND,
+        source_seqs=tuple(sources),
+        message=message,
+    )
+
+
 def user(
     seq: int,
     content: str | Sequence[Mapping[str, Any]] = "hello",
@@ -33,16 +55,7 @@ def user(
         id=f"u{seq}", role="user", content=blocks, source_kind=kind, source={"kind": kind}
     )
     data = {"id": f"u{seq}", "role": "user", "content": list(blocks), "source": {"kind": kind}}
-    op = Replace(*replace) if replace is not None else APPEND
-    return Event(
-        seq=seq,
-        type="user/message",
-        time=T0 + seq if time is None else time,
-        data=data,
-        surface_op=op,
-        source_seqs=tuple(sources),
-        message=message,
-    )
+    return _surface(seq, "user/message", time, data, message, replace=replace, sources=sources)
 
 
 def marker(
@@ -89,14 +102,7 @@ def assistant(
     }
     if interrupted:
         data["interrupted"] = True
-    return Event(
-        seq=seq,
-        type="assistant/message",
-        time=T0 + seq if time is None else time,
-        data=data,
-        surface_op=APPEND,
-        message=message if blocks else None,
-    )
+    return _surface(seq, "assistant/message", time, data, message if blocks else None)
 
 
 def tool_call(
@@ -134,16 +140,7 @@ def tool_result(
     }
     if error is not None:
         data["error"] = dict(error)
-    op = Replace(*replace) if replace is not None else APPEND
-    return Event(
-        seq=seq,
-        type="tool/result",
-        time=T0 + seq if time is None else time,
-        data=data,
-        surface_op=op,
-        source_seqs=(seq - 1,),
-        message=message,
-    )
+    return _surface(seq, "tool/result", time, data, message, replace=replace, sources=(seq - 1,))
 
 
 def other(
