@@ -37,6 +37,21 @@ def wait_for(check: Callable[[], Any], timeout: float, what: str, every: float =
         time.sleep(every)
 
 
+def lite_names(lite: Path, prefix: str = "") -> set[str]:
+    """The entry names starting with ``prefix`` in the ``default`` shelf of the hypatia-lite home
+    ``lite``, read with plain SQLite while worker processes write it; empty until the shelf's
+    database file exists."""
+    try:
+        path = shelves.resolve(shelves.lite_home(lite), "default") / db.DB_FILE
+    except shelves.ShelfError:
+        return set()
+    if not path.exists():
+        return set()
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT name FROM knowledge WHERE name LIKE ?", (prefix + "%",))
+        return {row[0] for row in rows}
+
+
 class Cluster:
     def __init__(self, root: Path, state_url: str, queue: str, redis_db: int) -> None:
         self.root = root
@@ -94,15 +109,7 @@ class Cluster:
         return out
 
     def names(self, prefix: str = "") -> set[str]:
-        try:
-            path = shelves.resolve(shelves.lite_home(self.lite), "default") / db.DB_FILE
-        except shelves.ShelfError:
-            return set()
-        if not path.exists():
-            return set()
-        with sqlite3.connect(path) as conn:
-            rows = conn.execute("SELECT name FROM knowledge WHERE name LIKE ?", (prefix + "%",))
-            return {row[0] for row in rows}
+        return lite_names(self.lite, prefix)
 
     def edges(self, tail: str) -> int:
         try:

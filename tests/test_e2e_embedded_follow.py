@@ -6,43 +6,20 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
+from cluster_support import BIN, wait_for
+from cluster_support import lite_names as names
 from conftest import REPO
-
-from memory.store.lite import db, shelves
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter
 
 pytestmark = pytest.mark.integration
-BIN = Path(sys.executable).parent
-
-
-def names(lite: Path) -> set[str]:
-    try:
-        path = shelves.resolve(shelves.lite_home(lite), "default") / db.DB_FILE
-    except shelves.ShelfError:
-        return set()
-    if not path.exists():
-        return set()
-    with sqlite3.connect(path) as conn:
-        return {row[0] for row in conn.execute("SELECT name FROM knowledge")}
-
-
-def wait_for(check: Callable[[], Any], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)
 
 
 def test_run_follows_the_dsh_home_until_stopped(tmp_path: Path) -> None:
@@ -61,13 +38,14 @@ def test_run_follows_the_dsh_home_until_stopped(tmp_path: Path) -> None:
         )
     try:
         # The home does not exist yet: one warning, then it keeps polling.
-        wait_for(lambda: "has no sessions directory" in errors.read_text(), 20, "the warning")
+        wait_for(lambda: "has no sessions directory" in errors.read_text(), 20, "the warning",
+                 every=0.05)
         log = SessionLogWriter(tmp_path / "dsh", "s-follow", "/home/dev/proj")
         log.turn("first question", "first answer")
         log.flush()
         started = time.monotonic()
         wait_for(lambda: {"msg-s-follow-0", "msg-s-follow-1"} <= names(tmp_path / "lite"), 10,
-                 "the first turn")
+                 "the first turn", every=0.05)
         assert time.monotonic() - started < 5
         log.open_turn("a turn still running")
         log.flush()
@@ -76,7 +54,7 @@ def test_run_follows_the_dsh_home_until_stopped(tmp_path: Path) -> None:
         log.close_turn("done now")
         log.flush()
         wait_for(lambda: {"msg-s-follow-2", "msg-s-follow-3"} <= names(tmp_path / "lite"), 10,
-                 "the finished turn")
+                 "the finished turn", every=0.05)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=20)
