@@ -1,15 +1,19 @@
 """docker-compose.yml and the Dockerfile describe a deployment the worker can actually run.
 
-No Docker engine or compose plugin runs here, so this parses the file with PyYAML and checks
-the structure `docker compose config` would need, plus what only this project knows: every
-MEMORY_WORKER_* variable is a real setting with a valid value, roles wait for the migration,
-and the DSH home is mounted read-only where logs are read.
+No Docker engine runs here, but Debian's `docker-compose` (1.29, installed by `.ci/run` when
+missing) validates the file for real with `docker-compose config`; the file keeps to the subset
+both it and the Compose v2 plugin accept (a `version:` key, no top-level `name:`). The rest
+parses the file with PyYAML and checks what only this project knows: every MEMORY_WORKER_*
+variable is a real setting with a valid value, roles wait for the migration, and the DSH home
+is mounted read-only where logs are read.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 COMPOSE = yaml.safe_load((REPO / "docker-compose.yml").read_text(encoding="utf-8"))
 DOCKERFILE = (REPO / "Dockerfile").read_text(encoding="utf-8")
 
-TOP_LEVEL = {"name", "services", "volumes", "networks", "configs", "secrets"}
+TOP_LEVEL = {"version", "services", "volumes", "networks", "configs", "secrets"}
 SERVICE_KEYS = {
     "build", "image", "command", "entrypoint", "environment", "volumes", "ports", "depends_on",
     "healthcheck", "restart", "deploy",
@@ -45,6 +49,22 @@ def _services() -> dict[str, dict[str, Any]]:
     services = COMPOSE["services"]
     assert isinstance(services, dict)
     return services
+
+
+def test_docker_compose_config_validates_the_file(tmp_path: Path) -> None:
+    binary = shutil.which("docker-compose")
+    assert binary is not None, "docker-compose is missing: `apt-get install docker-compose`"
+    env = {**os.environ, "DSH_HOME": str(tmp_path)}
+    done = subprocess.run(
+        [binary, "-f", str(REPO / "docker-compose.yml"), "config", "-q"],
+        capture_output=True, text=True, env=env, cwd=REPO, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    services = subprocess.run(
+        [binary, "-f", str(REPO / "docker-compose.yml"), "config", "--services"],
+        capture_output=True, text=True, env=env, cwd=REPO, timeout=60, check=True,
+    ).stdout.split()
+    assert sorted(services) == sorted(_services())
 
 
 def test_top_level_and_service_keys_are_compose_keys() -> None:
