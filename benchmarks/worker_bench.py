@@ -77,7 +77,8 @@ def bare_rate(home: Path) -> dict[str, float]:
 def embedded_rate(root: Path) -> dict[str, float]:
     runtime = embedded_runtime(root, force_idle=True)
     runner = InProcessRunner(runtime)
-    watcher = Watcher(runtime, runner.submit)
+    # As ``run --once``: each session's jobs run right after its scan, on the scan's decode.
+    watcher = Watcher(runtime, runner.submit, after_session=lambda _sid: runner.run_ready())
     started = time.perf_counter()
     watcher.poll_once()
     watcher.reconcile()

@@ -36,7 +36,7 @@ from memory.dsh.position import CheckpointIndex, ScanPosition
 from memory.dsh.reader import read_range
 from memory.dsh.scanner import LogScan
 from memory.messages import base_ordinal, is_loggable
-from worker.jobs.logread import checkpoint_index
+from worker.jobs.logread import SHARED_MAX_EVENTS, checkpoint_index, file_identity, offer_whole_log
 from worker.jobs.runtime import Runtime, long_lived_frozen, ms_of
 from worker.owed import BACKED_OFF_JOBS, owed_work
 from worker.state.sessions import Checkpoint, SessionState
@@ -128,9 +128,21 @@ class _Digest:
 class Watcher:
     """Follows a DSH home and sends job hints to ``enqueue``."""
 
-    def __init__(self, runtime: Runtime, enqueue: Enqueue, *, shelf: str | None = None) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        enqueue: Enqueue,
+        *,
+        shelf: str | None = None,
+        after_session: Callable[[str], object] | None = None,
+    ) -> None:
+        """``after_session`` (embedded mode: the in-process runner's ``run_ready``) is called
+        with the session id right after a changed session's scan is recorded and its hints are
+        sent. With it, a scan that read a whole log from its start hands its decode to the jobs
+        that run then (:func:`worker.jobs.logread.offer_whole_log`; they re-check the file)."""
         self.runtime = runtime
         self.enqueue = enqueue
+        self.after_session = after_session
         self.shelf = shelf or runtime.settings.store_shelf
         self.root = runtime.settings.sessions_root
         self._ordinal_at_end: dict[str, int] = {}
@@ -152,11 +164,14 @@ class Watcher:
         report.sessions = len(locations)
         with long_lived_frozen():
             for location in locations:
+                changed = report.changed
                 try:
                     self._poll_session(location, report)
                 except Exception as exc:  # one bad session must not stop the others
                     self._report(location.session_id, f"cannot scan {location.path}: {exc}")
                     report.problems += 1
+                if self.after_session is not None and report.changed > changed:
+                    self.after_session(location.session_id)
         self._send_due_step_flushes(report)
         return report
 
@@ -261,10 +276,21 @@ class Watcher:
         index = checkpoint_index(known) if known is not None else None
         scan = LogScan(location.path, position, index)
         digest = _Digest.start(self._ordinal_at(location.path, known), known)
+        # A whole-log read (from the start) is kept for the jobs about to run (embedded mode).
+        hand_off = self.after_session is not None and position is None
+        identity = file_identity(path) if hand_off else None
+        kept: list[Event] | None = [] if hand_off else None
         for event in scan:
             if digest.version is None and scan.header is not None:
                 digest.begin(scan.header)
             digest.add(event)
+            if kept is not None:
+                kept.append(event)
+                if len(kept) > SHARED_MAX_EVENTS:
+                    kept = None
+        if kept is not None and not scan.problems:
+            offer_whole_log(path, identity, kept)
+        del kept
         if any(p.kind in _FATAL for p in scan.problems):
             if stamp is not None:
                 self._unchanged[sid] = stamp  # not re-read until the file changes

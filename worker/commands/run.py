@@ -201,11 +201,15 @@ def _run_once(runtime: Runtime, shelf: str) -> None:
 
         runner = InProcessRunner(runtime, on_result=_done)
         owe_consolidation(runtime, runner.submit)
-        watcher = Watcher(runtime, runner.submit, shelf=shelf)
+        # Each session's jobs run right after its scan, on the scan's decode of the log.
+        watcher = Watcher(runtime, runner.submit, shelf=shelf,
+                          after_session=lambda _sid: runner.run_ready())
         report = watcher.poll_once()
         watcher.reconcile()
         _submit_reconsolidations(runtime, runner, shelf)
-        progress.update(bar, description="writing memory", total=runner.pending(), completed=0)
+        finished = runner.stats.done + runner.stats.failed
+        progress.update(bar, description="writing memory", total=finished + runner.pending(),
+                        completed=finished)
         runner.drain()
         progress.update(bar, total=runner.stats.done + runner.stats.failed)
     err.print(_summary(runner, report))
@@ -228,7 +232,8 @@ def _follow(runtime: Runtime, shelf: str) -> None:
     stop = stop_on_signals()
     runner = InProcessRunner(runtime)
     owe_consolidation(runtime, runner.submit)
-    watcher = Watcher(runtime, runner.submit, shelf=shelf)
+    watcher = Watcher(runtime, runner.submit, shelf=shelf,
+                      after_session=lambda _sid: runner.run_ready())
     err.print(
         f"following {runtime.settings.sessions_root} → shelf {shelf!r} (Ctrl-C to stop)",
         soft_wrap=True,

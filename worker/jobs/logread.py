@@ -97,9 +97,14 @@ def read_window(state: SessionState, from_seq: int, to_seq: int = END) -> LogWin
     (gone, permissions) raises :class:`TransientJobError`. A torn tail is simply not returned.
     """
     point = _start_point(state, from_seq)
+    whole = point.seq == 0 and to_seq == END
+    handed = _take_shared(state.path) if whole else None
+    if handed is not None:
+        # The watcher (embedded mode) or the previous job decoded exactly this unchanged file.
+        _remember(state.path, handed[0], handed[1])  # still there for the session node
+        return _window(state, point, handed[1], [])
     index = checkpoint_index(state)
     forget_shared_log()  # never hold two decodes at once
-    whole = point.seq == 0 and to_seq == END
     before = _identity(state.path) if whole else None
     result = read_range(Path(state.path), point.seq, to_seq, index)
     raise_for_problems(state, result.problems)
@@ -111,9 +116,15 @@ def read_window(state: SessionState, from_seq: int, to_seq: int = END) -> LogWin
         events = result.events
     if whole and before is not None and not result.problems:
         _remember(state.path, before, events)
+    return _window(state, point, events, result.problems)
+
+
+def _window(
+    state: SessionState, point: Checkpoint, events: list[Event], problems: list[Problem]
+) -> LogWindow:
     end = events[-1].seq + 1 if events else point.seq
     ordinal = point.ordinal if point.seq >= state.inherited_cut else 0
-    return LogWindow(events, point.seq, ordinal, state.inherited_cut, end, result.problems)
+    return LogWindow(events, point.seq, ordinal, state.inherited_cut, end, problems)
 
 
 # ---- the last whole-log decode, shared with the next job on the same unchanged file ----------
@@ -124,6 +135,24 @@ SHARED_MAX_EVENTS = 20_000
 _FileIdentity = tuple[int, int, int, int]
 _shared: tuple[str, _FileIdentity, list[Event]] | None = None
 _shared_lock = threading.Lock()
+
+
+def file_identity(path: str) -> _FileIdentity | None:
+    """``(device, inode, size, mtime_ns)`` of ``path``; ``None`` when it cannot be read."""
+    return _identity(path)
+
+
+def offer_whole_log(path: str, before: _FileIdentity | None, events: list[Event]) -> bool:
+    """Keep a problem-free decode of the whole log at ``path`` (every event from its start to
+    its last complete line) that was made while the file had identity ``before``, for the next
+    job's :func:`read_window` of that log (the watcher's hand-off in embedded mode). Kept only
+    when it is small enough and the file still has that identity; True when kept."""
+    if before is None or len(events) > SHARED_MAX_EVENTS or not events or events[0].seq != 0:
+        forget_shared_log()
+        return False
+    _remember(path, before, events)
+    with _shared_lock:
+        return _shared is not None and _shared[2] is events
 
 
 def _identity(path: str) -> _FileIdentity | None:
@@ -147,12 +176,17 @@ def shared_whole_log(path: str) -> list[Event] | None:
     has not changed since (same device, inode, size and modification time); else ``None``.
     Handed out once (then forgotten, so it is not kept alive longer than needed); do not modify
     the list."""
+    handed = _take_shared(path)
+    return None if handed is None else handed[1]
+
+
+def _take_shared(path: str) -> tuple[_FileIdentity, list[Event]] | None:
     global _shared
     with _shared_lock:
         found, _shared = _shared, None
     if found is None or found[0] != path or _identity(path) != found[1]:
         return None
-    return found[2]
+    return found[1], found[2]
 
 
 def forget_shared_log() -> None:
