@@ -88,11 +88,12 @@ def run_job(
         result.detail = "another worker holds the session's lease"
         return _finish(result, started)
     ctx = JobContext(runtime, job, session_id, shelf, lease)
+    succeeded = False
     try:
         output = _with_retries(fn, ctx)
         _copy(output, result)
         result.status = output.status
-        _clear_failure(runtime, job, session_id)
+        succeeded = True
     except PermanentJobError as exc:
         result.status, result.detail = "failed", _line(exc)
         _record_failure(runtime, job, session_id, exc, permanent=True)
@@ -106,7 +107,8 @@ def run_job(
         result.status, result.detail = "retry", _line(exc)
         _record_failure(runtime, job, session_id, exc, permanent=False)
     finally:
-        _release(runtime, ctx)
+        # Success clears the failure row in the same transaction that releases the lease.
+        _release(runtime, ctx, clear_failure=succeeded)
     return _finish(result, started)
 
 
@@ -183,15 +185,18 @@ def _record_failure(
             "%s %s %s: %s", job, session_id, kind, _line(exc))
 
 
-def _clear_failure(runtime: Runtime, job: str, session_id: str) -> None:
-    try:
-        with runtime.state.transaction() as repos:
-            repos.failures.clear(job, session_id)
-    except (OperationalError, PoolTimeoutError) as exc:
-        log.warning("could not clear the failure of %s %s: %s", job, session_id, _line(exc))
-
-
-def _release(runtime: Runtime, ctx: JobContext) -> None:
+def _release(runtime: Runtime, ctx: JobContext, *, clear_failure: bool = False) -> None:
+    """Give the lease back; after a success also forget the job's failure row, in the same
+    transaction (one commit instead of two per job)."""
+    if clear_failure:
+        try:
+            with runtime.state.transaction() as repos:
+                repos.failures.clear(ctx.job, ctx.session_id)
+                repos.leases.release(ctx.lease)
+            return
+        except (OperationalError, PoolTimeoutError) as exc:
+            log.warning("could not clear the failure of %s %s: %s", ctx.job, ctx.session_id,
+                        _line(exc))
     try:
         with runtime.state.transaction() as repos:
             repos.leases.release(ctx.lease)
