@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
 from worker.state._sql import insert_ignore
@@ -55,6 +55,8 @@ class SessionState:
 
 _FIELDS = tuple(f.name for f in fields(SessionState))
 _COLUMNS = tuple(getattr(SessionRow, name) for name in _FIELDS)
+# Read by every scan and every job: built once, with a bound parameter.
+_GET = select(*_COLUMNS).where(SessionRow.session_id == bindparam("p_sid"))
 
 
 def _state(row: Any) -> SessionState:
@@ -78,9 +80,7 @@ class SessionRepo:
         self._clock = clock
 
     def get(self, session_id: str) -> SessionState | None:
-        row = self._session.execute(
-            select(*_COLUMNS).where(SessionRow.session_id == session_id)
-        ).first()
+        row = self._session.execute(_GET, {"p_sid": session_id}).first()
         return _state(row) if row is not None else None
 
     def list(self, *, include_forgotten: bool = False) -> list[SessionState]:
@@ -115,14 +115,16 @@ class SessionRepo:
         ``closed_at``.
         """
         now = self._clock()
-        insert_ignore(
-            self._session,
-            SessionRow.__table__,  # type: ignore[arg-type]
-            {"session_id": session_id, "path": path, "header": {}, "checkpoints": [],
-             "created_at": now, "updated_at": now},
-        )
         current = self.get(session_id)
-        assert current is not None
+        if current is None:  # first sight (the insert is a no-op if another scan raced us)
+            insert_ignore(
+                self._session,
+                SessionRow.__table__,  # type: ignore[arg-type]
+                {"session_id": session_id, "path": path, "header": {}, "checkpoints": [],
+                 "created_at": now, "updated_at": now},
+            )
+            current = self.get(session_id)
+            assert current is not None
         values: dict[str, Any] = {
             "path": path,
             "scan_offset": scan_offset,
