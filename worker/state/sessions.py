@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from worker.state._sql import insert_ignore
@@ -55,6 +55,7 @@ class SessionState:
 
 _FIELDS = tuple(f.name for f in fields(SessionState))
 _COLUMNS = tuple(getattr(SessionRow, name) for name in _FIELDS)
+_TABLE: Table = SessionRow.__table__  # type: ignore[assignment]
 # Read by every scan and every job: built once, with a bound parameter.
 _GET = select(*_COLUMNS).where(SessionRow.session_id == bindparam("p_sid"))
 
@@ -182,9 +183,10 @@ class SessionRepo:
 
     def _update(self, session_id: str, values: dict[str, Any]) -> bool:
         values.setdefault("updated_at", self._clock())
+        # A Core update on the table (attribute names are the column names): no ORM bulk-update
+        # bookkeeping, which cost as much as the statement itself on every scan.
         result = self._session.execute(
-            update(SessionRow).where(SessionRow.session_id == session_id).values(**values)
-            .returning(SessionRow.session_id)
-            .execution_options(synchronize_session=False)
+            update(_TABLE).where(_TABLE.c.session_id == session_id).values(**values)
+            .returning(_TABLE.c.session_id)
         )
         return result.first() is not None
