@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, select, update
+from sqlalchemy import ColumnElement, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from worker.names import session_lease_key
@@ -61,11 +61,12 @@ class ProgressRepo:
         self._session = session
         self._clock = clock
 
+    # Read by every job: built once, with bound parameters.
+    _FIND = select(*_COLUMNS).where(ProgressRow.shelf == bindparam("p_shelf"),
+                                    ProgressRow.session_id == bindparam("p_sid"))
+
     def find(self, shelf: str, session_id: str) -> Progress | None:
-        row = self._session.execute(
-            select(*_COLUMNS).where(ProgressRow.shelf == shelf,
-                                    ProgressRow.session_id == session_id)
-        ).first()
+        row = self._session.execute(self._FIND, {"p_shelf": shelf, "p_sid": session_id}).first()
         return Progress(**row._asdict()) if row is not None else None
 
     def get(self, shelf: str, session_id: str) -> Progress:
