@@ -2,8 +2,14 @@
 
 SQLite: WAL journal, a busy timeout, foreign keys on, and every transaction opened with
 ``BEGIN IMMEDIATE`` so a read-then-conditional-write cannot interleave with another process's
-write. PostgreSQL: psycopg 3; conditional ``UPDATE … WHERE version = :v`` re-checks the row under
-its lock, which is what the repositories rely on.
+write. ``synchronous = NORMAL``: a commit survives a crash of the process; an OS crash or power
+loss may drop the last few transactions (never a middle one: WAL recovery keeps a prefix). That
+is safe for process-then-advance: the store's writes are durable before a watermark advance
+commits (hypatia-lite commits with ``synchronous = FULL``), so a lost advance leaves the
+watermark behind the store — the span is written again, idempotently — never ahead of it.
+
+PostgreSQL: psycopg 3; conditional ``UPDATE … WHERE version = :v`` re-checks the row under its
+lock, which is what the repositories rely on.
 """
 
 from __future__ import annotations

@@ -3,6 +3,11 @@
 Several processes may open one shelf at once: every connection sets ``busy_timeout``, writes run
 in short ``BEGIN IMMEDIATE`` transactions, and a lock that outlives the timeout is retried a few
 times before it surfaces as a ``TransientStoreError`` (never a raw ``database is locked``).
+
+Durability: ``synchronous = FULL`` — every commit is on disk before it returns, even across an
+OS crash or power loss. The worker advances its watermarks (in another database, where a lost
+last transaction only makes them lag) after a write returns; with ``NORMAL`` here an OS crash
+could drop the last writes while the advance survived, leaving a watermark ahead of the store.
 """
 
 from __future__ import annotations
@@ -130,7 +135,7 @@ def connect(shelf_dir: Path) -> sqlite3.Connection:
         mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
         if str(mode).lower() != "wal":
             conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA synchronous = FULL")  # see the module doc
         script = (
             "BEGIN IMMEDIATE;\n"
             + _SCHEMA
