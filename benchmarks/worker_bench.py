@@ -87,7 +87,8 @@ def embedded_rate(root: Path) -> dict[str, float]:
     seconds = time.perf_counter() - started
     runtime.close()
     stats = runner.stats
-    return {"seconds": seconds, "scan_seconds": scanned, "written": stats.written,
+    return {"seconds": seconds, "scan_with_jobs_seconds": scanned,
+            "drain_seconds": seconds - scanned, "written": stats.written,
             "edges": stats.edges, "failed": stats.failed}
 
 
@@ -193,8 +194,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             e2e_rate = bare["messages"] / e2e["seconds"]
             ratio = e2e_rate / bare["messages_per_s"]
             print(f"[{name}] end to end (embedded, hypatia-lite): {e2e['written']} entries + "
-                  f"{e2e['edges']} edges in {e2e['seconds']:.2f} s (scan "
-                  f"{e2e['scan_seconds']:.2f} s) = {e2e_rate:.0f} messages/s; ratio {ratio:.2f} "
+                  f"{e2e['edges']} edges in {e2e['seconds']:.2f} s (scan with each session's jobs "
+                  f"{e2e['scan_with_jobs_seconds']:.2f} s, then draining "
+                  f"{e2e['drain_seconds']:.2f} s) = {e2e_rate:.0f} messages/s; ratio {ratio:.2f} "
                   "(goal >= 0.4)")
             result[name] = {"bare": bare, "embedded": e2e, "embedded_messages_per_s": e2e_rate,
                             "ratio": ratio}
