@@ -23,9 +23,8 @@ import logging
 import os
 import threading
 import time
-from array import array
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from memory import entries
@@ -35,12 +34,12 @@ from memory.dsh.locate import SessionLocation, discover_sessions
 from memory.dsh.position import CheckpointIndex, ScanPosition
 from memory.dsh.reader import read_range
 from memory.dsh.scanner import LogScan
-from memory.messages import base_ordinal, is_loggable
+from memory.messages import base_ordinal
 from worker.jobs.logread import SHARED_MAX_EVENTS, checkpoint_index, file_identity, offer_whole_log
 from worker.jobs.runtime import Runtime, long_lived_frozen, ms_of
 from worker.owed import BACKED_OFF_JOBS, owed_work
+from worker.scan_digest import ScanDigest
 from worker.state.sessions import Checkpoint, SessionState
-from worker.triggers import SESSION_NODE_EVENTS, STEP_END, TURN_END
 
 log = logging.getLogger("memory_worker")
 
@@ -59,70 +58,6 @@ class ScanReport:
     new_events: int = 0
     enqueued: int = 0
     problems: int = 0
-
-
-@dataclass(slots=True)
-class _Digest:
-    """What the watcher keeps of newly read events, consumed one at a time (constant memory
-    but for one ordinal per event): the message ordinal before each event (for checkpoints),
-    the fork cut, the last ``turn/end``, a pending ``step/end`` and the latest host summary."""
-
-    ordinal: int
-    cut: int
-    fresh: bool
-    version: int | None = None
-    first_seq: int | None = None
-    ordinals: array[int] = field(default_factory=lambda: array("q"))
-    count: int = 0
-    last_turn_end: int | None = None
-    step_end_after_turn: bool = False
-    step_end_time: int | None = None
-    title: Event | None = None
-    saw_node_event: bool = False
-
-    @classmethod
-    def start(cls, ordinal: int, state: SessionState | None) -> _Digest:
-        cut = state.inherited_cut if state is not None else 0
-        return cls(ordinal=ordinal, cut=cut, fresh=state is None)
-
-    def begin(self, header: Header) -> None:
-        """Once the header is known; on first sight a V0/V1 fork's cut is in the header."""
-        if self.version is None:
-            self.version = header.version
-            if self.fresh and header.version <= 1:
-                self.cut = header.seed_length or 0
-
-    def add(self, event: Event) -> None:
-        if self.first_seq is None:
-            self.first_seq = event.seq
-        if (
-            event.type == "session/end-seed"
-            and (self.version or 0) >= 2
-            and isinstance(event.data, Mapping)
-            and event.data.get("inherited") is True
-        ):
-            self.cut, self.ordinal = event.seq, 0  # all before it was the parent's
-        self.ordinals.append(self.ordinal)
-        if event.seq >= self.cut and is_loggable(event):
-            self.ordinal += 1
-        if event.type == TURN_END:
-            self.last_turn_end = event.seq
-            self.step_end_after_turn, self.step_end_time = False, None
-        elif event.type == STEP_END and not self.step_end_after_turn:
-            self.step_end_after_turn, self.step_end_time = True, event.time
-        if event.type in SESSION_NODE_EVENTS:
-            self.saw_node_event = True
-            if event.seq >= self.cut:
-                self.title = event
-        self.count += 1
-
-    def covers(self, seq: int) -> bool:
-        return self.first_seq is not None and 0 <= seq - self.first_seq < self.count
-
-    def ordinal_at(self, seq: int) -> int:
-        """The message ordinal before ``seq`` (0 inside a fork's inherited prefix)."""
-        assert self.first_seq is not None
-        return 0 if seq <= self.cut else self.ordinals[seq - self.first_seq]
 
 
 class Watcher:
@@ -275,7 +210,7 @@ class Watcher:
         known = state if position is not None else None
         index = checkpoint_index(known) if known is not None else None
         scan = LogScan(location.path, position, index)
-        digest = _Digest.start(self._ordinal_at(location.path, known), known)
+        digest = ScanDigest.start(self._ordinal_at(location.path, known), known)
         # A whole-log read (from the start) is kept for the jobs about to run (embedded mode).
         hand_off = self.after_session is not None and position is None
         identity = file_identity(path) if hand_off else None
@@ -327,7 +262,7 @@ class Watcher:
         header: Header,
         position: ScanPosition,
         index: CheckpointIndex,
-        digest: _Digest,
+        digest: ScanDigest,
         generation: int,
     ) -> None:
         sid = location.session_id
@@ -378,7 +313,7 @@ class Watcher:
 
     # --------------------------------------------------------------------------------- hints
 
-    def _hints(self, sid: str, digest: _Digest) -> int:
+    def _hints(self, sid: str, digest: ScanDigest) -> int:
         sent = 0
         if digest.last_turn_end is not None:
             self._step_deadline.pop(sid, None)

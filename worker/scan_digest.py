@@ -1,0 +1,77 @@
+"""What the watcher keeps of newly read events while it scans a log: consumed one event at a
+time, so a scan holds one ordinal per event and nothing else of the log."""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from memory.dsh.events import Event, Header
+from memory.messages import is_loggable
+from worker.state.sessions import SessionState
+from worker.triggers import SESSION_NODE_EVENTS, STEP_END, TURN_END
+
+
+@dataclass(slots=True)
+class ScanDigest:
+    """What the watcher keeps of newly read events, consumed one at a time (constant memory
+    but for one ordinal per event): the message ordinal before each event (for checkpoints),
+    the fork cut, the last ``turn/end``, a pending ``step/end`` and the latest host summary."""
+
+    ordinal: int
+    cut: int
+    fresh: bool
+    version: int | None = None
+    first_seq: int | None = None
+    ordinals: array[int] = field(default_factory=lambda: array("q"))
+    count: int = 0
+    last_turn_end: int | None = None
+    step_end_after_turn: bool = False
+    step_end_time: int | None = None
+    title: Event | None = None
+    saw_node_event: bool = False
+
+    @classmethod
+    def start(cls, ordinal: int, state: SessionState | None) -> ScanDigest:
+        cut = state.inherited_cut if state is not None else 0
+        return cls(ordinal=ordinal, cut=cut, fresh=state is None)
+
+    def begin(self, header: Header) -> None:
+        """Once the header is known; on first sight a V0/V1 fork's cut is in the header."""
+        if self.version is None:
+            self.version = header.version
+            if self.fresh and header.version <= 1:
+                self.cut = header.seed_length or 0
+
+    def add(self, event: Event) -> None:
+        if self.first_seq is None:
+            self.first_seq = event.seq
+        if (
+            event.type == "session/end-seed"
+            and (self.version or 0) >= 2
+            and isinstance(event.data, Mapping)
+            and event.data.get("inherited") is True
+        ):
+            self.cut, self.ordinal = event.seq, 0  # all before it was the parent's
+        self.ordinals.append(self.ordinal)
+        if event.seq >= self.cut and is_loggable(event):
+            self.ordinal += 1
+        if event.type == TURN_END:
+            self.last_turn_end = event.seq
+            self.step_end_after_turn, self.step_end_time = False, None
+        elif event.type == STEP_END and not self.step_end_after_turn:
+            self.step_end_after_turn, self.step_end_time = True, event.time
+        if event.type in SESSION_NODE_EVENTS:
+            self.saw_node_event = True
+            if event.seq >= self.cut:
+                self.title = event
+        self.count += 1
+
+    def covers(self, seq: int) -> bool:
+        return self.first_seq is not None and 0 <= seq - self.first_seq < self.count
+
+    def ordinal_at(self, seq: int) -> int:
+        """The message ordinal before ``seq`` (0 inside a fork's inherited prefix)."""
+        assert self.first_seq is not None
+        return 0 if seq <= self.cut else self.ordinals[seq - self.first_seq]
