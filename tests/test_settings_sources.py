@@ -254,3 +254,12 @@ def test_config_table_shows_the_source_column(monkeypatch: pytest.MonkeyPatch) -
     assert rows["poll_interval_s"] == ["2.0", "env"]
     assert rows["lease_ttl_s"] == ["300.0", "default"]
     assert rows["sessions_root"][1] == "derived"
+
+
+def test_bad_option_value_is_blamed_on_the_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMORY_WORKER_STORE_SHELF", raising=False)
+    with pytest.raises(SettingsError) as info:
+        load_settings(store_shelf="my shelf")
+    message = str(info.value)
+    assert message.startswith("invalid configuration: store_shelf: String should match pattern")
+    assert message.endswith("(set by a command-line option)")

@@ -16,7 +16,7 @@ import os
 import re
 import tomllib
 import zoneinfo
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -325,12 +325,13 @@ def _read_toml(path: Path) -> dict[str, Any]:
     return data
 
 
-def _one_line(exc: ValidationError, path: Path | None) -> str:
+def _one_line(exc: ValidationError, path: Path | None, options: Iterable[str] = ()) -> str:
     problems = []
     for error in exc.errors():
         loc = ".".join(str(part) for part in error["loc"])
         field = str(error["loc"][0]) if error["loc"] else ""
-        where = f"{ENV_PREFIX}{field.upper()}" + (f" or {path}" if path else "")
+        where = ("a command-line option" if field in options
+                 else f"{ENV_PREFIX}{field.upper()}" + (f" or {path}" if path else ""))
         problems.append(f"{loc}: {error['msg']} (set by {where})")
     return "invalid configuration: " + "; ".join(problems)
 
@@ -344,7 +345,7 @@ def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Se
     try:
         settings = Settings(**overrides)
     except ValidationError as exc:
-        raise SettingsError(_one_line(exc, path)) from None
+        raise SettingsError(_one_line(exc, path, overrides)) from None
     finally:
         _FILE_VALUES.reset(token)
     env_names = {name.upper() for name in os.environ}
