@@ -83,7 +83,12 @@ def demo_home(
     if not fixtures.is_dir():
         console.print(f"error: fixture folder {fixtures} does not exist; pass --fixtures DIR")
         raise typer.Exit(2)
-    paths = lay_out_fixtures(fixtures, directory, cwd)
+    try:
+        paths = lay_out_fixtures(fixtures, directory, cwd)
+    except OSError as exc:
+        console.print(f"error: cannot write the DSH home under {directory}: "
+                      f"{exc.strerror or exc}", soft_wrap=True, markup=False)
+        raise typer.Exit(1) from None
     if not paths:
         console.print(f"error: no session*.jsonl fixtures under {fixtures}")
         raise typer.Exit(2)
