@@ -141,10 +141,13 @@ def _compaction_id(log: SessionLog, seq: int) -> str | None:
 
 
 def _print_report(console: Console, report: dict[str, Any]) -> None:
-    console.print(f"[bold]{escape(str(report['id']))}[/bold]  {escape(report['path'])}")
+    sid = report["id"] if report["id"] is not None else "(header unreadable)"
+    console.print(f"[bold]{escape(str(sid))}[/bold]  {escape(report['path'])}")
     parent = report["parent"] or "-"
+    version = report["version"] if report["version"] is not None else "-"
+    cwd = report["cwd"] if report["cwd"] is not None else "-"
     console.print(
-        f"  version {report['version']}  cwd {escape(str(report['cwd']))}  parent "
+        f"  version {version}  cwd {escape(str(cwd))}  parent "
         f"{escape(parent)}  inherited {report['inherited']}  events {report['events']}  "
         f"open turn {'yes' if report['open_turn'] else 'no'}"
     )
