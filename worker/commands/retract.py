@@ -141,7 +141,7 @@ def _run(runtime: Runtime, shelf: str, targets: list[str], extra: list[str], dry
     elif not dry_run:
         done = sum(len(r["retracted"]) + len(r["repaired"]) for r in results.values())
         err.print(f"{done} entries retracted or repaired in {len(results)} session(s)"
-                  + (f"; left undone: {', '.join(undone)}" if undone else ""))
+                  + (f"; left undone: {', '.join(undone)}" if undone else ""), soft_wrap=True)
     return 1 if undone else 0
 
 

@@ -212,7 +212,7 @@ def _run_once(runtime: Runtime, shelf: str) -> None:
                         completed=finished)
         runner.drain()
         progress.update(bar, total=runner.stats.done + runner.stats.failed)
-    err.print(_summary(runner, report))
+    err.print(_summary(runner, report), soft_wrap=True)
     if runner.stats.failed:
         raise typer.Exit(1)
 
@@ -249,4 +249,4 @@ def _follow(runtime: Runtime, shelf: str) -> None:
 
     watcher.run(stop, after_poll=_work)
     err.print(f"stopped; {runner.stats.written} entries written, "
-              f"{runner.stats.retracted} retracted")
+              f"{runner.stats.retracted} retracted", soft_wrap=True)
