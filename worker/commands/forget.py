@@ -48,6 +48,8 @@ def forget(
     failed: dict[str, str] = {}
     try:
         check_store_or_exit(runtime, settings.store_shelf)
+        with runtime.state.transaction() as repos:
+            unseen = {sid for sid in sessions if repos.sessions.get(sid) is None}
         for sid in sessions:
             try:
                 results.append(with_session_lease(
@@ -80,6 +82,12 @@ def forget(
                 table.add_row(escape(r.session_id), escape(item.entry), item.action,
                               escape(item.why))
         Console(width=200).print(table)
+        for r in results:
+            if r.session_id in unseen and not r.items:
+                err.print(f"memory-worker forget: {escape(r.session_id)}: not seen by the watcher "
+                          "and nothing of it in memory"
+                          + ("" if dry_run else "; marked forgotten, so it is never ingested"),
+                          soft_wrap=True)
         for sid, why in failed.items():
             err.print(f"memory-worker forget: {escape(sid)}: {escape(why)}", soft_wrap=True)
         if not dry_run:
