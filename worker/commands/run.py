@@ -7,6 +7,7 @@ treating every session as idle (every tail is flushed), shows a progress bar and
 from __future__ import annotations
 
 import logging
+import re
 import signal
 import threading
 import time
@@ -103,12 +104,18 @@ def serve_metrics(settings: Settings, state: StateDB | None = None) -> None:
                   f"{escape(str(exc.strerror or exc))}; continuing without metrics")
 
 
+def db_error_line(exc: BaseException) -> str:
+    """One line of a state-database error, without SQLAlchemy's "Background on this error" link."""
+    text = re.sub(r"\s*\(Background on this error at: [^)]*\)", "", str(exc))
+    return " ".join(text.split())[:300]
+
+
 def open_runtime_or_exit(settings: Settings, kind: str, *, force_idle: bool = False) -> Runtime:
     """The runtime (state migrated to head); an unusable state database is one line, exit 2."""
     try:
         return build_runtime(settings, owner=default_owner(kind), force_idle=force_idle)
     except (StateURLError, SQLAlchemyError, OSError) as exc:
-        line = " ".join(str(exc).split())[:300]
+        line = db_error_line(exc)
         err.print(f"memory-worker: cannot open the state database: {escape(line)}", soft_wrap=True)
         raise typer.Exit(2) from None
 
@@ -168,7 +175,7 @@ def run(
         else:
             _follow(runtime, target)
     except SQLAlchemyError as exc:
-        line = " ".join(str(exc).split())[:300]
+        line = db_error_line(exc)
         err.print(f"memory-worker: the state database failed: {escape(line)}", soft_wrap=True)
         raise typer.Exit(2) from None
     finally:
