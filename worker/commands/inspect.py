@@ -172,7 +172,8 @@ def _print_report(console: Console, report: dict[str, Any]) -> None:
 
 @app.command()
 def inspect(
-    path: Annotated[Path, typer.Argument(help="A session log, session directory, or DSH home.")],
+    path: Annotated[Path, typer.Argument(
+        help="A session log, session directory, sessions root, or DSH home.")],
     json_: Annotated[bool, typer.Option("--json", help="Print the stable JSON form.")] = False,
 ) -> None:
     """Print what the worker reads from DSH session logs."""

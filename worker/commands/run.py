@@ -49,7 +49,8 @@ DshHomeOption = Annotated[
     typer.Option("--dsh-home", help="DSH home to follow (default: $DSH_HOME or ~/.dsh)."),
 ]
 ShelfOption = Annotated[
-    str | None, typer.Option("--shelf", help="Store shelf to write (default: `default`).")
+    str | None,
+    typer.Option("--shelf", help="Store shelf to use (default: setting `store_shelf`, `default`)."),
 ]
 MetricsPortOption = Annotated[
     int | None,

@@ -49,7 +49,8 @@ def worker_command(
     metrics_port: MetricsPortOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Run a Celery worker that executes the log / session-node jobs."""
+    """Run a Celery worker that executes the queued jobs (log, session node, consolidate, cascade,
+    retract)."""
     settings = load_or_exit(config, concurrency=concurrency, metrics_port=metrics_port)
     setup_logging(settings)
     open_runtime_or_exit(settings, "migrate").close()  # migrate once, before any child starts
