@@ -263,3 +263,13 @@ def test_bad_option_value_is_blamed_on_the_option(monkeypatch: pytest.MonkeyPatc
     message = str(info.value)
     assert message.startswith("invalid configuration: store_shelf: String should match pattern")
     assert message.endswith("(set by a command-line option)")
+
+
+def test_env_value_that_is_not_json_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORY_WORKER_MODEL_ROUTES", "not json")
+    with pytest.raises(SettingsError) as info:
+        load_settings()
+    assert str(info.value) == (
+        "invalid configuration: model_routes: not valid JSON (Expecting value at char 0) "
+        "(set by MEMORY_WORKER_MODEL_ROUTES)"
+    )

@@ -40,6 +40,7 @@ from pydantic_settings import (
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
+from pydantic_settings import SettingsError as SourceError
 
 from memory.constants import DEFAULT_WITHDRAWAL_WHITELIST
 
@@ -336,6 +337,15 @@ def _one_line(exc: ValidationError, path: Path | None, options: Iterable[str] = 
     return "invalid configuration: " + "; ".join(problems)
 
 
+def _source_line(exc: SourceError) -> str:
+    found = re.search(r'field "([^"]+)"', str(exc))
+    field = found.group(1) if found else "?"
+    cause = exc.__cause__
+    why = (f"not valid JSON ({cause.msg} at char {cause.pos})"
+           if isinstance(cause, json.JSONDecodeError) else " ".join(str(cause or exc).split()))
+    return f"invalid configuration: {field}: {why} (set by {ENV_PREFIX}{field.upper()})"
+
+
 def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Settings:
     """Build the effective settings; raise :class:`SettingsError` (one line) when invalid."""
     raw_path = config_file if config_file is not None else os.environ.get(CONFIG_ENV)
@@ -346,6 +356,8 @@ def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Se
         settings = Settings(**overrides)
     except ValidationError as exc:
         raise SettingsError(_one_line(exc, path, overrides)) from None
+    except SourceError as exc:  # an environment value that is not the JSON a list/model needs
+        raise SettingsError(_source_line(exc)) from None
     finally:
         _FILE_VALUES.reset(token)
     env_names = {name.upper() for name in os.environ}
