@@ -124,7 +124,7 @@ def open_runtime_or_exit(settings: Settings, kind: str, *, force_idle: bool = Fa
 def check_store_or_exit(runtime: Runtime, shelf: str) -> None:
     try:
         runtime.store(shelf)
-    except StoreError as exc:
+    except (StoreError, OSError) as exc:  # OSError: e.g. a hypatia-lite home it cannot create
         err.print(f"memory-worker: cannot open the store: {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
 

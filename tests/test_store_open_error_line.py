@@ -1,0 +1,30 @@
+"""A hypatia-lite home the worker cannot create (here: under /proc) is one line and
+exit 2 from `run --once`, like any other store that cannot be opened, not a traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent / "memory-worker"
+
+
+@pytest.mark.integration
+def test_uncreatable_lite_home_is_one_line(tmp_path: Path) -> None:
+    home = Path("/proc/dsh-memory-worker-no-such-dir/lite")
+    (tmp_path / "dsh" / "sessions").mkdir(parents=True)
+    env = {**os.environ, "MEMORY_WORKER_DATA_DIR": str(tmp_path / "data"),
+           "HYPATIA_LITE_HOME": str(home)}
+    for name in ("MEMORY_WORKER_LITE_HOME", "MEMORY_WORKER_STATE_URL", "MEMORY_WORKER_CONFIG"):
+        env.pop(name, None)
+    done = subprocess.run([str(BIN), "run", "--once", "--dsh-home", str(tmp_path / "dsh")],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "memory-worker: cannot open the store: [Errno 2] No such file or directory: "
+        "'/proc/dsh-memory-worker-no-such-dir'"
+    ]
