@@ -134,6 +134,11 @@ def _run_here(runtime: Runtime, queued: list[str], shelf: str) -> int:
                   soft_wrap=True)
         if result.status not in ("done", "skipped"):
             failed += 1
+    finished = {result.session_id for result in outcomes}
+    for session_id in queued:
+        if session_id not in finished:  # a retryable failure: the runner deferred its retry
+            err.print(escape(f"{session_id}: not finished — the consolidation failed (see the "
+                             "warning above); the request stays recorded"), soft_wrap=True)
     return failed + (len(queued) - len(outcomes))
 
 
