@@ -23,6 +23,7 @@ from worker.cli import app
 from worker.commands.config import ConfigOption
 from worker.commands.run import (
     ShelfOption,
+    check_store_or_exit,
     err,
     load_or_exit,
     open_runtime_or_exit,
@@ -78,6 +79,8 @@ def reconsolidate(
     runtime = open_runtime_or_exit(settings, "reconsolidate")
     target = settings.store_shelf
     try:
+        if wait:  # the work runs here: an unusable store is one line before anything is queued
+            check_store_or_exit(runtime, target)
         ids = list(dict.fromkeys(sessions or []))
         if all_sessions:
             with runtime.state.transaction() as repos:
