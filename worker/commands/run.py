@@ -102,7 +102,7 @@ def serve_metrics(settings: Settings, state: StateDB | None = None) -> None:
         start_metrics_server(settings.metrics_port, state, settings.store_shelf)
     except OSError as exc:
         err.print(f"memory-worker: metrics port {settings.metrics_port} unavailable: "
-                  f"{escape(str(exc.strerror or exc))}; continuing without metrics")
+                  f"{escape(str(exc.strerror or exc))}; continuing without metrics", soft_wrap=True)
 
 
 def db_error_line(exc: BaseException) -> str:
