@@ -26,3 +26,11 @@ def test_writable_directory_still_gets_every_fixture(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["demo-home", str(tmp_path / "dsh")])
     assert result.exit_code == 0
     assert len(list((tmp_path / "dsh" / "sessions").glob("*/*/session*.jsonl"))) == 8
+
+
+def test_long_paths_stay_on_one_line(tmp_path: Path) -> None:
+    target = tmp_path / ("a-rather-long-directory-name-" * 3) / "[demo]"
+    _register()
+    result = CliRunner().invoke(app, ["demo-home", str(target)], env={"COLUMNS": "80"})
+    assert result.exit_code == 0
+    assert result.output.splitlines() == [f"wrote 8 session logs under {target / 'sessions'}"]

@@ -79,7 +79,7 @@ def demo_home(
     ),
 ) -> None:
     """Lay the shipped DSH fixtures out as a DSH home (for a first `run --once`)."""
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True, markup=False, highlight=False)
     if not fixtures.is_dir():
         console.print(f"error: fixture folder {fixtures} does not exist; pass --fixtures DIR")
         raise typer.Exit(2)
@@ -87,7 +87,7 @@ def demo_home(
         paths = lay_out_fixtures(fixtures, directory, cwd)
     except OSError as exc:
         console.print(f"error: cannot write the DSH home under {directory}: "
-                      f"{exc.strerror or exc}", soft_wrap=True, markup=False)
+                      f"{exc.strerror or exc}")
         raise typer.Exit(1) from None
     if not paths:
         console.print(f"error: no session*.jsonl fixtures under {fixtures}")

@@ -58,7 +58,8 @@ def worker_command(
     serve_metrics(settings)  # jobs run in this process with --pool solo/threads
     node = name or f"memory-worker-{os.getpid()}@{socket.gethostname()}"
     argv = celery_argv(queue, settings.concurrency, pool, settings.log_level, node)
-    err.print(f"celery worker {node} on queue {queue!r} ({pool.value} × {settings.concurrency})")
+    err.print(f"celery worker {node} on queue {queue!r} ({pool.value} × {settings.concurrency})",
+              soft_wrap=True)
     tasks.app.worker_main(argv)
 
 
