@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
+import shutil
 import signal
 import threading
 import time
@@ -122,6 +123,14 @@ def open_runtime_or_exit(settings: Settings, kind: str, *, force_idle: bool = Fa
 
 
 def check_store_or_exit(runtime: Runtime, shelf: str) -> None:
+    """Open the store once up front; an unusable one is one line, exit 2 (a `cli` / `mcp`
+    binary that is not there would otherwise fail every job, retried, forever)."""
+    settings = runtime.settings
+    if settings.store_transport != "lite" and shutil.which(settings.store_binary) is None:
+        err.print(f"memory-worker: cannot open the store: the {settings.store_transport} "
+                  f"transport's binary {settings.store_binary!r} was not found (set "
+                  "store_binary / MEMORY_WORKER_STORE_BINARY)", soft_wrap=True, markup=False)
+        raise typer.Exit(2)
     try:
         runtime.store(shelf)
     except (StoreError, OSError) as exc:  # OSError: e.g. a hypatia-lite home it cannot create
@@ -204,8 +213,8 @@ def _run_once(runtime: Runtime, shelf: str) -> None:
     with Progress(*columns, console=err, transient=False) as progress:
         bar = progress.add_task("reading logs", total=None)
 
-        def _done(_result: JobResult) -> None:
-            progress.advance(bar)
+        def _done(_result: JobResult) -> None:  # called per attempt: count finished jobs only
+            progress.update(bar, completed=runner.stats.done + runner.stats.failed)
 
         runner = InProcessRunner(runtime, on_result=_done)
         owe_consolidation(runtime, runner.submit)
