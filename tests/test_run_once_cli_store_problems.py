@@ -56,3 +56,17 @@ def test_progress_counts_jobs_not_attempts(tmp_path: Path) -> None:
     assert bars and summary is not None
     jobs = int(summary.group(1)) + int(summary.group(2))
     assert bars[-1] == (str(jobs), str(jobs))
+
+
+@pytest.mark.integration
+def test_celery_worker_refuses_a_missing_binary_before_starting(tmp_path: Path) -> None:
+    env = _env(tmp_path, MEMORY_WORKER_STORE_TRANSPORT="mcp",
+               MEMORY_WORKER_STORE_BINARY="no-such-hypatia-binary",
+               MEMORY_WORKER_BROKER_URL="redis://127.0.0.1:1/0")
+    done = subprocess.run([str(BIN), "worker", "--pool", "solo"], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "memory-worker: cannot open the store: the mcp transport's binary "
+        "'no-such-hypatia-binary' was not found (set store_binary / MEMORY_WORKER_STORE_BINARY)"
+    ]

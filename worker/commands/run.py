@@ -122,15 +122,19 @@ def open_runtime_or_exit(settings: Settings, kind: str, *, force_idle: bool = Fa
         raise typer.Exit(2) from None
 
 
-def check_store_or_exit(runtime: Runtime, shelf: str) -> None:
-    """Open the store once up front; an unusable one is one line, exit 2 (a `cli` / `mcp`
-    binary that is not there would otherwise fail every job, retried, forever)."""
-    settings = runtime.settings
+def check_store_binary_or_exit(settings: Settings) -> None:
+    """A `cli` / `mcp` store binary that is not installed is one line, exit 2 (it would
+    otherwise fail every job, retried, forever)."""
     if settings.store_transport != "lite" and shutil.which(settings.store_binary) is None:
         err.print(f"memory-worker: cannot open the store: the {settings.store_transport} "
                   f"transport's binary {settings.store_binary!r} was not found (set "
                   "store_binary / MEMORY_WORKER_STORE_BINARY)", soft_wrap=True, markup=False)
         raise typer.Exit(2)
+
+
+def check_store_or_exit(runtime: Runtime, shelf: str) -> None:
+    """Open the store once up front; an unusable one is one line, exit 2."""
+    check_store_binary_or_exit(runtime.settings)
     try:
         runtime.store(shelf)
     except (StoreError, OSError) as exc:  # OSError: e.g. a hypatia-lite home it cannot create

@@ -21,6 +21,7 @@ from worker.commands.config import ConfigOption
 from worker.commands.daemon import QueueOption
 from worker.commands.run import (
     MetricsPortOption,
+    check_store_binary_or_exit,
     err,
     load_or_exit,
     open_runtime_or_exit,
@@ -53,6 +54,7 @@ def worker_command(
     retract)."""
     settings = load_or_exit(config, concurrency=concurrency, metrics_port=metrics_port)
     setup_logging(settings)
+    check_store_binary_or_exit(settings)
     open_runtime_or_exit(settings, "migrate").close()  # migrate once, before any child starts
     tasks.configure(settings, queue=queue)
     serve_metrics(settings)  # jobs run in this process with --pool solo/threads
