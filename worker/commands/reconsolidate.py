@@ -85,6 +85,9 @@ def reconsolidate(
         if all_sessions:
             with runtime.state.transaction() as repos:
                 ids += [s.session_id for s in repos.sessions.list() if s.session_id not in ids]
+            if not ids:
+                err.print("no sessions seen yet (run `memory-worker run` or `daemon`)",
+                          markup=False)
         results = [
             request_reconsolidation(runtime, sid, target, from_seq=from_seq) for sid in ids
         ]
