@@ -17,6 +17,8 @@ from worker.jobs.runtime import Runtime
 from worker.state.audit import RetractionOutcome
 from worker.state.database import Repos
 from worker.state.leases import Lease
+from worker.state.progress import Progress
+from worker.state.sessions import SessionState
 
 log = logging.getLogger("memory_worker")
 
@@ -99,6 +101,18 @@ class JobContext:
     def timezone(self) -> tzinfo | None:
         name = self.runtime.settings.timezone
         return zoneinfo.ZoneInfo(name) if name else None
+
+    def session_rows(self) -> tuple[SessionState, Progress] | JobOutput:
+        """The session's row and this shelf's progress, read in one transaction, or why the job
+        has nothing to do (the watcher has not seen the session, or it was forgotten)."""
+        with self.state() as repos:
+            session = repos.sessions.get(self.session_id)
+            progress = repos.progress.get(self.shelf, self.session_id)
+        if session is None:
+            return skipped("session not seen by the watcher yet")
+        if session.forgotten:
+            return skipped("session is forgotten")
+        return session, progress
 
     def heartbeat(self) -> None:
         """Renew the lease when a third of its time has passed; a lost lease stops the job."""

@@ -81,13 +81,10 @@ def log_span(ctx: JobContext) -> JobOutput:
     markers only) and then written in slices that end at step or turn boundaries, each slice
     advancing the watermark after its writes, so memory stays bounded on million-event logs.
     """
-    with ctx.state() as repos:
-        session = repos.sessions.get(ctx.session_id)
-        progress = repos.progress.get(ctx.shelf, ctx.session_id)
-    if session is None:
-        return skipped("session not seen by the watcher yet")
-    if session.forgotten:
-        return skipped("session is forgotten")
+    rows = ctx.session_rows()
+    if isinstance(rows, JobOutput):
+        return rows
+    session, progress = rows
     whitelist = ctx.runtime.settings.withdrawal_kinds
     start = span_start(progress.last_logged_seq, session.inherited_cut)
     limit = ctx.runtime.max_span_events

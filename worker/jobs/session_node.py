@@ -83,13 +83,10 @@ def _survey(ctx: JobContext, state: SessionState, logged: int, link_from: int) -
 
 def session_node(ctx: JobContext) -> JobOutput:
     """Write the session node (once) and the ``belongTo`` edges of what is logged so far."""
-    with ctx.state() as repos:
-        session = repos.sessions.get(ctx.session_id)
-        progress = repos.progress.get(ctx.shelf, ctx.session_id)
-    if session is None:
-        return skipped("session not seen by the watcher yet")
-    if session.forgotten:
-        return skipped("session is forgotten")
+    rows = ctx.session_rows()
+    if isinstance(rows, JobOutput):
+        return rows
+    session, progress = rows
     if progress.has_session_node:
         return skipped("session node exists; log_span settles its edges")
     logged = max(progress.last_logged_seq, session.inherited_cut)
