@@ -23,7 +23,7 @@ from memory.store.base import (
     csv_triple,
     write_batch,
 )
-from memory.store.lite import batch as lite_batch
+from memory.store.lite import fts as lite_fts
 from memory.store.lite.embed import HashingEmbedder
 from memory.store.lite.store import LiteStore
 
@@ -155,7 +155,7 @@ def test_a_failure_mid_batch_leaves_nothing_and_a_retry_completes(
         _one_by_one(reference, PRE_ENTRIES, [])
         _one_by_one(reference, entries, statements)
         expected = _raw(reference)
-    real = lite_batch.doc_columns
+    real = lite_fts.doc_columns
     calls = {"n": 0}
 
     def failing(key: str, content: Any) -> Any:
@@ -167,12 +167,12 @@ def test_a_failure_mid_batch_leaves_nothing_and_a_retry_completes(
     with _open(home, "crashy") as store:
         _one_by_one(store, PRE_ENTRIES, [])
         before = _raw(store)
-        monkeypatch.setattr(lite_batch, "doc_columns", failing)
+        monkeypatch.setattr(lite_fts, "doc_columns", failing)
         with pytest.raises(RuntimeError, match="injected crash"):
             store.write_batch(entries, statements)
         assert calls["n"] == 10
         assert _raw(store) == before  # all or nothing: the half-written batch rolled back
-        monkeypatch.setattr(lite_batch, "doc_columns", real)
+        monkeypatch.setattr(lite_fts, "doc_columns", real)
         result = store.write_batch(entries, statements)
         assert len(result.created_names) == 10 and len(result.created_triples) == 10
         assert _raw(store) == expected
@@ -182,7 +182,7 @@ def test_an_sqlite_error_mid_batch_is_a_store_error_and_rolls_back(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     entries = [EntryWrite(f"msg-e-{n}", f"body {n}", embed=False) for n in range(6)]
-    real = lite_batch.doc_columns
+    real = lite_fts.doc_columns
     calls = {"n": 0}
 
     def failing(key: str, content: Any) -> Any:
@@ -192,10 +192,10 @@ def test_an_sqlite_error_mid_batch_is_a_store_error_and_rolls_back(
         return real(key, content)
 
     with _open(home, "sqlerr") as store:
-        monkeypatch.setattr(lite_batch, "doc_columns", failing)
+        monkeypatch.setattr(lite_fts, "doc_columns", failing)
         with pytest.raises(StoreError, match="injected constraint failure"):
             store.write_batch(entries)
         assert store.dump() == {"knowledge": [], "statements": []}
         # The connection is usable afterwards (no transaction left open).
-        monkeypatch.setattr(lite_batch, "doc_columns", real)
+        monkeypatch.setattr(lite_fts, "doc_columns", real)
         assert store.write_batch(entries).created_names == tuple(e.name for e in entries)

@@ -20,7 +20,7 @@ from conftest import REPO
 from pipeline_support import process
 
 from memory.store.base import BatchWriter, MemoryStore, write_batch
-from memory.store.lite import batch as lite_batch
+from memory.store.lite import fts as lite_fts
 from memory.store.lite.store import LiteStore
 from worker.jobs import log_span as log_span_job
 
@@ -142,7 +142,7 @@ def test_a_crash_mid_batch_leaves_whole_batches_and_a_retry_completes(
     _home(reference)
     shutil.copytree(reference / "dsh", crashy / "dsh")
     _process(reference, wrap=False)
-    real = lite_batch.doc_columns
+    real = lite_fts.doc_columns
     calls = {"n": 0}
 
     def crash_once(key: str, content: Any) -> Any:
@@ -151,7 +151,7 @@ def test_a_crash_mid_batch_leaves_whole_batches_and_a_retry_completes(
             raise OSError("injected crash mid-batch")
         return real(key, content)
 
-    monkeypatch.setattr(lite_batch, "doc_columns", crash_once)
+    monkeypatch.setattr(lite_fts, "doc_columns", crash_once)
     watch: list[CrashWatch] = []
 
     def factory(shelf: str) -> CrashWatch:

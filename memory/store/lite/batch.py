@@ -18,7 +18,7 @@ from typing import Any
 from memory.store.base import BatchResult, EntryWrite, StatementWrite, csv_triple
 from memory.store.lite import db
 from memory.store.lite.embed import Embedder, EmbeddingError, embed_text, pack
-from memory.store.lite.fts import doc_columns
+from memory.store.lite.fts import put_docs
 from memory.store.lite.rows import content_text, make_content, well_formed
 
 _NOW = "strftime('%Y-%m-%d %H:%M:%f', 'now')"
@@ -30,12 +30,6 @@ _INSERT_STATEMENT = (
     "INSERT INTO statement(triple, head, relation, tail, content, created_at, embed_wanted,"
     f" embedding, embedding_model) VALUES (?, ?, ?, ?, ?, {_NOW}, ?, ?, ?)"
     " ON CONFLICT(triple) DO NOTHING"
-)
-_INSERT_DOC = (
-    "INSERT INTO docs(catalog, key, fts_key, fts_data, fts_tags, fts_synonyms)"
-    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(catalog, key) DO UPDATE SET"
-    " fts_key = excluded.fts_key, fts_data = excluded.fts_data,"
-    " fts_tags = excluded.fts_tags, fts_synonyms = excluded.fts_synonyms"
 )
 _LOOKUP = 500  # names per existence probe (below SQLite's bound-parameter limit)
 
@@ -149,8 +143,7 @@ def write_batch(
                         for r in created if r.catalog == catalog]
                 if todo and conn.executemany(sql, todo).rowcount != len(todo):
                     raise sqlite3.IntegrityError(f"{catalog} rows changed during a batch write")
-            conn.executemany(_INSERT_DOC, [
-                (r.catalog, r.key, *doc_columns(r.key, r.content)) for r in created])
+            put_docs(conn, [(r.catalog, r.key, r.content) for r in created])
         return created
 
     created: list[_Row] = run(_insert)

@@ -82,10 +82,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
     fts_key, fts_data, fts_tags, fts_synonyms,
     content='docs', content_rowid='id', tokenize='porter unicode61'
 );
-CREATE TRIGGER IF NOT EXISTS docs_ai AFTER INSERT ON docs BEGIN
-    INSERT INTO docs_fts(rowid, fts_key, fts_data, fts_tags, fts_synonyms)
-    VALUES (new.id, new.fts_key, new.fts_data, new.fts_tags, new.fts_synonyms);
-END;
+DROP TRIGGER IF EXISTS docs_ai;
 CREATE TRIGGER IF NOT EXISTS docs_ad AFTER DELETE ON docs BEGIN
     INSERT INTO docs_fts(docs_fts, rowid, fts_key, fts_data, fts_tags, fts_synonyms)
     VALUES ('delete', old.id, old.fts_key, old.fts_data, old.fts_tags, old.fts_synonyms);

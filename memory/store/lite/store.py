@@ -27,7 +27,7 @@ from memory.store.base import (
 )
 from memory.store.lite import batch, db, shelves
 from memory.store.lite.embed import Embedder, embedder_from_env
-from memory.store.lite.fts import BM25, doc_columns, fts_match
+from memory.store.lite.fts import BM25, fts_match, put_docs
 from memory.store.lite.jse import compile_query
 from memory.store.lite.rows import (
     content_text,
@@ -108,14 +108,7 @@ class LiteStore(VectorSearch):
         return Features(no_embed=True, similar_filters=True, delete=True, update=True)
 
     def _put_doc(self, catalog: str, key: str, content: dict[str, Any]) -> None:
-        cols = doc_columns(key, content)
-        self.conn.execute(
-            "INSERT INTO docs(catalog, key, fts_key, fts_data, fts_tags, fts_synonyms)"
-            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(catalog, key) DO UPDATE SET"
-            " fts_key = excluded.fts_key, fts_data = excluded.fts_data,"
-            " fts_tags = excluded.fts_tags, fts_synonyms = excluded.fts_synonyms",
-            (catalog, key, *cols),
-        )
+        put_docs(self.conn, [(catalog, key, content)])
 
     # ---------------------------------------------------------------------------- knowledge
 
