@@ -14,6 +14,7 @@ import subprocess
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, date, datetime, timedelta, tzinfo
+from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Any, Final
 
@@ -421,15 +422,21 @@ def clear_project_cache() -> None:
 def iso_utc(ms: int) -> str:
     """Unix ms → ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (JavaScript ``toISOString``); a time outside years
     1–9999 raises ``ValueError`` naming it."""
+    days, rest = divmod(ms, _DAY_MS)
+    hours, rest = divmod(rest, _HOUR_MS)
+    minutes, rest = divmod(rest, _MINUTE_MS)
+    seconds, millis = divmod(rest, 1000)
     try:
-        moment = _EPOCH + timedelta(milliseconds=ms)
+        day = _utc_day(days)
     except OverflowError:
         raise ValueError(f"time {ms} ms is outside the representable range") from None
-    return (
-        f"{moment.year:04d}"
-        + moment.strftime("-%m-%dT%H:%M:%S.")
-        + (f"{moment.microsecond // 1000:03d}Z")
-    )
+    return f"{day}T{hours:02d}:{minutes:02d}:{seconds:02d}.{millis:03d}Z"
+
+
+@lru_cache(maxsize=1024)
+def _utc_day(days: int) -> str:
+    """``YYYY-MM-DD`` of day ``days`` after 1970-01-01 (every message of a day shares it)."""
+    return _ymd(_EPOCH + timedelta(days=days))
 
 
 def utc_date(moment: datetime | date) -> str:

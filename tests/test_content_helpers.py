@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from memory.content import (
     cap_assistant,
     clean_text,
@@ -79,6 +85,18 @@ def test_estimate_tokens() -> None:
 def test_iso_utc_matches_javascript() -> None:
     assert iso_utc(1_757_404_800_123) == "2025-09-09T08:00:00.123Z"
     assert iso_utc(0) == "1970-01-01T00:00:00.000Z"
+    assert iso_utc(-1) == "1969-12-31T23:59:59.999Z"
+    assert iso_utc(-62_135_596_800_000) == "0001-01-01T00:00:00.000Z"
+    assert iso_utc(253_402_300_799_999) == "9999-12-31T23:59:59.999Z"
+    for outside in (-62_135_596_800_001, 253_402_300_800_000):
+        with pytest.raises(ValueError, match=f"time {outside} ms is outside"):
+            iso_utc(outside)
+
+
+@given(st.integers(min_value=-62_135_596_800_000, max_value=253_402_300_799_999))
+def test_iso_utc_agrees_with_datetime(ms: int) -> None:
+    moment = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)
+    assert iso_utc(ms) == moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def test_project_normalisation() -> None:
