@@ -62,7 +62,7 @@ def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     db = StateDB(url)
     with db.transaction() as repos:
         tables = ", ".join(f'"{table.name}"' for table in Base.metadata.sorted_tables)
-        repos.session.execute(text(f"TRUNCATE {tables} RESTART IDENTITY"))
+        repos.conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY"))
     db.dispose()
     yield url
 

@@ -206,7 +206,7 @@ def test_a_rerun_over_a_written_summary_makes_no_model_call(
     # The watermark is lost (e.g. a crash before the advance): the re-run only re-links.
     with runtime.state.transaction() as repos:
         now = repos.progress.get("default", "s-twice")
-        repos.session.execute(
+        repos.conn.execute(
             text("UPDATE progress SET last_consolidated_seq = 0 WHERE session_id = 's-twice'")
         )
     assert now.last_consolidated_seq == log.seq

@@ -88,7 +88,7 @@ def figures(state: StateDB, shelf: str) -> dict[str, Any]:
                 "last_failure": _failure(found[0]),
             })
         tokens: dict[str, dict[str, int]] = {}
-        for purpose, inp, out, reasoning in repos.session.execute(
+        for purpose, inp, out, reasoning in repos.conn.execute(
             select(ModelCallRow.purpose, func.sum(ModelCallRow.input_tokens),
                    func.sum(ModelCallRow.output_tokens), func.sum(ModelCallRow.reasoning_tokens))
             .group_by(ModelCallRow.purpose)

@@ -6,8 +6,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Literal
 
-from sqlalchemy import insert, select
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection, insert, select
 
 from worker.state._sql import one_line
 from worker.state.leases import Clock
@@ -55,8 +54,8 @@ def _detail(detail: str | None) -> str | None:
 
 
 class AuditRepo:
-    def __init__(self, session: Session, clock: Clock = utcnow) -> None:
-        self._session = session
+    def __init__(self, conn: Connection, clock: Clock = utcnow) -> None:
+        self._conn = conn
         self._clock = clock
 
     def record_retraction(
@@ -74,7 +73,7 @@ class AuditRepo:
         """Log what happened to one withdrawn message entry; returns the row id."""
         if outcome not in RETRACTION_OUTCOMES:
             raise ValueError(f"unknown retraction outcome {outcome!r}")
-        return int(self._session.execute(
+        return int(self._conn.execute(
             insert(RetractionRow).values(
                 shelf=shelf, session_id=session_id, ordinal=ordinal, entry=entry,
                 marker_seq=marker_seq, source_kind=source_kind, outcome=outcome,
@@ -90,7 +89,7 @@ class AuditRepo:
             query = query.where(RetractionRow.session_id == session_id)
         if shelf is not None:
             query = query.where(RetractionRow.shelf == shelf)
-        return [Retraction(**row._asdict()) for row in self._session.execute(query)]
+        return [Retraction(**row._asdict()) for row in self._conn.execute(query)]
 
     def record(
         self,
@@ -105,7 +104,7 @@ class AuditRepo:
         detail: str | None = None,
     ) -> int:
         """Log one repair (``reconsolidate``, ``forget``, ``repair-edges``...); returns its id."""
-        return int(self._session.execute(
+        return int(self._conn.execute(
             insert(AuditRow).values(
                 action=action, outcome=outcome, shelf=shelf, session_id=session_id,
                 subject=subject, cause_marker_seq=cause_marker_seq, source_kind=source_kind,
@@ -121,4 +120,4 @@ class AuditRepo:
             query = query.where(AuditRow.session_id == session_id)
         if action is not None:
             query = query.where(AuditRow.action == action)
-        return [AuditEntry(**row._asdict()) for row in self._session.execute(query)]
+        return [AuditEntry(**row._asdict()) for row in self._conn.execute(query)]

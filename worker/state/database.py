@@ -1,4 +1,8 @@
-"""``StateDB``: one engine, short transactions, every repository bound to the same session."""
+"""``StateDB``: one engine, short transactions, every repository bound to the same connection.
+
+The repositories run Core statements on a plain ``Connection``: they read and write columns,
+never ORM objects, and an ORM ``Session`` around them cost about 1 ms a transaction for nothing.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +11,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Engine
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection, Engine
 
 from worker.state.audit import AuditRepo
-from worker.state.db import make_engine, session_factory, upgrade_to_head
+from worker.state.db import make_engine, upgrade_to_head
 from worker.state.failures import FailureRepo
 from worker.state.leases import Clock, LeaseRepo
 from worker.state.model_calls import ModelCallRepo
@@ -24,7 +27,7 @@ from worker.state.sessions import SessionRepo
 class Repos:
     """The repositories of one transaction."""
 
-    session: Session
+    conn: Connection
     sessions: SessionRepo
     progress: ProgressRepo
     leases: LeaseRepo
@@ -39,7 +42,6 @@ class StateDB:
     def __init__(self, url: str, *, clock: Clock = utcnow) -> None:
         self.url = url
         self.engine: Engine = make_engine(url)
-        self._factory = session_factory(self.engine)
         self._clock = clock
 
     @classmethod
@@ -53,16 +55,16 @@ class StateDB:
     @contextmanager
     def transaction(self) -> Iterator[Repos]:
         """One short transaction: committed when the block ends, rolled back on an error."""
-        with self._factory.begin() as session:
+        with self.engine.begin() as conn:
             clock = self._clock
             yield Repos(
-                session=session,
-                sessions=SessionRepo(session, clock),
-                progress=ProgressRepo(session, clock),
-                leases=LeaseRepo(session, clock),
-                audit=AuditRepo(session, clock),
-                failures=FailureRepo(session, clock),
-                model_calls=ModelCallRepo(session, clock),
+                conn=conn,
+                sessions=SessionRepo(conn, clock),
+                progress=ProgressRepo(conn, clock),
+                leases=LeaseRepo(conn, clock),
+                audit=AuditRepo(conn, clock),
+                failures=FailureRepo(conn, clock),
+                model_calls=ModelCallRepo(conn, clock),
             )
 
     def dispose(self) -> None:

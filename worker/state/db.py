@@ -14,8 +14,6 @@ lock, which is what the repositories rely on.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +21,6 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.engine.url import URL
 from sqlalchemy.exc import ArgumentError
-from sqlalchemy.orm import Session, sessionmaker
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
@@ -84,18 +81,6 @@ def make_engine(url: str) -> Engine:
             f"state URL driver {parsed.drivername!r} is not installed ({exc.name}); "
             "use postgresql://... (psycopg 3)"
         ) from None
-
-
-def session_factory(engine: Engine) -> sessionmaker[Session]:
-    """Sessions that keep loaded values after commit (rows are returned as snapshots)."""
-    return sessionmaker(engine, expire_on_commit=False)
-
-
-@contextmanager
-def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
-    """One transaction: commit on success, roll back on error."""
-    with factory.begin() as session:
-        yield session
 
 
 def upgrade_to_head(url: str, migrations_dir: Path | None = None) -> None:

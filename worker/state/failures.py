@@ -5,8 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from sqlalchemy import select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection, select, update
 
 from worker.state._sql import delete_where, insert_ignore, one_line
 from worker.state.leases import Clock
@@ -40,8 +39,8 @@ def describe_error(error: BaseException | str) -> str:
 
 
 class FailureRepo:
-    def __init__(self, session: Session, clock: Clock = utcnow) -> None:
-        self._session = session
+    def __init__(self, conn: Connection, clock: Clock = utcnow) -> None:
+        self._conn = conn
         self._clock = clock
 
     def record(self, task: str, session_id: str, error: BaseException | str,
@@ -50,25 +49,24 @@ class FailureRepo:
         ``''`` when there is none)."""
         now = self._clock()
         insert_ignore(
-            self._session,
+            self._conn,
             FailureRow.__table__,  # type: ignore[arg-type]
             {"task": task, "session_id": session_id, "attempts": 0, "last_error": "",
              "permanent": False, "first_at": now, "last_at": now},
             conflict=("task", "session_id"),
         )
-        self._session.execute(
+        self._conn.execute(
             update(FailureRow)
             .where(FailureRow.task == task, FailureRow.session_id == session_id)
             .values(attempts=FailureRow.attempts + 1, last_error=describe_error(error),
                     permanent=permanent, last_at=now)
-            .execution_options(synchronize_session=False)
         )
         found = self.get(task, session_id)
         assert found is not None
         return found
 
     def get(self, task: str, session_id: str) -> Failure | None:
-        row = self._session.execute(
+        row = self._conn.execute(
             select(*_COLUMNS).where(FailureRow.task == task, FailureRow.session_id == session_id)
         ).first()
         return Failure(**row._asdict()) if row is not None else None
@@ -76,7 +74,7 @@ class FailureRepo:
     def clear(self, task: str, session_id: str) -> bool:
         """Forget the failure (the task succeeded, or the operator retries it)."""
         return delete_where(
-            self._session,
+            self._conn,
             FailureRow,
             FailureRow.id,
             FailureRow.task == task,
@@ -90,4 +88,4 @@ class FailureRepo:
             query = query.where(FailureRow.permanent.is_(permanent))
         if task is not None:
             query = query.where(FailureRow.task == task)
-        return [Failure(**row._asdict()) for row in self._session.execute(query)]
+        return [Failure(**row._asdict()) for row in self._conn.execute(query)]

@@ -12,8 +12,7 @@ import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy import Table, and_, bindparam, or_, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection, Table, and_, bindparam, or_, select, update
 from sqlalchemy.sql.elements import ColumnElement
 
 from worker.state._sql import insert_ignore
@@ -81,8 +80,8 @@ _RELEASE = update(_T).where(_MINE).values(owner=None, expires_at=None).returning
 class LeaseRepo:
     """Acquire, renew and release leases inside the caller's transaction."""
 
-    def __init__(self, session: Session, clock: Clock = utcnow) -> None:
-        self._session = session
+    def __init__(self, conn: Connection, clock: Clock = utcnow) -> None:
+        self._conn = conn
         self._clock = clock
 
     def acquire(self, key: str, owner: str, ttl_s: float) -> Lease | None:
@@ -94,14 +93,14 @@ class LeaseRepo:
             raise ValueError("lease ttl must be positive")
         now = self._clock()
         expires = now + dt.timedelta(seconds=ttl_s)
-        taken = self._session.execute(
+        taken = self._conn.execute(
             _ACQUIRE, {"p_key": key, "p_owner": owner, "p_now": now, "p_expires": expires}
         ).scalar_one_or_none()
         if taken is not None:
             return Lease(key, owner, int(taken), expires)
         values = {"key": key, "owner": owner, "token": 1, "acquired_at": now,
                   "expires_at": expires}
-        if insert_ignore(self._session, LeaseRow.__table__, values):  # type: ignore[arg-type]
+        if insert_ignore(self._conn, LeaseRow.__table__, values):  # type: ignore[arg-type]
             return Lease(key, owner, 1, expires)
         return None
 
@@ -109,26 +108,26 @@ class LeaseRepo:
         """Extend a lease still held under its token; ``None`` when it expired or was taken."""
         now = self._clock()
         expires = now + dt.timedelta(seconds=ttl_s)
-        result = self._session.execute(
+        result = self._conn.execute(
             _RENEW, {**self._ident(lease), "p_now": now, "p_expires": expires}
         ).scalar_one_or_none()
         return Lease(lease.key, lease.owner, lease.token, expires) if result is not None else None
 
     def release(self, lease: Lease) -> bool:
         """Give the lease up; False when it had already been taken over (nothing changes then)."""
-        result = self._session.execute(_RELEASE, self._ident(lease)).scalar_one_or_none()
+        result = self._conn.execute(_RELEASE, self._ident(lease)).scalar_one_or_none()
         return result is not None
 
     def is_held(self, lease: Lease) -> bool:
         """True while ``lease`` is still the current, unexpired holding of its key."""
         now = self._clock()
-        found = self._session.execute(select(lease_is_held(lease.key, lease.token, now)))
+        found = self._conn.execute(select(lease_is_held(lease.key, lease.token, now)))
         return bool(found.scalar())
 
     def holder(self, key: str) -> Lease | None:
         """The current unexpired holder of ``key``, if any."""
         now = self._clock()
-        row = self._session.execute(
+        row = self._conn.execute(
             select(LeaseRow.owner, LeaseRow.token, LeaseRow.expires_at).where(
                 LeaseRow.key == key, LeaseRow.owner.is_not(None), LeaseRow.expires_at > now
             )
@@ -139,7 +138,7 @@ class LeaseRepo:
 
     def last_token(self, key: str) -> int:
         """The highest token ever issued for ``key`` (0 when never acquired)."""
-        token = self._session.execute(
+        token = self._conn.execute(
             select(LeaseRow.token).where(LeaseRow.key == key)
         ).scalar_one_or_none()
         return int(token or 0)

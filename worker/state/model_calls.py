@@ -10,8 +10,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Literal
 
-from sqlalchemy import delete, insert, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection, delete, insert, select, update
 
 from worker.state._sql import one_line
 from worker.state.leases import Clock
@@ -44,14 +43,14 @@ _COLUMNS = tuple(getattr(ModelCallRow, f) for f in ModelCall.__dataclass_fields_
 
 
 class ModelCallRepo:
-    def __init__(self, session: Session, clock: Clock = utcnow) -> None:
-        self._session = session
+    def __init__(self, conn: Connection, clock: Clock = utcnow) -> None:
+        self._conn = conn
         self._clock = clock
 
     def start(self, *, purpose: str, route_index: int, base_url: str, model: str,
               effort: str = "", session_id: str | None = None) -> int:
         """Record a call about to be made (outcome ``pending``); returns its id."""
-        return int(self._session.execute(
+        return int(self._conn.execute(
             insert(ModelCallRow).values(
                 at=self._clock(), purpose=purpose, route_index=route_index, base_url=base_url,
                 model=model, effort=effort, outcome="pending", session_id=session_id,
@@ -64,31 +63,31 @@ class ModelCallRepo:
         """Record how the call ended; False when no such call exists."""
         if outcome not in CALL_OUTCOMES:
             raise ValueError(f"unknown model call outcome {outcome!r}")
-        result = self._session.execute(
+        result = self._conn.execute(
             update(ModelCallRow).where(ModelCallRow.id == call_id).values(
                 outcome=outcome, ms=ms, input_tokens=input_tokens, output_tokens=output_tokens,
                 reasoning_tokens=reasoning_tokens,
                 detail=one_line(detail, DETAIL_MAX) if detail else None,
-            ).returning(ModelCallRow.id).execution_options(synchronize_session=False)
+            ).returning(ModelCallRow.id)
         )
         return result.first() is not None
 
     def recent(self, limit: int = 100) -> list[ModelCall]:
         """The newest calls first."""
         query = select(*_COLUMNS).order_by(ModelCallRow.id.desc()).limit(limit)
-        return [ModelCall(**row._asdict()) for row in self._session.execute(query)]
+        return [ModelCall(**row._asdict()) for row in self._conn.execute(query)]
 
     def prune(self, keep: int = 1000) -> int:
         """Delete all but the newest ``keep`` rows; returns how many were deleted."""
         query = delete(ModelCallRow)
         if keep > 0:
-            oldest_kept = self._session.execute(
+            oldest_kept = self._conn.execute(
                 select(ModelCallRow.id).order_by(ModelCallRow.id.desc()).offset(keep - 1).limit(1)
             ).scalar_one_or_none()
             if oldest_kept is None:
                 return 0
             query = query.where(ModelCallRow.id < oldest_kept)
-        result = self._session.execute(
-            query.returning(ModelCallRow.id).execution_options(synchronize_session=False)
+        result = self._conn.execute(
+            query.returning(ModelCallRow.id)
         )
         return len(result.all())

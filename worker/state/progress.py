@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, bindparam, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import ColumnElement, Connection, bindparam, select, update
 
 from worker.names import session_lease_key
 from worker.state._sql import delete_where, insert_ignore
@@ -57,8 +56,8 @@ _COLUMNS = (
 class ProgressRepo:
     """Read and conditionally advance watermarks inside the caller's transaction."""
 
-    def __init__(self, session: Session, clock: Clock = utcnow) -> None:
-        self._session = session
+    def __init__(self, conn: Connection, clock: Clock = utcnow) -> None:
+        self._conn = conn
         self._clock = clock
 
     # Read by every job: built once, with bound parameters.
@@ -66,7 +65,7 @@ class ProgressRepo:
                                     ProgressRow.session_id == bindparam("p_sid"))
 
     def find(self, shelf: str, session_id: str) -> Progress | None:
-        row = self._session.execute(self._FIND, {"p_shelf": shelf, "p_sid": session_id}).first()
+        row = self._conn.execute(self._FIND, {"p_shelf": shelf, "p_sid": session_id}).first()
         return Progress(**row._asdict()) if row is not None else None
 
     def get(self, shelf: str, session_id: str) -> Progress:
@@ -75,7 +74,7 @@ class ProgressRepo:
         if found is not None:
             return found
         insert_ignore(
-            self._session,
+            self._conn,
             ProgressRow.__table__,  # type: ignore[arg-type]
             {"shelf": shelf, "session_id": session_id, "updated_at": self._clock()},
         )
@@ -137,10 +136,9 @@ class ProgressRepo:
         values["updated_at"] = self._clock()
         if expected_version == 0:  # a first advance may find no row yet: version 0 is implied
             self.get(shelf, session_id)
-        changed = self._session.execute(
+        changed = self._conn.execute(
             update(ProgressRow).where(*conditions).values(**values)
             .returning(ProgressRow.version)
-            .execution_options(synchronize_session=False)
         ).scalar_one_or_none()
         return changed is not None
 
@@ -151,7 +149,7 @@ class ProgressRepo:
         holding the old version cannot advance over the reset.
         """
         self.get(shelf, session_id)
-        self._session.execute(
+        self._conn.execute(
             update(ProgressRow)
             .where(ProgressRow.shelf == shelf, ProgressRow.session_id == session_id)
             .values(
@@ -159,7 +157,6 @@ class ProgressRepo:
                 has_session_node=False, pending_tokens=0, last_check_turn=0,
                 version=ProgressRow.version + 1, updated_at=self._clock(),
             )
-            .execution_options(synchronize_session=False)
         )
         reset = self.find(shelf, session_id)
         assert reset is not None
@@ -167,7 +164,7 @@ class ProgressRepo:
 
     def delete(self, shelf: str, session_id: str) -> bool:
         return delete_where(
-            self._session,
+            self._conn,
             ProgressRow,
             ProgressRow.session_id,
             ProgressRow.shelf == shelf,
@@ -179,4 +176,4 @@ class ProgressRepo:
         query = select(*_COLUMNS).order_by(ProgressRow.shelf, ProgressRow.session_id)
         if shelf is not None:
             query = query.where(ProgressRow.shelf == shelf)
-        return [Progress(**row._asdict()) for row in self._session.execute(query)]
+        return [Progress(**row._asdict()) for row in self._conn.execute(query)]

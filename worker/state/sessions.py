@@ -7,8 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from sqlalchemy import Table, bindparam, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection, Table, bindparam, select, update
 
 from worker.state._sql import insert_ignore
 from worker.state.leases import Clock
@@ -76,19 +75,19 @@ def _merge(old: Iterable[Checkpoint], new: Iterable[Checkpoint]) -> list[list[in
 class SessionRepo:
     """Read and record what the watcher learned about each session."""
 
-    def __init__(self, session: Session, clock: Clock = utcnow) -> None:
-        self._session = session
+    def __init__(self, conn: Connection, clock: Clock = utcnow) -> None:
+        self._conn = conn
         self._clock = clock
 
     def get(self, session_id: str) -> SessionState | None:
-        row = self._session.execute(_GET, {"p_sid": session_id}).first()
+        row = self._conn.execute(_GET, {"p_sid": session_id}).first()
         return _state(row) if row is not None else None
 
     def list(self, *, include_forgotten: bool = False) -> list[SessionState]:
         query = select(*_COLUMNS).order_by(SessionRow.session_id)
         if not include_forgotten:
             query = query.where(SessionRow.forgotten.is_(False))
-        return [_state(row) for row in self._session.execute(query)]
+        return [_state(row) for row in self._conn.execute(query)]
 
     def upsert_scan(
         self,
@@ -119,7 +118,7 @@ class SessionRepo:
         current = self.get(session_id)
         if current is None:  # first sight (the insert is a no-op if another scan raced us)
             insert_ignore(
-                self._session,
+                self._conn,
                 SessionRow.__table__,  # type: ignore[arg-type]
                 {"session_id": session_id, "path": path, "header": {}, "checkpoints": [],
                  "created_at": now, "updated_at": now},
@@ -168,7 +167,7 @@ class SessionRepo:
         now = self._clock()
         if forgotten:
             insert_ignore(
-                self._session,
+                self._conn,
                 SessionRow.__table__,  # type: ignore[arg-type]
                 {"session_id": session_id, "path": "", "header": {}, "checkpoints": [],
                  "created_at": now, "updated_at": now},
@@ -176,7 +175,7 @@ class SessionRepo:
         return self._update(session_id, {"forgotten": forgotten})
 
     def is_forgotten(self, session_id: str) -> bool:
-        found = self._session.execute(
+        found = self._conn.execute(
             select(SessionRow.forgotten).where(SessionRow.session_id == session_id)
         ).scalar_one_or_none()
         return bool(found)
@@ -185,7 +184,7 @@ class SessionRepo:
         values.setdefault("updated_at", self._clock())
         # A Core update on the table (attribute names are the column names): no ORM bulk-update
         # bookkeeping, which cost as much as the statement itself on every scan.
-        result = self._session.execute(
+        result = self._conn.execute(
             update(_TABLE).where(_TABLE.c.session_id == session_id).values(**values)
             .returning(_TABLE.c.session_id)
         )
