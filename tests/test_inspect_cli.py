@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -67,6 +68,62 @@ def test_inspect_nothing_readable_exits_nonzero(tmp_path: Path) -> None:
         "corrupt: the header line is not valid JSON"
     ]
     assert runner.invoke(app, ["inspect", str(tmp_path / "none")]).exit_code == 1
+
+
+@pytest.fixture
+def no_worker_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for name in list(os.environ):
+        if name.startswith("MEMORY_WORKER_"):
+            monkeypatch.delenv(name)
+    return monkeypatch
+
+
+def test_invalid_setting_is_one_line_and_exit_2(
+    fixtures_dir: Path, no_worker_env: pytest.MonkeyPatch
+) -> None:
+    """No silent fall-back to the default withdrawal kinds: the decisions would not be the
+    worker's (which refuses to start with the same setting)."""
+    no_worker_env.setenv("MEMORY_WORKER_WITHDRAWAL_KINDS", "[dsh-rewind")
+    log = fixtures_dir / "v4-example" / "session.v4.jsonl"
+    for args in ([str(log)], [str(log), "--json"], [str(fixtures_dir / "no-such-dir")]):
+        result = runner.invoke(app, ["inspect", *args])
+        assert result.exit_code == 2, result.output
+        assert result.stdout == ""
+        assert result.stderr.splitlines() == [
+            "memory-worker: invalid configuration: withdrawal_kinds: Value error, Expecting "
+            "value: line 1 column 2 (char 1) (set by MEMORY_WORKER_WITHDRAWAL_KINDS)"
+        ]
+
+
+def test_broken_config_file_is_one_line_and_exit_2(
+    tmp_path: Path, fixtures_dir: Path, no_worker_env: pytest.MonkeyPatch
+) -> None:
+    log = str(fixtures_dir / "v4-example" / "session.v4.jsonl")
+    missing = tmp_path / "nope.toml"
+    no_worker_env.setenv("MEMORY_WORKER_CONFIG", str(missing))
+    result = runner.invoke(app, ["inspect", log])
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr.splitlines() == [f"memory-worker: config file {missing} does not exist"]
+    no_worker_env.delenv("MEMORY_WORKER_CONFIG")
+    broken = tmp_path / "worker.toml"
+    broken.write_text("withdrawal_kinds = [\n", encoding="utf-8")
+    result = runner.invoke(app, ["inspect", log, "--config", str(broken)])
+    assert (result.exit_code, result.stdout) == (2, "")
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"memory-worker: config file {broken} is not valid TOML: ")
+
+
+def test_config_option_sets_the_withdrawal_kinds(
+    tmp_path: Path, fixtures_dir: Path, no_worker_env: pytest.MonkeyPatch
+) -> None:
+    log = str(fixtures_dir / "v4-example" / "session.v4.jsonl")
+    config = tmp_path / "worker.toml"
+    config.write_text('withdrawal_kinds = ["plugin:rollback"]\n', encoding="utf-8")
+    by_default = json.loads(runner.invoke(app, ["inspect", log, "--json"]).stdout)
+    assert [w["seq"] for w in by_default["sessions"][0]["withdrawals"]] == [58]
+    result = runner.invoke(app, ["inspect", log, "--json", "--config", str(config)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["sessions"][0]["withdrawals"] == []
 
 
 @pytest.mark.integration

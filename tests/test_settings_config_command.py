@@ -85,6 +85,46 @@ def test_invalid_configuration_is_one_line_and_exit_2(env: dict[str, str]) -> No
     assert lines[0].startswith("memory-worker: invalid configuration: store_transport:")
 
 
+def _from_column(output: str) -> dict[str, str]:
+    """The table's rows as setting -> its `from` cell."""
+    return {line.split("│")[1].strip(): line.split("│")[3].strip()
+            for line in output.splitlines() if line.count("│") == 4}
+
+
+def test_defaults_computed_from_dsh_home_and_xdg_data_home_name_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`dsh_home` taken from $DSH_HOME is not a default: the table says `env DSH_HOME`."""
+    for name in list(os.environ):
+        if name.startswith("MEMORY_WORKER_") or name in ("DSH_HOME", "XDG_DATA_HOME"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    _register()
+    plain = _from_column(CliRunner().invoke(app, ["config"]).stdout)
+    assert (plain["dsh_home"], plain["data_dir"], plain["sessions_root"]) == (
+        "default", "default", "derived")
+    env = {"DSH_HOME": str(tmp_path / "dsh"), "XDG_DATA_HOME": str(tmp_path / "xdg")}
+    result = CliRunner().invoke(app, ["config"], env=env)
+    assert result.exit_code == 0, result.output
+    shown = _from_column(result.stdout)
+    assert (shown["dsh_home"], shown["data_dir"]) == ("env DSH_HOME", "env XDG_DATA_HOME")
+    assert (shown["sessions_root"], shown["broker_url"]) == ("derived", "default")
+    # An empty variable is ignored by the default, so it is not named either.
+    assert _from_column(CliRunner().invoke(app, ["config"], env={"DSH_HOME": ""}).stdout)[
+        "dsh_home"] == "default"
+    # The worker's own variable, a file and an option still win and say so.
+    from worker.settings import load_settings
+
+    monkeypatch.setenv("DSH_HOME", str(tmp_path / "dsh"))
+    monkeypatch.setenv("MEMORY_WORKER_DSH_HOME", str(tmp_path / "mw-dsh"))
+    config = tmp_path / "worker.toml"
+    config.write_text(f'data_dir = "{tmp_path / "file-data"}"\n', encoding="utf-8")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    sources = load_settings(config).value_sources
+    assert (sources["dsh_home"], sources["data_dir"]) == ("env", "file")
+    assert load_settings(config, dsh_home=tmp_path / "opt").value_sources["dsh_home"] == "option"
+
+
 @pytest.mark.integration
 def test_the_installed_console_script_prints_the_config(env: dict[str, str]) -> None:
     script = Path(sys.executable).with_name("memory-worker")

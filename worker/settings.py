@@ -88,13 +88,18 @@ def _split_list(value: Any) -> Any:
     return value
 
 
+# Defaults computed from another program's environment variable (not ``MEMORY_WORKER_*``): the
+# default factory reads it, and ``value_sources`` reports ``env <NAME>`` when it is set.
+_DEFAULT_FROM_ENV: dict[str, str] = {"dsh_home": "DSH_HOME", "data_dir": "XDG_DATA_HOME"}
+
+
 def _default_dsh_home() -> Path:
-    raw = os.environ.get("DSH_HOME")
+    raw = os.environ.get(_DEFAULT_FROM_ENV["dsh_home"])
     return Path(raw).expanduser() if raw else Path.home() / ".dsh"
 
 
 def _default_data_dir() -> Path:
-    xdg = os.environ.get("XDG_DATA_HOME")
+    xdg = os.environ.get(_DEFAULT_FROM_ENV["data_dir"])
     base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share"
     return base / "dsh-memory-worker"
 
@@ -250,8 +255,10 @@ class Settings(BaseSettings):
     # --- derived values -----------------------------------------------------------------------
     @property
     def value_sources(self) -> dict[str, str]:
-        """Where each value came from: ``option``, ``env``, ``file`` or ``default``
-        (filled by :func:`load_settings`; empty for a ``Settings`` built directly)."""
+        """Where each value came from: ``option``, ``env`` (its ``MEMORY_WORKER_*`` variable),
+        ``env <NAME>`` (a default computed from another variable, e.g. ``env DSH_HOME``),
+        ``file`` or ``default`` (filled by :func:`load_settings`; empty for a ``Settings``
+        built directly)."""
         return dict(self._sources)
 
     @property
@@ -368,6 +375,8 @@ def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Se
             source = "env"
         elif name in values:
             source = "file"
+        elif os.environ.get(_DEFAULT_FROM_ENV.get(name, "")):  # the factory's own test
+            source = f"env {_DEFAULT_FROM_ENV[name]}"
         else:
             source = "default"
         settings._sources[name] = source

@@ -1,7 +1,9 @@
 """``memory-worker inspect PATH [--json]`` — what the reader sees in DSH session logs.
 
 PATH is a session log file, a session directory, a sessions root, or a DSH home (its
-``sessions/`` directory is used). A bad file is reported and the others still print.
+``sessions/`` directory is used). A bad file is reported and the others still print. The
+withdrawal decisions use the configured ``withdrawal_kinds``, so an invalid configuration is one
+line and exit status 2, as for every other command (never a silent fall-back to the defaults).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from memory.dsh.surface import fold_surface
 from memory.span import session_decisions
 from memory.withdrawal import DEFAULT_WHITELIST
 from worker.cli import app
-from worker.settings import SettingsError, load_settings
+from worker.commands.config import ConfigOption, settings_or_exit
 
 _SNIPPET = 120
 
@@ -175,17 +177,16 @@ def inspect(
     path: Annotated[Path, typer.Argument(
         help="A session log, session directory, sessions root, or DSH home.")],
     json_: Annotated[bool, typer.Option("--json", help="Print the stable JSON form.")] = False,
+    config: ConfigOption = None,
 ) -> None:
     """Print what the worker reads from DSH session logs."""
+    # The decisions shown must be the ones the worker makes: no defaults behind a bad setting.
+    whitelist = settings_or_exit(config).withdrawal_kinds
     console = Console(highlight=False, soft_wrap=True)
     logs = find_logs(path)
     if not logs:
         typer.echo(f"error: no DSH session log found at {path}", err=True)
         raise typer.Exit(1)
-    try:
-        whitelist: Iterable[str] = load_settings().withdrawal_kinds
-    except SettingsError:
-        whitelist = DEFAULT_WHITELIST
     reports = [session_report(read_log(log), whitelist) for log in logs]
     if json_:
         typer.echo(json.dumps({"sessions": reports}, ensure_ascii=False, indent=2))

@@ -1,6 +1,10 @@
 """``memory-worker status [--json]`` — per session and in total: durable end, logged and
 consolidated watermarks, logging and consolidation lag, retractions pending, lease and the last
-failure (the operator's view of the pipeline; :mod:`worker.figures` computes the numbers)."""
+failure (the operator's view of the pipeline; :mod:`worker.figures` computes the numbers).
+
+``--session ID`` keeps only that session's row (and, with ``--audit``, its audit trail); ``total``
+still covers every session of the shelf. An id the state database knows nothing about (no session
+row, failure or audit record) is one line on stderr and exit status 1."""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from rich.table import Table
 
 from worker.cli import app
 from worker.commands.config import ConfigOption
-from worker.commands.run import ShelfOption, load_or_exit, open_runtime_or_exit
+from worker.commands.run import ShelfOption, err, load_or_exit, open_runtime_or_exit
 from worker.figures import figures
 from worker.pipeline import Runtime
 
@@ -67,7 +71,8 @@ def status(
                            "repair and forget, oldest first.")
     ] = False,
     session: Annotated[
-        str | None, typer.Option("--session", help="Only this session's audit trail.")
+        str | None, typer.Option("--session", help="Only this session: its row and, with "
+                                 "--audit, its audit trail (the total still covers all).")
     ] = None,
     shelf: ShelfOption = None,
     config: ConfigOption = None,
@@ -77,9 +82,17 @@ def status(
     runtime = open_runtime_or_exit(settings, "status")
     try:
         found = figures(runtime.state, settings.store_shelf)
-        trail = audit_trail(runtime, session) if audit else None
+        trail = audit_trail(runtime, session) if audit or session is not None else None
     finally:
         runtime.close()
+    if session is not None:
+        found["sessions"] = [row for row in found["sessions"] if row["session_id"] == session]
+        if not found["sessions"] and not trail:
+            err.print(f"memory-worker status: {escape(session)}: unknown session (not seen by "
+                      "the watcher)", soft_wrap=True)
+            raise typer.Exit(1)
+        if not audit:
+            trail = None
     if json_:
         if trail is not None:
             found["audit"] = trail
@@ -88,14 +101,15 @@ def status(
     if trail is not None:
         _print_audit(trail)
     rows, total = found["sessions"], found["total"]
-    table = Table(title=f"memory-worker status (shelf {settings.store_shelf})")
+    table = Table(title=f"memory-worker status (shelf {settings.store_shelf}"
+                  + (f", session {escape(session)})" if session is not None else ")"))
     for column in ("session", "project", "durable end", "logged", "lag", "consolidated",
                    "cons. lag", "pending retractions", "node", "lease", "last failure"):
         table.add_column(column)
     for row in rows:
         failure = row["last_failure"]
         table.add_row(
-            row["session_id"] + (" (forgotten)" if row["forgotten"] else ""),
+            escape(row["session_id"]) + (" (forgotten)" if row["forgotten"] else ""),
             escape(row["project"]),
             _cell(row["durable_end_seq"]),
             _cell(row["last_logged_seq"]),
@@ -110,11 +124,12 @@ def status(
     if rows:
         table.add_section()
         table.add_row(
-            f"total ({total['sessions']})", "", str(total["durable_end_seq"]), "",
+            f"total, all sessions ({total['sessions']})" if session is not None
+            else f"total ({total['sessions']})", "", str(total["durable_end_seq"]), "",
             str(total["lag"]), "", str(total["consolidation_lag"]),
             str(total["retractions_pending"]), "", "",
             f"{total['failing']} failing" if total["failing"] else "-",
         )
     Console(width=220).print(table)
-    if not rows:
+    if not rows and session is None:
         Console(stderr=True).print("no sessions seen yet (run `memory-worker run` or `daemon`)")
