@@ -4,7 +4,12 @@
    in-process hypatia-lite, as ``memory-worker run --once`` does it) against the bare
    decode + parse rate of the same logs (goal: ratio ≥ 0.4), on two generated homes of
    ``--sessions`` sessions × ``--turns × 6`` events: chat turns (titled sessions, so a
-   ``belongTo`` edge per message) and tool turns (the reader's synthetic generator).
+   ``belongTo`` edge per message) and tool turns (the reader's synthetic generator). Each
+   workload is also run as ``memory-worker run --once --jobs N`` does it, with N =
+   ``os.cpu_count()`` processes (:class:`worker.once_parallel.OnceChildren` +
+   :func:`~worker.once_parallel.run_once` in a fresh Python process, so the children are forked
+   before anything is opened; child start-up and the final pass included), on a fresh state and
+   store, against the same bare figure.
 2. Latency: ``turn/end`` appended to a followed log → its entries in the store, through
    ``memory-worker daemon`` + a Celery ``memory-worker worker`` + Redis, state in PostgreSQL
    (goal: p95 < 1 s). The daemon's poll interval is part of this latency and is printed.
@@ -35,6 +40,7 @@ from worker_dshgen import SessionLogWriter, conversation, embedded_runtime
 from memory.dsh.reader import read_log
 from memory.messages import is_loggable
 from memory.store.lite import db, shelves
+from worker.once_parallel import OnceChildren, run_once
 from worker.runner import InProcessRunner
 from worker.watch import Watcher
 
@@ -90,6 +96,40 @@ def embedded_rate(root: Path) -> dict[str, float]:
     return {"seconds": seconds, "scan_with_jobs_seconds": scanned,
             "drain_seconds": seconds - scanned, "written": stats.written,
             "edges": stats.edges, "failed": stats.failed}
+
+
+def parallel_rate(home: Path, root: Path, jobs: int) -> dict[str, float]:
+    """``run --once --jobs N``'s code path on ``home`` with a fresh state and store under
+    ``root``, in a fresh Python process (:func:`_parallel_run`)."""
+    embedded_runtime(root, dsh_home=home).close()  # the state database, migrated, untimed
+    done = subprocess.run(
+        [sys.executable, __file__, "--parallel-run", str(home), str(root), str(jobs)],
+        capture_output=True, text=True, timeout=3600,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"--jobs {jobs} run failed: {done.stderr.strip()}")
+    measured: dict[str, float] = json.loads(done.stdout.splitlines()[-1])
+    return measured
+
+
+def _parallel_run(home: Path, root: Path, jobs: int) -> dict[str, float]:
+    """In a process that has opened nothing yet, as ``run --once --jobs N``: fork the children,
+    open the runtime, run. The clock runs from the fork to the end of the final pass."""
+    from worker.settings import load_settings
+
+    settings = load_settings(None, dsh_home=home, data_dir=root / "data", lite_home=root / "lite")
+    started = time.perf_counter()
+    children = OnceChildren(settings, settings.store_shelf, jobs)
+    try:
+        runtime = embedded_runtime(root, force_idle=True, dsh_home=home)
+        totals = run_once(runtime, settings.store_shelf, children=children)
+    finally:
+        children.stop()
+    seconds = time.perf_counter() - started
+    runtime.close()
+    return {"jobs": jobs, "seconds": seconds, "children_seconds": totals.children_seconds,
+            "final_pass_seconds": totals.final_seconds, "written": totals.written,
+            "edges": totals.edges, "failed": totals.failed}
 
 
 def _store_names(lite: Path, prefix: str) -> set[str]:
@@ -198,8 +238,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                   f"{e2e['scan_with_jobs_seconds']:.2f} s, then draining "
                   f"{e2e['drain_seconds']:.2f} s) = {e2e_rate:.0f} messages/s; ratio {ratio:.2f} "
                   "(goal >= 0.4)")
+            jobs = os.cpu_count() or 1
+            par = parallel_rate(root / name / "dsh", root / f"{name}-jobs", jobs)
+            par_rate = bare["messages"] / par["seconds"]
+            par_ratio = par_rate / bare["messages_per_s"]
+            print(f"[{name}] end to end, run --once --jobs {jobs} ({jobs} processes + final pass, "
+                  f"hypatia-lite): {par['written']} entries + {par['edges']} edges in "
+                  f"{par['seconds']:.2f} s (processes incl. start-up "
+                  f"{par['children_seconds']:.2f} s, final pass {par['final_pass_seconds']:.2f} s)"
+                  f" = {par_rate:.0f} messages/s; ratio {par_ratio:.2f} with N = {jobs} "
+                  "(goal >= 0.4)")
             result[name] = {"bare": bare, "embedded": e2e, "embedded_messages_per_s": e2e_rate,
-                            "ratio": ratio}
+                            "ratio": ratio, "parallel": par,
+                            "parallel_messages_per_s": par_rate, "parallel_ratio": par_ratio}
         if not args.skip_latency:
             lat = latency(root / "latency", args.samples, args.poll)
             print(f"turn/end -> entries via daemon + Celery + Redis (poll {lat['poll_interval_s']}"
@@ -215,4 +266,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--parallel-run"]:
+        home_arg, root_arg, jobs_arg = sys.argv[2:5]
+        print(json.dumps(_parallel_run(Path(home_arg), Path(root_arg), int(jobs_arg))))
+    else:
+        main()

@@ -23,7 +23,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,12 +70,18 @@ class Watcher:
         *,
         shelf: str | None = None,
         after_session: Callable[[str], object] | None = None,
+        only_sessions: Collection[str] | None = None,
     ) -> None:
         """``after_session`` (embedded mode: the in-process runner's ``run_ready``) is called
         with the session id right after a changed session's scan is recorded and its hints are
         sent. With it, a scan that read a whole log from its start hands its decode to the jobs
-        that run then (:func:`worker.jobs.logread.offer_whole_log`; they re-check the file)."""
+        that run then (:func:`worker.jobs.logread.offer_whole_log`; they re-check the file).
+
+        ``only_sessions`` limits the scans to those session ids (``run --once --jobs N``: each
+        process scans its share of the home); hints derived from the state database (idle-closes,
+        :meth:`reconcile`) still cover every session."""
         self.runtime = runtime
+        self.only_sessions = frozenset(only_sessions) if only_sessions is not None else None
         self.enqueue = enqueue
         self.after_session = after_session
         self.shelf = shelf or runtime.settings.store_shelf
@@ -95,7 +101,7 @@ class Watcher:
     def poll_once(self) -> ScanReport:
         """Scan every session once and send the hints that are due."""
         report = ScanReport()
-        locations = self._discover()
+        locations = self.discover()
         report.sessions = len(locations)
         with long_lived_frozen():
             for location in locations:
@@ -159,7 +165,9 @@ class Watcher:
 
     # ------------------------------------------------------------------------------ discovery
 
-    def _discover(self) -> list[SessionLocation]:
+    def discover(self) -> list[SessionLocation]:
+        """The sessions a poll reads: one per session id (the first found), only
+        ``only_sessions`` when given."""
         if not self.root.is_dir():
             if not self._root_missing_reported:
                 log.warning(
@@ -181,6 +189,8 @@ class Watcher:
                 )
                 continue
             seen[location.session_id] = location
+        if self.only_sessions is not None:
+            return [loc for sid, loc in seen.items() if sid in self.only_sessions]
         return list(seen.values())
 
     # --------------------------------------------------------------------------------- scans

@@ -1,7 +1,8 @@
 """``memory-worker run`` — embedded mode: watcher + in-process runner, SQLite state, hypatia-lite.
 
 Follows the DSH home until stopped (Ctrl-C / SIGTERM). ``--once`` processes what is on disk,
-treating every session as idle (every tail is flushed), shows a progress bar and exits.
+treating every session as idle (every tail is flushed), shows a progress bar and exits;
+``--once --jobs N`` does it in N processes first (:mod:`worker.once_parallel`).
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ from worker.jobs.reconsolidate import backfill_consolidation, queued_sessions
 from worker.jobs.retract import resume_repairs
 from worker.observability import JsonFormatter
 from worker.observability import serve_metrics as start_metrics_server
+from worker.once_parallel import OnceChildren, run_once
 from worker.pipeline import (
     JOB_CONSOLIDATE,
-    JobResult,
     Runtime,
     build_runtime,
     default_owner,
@@ -153,29 +154,41 @@ def stop_on_signals() -> threading.Event:
     return stop
 
 
-def _summary(runner: InProcessRunner, report: ScanReport) -> str:
-    s = runner.stats
-    return (
-        f"{report.sessions} sessions, {report.new_events} new events; "
-        f"{s.written} entries written, {s.retracted} retracted, {s.edges} edges; "
-        f"{s.done} jobs done, {s.failed} failed"
-    )
-
-
 @app.command()
 def run(
     once: Annotated[
         bool, typer.Option("--once", help="Process what is on disk (all sessions idle), exit.")
     ] = False,
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", help="With --once: process the sessions in N "
+                          "processes, then finish in this one (default 1).")
+    ] = 1,
     dsh_home: DshHomeOption = None,
     shelf: ShelfOption = None,
     metrics_port: MetricsPortOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Embedded mode: follow the DSH home and write memory in this process."""
+    if jobs < 1:
+        err.print(f"memory-worker: --jobs must be 1 or more (got {jobs})", soft_wrap=True)
+        raise typer.Exit(2)
+    if jobs > 1 and not once:
+        err.print("memory-worker: --jobs needs --once (following a DSH home runs in one "
+                  "process)", soft_wrap=True)
+        raise typer.Exit(2)
     settings = load_or_exit(config, dsh_home=dsh_home, store_shelf=shelf,
                             metrics_port=metrics_port)
     setup_logging(settings)
+    # Forked now, before this process opens the state database or the store (OnceChildren).
+    children = OnceChildren(settings, settings.store_shelf, jobs) if jobs > 1 else None
+    try:
+        _run(settings, once, children)
+    finally:
+        if children is not None:
+            children.stop()
+
+
+def _run(settings: Settings, once: bool, children: OnceChildren | None) -> None:
     runtime = open_runtime_or_exit(settings, "run", force_idle=once)
     target = settings.store_shelf
     check_store_or_exit(runtime, target)
@@ -185,7 +198,7 @@ def run(
     backfill_consolidation(runtime, target)
     try:
         if once:
-            _run_once(runtime, target)
+            _run_once(runtime, target, children)
         else:
             _follow(runtime, target)
     except SQLAlchemyError as exc:
@@ -196,7 +209,7 @@ def run(
         runtime.close()
 
 
-def _run_once(runtime: Runtime, shelf: str) -> None:
+def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> None:
     # The progress bar and the summary tell the story; per-job lines only when asked (DEBUG).
     quiet = logging.getLogger("memory_worker")
     if quiet.level < logging.WARNING and runtime.settings.log_level != "DEBUG":
@@ -215,26 +228,18 @@ def _run_once(runtime: Runtime, shelf: str) -> None:
         TimeElapsedColumn(),
     )
     with Progress(*columns, console=err, transient=False) as progress:
-        bar = progress.add_task("reading logs", total=None)
+        first = "reading logs" if children is None else f"reading logs ({children.count} processes)"
+        bar = progress.add_task(first, total=None)
 
-        def _done(_result: JobResult) -> None:  # called per attempt: count finished jobs only
-            progress.update(bar, completed=runner.stats.done + runner.stats.failed)
+        def _show(description: str | None, completed: int, total: int | None) -> None:
+            progress.update(bar, description=description, completed=completed, total=total)
 
-        runner = InProcessRunner(runtime, on_result=_done)
-        owe_consolidation(runtime, runner.submit)
-        # Each session's jobs run right after its scan, on the scan's decode of the log.
-        watcher = Watcher(runtime, runner.submit, shelf=shelf,
-                          after_session=lambda _sid: runner.run_ready())
-        report = watcher.poll_once()
-        watcher.reconcile()
-        _submit_reconsolidations(runtime, runner, shelf)
-        finished = runner.stats.done + runner.stats.failed
-        progress.update(bar, description="writing memory", total=finished + runner.pending(),
-                        completed=finished)
-        runner.drain()
-        progress.update(bar, total=runner.stats.done + runner.stats.failed)
-    err.print(_summary(runner, report), soft_wrap=True)
-    if runner.stats.failed:
+        def _say(line: str) -> None:
+            err.print(line, soft_wrap=True, markup=False)
+
+        totals = run_once(runtime, shelf, children=children, progress=_show, say=_say)
+    err.print(totals.summary(), soft_wrap=True)
+    if totals.failed:
         raise typer.Exit(1)
 
 
