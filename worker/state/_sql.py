@@ -1,11 +1,16 @@
-"""Dialect helpers shared by the repositories (SQLite and PostgreSQL behave the same)."""
+"""Dialect helpers shared by the repositories (SQLite and PostgreSQL behave the same).
+
+Statements run on every job are built once per shape and cached, values bound as parameters:
+building a statement and its cache key cost more than running it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Table, delete
+from sqlalchemy import ColumnElement, Connection, Executable, Table, bindparam, delete, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 
@@ -13,14 +18,45 @@ def insert_ignore(
     conn: Connection, table: Table, values: dict[str, Any], conflict: Sequence[str] = ()
 ) -> bool:
     """``INSERT … ON CONFLICT (conflict or the primary key) DO NOTHING``; True when inserted."""
-    dialect = conn.dialect.name
+    statement = _insert_ignore(conn.dialect.name, table, tuple(values), tuple(conflict))
+    result = conn.execute(statement, {f"v_{k}": v for k, v in values.items()})
+    return result.first() is not None
+
+
+@cache
+def _insert_ignore(
+    dialect: str, table: Table, columns: tuple[str, ...], conflict: tuple[str, ...]
+) -> Executable:
+    """The statement of :func:`insert_ignore` for one table and set of columns, built once
+    (values are bound parameters ``v_<column>``)."""
     module = postgresql if dialect == "postgresql" else sqlite
     target = list(conflict) or [column.name for column in table.primary_key.columns]
-    statement = module.insert(table).values(**values).on_conflict_do_nothing(
-        index_elements=target
+    statement: Executable = (
+        module.insert(table)
+        .values({name: bindparam(f"v_{name}", type_=table.c[name].type) for name in columns})
+        .on_conflict_do_nothing(index_elements=target)
+        .returning(*table.primary_key.columns)
     )
-    result = conn.execute(statement.returning(*table.primary_key.columns))
+    return statement
+
+
+def update_by_key(conn: Connection, table: Table, key: str, ident: Any,
+                  values: dict[str, Any]) -> bool:
+    """``UPDATE table SET values WHERE key = ident``; True when the row exists."""
+    statement = _update_by_key(table, key, tuple(values))
+    result = conn.execute(
+        statement, {"p_ident": ident, **{f"v_{k}": v for k, v in values.items()}})
     return result.first() is not None
+
+
+@cache
+def _update_by_key(table: Table, key: str, columns: tuple[str, ...]) -> Executable:
+    return (
+        update(table)
+        .where(table.c[key] == bindparam("p_ident"))
+        .values({name: bindparam(f"v_{name}", type_=table.c[name].type) for name in columns})
+        .returning(table.c[key])
+    )
 
 
 def delete_where(

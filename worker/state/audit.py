@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Literal
+from functools import cache
+from typing import Any, Literal
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, Select, bindparam, insert, select
 
 from worker.state._sql import one_line
 from worker.state.leases import Clock
@@ -51,6 +52,17 @@ _AUDIT_COLUMNS = tuple(getattr(AuditRow, f) for f in AuditEntry.__dataclass_fiel
 
 def _detail(detail: str | None) -> str | None:
     return one_line(detail, DETAIL_MAX) if detail else None
+
+
+@cache
+def _entries_query(by_session: bool, by_action: bool) -> Select[Any]:
+    """``entries``' query, built once per filter combination (every ``log_span`` asks)."""
+    query = select(*_AUDIT_COLUMNS).order_by(AuditRow.id)
+    if by_session:
+        query = query.where(AuditRow.session_id == bindparam("p_sid"))
+    if by_action:
+        query = query.where(AuditRow.action == bindparam("p_action"))
+    return query
 
 
 class AuditRepo:
@@ -115,9 +127,6 @@ class AuditRepo:
     def entries(self, *, session_id: str | None = None,
                 action: str | None = None) -> list[AuditEntry]:
         """Audit entries, oldest first."""
-        query = select(*_AUDIT_COLUMNS).order_by(AuditRow.id)
-        if session_id is not None:
-            query = query.where(AuditRow.session_id == session_id)
-        if action is not None:
-            query = query.where(AuditRow.action == action)
-        return [AuditEntry(**row._asdict()) for row in self._conn.execute(query)]
+        query = _entries_query(session_id is not None, action is not None)
+        rows = self._conn.execute(query, {"p_sid": session_id, "p_action": action})
+        return [AuditEntry(**row._asdict()) for row in rows]

@@ -5,13 +5,20 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, bindparam, delete, select, update
 
-from worker.state._sql import delete_where, insert_ignore, one_line
+from worker.state._sql import insert_ignore, one_line
 from worker.state.leases import Clock
 from worker.state.models import FailureRow, utcnow
 
 ERROR_MAX = 2000
+
+# Run after every successful job (it forgets the job's failure row): built once.
+_CLEAR = (
+    delete(FailureRow)
+    .where(FailureRow.task == bindparam("p_task"), FailureRow.session_id == bindparam("p_sid"))
+    .returning(FailureRow.id)
+)
 
 
 @dataclass(frozen=True)
@@ -73,13 +80,8 @@ class FailureRepo:
 
     def clear(self, task: str, session_id: str) -> bool:
         """Forget the failure (the task succeeded, or the operator retries it)."""
-        return delete_where(
-            self._conn,
-            FailureRow,
-            FailureRow.id,
-            FailureRow.task == task,
-            FailureRow.session_id == session_id,
-        )
+        result = self._conn.execute(_CLEAR, {"p_task": task, "p_sid": session_id})
+        return result.first() is not None
 
     def list(self, *, permanent: bool | None = None, task: str | None = None) -> list[Failure]:
         """Failures, most recent first; filter on permanence or task when given."""

@@ -29,24 +29,9 @@ class Lease:
     expires_at: dt.datetime
 
 
-def lease_is_held(key: str, token: int, now: dt.datetime) -> ColumnElement[bool]:
-    """SQL condition: the lease ``key`` is held under ``token`` and has not expired at ``now``.
-
-    The lease row is read ``FOR SHARE`` (PostgreSQL), so a write fenced by this condition and a
-    concurrent takeover of the lease are ordered: whichever commits second sees the first.
-    SQLite gets the same ordering from ``BEGIN IMMEDIATE``.
-    """
-    return (
-        select(LeaseRow.key)
-        .where(
-            LeaseRow.key == key,
-            LeaseRow.token == token,
-            LeaseRow.owner.is_not(None),
-            LeaseRow.expires_at > now,
-        )
-        .with_for_update(read=True)
-        .exists()
-    )
+def held_params(key: str, token: int, now: dt.datetime) -> dict[str, object]:
+    """The parameters of :data:`LEASE_IS_HELD`."""
+    return {"p_lkey": key, "p_ltoken": token, "p_lnow": now}
 
 
 # Every job takes and gives back a lease: these statements are built once (bound parameters)
@@ -75,6 +60,24 @@ _RENEW = (
     .returning(_T.c.token)
 )
 _RELEASE = update(_T).where(_MINE).values(owner=None, expires_at=None).returning(_T.c.token)
+
+#: SQL condition: the lease ``p_lkey`` is held under ``p_ltoken`` and has not expired at
+#: ``p_lnow`` (fill them with :func:`held_params`). The lease row is read ``FOR SHARE``
+#: (PostgreSQL), so a write fenced by this condition and a concurrent takeover of the lease are
+#: ordered: whichever commits second sees the first. SQLite gets the same ordering from
+#: ``BEGIN IMMEDIATE``.
+LEASE_IS_HELD: ColumnElement[bool] = (
+    select(_T.c.key)
+    .where(
+        _T.c.key == bindparam("p_lkey"),
+        _T.c.token == bindparam("p_ltoken"),
+        _T.c.owner.is_not(None),
+        _T.c.expires_at > bindparam("p_lnow", type_=_TIME),
+    )
+    .with_for_update(read=True)
+    .exists()
+)
+_IS_HELD = select(LEASE_IS_HELD)
 
 
 class LeaseRepo:
@@ -121,7 +124,7 @@ class LeaseRepo:
     def is_held(self, lease: Lease) -> bool:
         """True while ``lease`` is still the current, unexpired holding of its key."""
         now = self._clock()
-        found = self._conn.execute(select(lease_is_held(lease.key, lease.token, now)))
+        found = self._conn.execute(_IS_HELD, held_params(lease.key, lease.token, now))
         return bool(found.scalar())
 
     def holder(self, key: str) -> Lease | None:

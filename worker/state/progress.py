@@ -10,12 +10,13 @@ advance only means the work is redone, idempotently).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
-from sqlalchemy import ColumnElement, Connection, bindparam, select, update
+from sqlalchemy import ColumnElement, Connection, Executable, bindparam, select, update
 
 from worker.names import session_lease_key
 from worker.state._sql import delete_where, insert_ignore
-from worker.state.leases import Clock, lease_is_held
+from worker.state.leases import LEASE_IS_HELD, Clock, held_params
 from worker.state.models import ProgressRow, utcnow
 
 # Watermarks that only move forward (a smaller value is refused).
@@ -51,6 +52,38 @@ _COLUMNS = (
     ProgressRow.last_check_turn,
     ProgressRow.version,
 )
+
+
+_TIME = ProgressRow.__table__.c.updated_at.type
+
+
+@cache
+def _advance_statement(
+    forward: tuple[str, ...], has_session_node: bool | None, pending_tokens: bool
+) -> Executable:
+    """The conditional ``UPDATE`` of :meth:`ProgressRepo.advance` for one shape of call (which
+    watermarks, the session-node flag, whether the token counter is set), built once: every
+    value is a bound parameter (``v_<field>``; ``p_*`` for the row, version and lease)."""
+    conditions: list[ColumnElement[bool]] = [
+        ProgressRow.shelf == bindparam("p_shelf"),
+        ProgressRow.session_id == bindparam("p_sid"),
+        ProgressRow.version == bindparam("p_version"),
+        LEASE_IS_HELD,
+    ]
+    values: dict[str, object] = {}
+    for name in forward:
+        conditions.append(getattr(ProgressRow, name) <= bindparam(f"v_{name}"))
+        values[name] = bindparam(f"v_{name}")
+    if has_session_node:
+        values["has_session_node"] = True
+    elif has_session_node is not None:
+        conditions.append(ProgressRow.has_session_node.is_(False))
+    if pending_tokens:
+        values["pending_tokens"] = bindparam("v_pending_tokens")
+    values["version"] = ProgressRow.version + 1
+    values["updated_at"] = bindparam("p_updated", type_=_TIME)
+    return (update(ProgressRow).where(*conditions).values(**values)
+            .returning(ProgressRow.version))
 
 
 class ProgressRepo:
@@ -111,35 +144,23 @@ class ProgressRepo:
             "last_belong_to_index": last_belong_to_index,
             "last_check_turn": last_check_turn,
         }
-        values: dict[str, object] = {k: v for k, v in forward.items() if v is not None}
-        if any(v < 0 for v in values.values()):  # type: ignore[operator]
+        given = {k: v for k, v in forward.items() if v is not None}
+        if any(v < 0 for v in given.values()):
             raise ValueError("watermarks are never negative")
-        conditions: list[ColumnElement[bool]] = [
-            ProgressRow.shelf == shelf,
-            ProgressRow.session_id == session_id,
-            ProgressRow.version == expected_version,
-            lease_is_held(lease_key or session_lease_key(session_id), lease_token,
-                          self._clock()),
-        ]
-        for name, value in values.items():
-            conditions.append(getattr(ProgressRow, name) <= value)
-        if has_session_node is not None:
-            if has_session_node:
-                values["has_session_node"] = True
-            else:
-                conditions.append(ProgressRow.has_session_node.is_(False))
+        if pending_tokens is not None and pending_tokens < 0:
+            raise ValueError("pending_tokens is never negative")
+        now = self._clock()
+        params: dict[str, object] = {
+            "p_shelf": shelf, "p_sid": session_id, "p_version": expected_version,
+            "p_updated": now, **{f"v_{k}": v for k, v in given.items()},
+            **held_params(lease_key or session_lease_key(session_id), lease_token, now),
+        }
         if pending_tokens is not None:
-            if pending_tokens < 0:
-                raise ValueError("pending_tokens is never negative")
-            values["pending_tokens"] = pending_tokens
-        values["version"] = ProgressRow.version + 1
-        values["updated_at"] = self._clock()
+            params["v_pending_tokens"] = pending_tokens
+        statement = _advance_statement(tuple(given), has_session_node, pending_tokens is not None)
         if expected_version == 0:  # a first advance may find no row yet: version 0 is implied
             self.get(shelf, session_id)
-        changed = self._conn.execute(
-            update(ProgressRow).where(*conditions).values(**values)
-            .returning(ProgressRow.version)
-        ).scalar_one_or_none()
+        changed = self._conn.execute(statement, params).scalar_one_or_none()
         return changed is not None
 
     def reset(self, shelf: str, session_id: str) -> Progress:

@@ -7,9 +7,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from sqlalchemy import Connection, Table, bindparam, select, update
+from sqlalchemy import Connection, Table, bindparam, select
 
-from worker.state._sql import insert_ignore
+from worker.state._sql import insert_ignore, update_by_key
 from worker.state.leases import Clock
 from worker.state.models import SessionRow, utcnow
 
@@ -182,10 +182,4 @@ class SessionRepo:
 
     def _update(self, session_id: str, values: dict[str, Any]) -> bool:
         values.setdefault("updated_at", self._clock())
-        # A Core update on the table (attribute names are the column names): no ORM bulk-update
-        # bookkeeping, which cost as much as the statement itself on every scan.
-        result = self._conn.execute(
-            update(_TABLE).where(_TABLE.c.session_id == session_id).values(**values)
-            .returning(_TABLE.c.session_id)
-        )
-        return result.first() is not None
+        return update_by_key(self._conn, _TABLE, "session_id", session_id, values)
