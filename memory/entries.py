@@ -24,8 +24,8 @@ from memory.ledger import LedgerItem, render_ledger
 
 
 def message_name(session_id: str, ordinal: int) -> str:
-    """``msg-<sessionId>-<N>``."""
-    return C.MESSAGE_NAME.format(session_id=session_id, ordinal=ordinal)
+    """``msg-<sessionId>-<N>`` (``C.MESSAGE_NAME``, spelled out: one per message and edge)."""
+    return f"msg-{session_id}-{ordinal}"
 
 
 def session_name(session_id: str) -> str:

@@ -35,6 +35,8 @@ def test_name_formats() -> None:
     assert C.ARCHIVE_NAME == "sum{level}-{digest}"
     assert C.WORK_UNIT_NAME == "wu-{slug}-{digest}"
     assert message_name("s1", 0) == "msg-s1-0"
+    for sid, n in (("s1", 0), ("a-b,c", 12), ("", 7)):  # spelled out, must equal the template
+        assert message_name(sid, n) == C.MESSAGE_NAME.format(session_id=sid, ordinal=n)
     assert session_name("s1") == "session-s1"
     assert span_summary_name("s1", 4, 7) == "sum-s1-4-7"
 

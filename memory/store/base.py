@@ -301,11 +301,11 @@ def write_batch(
 
 
 def _csv_field(value: str) -> str:
-    if any(ch in value for ch in ',"\n'):
+    if "," in value or '"' in value or "\n" in value:
         return '"' + value.replace('"', '""') + '"'
     return value
 
 
 def csv_triple(head: str, relation: str, tail: str) -> str:
     """Hypatia's statement key: the CSV rendering of ``(head, relation, tail)``."""
-    return ",".join(_csv_field(x) for x in (head, relation, tail))
+    return f"{_csv_field(head)},{_csv_field(relation)},{_csv_field(tail)}"
