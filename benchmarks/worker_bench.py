@@ -114,14 +114,17 @@ def parallel_rate(home: Path, root: Path, jobs: int) -> dict[str, float]:
 
 def _parallel_run(home: Path, root: Path, jobs: int) -> dict[str, float]:
     """In a process that has opened nothing yet, as ``run --once --jobs N``: fork the children,
-    open the runtime, run. The clock runs from the fork to the end of the final pass."""
+    open the runtime (migrated already by :func:`parallel_rate`), run. The clock runs from the
+    fork to the end of the final pass."""
+    from worker.pipeline import build_runtime
     from worker.settings import load_settings
 
     settings = load_settings(None, dsh_home=home, data_dir=root / "data", lite_home=root / "lite")
     started = time.perf_counter()
     children = OnceChildren(settings, settings.store_shelf, jobs)
     try:
-        runtime = embedded_runtime(root, force_idle=True, dsh_home=home)
+        runtime = build_runtime(settings, owner=f"bench:{root.name}", force_idle=True,
+                                migrate=False)
         totals = run_once(runtime, settings.store_shelf, children=children)
     finally:
         children.stop()
