@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             par_ratio = par_rate / bare["messages_per_s"]
             print(f"[{name}] end to end, run --once --jobs {jobs} ({jobs} processes + final pass, "
                   f"hypatia-lite): {par['written']} entries + {par['edges']} edges in "
-                  f"{par['seconds']:.2f} s (processes incl. start-up "
+                  f"{par['seconds']:.2f} s (from the fork: processes "
                   f"{par['children_seconds']:.2f} s, final pass {par['final_pass_seconds']:.2f} s)"
                   f" = {par_rate:.0f} messages/s; ratio {par_ratio:.2f} with N = {jobs} "
                   "(goal >= 0.4)")

@@ -6,9 +6,9 @@ its scan, reconcile, hint the queued reconsolidation requests, drain.
 With ``--jobs N`` (N > 1) :func:`run_once` first splits the sessions into N groups balanced by
 log size (largest first, each to the least-loaded group) and hands one group to each of N child
 processes (:class:`OnceChildren`, forked before this process opened anything). A child opens
-its own runtime (state engine, store) and does
-what :func:`once_pass` does, for its sessions only; it reports every finished job over its pipe
-and hands cross-session work (a project's ``cascade``) back to this process. Then
+its own runtime (state engine, store) and does what :func:`once_pass` does, for its sessions
+only; it reports every finished job over its pipe and hands cross-session work (a project's
+``cascade``) back to this process. Then
 :func:`once_pass` runs here and finishes whatever is left: it scans the sessions of a child that
 did not finish (the other logs were scanned and their scans recorded; scanning them again would
 decode each log once more to count its messages), reconciles the whole shelf (every job still
@@ -65,8 +65,7 @@ class OnceTotals:
     written: int = 0
     retracted: int = 0
     edges: int = 0
-    #: Seconds spent in the child processes' phase (start-up included when ``run_once``
-    #: started them) and in this process's pass.
+    #: Seconds from the discovery to the last child's exit, and in this process's pass.
     children_seconds: float = 0.0
     final_seconds: float = 0.0
 
