@@ -73,7 +73,7 @@ def owed_work(runtime: Runtime, shelf: str) -> list[Owed]:
     """Every job owed on ``shelf``, in a stable order (sessions sorted, jobs in pipeline order)."""
     settings = runtime.settings
     now = runtime.now()
-    with runtime.state.transaction() as repos:
+    with runtime.state.read() as repos:
         sessions = sorted(repos.sessions.list(), key=lambda s: s.session_id)
         progress = {p.session_id: p for p in repos.progress.list(shelf)}
         failures = {(f.task, f.session_id): f for f in repos.failures.list()}

@@ -200,7 +200,7 @@ class Watcher:
         stamp = _stamp(location.path)
         if stamp is not None and self._unchanged.get(sid) == stamp:
             return  # same file, same size and mtime as after the last complete scan
-        with self.runtime.state.transaction() as repos:
+        with self.runtime.state.read() as repos:
             state = repos.sessions.get(sid)
         if state is not None and state.forgotten:
             return
@@ -351,7 +351,7 @@ class Watcher:
             return
         self._next_idle_check = time.monotonic() + min(5.0, self.runtime.settings.idle_close_s / 4)
         idle_ms = int(self.runtime.settings.idle_close_s * 1000)
-        with self.runtime.state.transaction() as repos:
+        with self.runtime.state.read() as repos:
             candidates = [
                 s for s in repos.sessions.list()
                 if s.closed_at is None and s.last_activity_at is not None

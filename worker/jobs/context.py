@@ -95,6 +95,10 @@ class JobContext:
         """A short state transaction."""
         return self.runtime.state.transaction()
 
+    def read(self) -> AbstractContextManager[Repos]:
+        """A short read-only state transaction (never waits for another process's write)."""
+        return self.runtime.state.read()
+
     def store(self) -> MemoryStore:
         return self.runtime.store(self.shelf)
 
@@ -105,9 +109,11 @@ class JobContext:
     def session_rows(self) -> tuple[SessionState, Progress] | JobOutput:
         """The session's row and this shelf's progress, read in one transaction, or why the job
         has nothing to do (the watcher has not seen the session, or it was forgotten)."""
-        with self.state() as repos:
+        with self.read() as repos:
             session = repos.sessions.get(self.session_id)
-            progress = repos.progress.get(self.shelf, self.session_id)
+            # A missing row reads as all zeros at version 0 (the first advance creates it).
+            progress = (repos.progress.find(self.shelf, self.session_id)
+                        or Progress(self.shelf, self.session_id))
         if session is None:
             return skipped("session not seen by the watcher yet")
         if session.forgotten:

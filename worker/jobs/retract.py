@@ -196,10 +196,10 @@ def repair_after_log_span(ctx: JobContext, withdrew_earlier: bool) -> None:
     """Called by ``log_span`` after its writes: when a marker withdrew messages of an earlier
     span, or a repair of this session is unfinished, repair the derived memory now."""
     if not withdrew_earlier:
-        with ctx.state() as repos:
+        with ctx.read() as repos:
             if not pending_intents(repos, ctx.session_id):
                 return
-    with ctx.state() as repos:
+    with ctx.read() as repos:
         state = repos.sessions.get(ctx.session_id)
     if state is None:
         return

@@ -42,6 +42,7 @@ class StateDB:
     def __init__(self, url: str, *, clock: Clock = utcnow) -> None:
         self.url = url
         self.engine: Engine = make_engine(url)
+        self._read_engine: Engine | None = None
         self._clock = clock
 
     @classmethod
@@ -56,16 +57,30 @@ class StateDB:
     def transaction(self) -> Iterator[Repos]:
         """One short transaction: committed when the block ends, rolled back on an error."""
         with self.engine.begin() as conn:
-            clock = self._clock
-            yield Repos(
-                conn=conn,
-                sessions=SessionRepo(conn, clock),
-                progress=ProgressRepo(conn, clock),
-                leases=LeaseRepo(conn, clock),
-                audit=AuditRepo(conn, clock),
-                failures=FailureRepo(conn, clock),
-                model_calls=ModelCallRepo(conn, clock),
-            )
+            yield self._repos(conn)
+
+    @contextmanager
+    def read(self) -> Iterator[Repos]:
+        """One short read-only transaction (a consistent snapshot; a write in it fails). On
+        SQLite it does not take the write lock, so it never waits for another process."""
+        if self._read_engine is None:
+            self._read_engine = make_engine(self.url, read_only=True)
+        with self._read_engine.begin() as conn:
+            yield self._repos(conn)
+
+    def _repos(self, conn: Connection) -> Repos:
+        clock = self._clock
+        return Repos(
+            conn=conn,
+            sessions=SessionRepo(conn, clock),
+            progress=ProgressRepo(conn, clock),
+            leases=LeaseRepo(conn, clock),
+            audit=AuditRepo(conn, clock),
+            failures=FailureRepo(conn, clock),
+            model_calls=ModelCallRepo(conn, clock),
+        )
 
     def dispose(self) -> None:
         self.engine.dispose()
+        if self._read_engine is not None:
+            self._read_engine.dispose()

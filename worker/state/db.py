@@ -1,8 +1,12 @@
 """Engines and sessions for the state database (SQLite or PostgreSQL, same behaviour).
 
-SQLite: WAL journal, a busy timeout, foreign keys on, and every transaction opened with
+SQLite: WAL journal, a busy timeout, foreign keys on, and every writing transaction opened with
 ``BEGIN IMMEDIATE`` so a read-then-conditional-write cannot interleave with another process's
-write. ``synchronous = NORMAL``: a commit survives a crash of the process; an OS crash or power
+write. Read-only transactions (``StateDB.read``) run on a second engine with a deferred ``BEGIN``
+and ``query_only``: under WAL they read a snapshot without waiting for writers (a busy wait costs
+milliseconds, and ``run --once --jobs N`` processes took turns on every read).
+
+``synchronous = NORMAL``: a commit survives a crash of the process; an OS crash or power
 loss may drop the last few transactions (never a middle one: WAL recovery keeps a prefix). That
 is safe for process-then-advance: the store's writes are durable before a watermark advance
 commits (hypatia-lite commits with ``synchronous = FULL``), so a lost advance leaves the
@@ -45,7 +49,7 @@ def normalize_url(url: str) -> URL:
     return parsed
 
 
-def _sqlite_setup(engine: Engine) -> None:
+def _sqlite_setup(engine: Engine, *, read_only: bool = False) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
         # Let SQLAlchemy's "begin" event issue BEGIN itself (pysqlite's own is deferred).
@@ -55,15 +59,23 @@ def _sqlite_setup(engine: Engine) -> None:
         cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.execute("PRAGMA foreign_keys = ON")
+        if read_only:
+            cursor.execute("PRAGMA query_only = ON")
         cursor.close()
+
+    # Writers take the write lock up front; readers (WAL) never wait for a writer.
+    begin = "BEGIN" if read_only else "BEGIN IMMEDIATE"
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        conn.exec_driver_sql(begin)
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for ``url``; creates the SQLite file's directory when it is missing."""
+def make_engine(url: str, *, read_only: bool = False) -> Engine:
+    """An engine for ``url``; creates the SQLite file's directory when it is missing.
+
+    ``read_only``: transactions that cannot write (SQLite ``query_only``, PostgreSQL
+    ``READ ONLY``) and, on SQLite, a deferred ``BEGIN`` that never waits for a writer."""
     parsed = normalize_url(url)
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database or ""
@@ -72,10 +84,11 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(
             parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}, pool_pre_ping=False
         )
-        _sqlite_setup(engine)
+        _sqlite_setup(engine, read_only=read_only)
         return engine
     try:
-        return create_engine(parsed, pool_pre_ping=True, pool_size=5, max_overflow=5)
+        engine = create_engine(parsed, pool_pre_ping=True, pool_size=5, max_overflow=5)
+        return engine.execution_options(postgresql_readonly=True) if read_only else engine
     except ImportError as exc:
         raise StateURLError(
             f"state URL driver {parsed.drivername!r} is not installed ({exc.name}); "
