@@ -74,6 +74,45 @@ def test_checkpoints_carry_the_message_ordinal_so_spans_read_from_near_their_sta
     runtime.close()
 
 
+def test_a_restarted_watcher_does_not_decode_an_unchanged_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ordinal at the stored end is computed only when new events arrive: a daemon restart
+    over an unchanged home opens each log at its stored offset and reads nothing."""
+    import worker.watch as watch
+
+    runtime = embedded_runtime(tmp_path)
+    log = SessionLogWriter(tmp_path / "dsh", "s-restart", CWD, compressed=True)
+    for i in range(50):
+        log.turn(f"q{i}", f"a{i}")
+    log.flush()
+    Watcher(runtime, lambda *_: None).poll_once()
+    reads: list[tuple[int, int]] = []
+    real = watch.read_range
+
+    def counting(path: Path, start: int, end: int, *args: Any) -> Any:
+        reads.append((start, end))
+        return real(path, start, end, *args)
+
+    monkeypatch.setattr(watch, "read_range", counting)
+    restarted = Watcher(runtime, lambda *_: None)
+    assert restarted.poll_once().new_events == 0
+    assert reads == []
+    log.turn("late question", "late answer")
+    log.flush()
+    assert restarted.poll_once().new_events == 6
+    assert len(reads) == 1  # the ordinal at the old end, once
+    log.turn("later", "still")
+    log.flush()
+    assert restarted.poll_once().new_events == 6
+    assert len(reads) == 1  # cached from the previous scan
+    state = session(runtime, "s-restart")
+    events = read_log(log.path).events
+    for point in state.checkpoints:
+        assert point.ordinal == sum(1 for e in events if e.seq < point.seq and is_loggable(e))
+    runtime.close()
+
+
 def test_a_torn_tail_is_waited_out_and_nothing_is_lost(tmp_path: Path) -> None:
     runtime = embedded_runtime(tmp_path)
     runner = InProcessRunner(runtime)

@@ -4,7 +4,7 @@ time, so a scan holds one ordinal per event and nothing else of the log."""
 from __future__ import annotations
 
 from array import array
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from memory.dsh.events import Event, Header
@@ -22,6 +22,9 @@ class ScanDigest:
     ordinal: int
     cut: int
     fresh: bool
+    #: Computes the ordinal at the stored durable end; called at the first new event only, so
+    #: a log without new events (a restart over an unchanged home) is not decoded for it.
+    pending: Callable[[], int] | None = None
     version: int | None = None
     first_seq: int | None = None
     ordinals: array[int] = field(default_factory=lambda: array("q"))
@@ -33,9 +36,15 @@ class ScanDigest:
     saw_node_event: bool = False
 
     @classmethod
-    def start(cls, ordinal: int, state: SessionState | None) -> ScanDigest:
+    def start(cls, ordinal: Callable[[], int], state: SessionState | None) -> ScanDigest:
+        """``ordinal`` gives the message ordinal at ``state``'s durable end (when needed)."""
         cut = state.inherited_cut if state is not None else 0
-        return cls(ordinal=ordinal, cut=cut, fresh=state is None)
+        return cls(ordinal=0, cut=cut, fresh=state is None, pending=ordinal)
+
+    @property
+    def resolved(self) -> bool:
+        """Whether ``ordinal`` is known (an event was added, or none was owed)."""
+        return self.pending is None
 
     def begin(self, header: Header) -> None:
         """Once the header is known; on first sight a V0/V1 fork's cut is in the header."""
@@ -45,6 +54,8 @@ class ScanDigest:
                 self.cut = header.seed_length or 0
 
     def add(self, event: Event) -> None:
+        if self.pending is not None:
+            self.ordinal, self.pending = self.pending(), None
         if self.first_seq is None:
             self.first_seq = event.seq
         if (

@@ -220,7 +220,7 @@ class Watcher:
         known = state if position is not None else None
         index = checkpoint_index(known) if known is not None else None
         scan = LogScan(location.path, position, index)
-        digest = ScanDigest.start(self._ordinal_at(location.path, known), known)
+        digest = ScanDigest.start(lambda: self._ordinal_at(location.path, known), known)
         # A whole-log read (from the start) is kept for the jobs about to run (embedded mode).
         hand_off = self.after_session is not None and position is None
         identity = file_identity(path) if hand_off else None
@@ -283,7 +283,8 @@ class Watcher:
             for seq, offset in zip(index.seqs, index.offsets, strict=True)
             if seq >= old_end and seq not in known and digest.covers(seq)
         ]
-        self._ordinal_at_end[sid] = digest.ordinal
+        if digest.resolved:
+            self._ordinal_at_end[sid] = digest.ordinal
         title = None
         if digest.title is not None:
             text = entries.session_node_text(digest.title, None, self.runtime.now_ms())
