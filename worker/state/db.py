@@ -9,7 +9,7 @@ milliseconds, and ``run --once --jobs N`` processes took turns on every read).
 ``synchronous = NORMAL``: a commit survives a crash of the process; an OS crash or power
 loss may drop the last few transactions (never a middle one: WAL recovery keeps a prefix). That
 is safe for process-then-advance: the store's writes are durable before a watermark advance
-commits (hypatia-lite commits with ``synchronous = FULL``), so a lost advance leaves the
+commits (a hypatia-lite write fsyncs its WAL before it returns), so a lost advance leaves the
 watermark behind the store — the span is written again, idempotently — never ahead of it.
 
 PostgreSQL: psycopg 3; conditional ``UPDATE … WHERE version = :v`` re-checks the row under its
