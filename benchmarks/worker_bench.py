@@ -40,7 +40,8 @@ from worker_dshgen import SessionLogWriter, conversation, embedded_runtime
 from memory.dsh.reader import read_log
 from memory.messages import is_loggable
 from memory.store.lite import db, shelves
-from worker.once_parallel import OnceChildren, run_once
+from worker.once_children import OnceChildren
+from worker.once_parallel import run_once
 from worker.runner import InProcessRunner
 from worker.watch import Watcher
 

@@ -31,7 +31,8 @@ from worker.jobs.reconsolidate import backfill_consolidation, queued_sessions
 from worker.jobs.retract import resume_repairs
 from worker.observability import JsonFormatter
 from worker.observability import serve_metrics as start_metrics_server
-from worker.once_parallel import OnceChildren, run_once
+from worker.once_children import OnceChildren
+from worker.once_parallel import run_once
 from worker.pipeline import (
     JOB_CONSOLIDATE,
     Runtime,
