@@ -28,6 +28,13 @@ def test_a_read_sees_committed_rows_and_refuses_to_write(state_db: StateDB) -> N
     with state_db.read() as repos:
         still = repos.sessions.get("s-read")
         assert still is not None and still.closed_at is None
+    # On PostgreSQL reads borrow the writers' pool: a connection back from a read writes again.
+    for _ in range(12):
+        with state_db.read() as repos:
+            repos.sessions.get("s-read")
+    for _ in range(12):
+        with state_db.transaction() as repos:
+            assert repos.sessions.mark_closed("s-read")
 
 
 def test_a_sqlite_read_does_not_wait_for_another_processes_write(tmp_path: Path) -> None:

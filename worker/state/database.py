@@ -64,7 +64,11 @@ class StateDB:
         """One short read-only transaction (a consistent snapshot; a write in it fails). On
         SQLite it does not take the write lock, so it never waits for another process."""
         if self._read_engine is None:
-            self._read_engine = make_engine(self.url, read_only=True)
+            self._read_engine = (
+                make_engine(self.url, read_only=True) if self.engine.dialect.name == "sqlite"
+                # Same pool as the writers; READ ONLY is reset when a connection goes back.
+                else self.engine.execution_options(postgresql_readonly=True)
+            )
         with self._read_engine.begin() as conn:
             yield self._repos(conn)
 
@@ -82,5 +86,5 @@ class StateDB:
 
     def dispose(self) -> None:
         self.engine.dispose()
-        if self._read_engine is not None:
+        if self._read_engine is not None and self._read_engine.pool is not self.engine.pool:
             self._read_engine.dispose()

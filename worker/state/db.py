@@ -74,8 +74,9 @@ def _sqlite_setup(engine: Engine, *, read_only: bool = False) -> None:
 def make_engine(url: str, *, read_only: bool = False) -> Engine:
     """An engine for ``url``; creates the SQLite file's directory when it is missing.
 
-    ``read_only``: transactions that cannot write (SQLite ``query_only``, PostgreSQL
-    ``READ ONLY``) and, on SQLite, a deferred ``BEGIN`` that never waits for a writer."""
+    ``read_only`` (SQLite): transactions that cannot write (``query_only``) and begin with a
+    deferred ``BEGIN`` that never waits for a writer. A PostgreSQL engine is never read-only:
+    :meth:`StateDB.read` borrows the main engine's pool for ``READ ONLY`` transactions."""
     parsed = normalize_url(url)
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database or ""
@@ -87,8 +88,7 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
         _sqlite_setup(engine, read_only=read_only)
         return engine
     try:
-        engine = create_engine(parsed, pool_pre_ping=True, pool_size=5, max_overflow=5)
-        return engine.execution_options(postgresql_readonly=True) if read_only else engine
+        return create_engine(parsed, pool_pre_ping=True, pool_size=5, max_overflow=5)
     except ImportError as exc:
         raise StateURLError(
             f"state URL driver {parsed.drivername!r} is not installed ({exc.name}); "
