@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import random
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -159,7 +161,11 @@ class LiteStore(VectorSearch):
             raise StoreError("validation error: nothing to update: pass at least one of "
                              "data, tags, synonyms, figures, scopes")
         name = well_formed(name)
-        for _ in range(_UPDATE_ATTEMPTS):
+        for attempt in range(_UPDATE_ATTEMPTS):
+            if attempt:
+                # Another writer changed the entry between our read and our swap. Wait a random
+                # moment so two processes updating one entry do not keep meeting in lockstep.
+                time.sleep(random.uniform(0, 0.002 * 2**attempt))
             found = self._run(lambda: self.conn.execute(
                 "SELECT content, embed_wanted FROM knowledge WHERE name = ?", (name,)).fetchone())
             if found is None:
