@@ -54,6 +54,15 @@ class OnceTotals:
     def finished(self) -> int:
         return self.done + self.failed
 
+    def add(self, counters: Sequence[int]) -> None:
+        """Add ``(done, failed, written, retracted, edges)`` (:meth:`RunnerStats.counters`)."""
+        done, failed, written, retracted, edges = counters
+        self.done += done
+        self.failed += failed
+        self.written += written
+        self.retracted += retracted
+        self.edges += edges
+
     def summary(self) -> str:
         """The one line ``run --once`` ends with."""
         return (
@@ -170,12 +179,7 @@ class OnceChildren:
                 hints: list[JobKey]) -> None:
         kind = message[0]
         if kind == "jobs":
-            done, failed, written, retracted, edges = message[1:]
-            totals.done += done
-            totals.failed += failed
-            totals.written += written
-            totals.retracted += retracted
-            totals.edges += edges
+            totals.add(message[1:])
         elif kind == "scanned":
             totals.new_events += message[1]
         elif kind == "hint":
@@ -235,8 +239,7 @@ def _child_pass(settings: Settings, shelf: str, mine: frozenset[str],
 
         def _done(_result: JobResult) -> None:
             nonlocal last
-            s = runner.stats
-            now = (s.done, s.failed, s.written, s.retracted, s.edges)
+            now = runner.stats.counters()
             send(("jobs", *(a - b for a, b in zip(now, last, strict=True))))
             last = now
 

@@ -97,7 +97,7 @@ def once_pass(
 
     def _show(description: str | None, total: int | None = None) -> None:
         if progress is not None:
-            finished = base + runner.stats.done + runner.stats.failed
+            finished = base + runner.stats.finished
             progress(description, finished, None if total is None else base + total)
 
     def _done(_result: JobResult) -> None:  # called per attempt: count finished jobs only
@@ -114,18 +114,13 @@ def once_pass(
     watcher.reconcile()
     for session_id in queued_sessions(runtime, shelf):  # recorded by `reconsolidate`
         runner.submit(JOB_CONSOLIDATE, session_id, shelf)
-    _show("writing memory", runner.stats.done + runner.stats.failed + runner.pending())
+    _show("writing memory", runner.stats.finished + runner.pending())
     runner.drain()
-    _show("writing memory", runner.stats.done + runner.stats.failed)
-    s = runner.stats
+    _show("writing memory", runner.stats.finished)
     if only_sessions is None:
         totals.sessions = report.sessions
     totals.new_events += report.new_events
-    totals.done += s.done
-    totals.failed += s.failed
-    totals.written += s.written
-    totals.retracted += s.retracted
-    totals.edges += s.edges
+    totals.add(runner.stats.counters())
 
 
 def plan_groups(sizes: Sequence[tuple[str, int]], count: int) -> list[list[str]]:

@@ -35,6 +35,15 @@ class RunnerStats:
     edges: int = 0
     results: list[JobResult] = field(default_factory=list)
 
+    @property
+    def finished(self) -> int:
+        """Jobs that ended (done or failed), not counting retried attempts."""
+        return self.done + self.failed
+
+    def counters(self) -> tuple[int, int, int, int, int]:
+        """``(done, failed, written, retracted, edges)``: what ``run --once`` adds up."""
+        return self.done, self.failed, self.written, self.retracted, self.edges
+
 
 class InProcessRunner:
     """Run pipeline jobs in this process, with the guard's lease / retry / failure semantics."""

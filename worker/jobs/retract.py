@@ -195,11 +195,9 @@ def retract_job(ctx: JobContext) -> JobOutput:
 def repair_after_log_span(ctx: JobContext, withdrew_earlier: bool) -> None:
     """Called by ``log_span`` after its writes: when a marker withdrew messages of an earlier
     span, or a repair of this session is unfinished, repair the derived memory now."""
-    if not withdrew_earlier:
-        with ctx.read() as repos:
-            if not pending_intents(repos, ctx.session_id):
-                return
     with ctx.read() as repos:
+        if not withdrew_earlier and not pending_intents(repos, ctx.session_id):
+            return
         state = repos.sessions.get(ctx.session_id)
     if state is None:
         return

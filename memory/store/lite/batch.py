@@ -108,7 +108,7 @@ def _embed(rows: list[_Row], embedder: Embedder | None, conn: sqlite3.Connection
 
 
 def write_batch(
-    conn: sqlite3.Connection,
+    conn: db.ShelfConnection,
     embedder: Embedder | None,
     run: Callable[[Callable[[], Any]], Any],
     entries: Sequence[EntryWrite],

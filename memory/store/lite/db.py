@@ -128,7 +128,7 @@ class ShelfConnection(sqlite3.Connection):
     wal_path: str = ""
 
 
-def connect(shelf_dir: Path) -> sqlite3.Connection:
+def connect(shelf_dir: Path) -> ShelfConnection:
     """Open (creating if needed) the shelf database and make sure its schema exists."""
     shelf_dir.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(
@@ -168,7 +168,7 @@ def connect(shelf_dir: Path) -> sqlite3.Connection:
 
 
 @contextmanager
-def write(conn: sqlite3.Connection) -> Iterator[None]:
+def write(conn: ShelfConnection) -> Iterator[None]:
     """A short ``BEGIN IMMEDIATE`` transaction: committed on success, rolled back on error; on
     disk when this returns (see the module doc)."""
     conn.execute("BEGIN IMMEDIATE")
@@ -181,11 +181,10 @@ def write(conn: sqlite3.Connection) -> Iterator[None]:
     sync_wal(conn)
 
 
-def sync_wal(conn: sqlite3.Connection) -> None:
+def sync_wal(conn: ShelfConnection) -> None:
     """fsync the connection's WAL file: every transaction committed to it is then on disk."""
-    path = getattr(conn, "wal_path", "") or _wal_path(conn)
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(conn.wal_path, os.O_RDONLY)
     except FileNotFoundError:
         return  # not in WAL mode (nothing was written through a WAL)
     try:
@@ -193,6 +192,3 @@ def sync_wal(conn: sqlite3.Connection) -> None:
     finally:
         os.close(fd)
 
-
-def _wal_path(conn: sqlite3.Connection) -> str:
-    return str(conn.execute("PRAGMA database_list").fetchone()[2]) + "-wal"

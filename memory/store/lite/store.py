@@ -73,7 +73,7 @@ class LiteStore(VectorSearch):
         self.embedder: Embedder | None = embedder
         self._lock = threading.RLock()
         try:
-            self._conn: sqlite3.Connection | None = db.connect(self.path)
+            self._conn: db.ShelfConnection | None = db.connect(self.path)
         except sqlite3.Error as err:
             raise shelves.ShelfError(
                 f"shelf error: cannot open shelf '{shelf}' at {self.path}: {err}"
@@ -94,7 +94,7 @@ class LiteStore(VectorSearch):
                 self._conn = None
 
     @property
-    def conn(self) -> sqlite3.Connection:
+    def conn(self) -> db.ShelfConnection:
         if self._conn is None:
             raise StoreError(f"hypatia-lite store for shelf '{self.shelf}' is closed")
         return self._conn

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar
 
@@ -43,7 +42,7 @@ class VectorSearch:
     _no_model: str
 
     @property
-    def conn(self) -> sqlite3.Connection:
+    def conn(self) -> db.ShelfConnection:
         raise NotImplementedError
 
     def _run(self, action: Callable[[], T]) -> T:
