@@ -1,8 +1,9 @@
 """Durability that process-then-advance relies on: a hypatia-lite write is on disk before it
 returns (its WAL file is fsynced after the commit, once the write lock is free, so another
-process is not kept waiting for the disk; a delete is made durable by its truncating checkpoint
-instead, which syncs the WAL and then the database file), and the SQLite state database runs WAL with
-``synchronous = NORMAL`` (a lost last transaction only makes watermarks lag)."""
+process is not kept waiting for the disk; a delete is made durable by its truncating
+checkpoint instead, which syncs the WAL and then the database file), and the SQLite state
+database runs WAL with ``synchronous = NORMAL`` (a lost last transaction only makes watermarks
+lag)."""
 
 from __future__ import annotations
 
