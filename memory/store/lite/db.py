@@ -196,7 +196,12 @@ def write(conn: ShelfConnection, *, purge_text: bool = False) -> Iterator[None]:
         raise
     conn.execute("COMMIT")
     if purge_text or conn.checkpoint_owed:
-        owed = purge.after_purge(conn, conn.checkpoint_owed)
+        try:
+            owed = purge.after_purge(conn, conn.checkpoint_owed)
+        except sqlite3.OperationalError:  # never let a lock retry run a committed write again
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            owed = True
         if owed or not purge_text:
             sync_wal(conn)
         conn.checkpoint_owed = owed
