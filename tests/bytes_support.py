@@ -13,7 +13,9 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from canary_support import CanarySession
+from state_db_support import PG_ADMIN_DSN
 
 from memory.store.lite import db, shelves
 
@@ -66,3 +68,16 @@ def present(files: list[Path], canaries: Any) -> set[str]:
     """The canaries whose exact text is somewhere in the files' bytes (the scans' control)."""
     blob = b"".join(p.read_bytes() for p in files)
     return {c for c in canaries if c.encode() in blob}
+
+
+def pg_table_file(url: str, table: str = "sessions") -> Path:
+    """The file of a PostgreSQL table of the database at ``url``, after a CHECKPOINT wrote its
+    pages to disk (the server is local: its data directory is readable here)."""
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(PG_ADMIN_DSN.replace("dbname=postgres", f"dbname={name}"),
+                         autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
+        data = conn.execute("SHOW data_directory").fetchone()
+        rel = conn.execute("SELECT pg_relation_filepath(%s)", (table,)).fetchone()
+    assert data is not None and rel is not None
+    return Path(data[0]) / rel[0]

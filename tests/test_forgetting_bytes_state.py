@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import psycopg
 import pytest
-from bytes_support import leaks, present, token
-from state_db_support import PG_ADMIN_DSN, sqlite_url, throwaway_pg_database
+from bytes_support import leaks, pg_table_file, present, token
+from state_db_support import sqlite_url, throwaway_pg_database
 
 from worker.state import StateDB
 
@@ -24,18 +23,6 @@ def _titled(db: StateDB, *titles: tuple[str, str]) -> None:
                                        durable_end_seq=3, title=(2, title))
 
 
-def _pg_file(url: str) -> Path:
-    """The file of the ``sessions`` table, after a CHECKPOINT wrote its pages to disk."""
-    name = url.rsplit("/", 1)[1]
-    with psycopg.connect(PG_ADMIN_DSN.replace("dbname=postgres", f"dbname={name}"),
-                         autocommit=True) as conn:
-        conn.execute("CHECKPOINT")
-        data = conn.execute("SHOW data_directory").fetchone()
-        rel = conn.execute("SELECT pg_relation_filepath('sessions')").fetchone()
-    assert data is not None and rel is not None
-    return Path(data[0]) / rel[0]
-
-
 @pytest.mark.integration
 def test_postgresql_vacuums_the_dead_tuple_of_a_scrubbed_title() -> None:
     doomed, kept = token("pg-title-doomed"), token("pg-title-kept")
@@ -43,7 +30,7 @@ def test_postgresql_vacuums_the_dead_tuple_of_a_scrubbed_title() -> None:
         db = StateDB.open(url)
         try:
             _titled(db, ("s-1", f"about {doomed}"), ("s-2", f"about {kept}"))
-            assert present([_pg_file(url)], [doomed, kept]) == {doomed, kept}
+            assert present([pg_table_file(url)], [doomed, kept]) == {doomed, kept}
             with db.transaction() as repos:
                 assert repos.sessions.scrub_title("s-1")
             with db.read() as repos:
@@ -51,10 +38,10 @@ def test_postgresql_vacuums_the_dead_tuple_of_a_scrubbed_title() -> None:
             assert one is not None and (one.title_text, one.last_title_seq) == (None, None)
             assert two is not None and two.title_text == f"about {kept}"
             # MVCC: the UPDATE left the old tuple, text and all, in the table's file.
-            assert present([_pg_file(url)], [doomed]) == {doomed}
+            assert present([pg_table_file(url)], [doomed]) == {doomed}
             assert db.after_purge()
-            assert leaks([_pg_file(url)], [doomed]) == []
-            assert present([_pg_file(url)], [kept]) == {kept}
+            assert leaks([pg_table_file(url)], [doomed]) == []
+            assert present([pg_table_file(url)], [kept]) == {kept}
         finally:
             db.dispose()
 

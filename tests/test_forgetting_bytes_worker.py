@@ -9,9 +9,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from bytes_support import TokenSession, leaks, present, shelf_files, state_files, token
+from bytes_support import (
+    TokenSession,
+    leaks,
+    pg_table_file,
+    present,
+    shelf_files,
+    state_files,
+    token,
+)
 from canary_support import canary_reply, cli, cli_env, dump_text, names, process, runtime_for
 from model_server import ModelServer, model_server_fixture  # noqa: F401
+from state_db_support import throwaway_pg_database
 
 pytestmark = pytest.mark.integration
 
@@ -110,3 +119,30 @@ def test_forget_removes_the_session_and_its_title_from_every_file(
     assert leaks(_files(tmp_path), doomed) == []
     still = [*kept.canaries.values(), token("s-kept-title")]
     assert present(_files(tmp_path), still) == set(still)
+
+
+def test_forget_with_a_postgresql_state_database_leaves_no_dead_title(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_server: ModelServer
+) -> None:
+    model_server.responder = canary_reply
+    title, kept_title = token("pg-gone-title"), token("pg-kept-title")
+    with throwaway_pg_database() as url:
+        runtime = runtime_for(tmp_path, model_server, monkeypatch, state_url=url)
+        gone = TokenSession.start(tmp_path, "s-gone")
+        kept = TokenSession.start(tmp_path, "s-kept")
+        gone.log.title(f"about {title}", gone.turn("1").user_seq)
+        kept.log.title(f"about {kept_title}", kept.turn("1").user_seq)
+        gone.turn("2")  # (a title logged after the last turn was not recorded in this set-up)
+        kept.turn("2")
+        process(runtime)
+        runtime.close()
+        assert present([pg_table_file(url)], [title, kept_title]) == {title, kept_title}
+
+        env = cli_env(tmp_path, model_server, MEMORY_WORKER_STATE_URL=url)
+        done = cli(["forget", "s-gone"], env)
+        assert done.returncode == 0, done.stderr
+        assert not [n for n in names(tmp_path) if "s-gone" in n]
+        assert leaks([pg_table_file(url)], [title]) == []  # VACUUM FULL: no dead tuple left
+        assert present([pg_table_file(url)], [kept_title]) == {kept_title}
+        doomed = list(gone.canaries.values())
+        assert leaks(shelf_files(tmp_path / "lite"), [*doomed, title]) == []
