@@ -94,8 +94,9 @@ class RewritePlan:
     stale_archives: list[str] = field(default_factory=list)
     archive_tokens: dict[str, int] = field(default_factory=dict)
     pending: set[str] = field(default_factory=set)
-    #: steps left out by :meth:`within`
+    #: steps left out by :meth:`within`, and the summaries among them
     deferred: int = 0
+    deferred_refs: list[SpanSummaryRef] = field(default_factory=list)
 
     @property
     def archives(self) -> list[str]:
@@ -156,8 +157,9 @@ class RewritePlan:
                 if trial.calls > budget:
                     break
                 cut.stale_archives.append(archive)
-        cut.deferred = (len(self.steps) - len(cut.steps)
-                        + len(self.stale_archives) - len(cut.stale_archives))
+        cut.deferred_refs = [step.ref for step in self.steps[len(cut.steps):]]
+        cut.deferred = len(cut.deferred_refs) + len(self.stale_archives) - len(
+            cut.stale_archives)
         return cut
 
 
@@ -277,8 +279,11 @@ def execute_rewrite(ctx: JobContext, log_: SessionLog, plan: RewritePlan) -> Rew
     store = ctx.store()
     outcome = RewriteOutcome(ctx.session_id, deferred=plan.deferred)
     summaries = [step.ref for step in plan.steps]
-    with ctx.state() as repos:  # owed before any text changes: a crash or a budget resumes
-        for ref in summaries:
+    # Owed before any text changes, so a crash resumes them; relog also owes the summaries a
+    # budget defers (their messages are re-rendered now, so only the intent remembers them).
+    owed = summaries + (plan.deferred_refs if plan.mode == "relog" else [])
+    with ctx.state() as repos:
+        for ref in owed:
             if ref.name not in plan.pending:
                 repos.audit.record(ACTION_INTENT, "pending", shelf=ctx.shelf,
                                    session_id=ctx.session_id, subject=ref.name,
