@@ -343,8 +343,10 @@ def outcome_line(outcome: RewriteOutcome, mode: str) -> str:
     if mode == "relog":
         parts.append(f"re-rendered {_n(len(outcome.messages), 'message')}, "
                      f"{_n(outcome.session_nodes, 'session node')}")
-    parts.append(f"rewrote {_n(len(outcome.summaries), 'summary', 'summaries')}, "
-                 f"{_n(len(outcome.archives), 'archive')}, {_n(len(outcome.units), 'work unit')}")
+    if outcome.summaries or outcome.archives or outcome.units or not outcome.deferred:
+        parts.append(f"rewrote {_n(len(outcome.summaries), 'summary', 'summaries')}, "
+                     f"{_n(len(outcome.archives), 'archive')}, "
+                     f"{_n(len(outcome.units), 'work unit')}")
     if outcome.removed:
         parts.append(f"removed {_n(len(outcome.removed), 'entry', 'entries')} the new pass no "
                      "longer produces")
