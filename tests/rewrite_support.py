@@ -78,8 +78,9 @@ def env_for(root: Path, server: ModelServer, model: str, **extra: str) -> dict[s
 def write_sessions(root: Path, secret: str = "") -> dict[str, int]:
     """Three finished sessions of two turns each (``s-1`` has a title); their end seqs."""
     ends = {}
-    for sid in SESSIONS:
-        log = SessionLogWriter(root / "dsh", sid, CWD)
+    for index, sid in enumerate(SESSIONS):  # fixed times: two roots hold the same entries
+        log = SessionLogWriter(root / "dsh", sid, CWD,
+                               created_at=1_764_000_000_000 + index * 60_000)
         first = log.turn(f"fix the build of {sid} {secret}".strip(), f"fixed {sid}")
         if sid == "s-1":
             log.title(f"Build fixes {secret}".strip(), first.user_seq)

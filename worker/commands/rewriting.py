@@ -212,13 +212,20 @@ def _run_one(runtime: Runtime, shelf: str, mode: str, sid: str, force: bool,
         return planned
     with runtime.state.transaction() as repos:
         request = request_rewrite(repos, sid, shelf, mode, force=force, max_calls=budget)
-    detail = ""
-    for attempt in range(runtime.settings.task_max_retries + 1):
+    settings = runtime.settings
+    # A lease held by a process that died is free once it expires: wait that long for `busy`.
+    busy_until = time.monotonic() + 2 * settings.lease_ttl_s + 5
+    attempt = 0
+    while True:
         result = run_job(runtime, JOB_REWRITE, sid, shelf, attempt=attempt)
         detail = result.detail
-        if result.status not in ("retry", "busy"):
+        if result.status == "busy" and time.monotonic() < busy_until:
+            time.sleep(0.5)
+        elif result.status == "retry" and attempt < settings.task_max_retries:
+            time.sleep(min(30.0, settings.retry_backoff_s * 2 ** attempt))
+            attempt += 1
+        else:
             break
-        time.sleep(min(5.0, runtime.settings.retry_backoff_s * 2 ** attempt))
     return _settled(runtime, shelf, sid, request) or Row(
         sid, "unfinished", f"not finished — {detail}; the request stays queued (rerun, or a "
         "running worker retries it)")
