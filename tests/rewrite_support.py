@@ -112,3 +112,8 @@ def triples(root: Path) -> set[tuple[str, str, str]]:
 def derived(root: Path) -> dict[str, str]:
     """Summaries, archives and work units by name."""
     return {n: d for n, d in knowledge(root).items() if n.startswith(("sum", "wu-"))}
+
+
+def shelf_bytes(root: Path) -> bytes:
+    """The raw bytes of every file of the hypatia-lite home (database, WAL, journal)."""
+    return b"".join(p.read_bytes() for p in sorted((root / "lite").rglob("*")) if p.is_file())

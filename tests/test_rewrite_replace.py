@@ -18,6 +18,7 @@ from rewrite_support import (
     env_for,
     knowledge,
     scripted,
+    shelf_bytes,
     triples,
     write_sessions,
 )
@@ -119,11 +120,12 @@ def test_replace_rewrites_everything_in_place_and_a_second_run_calls_nothing(
     assert all(h in names for h, _, _ in edges)  # no edge names a removed entry
     everything = json.dumps(dump(tmp_path))
     assert "ALPHA" not in everything
+    assert b"ALPHA" not in shelf_bytes(tmp_path)  # not in freed pages or the WAL either
     with LiteStore("default", home=tmp_path / "lite") as store:
         assert store.search("ALPHA") == []
-    assert {model for _, model in provenance(tmp_path).values() if True} >= {"model-b"}
-    assert {name for name, (_, model) in provenance(tmp_path).items() if model == "model-a"
-            and name in names} == set()
+    # Every summary, archive and work unit in the store is recorded as B's.
+    assert {n: m for n, (_, m) in provenance(tmp_path).items() if n in names} == {
+        n: "model-b" for n in after}
 
     # A second run: everything is current, no model call.
     calls = len(model_server.requests)
