@@ -38,7 +38,7 @@ JOB_LOG_SPAN: Final = "log_span"
 JOB_SESSION_NODE: Final = "session_node"
 JOB_CONSOLIDATE: Final = "consolidate"
 #: Jobs whose owed work comes from a lagging watermark that only the job itself can move.
-BACKED_OFF_JOBS: Final = frozenset({JOB_CONSOLIDATE, JOB_RETRACT})
+BACKED_OFF_JOBS: Final = frozenset({JOB_CONSOLIDATE, JOB_RETRACT, JOB_REWRITE})
 #: A permanent failure of one of these stops every hint for the session until its log grows.
 _LOG_TASKS: Final = ("scan", JOB_LOG_SPAN, JOB_SESSION_NODE)
 _BACKOFF_STEP_S: Final = 60.0
@@ -120,10 +120,10 @@ def owed_work(runtime: Runtime, shelf: str) -> list[Owed]:
         found = readable.get(sid)
         if found is not None and not backing_off(failures.get((JOB_RETRACT, sid)), found, now):
             owed.append(Owed(JOB_RETRACT, sid, "repair", ()))
-    for sid in queued_rewrites(runtime, shelf):  # `reconsolidate --replace` / `relog`
+    for sid, request in queued_rewrites(runtime, shelf).items():  # --replace / relog
         found = readable.get(sid)
         if found is not None and not backing_off(failures.get((JOB_REWRITE, sid)), found, now):
-            owed.append(Owed(JOB_REWRITE, sid, "rewrite request", ()))
+            owed.append(Owed(JOB_REWRITE, sid, "rewrite request", (request,)))
     return owed
 
 

@@ -27,6 +27,7 @@ from worker.commands.rewriting import (
     JsonOption,
     MaxCallsOption,
     ProjectOption,
+    QueueOption,
     Selection,
     SinceOption,
     TimeoutOption,
@@ -42,6 +43,7 @@ from worker.commands.run import (
     setup_logging,
 )
 from worker.jobs.reconsolidate import ReconsolidateResult, request_reconsolidation
+from worker.names import DEFAULT_QUEUE
 from worker.pipeline import JOB_CONSOLIDATE, JobResult, Runtime, owe_consolidation
 from worker.runner import InProcessRunner
 from worker.settings import Settings
@@ -98,6 +100,7 @@ def reconsolidate(
     json_: JsonOption = False,
     workers: WorkersOption = False,
     timeout: TimeoutOption = 3600.0,
+    queue: QueueOption = DEFAULT_QUEUE,
     shelf: ShelfOption = None,
     config: ConfigOption = None,
 ) -> None:
@@ -114,7 +117,7 @@ def reconsolidate(
             raise typer.Exit(2)
         rewrite_command("replace", chosen, force=force, dry_run=dry_run, max_calls=max_calls,
                         json_=json_, wait=wait, workers=workers, timeout=timeout, shelf=shelf,
-                        config=config)
+                        config=config, queue=queue)
         return
     if force or dry_run or max_calls is not None or json_ or workers or project or since:
         err.print("memory-worker: --force, --dry-run, --max-calls, --json, --workers, --project "

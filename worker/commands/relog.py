@@ -23,6 +23,7 @@ from worker.commands.rewriting import (
     JsonOption,
     MaxCallsOption,
     ProjectOption,
+    QueueOption,
     Selection,
     SinceOption,
     TimeoutOption,
@@ -30,6 +31,7 @@ from worker.commands.rewriting import (
     rewrite_command,
 )
 from worker.commands.run import ShelfOption
+from worker.names import DEFAULT_QUEUE
 
 
 @app.command()
@@ -50,6 +52,7 @@ def relog(
     json_: JsonOption = False,
     workers: WorkersOption = False,
     timeout: TimeoutOption = 3600.0,
+    queue: QueueOption = DEFAULT_QUEUE,
     shelf: ShelfOption = None,
     config: ConfigOption = None,
 ) -> None:
@@ -61,4 +64,4 @@ def relog(
         raise typer.Exit(2)
     rewrite_command("relog", chosen, force=False, dry_run=dry_run, max_calls=max_calls,
                   json_=json_, wait=wait, workers=workers, timeout=timeout, shelf=shelf,
-                  config=config)
+                  config=config, queue=queue)

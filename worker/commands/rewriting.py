@@ -42,6 +42,7 @@ from worker.jobs.reconsolidate import request_rewrite, rewrite_result
 from worker.jobs.rewrite import plan_line
 from worker.jobs.rewrite_job import JOB_REWRITE, plan_session
 from worker.jobs.runtime import Runtime
+from worker.names import DEFAULT_QUEUE
 
 ProjectOption = Annotated[
     str | None, typer.Option("--project", help="Only sessions of this project (scope name).")
@@ -63,6 +64,9 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object 
 WorkersOption = Annotated[
     bool, typer.Option("--workers", help="Run as jobs on the Celery workers (distributed mode); "
                        "with --wait, follow them.")
+]
+QueueOption = Annotated[
+    str, typer.Option("--queue", help="With --workers: the Celery queue the workers consume.")
 ]
 TimeoutOption = Annotated[
     float, typer.Option("--timeout", min=1, help="With --workers --wait: seconds to follow the "
@@ -105,7 +109,8 @@ def select_sessions(runtime: Runtime, chosen: Selection) -> list[str]:
 
 def rewrite_command(mode: str, chosen: Selection, *, force: bool, dry_run: bool,
                     max_calls: int | None, json_: bool, wait: bool, workers: bool,
-                    timeout: float, shelf: str | None, config: Path | None) -> None:
+                    timeout: float, shelf: str | None, config: Path | None,
+                    queue: str = DEFAULT_QUEUE) -> None:
     """The body of ``reconsolidate --replace`` (mode ``replace``) and ``relog``: settings,
     runtime, selection, then :func:`run_rewrite`; exits with its status."""
     if max_calls is not None and not (wait and not workers):
@@ -123,7 +128,7 @@ def rewrite_command(mode: str, chosen: Selection, *, force: bool, dry_run: bool,
                       markup=False)
         code = run_rewrite(runtime, settings.store_shelf, mode, ids, force=force,
                            dry_run=dry_run, max_calls=max_calls, json_=json_, wait=wait,
-                           workers=workers, timeout_s=timeout)
+                           workers=workers, timeout_s=timeout, queue=queue)
     finally:
         runtime.close()
     raise typer.Exit(code)
@@ -146,14 +151,14 @@ class Row:
 
 def run_rewrite(runtime: Runtime, shelf: str, mode: str, ids: list[str], *, force: bool,
                 dry_run: bool, max_calls: int | None, json_: bool, wait: bool, workers: bool,
-                timeout_s: float = 3600.0) -> int:
+                timeout_s: float = 3600.0, queue: str = DEFAULT_QUEUE) -> int:
     """Carry out (or plan, queue, follow) ``mode`` for ``ids``; the exit status."""
     if dry_run:
         rows = [_dry_row(runtime, shelf, sid, mode, force) for sid in ids]
     elif wait and not workers:
         rows = _run_here(runtime, shelf, mode, ids, force, max_calls, json_)
     else:
-        rows = _queue(runtime, shelf, mode, ids, force, wait, json_, timeout_s)
+        rows = _queue(runtime, shelf, mode, ids, force, wait, json_, timeout_s, queue)
     if json_:
         totals = {key: sum(int((r.counts or {}).get(key, 0)) for r in rows)
                   for key in ("calls", "input_tokens")}
@@ -242,7 +247,7 @@ def _settled(runtime: Runtime, shelf: str, sid: str, request: int) -> Row | None
 
 
 def _queue(runtime: Runtime, shelf: str, mode: str, ids: list[str], force: bool, wait: bool,
-           json_: bool, timeout_s: float) -> list[Row]:
+           json_: bool, timeout_s: float, queue: str) -> list[Row]:
     requests: dict[str, int] = {}
     rows: dict[str, Row] = {}
     for sid in ids:
@@ -254,7 +259,7 @@ def _queue(runtime: Runtime, shelf: str, mode: str, ids: list[str], force: bool,
             requests[sid] = request_rewrite(repos, sid, shelf, mode, force=force)
         rows[sid] = Row(sid, "queued", f"queued — a {mode} job was sent to the workers")
     try:
-        tasks.configure(runtime.settings)
+        tasks.configure(runtime.settings, queue=queue)
         for sid in requests:
             tasks.enqueue(JOB_REWRITE, sid, shelf)
     except Exception as exc:  # kombu raises several types for an unreachable broker

@@ -217,12 +217,12 @@ def rewrite_result(repos: Repos, session_id: str, shelf: str,
     return None
 
 
-def queued_rewrites(runtime: Runtime, shelf: str) -> list[str]:
-    """Sessions whose newest rewrite request is still queued."""
+def queued_rewrites(runtime: Runtime, shelf: str) -> dict[str, int]:
+    """Sessions whose newest rewrite request is still queued, with that request's id."""
     with runtime.state.read() as repos:
         entries = repos.audit.entries(action=REWRITE_ACTION)
-    newest: dict[str, str] = {}
+    newest: dict[str, tuple[int, str]] = {}
     for entry in entries:
         if entry.shelf == shelf and entry.session_id:
-            newest[entry.session_id] = entry.outcome
-    return sorted(sid for sid, outcome in newest.items() if outcome == QUEUED)
+            newest[entry.session_id] = (entry.id, entry.outcome)
+    return {sid: found[0] for sid, found in sorted(newest.items()) if found[1] == QUEUED}
