@@ -89,6 +89,22 @@ def test_replace_rewrites_everything_in_place_and_a_second_run_calls_nothing(
     assert "s-1: would rewrite 1 summary, 1 archive, re-extract 2 work units — 2 model calls" \
         in out
     assert "dry run: 5 model calls" in out
+    # Selectors: a project, an activity date, named sessions (an unknown one is an error).
+    selections = (
+        (["--project", "rewrite-proj"], list(SESSIONS)), (["--project", "nope"], []),
+        (["--since", "2000-01-01"], list(SESSIONS)), (["--since", "2999-01-01"], []),
+        (["s-3", "s-1"], ["s-3", "s-1"]),
+    )
+    for args, chosen in selections:
+        code, out, err = cli(tmp_path, model_server, "model-b", "reconsolidate", "--replace",
+                             "--dry-run", "--json", *args)
+        assert code == 0, err
+        assert [row["session_id"] for row in json.loads(out)["sessions"]] == chosen
+    code, out, _ = cli(tmp_path, model_server, "model-b", "reconsolidate", "s-9", "--replace",
+                       "--dry-run")
+    assert (code, out) == (1, "s-9: unknown-session — the watcher has not seen this session\n"
+                           "dry run: 0 model calls, ~0 input tokens in 1 session(s); nothing "
+                           "changed\n")
     assert dump(tmp_path) == full
 
     calls = len(model_server.requests)

@@ -19,12 +19,14 @@ import typer
 from worker.cli import app
 from worker.commands.config import ConfigOption
 from worker.commands.rewriting import (
+    AllOption,
     DryRunOption,
     JsonOption,
     MaxCallsOption,
     ProjectOption,
     QueueOption,
     Selection,
+    SessionsArg,
     SinceOption,
     TimeoutOption,
     WorkersOption,
@@ -36,12 +38,8 @@ from worker.names import DEFAULT_QUEUE
 
 @app.command()
 def relog(
-    sessions: Annotated[
-        list[str] | None, typer.Argument(help="Session ids to re-render.", show_default=False)
-    ] = None,
-    all_sessions: Annotated[
-        bool, typer.Option("--all", help="Every session the watcher knows.")
-    ] = False,
+    sessions: SessionsArg = None,
+    all_sessions: AllOption = False,
     project: ProjectOption = None,
     since: SinceOption = None,
     dry_run: DryRunOption = False,

@@ -44,6 +44,10 @@ from worker.jobs.rewrite_job import JOB_REWRITE, plan_session
 from worker.jobs.runtime import Runtime
 from worker.names import DEFAULT_QUEUE
 
+SessionsArg = Annotated[
+    list[str] | None, typer.Argument(help="Session ids.", show_default=False)
+]
+AllOption = Annotated[bool, typer.Option("--all", help="Every session the watcher knows.")]
 ProjectOption = Annotated[
     str | None, typer.Option("--project", help="Only sessions of this project (scope name).")
 ]

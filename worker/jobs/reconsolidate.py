@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from worker.jobs.runtime import Runtime
+from worker.state.audit import AuditEntry
 from worker.state.database import Repos
 
 ACTION: Final = "reconsolidate"
@@ -43,12 +44,18 @@ class ReconsolidateResult:
         return self.reason in OK_REASONS
 
 
-def pending_request(repos: Repos, session_id: str, shelf: str) -> tuple[int, int] | None:
-    """The span of the session's newest request when it is still queued."""
+def newest_entry(repos: Repos, session_id: str, shelf: str, action: str) -> AuditEntry | None:
+    """The session's newest audit entry of ``action`` on ``shelf``."""
     newest = None
-    for entry in repos.audit.entries(session_id=session_id, action=ACTION):
+    for entry in repos.audit.entries(session_id=session_id, action=action):
         if entry.shelf == shelf:
             newest = entry
+    return newest
+
+
+def pending_request(repos: Repos, session_id: str, shelf: str) -> tuple[int, int] | None:
+    """The span of the session's newest request when it is still queued."""
+    newest = newest_entry(repos, session_id, shelf, ACTION)
     if newest is None or newest.outcome != QUEUED or not newest.subject:
         return None
     low, _, high = newest.subject.partition("-")
@@ -172,17 +179,14 @@ def request_rewrite(repos: Repos, session_id: str, shelf: str, mode: str, *,
     older queued one of the session (the job runs the newest)."""
     repos.audit.record(REWRITE_ACTION, QUEUED, shelf=shelf, session_id=session_id, subject=mode,
                        detail=json.dumps({"force": force, "max_calls": max_calls}))
-    newest = [e for e in repos.audit.entries(session_id=session_id, action=REWRITE_ACTION)
-              if e.shelf == shelf]
-    return newest[-1].id
+    newest = newest_entry(repos, session_id, shelf, REWRITE_ACTION)
+    assert newest is not None  # recorded just above, in this transaction
+    return newest.id
 
 
 def pending_rewrite(repos: Repos, session_id: str, shelf: str) -> RewriteRequest | None:
     """The session's newest rewrite request when it is still queued."""
-    newest = None
-    for entry in repos.audit.entries(session_id=session_id, action=REWRITE_ACTION):
-        if entry.shelf == shelf:
-            newest = entry
+    newest = newest_entry(repos, session_id, shelf, REWRITE_ACTION)
     if newest is None or newest.outcome != QUEUED or not newest.subject:
         return None
     try:
