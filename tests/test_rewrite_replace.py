@@ -7,26 +7,31 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from unittest.mock import ANY
 
 import pytest
 from model_server import ModelServer, model_server_fixture  # noqa: F401
-from pipeline_support import dump
+from pipeline_support import dump, process
 from rewrite_support import (
     SESSIONS,
+    SETTINGS,
     consolidate_with_a,
     derived,
     env_for,
     knowledge,
+    route,
     scripted,
     shelf_bytes,
     triples,
     write_sessions,
 )
 from typer.testing import CliRunner
+from worker_dshgen import embedded_runtime
 
 from memory.entries import archive_name
 from memory.store.lite.store import LiteStore
 from worker.cli import _register, app
+from worker.jobs.reconsolidate import queued_rewrites
 from worker.state.database import StateDB
 
 pytestmark = pytest.mark.integration
@@ -188,3 +193,31 @@ def test_max_calls_stops_cleanly_and_stale_selects_exactly_what_a_wrote(
     code, out, err = cli(tmp_path, model_server, "model-b", "reconsolidate", "--stale", "--wait")
     assert code == 0, err
     assert "ALPHA" not in json.dumps(dump(tmp_path))
+
+
+def test_a_queued_request_whose_hint_is_lost_is_run_by_the_reconcile_loop(
+    tmp_path: Path, model_server: ModelServer, a_store: dict[str, int]
+) -> None:
+    _register()
+    env = env_for(tmp_path, model_server, "model-b",
+                  MEMORY_WORKER_BROKER_URL="redis://127.0.0.1:1/0")  # nothing listens there
+    result = CliRunner().invoke(app, ["reconsolidate", "s-3", "--replace"], env=env)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ("s-3: queued — recorded, but the broker is unreachable: a running "
+                             "`memory-worker run` or the daemon takes it up, or rerun with "
+                             "--wait\n")
+    assert knowledge(tmp_path)[f"sum-s-3-0-{a_store['s-3']}"].startswith("- ALPHA:")
+
+    runtime = embedded_runtime(tmp_path, force_idle=True, model_routes=route(model_server,
+                               "model-b"), **SETTINGS)
+    try:
+        assert queued_rewrites(runtime, "default") == {"s-3": ANY}
+        runner = process(runtime)  # what `memory-worker run` does: poll, reconcile, run owed jobs
+        assert [(r.job, r.session_id, r.status) for r in runner.stats.results
+                if r.job == "rewrite"] == [("rewrite", "s-3", "done")]
+        assert queued_rewrites(runtime, "default") == {}
+    finally:
+        runtime.close()
+    now = knowledge(tmp_path)
+    assert now[f"sum-s-3-0-{a_store['s-3']}"] == "- BRAVO: U: fix the build of s-3"
+    assert now[f"sum-s-1-0-{a_store['s-1']}"].startswith("- ALPHA:")  # only what was asked

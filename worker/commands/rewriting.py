@@ -268,9 +268,12 @@ def _queue(runtime: Runtime, shelf: str, mode: str, ids: list[str], force: bool,
             tasks.enqueue(JOB_REWRITE, sid, shelf)
     except Exception as exc:  # kombu raises several types for an unreachable broker
         line = " ".join(str(exc).split())[:200]
-        err.print(f"memory-worker: could not send the hints to the broker ({escape(line)}); "
-                  "the requests stay queued: `memory-worker run` or the daemon picks them up, "
-                  "or rerun with --wait", soft_wrap=True)
+        err.print(f"memory-worker: could not send the hints to the broker ({escape(line)})",
+                  soft_wrap=True)
+        for sid in requests:
+            rows[sid] = Row(sid, "queued", "queued — recorded, but the broker is unreachable: "
+                            "a running `memory-worker run` or the daemon takes it up, or rerun "
+                            "with --wait")
         return [rows[sid] for sid in ids]
     if wait:
         _follow(runtime, shelf, requests, rows, json_, timeout_s)
