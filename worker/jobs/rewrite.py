@@ -30,7 +30,7 @@ a spent budget leaves them owed (``resume_repairs``, the next ``relog``) instead
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -58,6 +58,7 @@ from worker.jobs.withdrawals import SessionLog
 from worker.state.provenance import Provenance, Writer
 
 Mode = Literal["replace", "relog"]
+ProvenanceLookup = Callable[[list[str]], dict[str, Provenance]]
 MODES: tuple[str, ...] = ("replace", "relog")
 
 
@@ -167,10 +168,10 @@ class RewritePlan:
 
 
 def plan_rewrite(runtime: Runtime, store: MemoryStore, log_: SessionLog, *, mode: str,
-                 writer: Writer, provenance: dict[str, Provenance], pending: Iterable[str] = (),
+                 writer: Writer, provenance: ProvenanceLookup, pending: Iterable[str] = (),
                  logged_to: int, force: bool = False) -> RewritePlan:
     """What a ``mode`` run changes for one session (nothing is written); see the module
-    docstring. ``provenance`` holds the rows of the shelf's derived entries by name."""
+    docstring. ``provenance(names)`` answers the rows of those entries that have one."""
     plan = RewritePlan(log_.session_id, mode, pending=set(pending))
     refs = span_summaries(store, log_.session_id)
     why: dict[str, str] = {}
@@ -181,16 +182,17 @@ def plan_rewrite(runtime: Runtime, store: MemoryStore, log_: SessionLog, *, mode
             if changed.intersection(summary_members(store, ref.name)):
                 why[ref.name] = "covers a re-rendered message"
     else:
+        units = {ref.name: derived_units(store, ref.name) for ref in refs}
+        rows = provenance([*units, *(u for found in units.values() for u in found)])
         for ref in refs:
-            found = provenance.get(ref.name)
+            found = rows.get(ref.name)
             if force:
                 why[ref.name] = "--force"
             elif found is None:
                 why[ref.name] = "no recorded writer"
             elif not is_current(found, writer):
                 why[ref.name] = f"written by {found.writer.describe()}"
-            elif any(not is_current(provenance.get(u), writer)
-                     for u in derived_units(store, ref.name)):
+            elif any(not is_current(rows.get(u), writer) for u in units[ref.name]):
                 why[ref.name] = "a work unit derived from it has a different writer"
     for ref in refs:
         if ref.name in plan.pending and ref.name not in why:
@@ -204,8 +206,10 @@ def plan_rewrite(runtime: Runtime, store: MemoryStore, log_: SessionLog, *, mode
         seen.update(step.archives)
         plan.steps.append(step)
     if mode == "replace":
-        for archive in _archives_over(store, [r.name for r in refs]):
-            if archive not in seen and not is_current(provenance.get(archive), writer):
+        above = _archives_over(store, [r.name for r in refs])
+        rows = provenance(above)
+        for archive in above:
+            if archive not in seen and not is_current(rows.get(archive), writer):
                 plan.stale_archives.append(archive)
     for archive in plan.archives:
         plan.archive_tokens[archive] = _archive_tokens(store, archive)

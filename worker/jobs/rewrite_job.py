@@ -29,6 +29,7 @@ from worker.jobs.rewrite import (
 )
 from worker.jobs.runtime import Runtime
 from worker.jobs.withdrawals import SessionLog, read_session_log
+from worker.state.provenance import Provenance
 
 JOB_REWRITE: Final = "rewrite"
 
@@ -54,7 +55,6 @@ def plan_session(runtime: Runtime, store: MemoryStore, shelf: str, session_id: s
         state = repos.sessions.get(session_id)
         progress = repos.progress.find(shelf, session_id)
         pending = pending_intents(repos, session_id)
-        provenance = {p.name: p for p in repos.provenance.list(shelf)}
     if state is None or not state.path:
         return Planned(session_id, error="unknown-session — the watcher has not seen this "
                        "session")
@@ -62,6 +62,11 @@ def plan_session(runtime: Runtime, store: MemoryStore, shelf: str, session_id: s
         return Planned(session_id, error="unknown-session — the session was forgotten")
     log_ = read_session_log(state, kinds_for(runtime))
     logged = progress.last_logged_seq if progress is not None else 0
+
+    def provenance(names: list[str]) -> dict[str, Provenance]:
+        with runtime.state.read() as repos:
+            return repos.provenance.get_many(shelf, names)
+
     plan = plan_rewrite(runtime, store, log_, mode=mode, writer=writer, provenance=provenance,
                         pending=pending, logged_to=logged, force=force)
     return Planned(session_id, log_, plan)
