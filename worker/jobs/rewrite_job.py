@@ -118,9 +118,10 @@ def rewrite_job(ctx: JobContext) -> JobOutput:
     with ctx.state() as repos:
         settle_rewrite(repos, ctx.session_id, ctx.shelf, request,
                        "failed" if failed else "done", result)
+    changed = any(result[key] for key in ("messages", "session_nodes", "summaries", "archives",
+                                          "work_units", "removed"))
     return JobOutput(
-        status="done" if result["line"] != outcome_line(RewriteOutcome(""), request.mode)
-        else "skipped",
+        status="done" if changed else "skipped",
         detail=result["line"],
         written=result["summaries"] + result["archives"] + result["work_units"]
         + result["messages"] + result["session_nodes"],
