@@ -121,9 +121,29 @@ _SECRET_PLAN: Final = tuple(
 )
 
 
+#: Operator patterns (setting ``redact_extra_patterns``), applied after the built-in rules.
+_extra_patterns: tuple[re.Pattern[str], ...] = ()
+EXTRA_PLACEHOLDER: Final = "[REDACTED:custom]"
+
+
+def set_extra_redactions(patterns: Iterable[str]) -> None:
+    """Make :func:`redact` also replace every match of ``patterns`` (process-wide; the worker
+    sets it from its settings when a runtime is built)."""
+    global _extra_patterns
+    _extra_patterns = tuple(re.compile(p) for p in patterns if p)
+
+
 def redact(text: str) -> str:
     """Replace known credential shapes with ``[REDACTED:<label>]``; keep-key rules
-    (``Authorization``, credential assignments) keep the key, separator and quotes."""
+    (``Authorization``, credential assignments) keep the key, separator and quotes; then the
+    operator's extra patterns become ``[REDACTED:custom]``."""
+    out = _redact_builtin(text)
+    for pattern in _extra_patterns:
+        out = pattern.sub(EXTRA_PLACEHOLDER, out)
+    return out
+
+
+def _redact_builtin(text: str) -> str:
     out = text
     low: str | None = None  # ``out.lower()``, computed when a case-insensitive rule needs it
     for pattern, placeholder, keep_key, folded, literals in _SECRET_PLAN:

@@ -18,7 +18,7 @@ def _help(*command: str) -> str:
 
 def test_worker_help_names_every_job_kind() -> None:
     assert ("Run a Celery worker that executes the queued jobs (log, session node, consolidate, "
-            "cascade, retract).") in _help("worker")
+            "cascade, retract, rewrite).") in _help("worker")
 
 
 def test_shelf_help_is_not_write_only() -> None:

@@ -29,7 +29,8 @@ from worker.state.models import Base
 pytest_plugins = ["state_db_support"]
 
 REPO = Path(__file__).resolve().parent.parent
-TABLES = {"sessions", "progress", "leases", "retractions", "audit", "failures", "model_calls"}
+TABLES = {"sessions", "progress", "leases", "retractions", "audit", "failures", "model_calls",
+          "provenance"}
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])

@@ -144,7 +144,10 @@ def test_cli_waits_with_a_progress_bar_and_reports_each_session(
     busy = cli.invoke(app, ["reconsolidate", "s-cli", "--from-seq", "0", "--wait"])
     assert busy.exit_code == 0, busy.output
     assert f"s-cli: busy — a queued request already covers [0, {log.seq})" in busy.output
-    assert f"s-cli: done — consolidated [0, {log.seq})" in busy.output
+    # Nothing was written the second time, and the line says so (never "consolidated … into").
+    assert (f"s-cli: done — already summarised: sum-s-cli-0-{log.seq} exists, nothing written"
+            in busy.output)
+    assert "consolidated [0" not in busy.output
 
     unknown = cli.invoke(app, ["reconsolidate", "s-nope"])
     assert unknown.exit_code == 1

@@ -28,6 +28,7 @@ def _register() -> None:
     from worker.commands import inspect as _inspect  # noqa: F401  (registers `inspect`)
     from worker.commands import migrate as _migrate  # noqa: F401  (registers `migrate`)
     from worker.commands import reconsolidate as _reconsolidate  # noqa: F401  (`reconsolidate`)
+    from worker.commands import relog as _relog  # noqa: F401  (registers `relog`)
     from worker.commands import retract as _retract  # noqa: F401  (registers `retract`)
     from worker.commands import run as _run  # noqa: F401  (registers `run`)
     from worker.commands import status as _status  # noqa: F401  (registers `status`)

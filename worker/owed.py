@@ -8,7 +8,8 @@ The daemon's reconcile loop (:meth:`worker.watch.Watcher.reconcile`) sends a hin
 * ``session_node`` — a title / compaction summary was seen and there is no node yet;
 * ``consolidate`` — an idle-closed session whose ``last_consolidated_seq`` lags its logged part
   (``consolidation``), or a queued ``reconsolidate`` request (``reconsolidate request``);
-* ``retract`` — a repair a crash interrupted (intent recorded, not finished: ``repair``).
+* ``retract`` — a repair a crash interrupted (intent recorded, not finished: ``repair``);
+* ``rewrite`` — a queued ``reconsolidate --replace`` / ``relog`` request (``rewrite request``).
 
 Failing sessions are not hot-looped: a permanent failure of the job is not retried until the log
 grows again, and a job that keeps failing transiently waits a minute per recorded attempt (at
@@ -25,8 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from worker.jobs.reconsolidate import queued_sessions
+from worker.jobs.reconsolidate import queued_rewrites, queued_sessions
 from worker.jobs.retract import JOB_RETRACT, sessions_with_pending_repairs
+from worker.jobs.rewrite_job import JOB_REWRITE
 from worker.jobs.runtime import Runtime, ms_of
 from worker.state.failures import Failure
 from worker.state.progress import Progress
@@ -36,7 +38,7 @@ JOB_LOG_SPAN: Final = "log_span"
 JOB_SESSION_NODE: Final = "session_node"
 JOB_CONSOLIDATE: Final = "consolidate"
 #: Jobs whose owed work comes from a lagging watermark that only the job itself can move.
-BACKED_OFF_JOBS: Final = frozenset({JOB_CONSOLIDATE, JOB_RETRACT})
+BACKED_OFF_JOBS: Final = frozenset({JOB_CONSOLIDATE, JOB_RETRACT, JOB_REWRITE})
 #: A permanent failure of one of these stops every hint for the session until its log grows.
 _LOG_TASKS: Final = ("scan", JOB_LOG_SPAN, JOB_SESSION_NODE)
 _BACKOFF_STEP_S: Final = 60.0
@@ -118,6 +120,10 @@ def owed_work(runtime: Runtime, shelf: str) -> list[Owed]:
         found = readable.get(sid)
         if found is not None and not backing_off(failures.get((JOB_RETRACT, sid)), found, now):
             owed.append(Owed(JOB_RETRACT, sid, "repair", ()))
+    for sid, request in queued_rewrites(runtime, shelf).items():  # --replace / relog
+        found = readable.get(sid)
+        if found is not None and not backing_off(failures.get((JOB_REWRITE, sid)), found, now):
+            owed.append(Owed(JOB_REWRITE, sid, "rewrite request", (request,)))
     return owed
 
 

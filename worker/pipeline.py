@@ -36,6 +36,7 @@ from worker.jobs.log_span import log_span, settle_edges
 from worker.jobs.logread import PermanentJobError, TransientJobError, read_window
 from worker.jobs.reconsolidate import ReconsolidateResult, request_reconsolidation
 from worker.jobs.retract import JOB_RETRACT, resume_repairs, retract_job
+from worker.jobs.rewrite_job import JOB_REWRITE, rewrite_job
 from worker.jobs.runtime import (
     ConsolidationHook,
     ConsolidationOwed,
@@ -53,6 +54,7 @@ JOB_SESSION_NODE = "session_node"
 register_job(JOB_CONSOLIDATE, consolidate)
 register_job(JOB_CASCADE, cascade)
 register_job(JOB_RETRACT, retract_job)
+register_job(JOB_REWRITE, rewrite_job)
 
 __all__ = [
     "JOBS",
@@ -60,6 +62,7 @@ __all__ = [
     "JOB_CONSOLIDATE",
     "JOB_LOG_SPAN",
     "JOB_RETRACT",
+    "JOB_REWRITE",
     "JOB_SESSION_NODE",
     "ConsolidationHook",
     "ConsolidationOwed",

@@ -161,6 +161,9 @@ class Settings(BaseSettings):
     max_user_chars: int = Field(default=32000, ge=500)
     timezone: str | None = None
     """IANA zone for timestamps written into entries; ``None`` = the machine's local zone."""
+    redact_extra_patterns: list[str] = Field(default_factory=list)
+    """Extra regular expressions redacted as ``[REDACTED:custom]`` in everything written (env:
+    a JSON list); after adding one, ``memory-worker relog`` rewrites what is already stored."""
 
     # --- task execution -----------------------------------------------------------------------
     concurrency: int = Field(default=1, ge=1, le=64)
@@ -211,6 +214,18 @@ class Settings(BaseSettings):
     def _clean_kinds(cls, value: list[str]) -> list[str]:
         kinds = [kind.strip() for kind in value if kind.strip()]
         return list(dict.fromkeys(kinds))
+
+    @field_validator("redact_extra_patterns")
+    @classmethod
+    def _check_patterns(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            if not pattern:
+                raise ValueError("an empty redaction pattern would match everywhere")
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"redaction pattern {pattern!r} is not a regex: {exc}") from None
+        return value
 
     @field_validator("dsh_home", "data_dir", "lite_home", "migrations_dir")
     @classmethod

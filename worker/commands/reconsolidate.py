@@ -1,4 +1,5 @@
-"""``memory-worker reconsolidate SESSION… | --all [--from-seq N] [--wait]`` — summarise on demand.
+"""``memory-worker reconsolidate SESSION… | --all [--from-seq N] [--wait]`` — summarise on demand;
+``… --replace`` rewrites existing summaries (see :mod:`worker.commands.rewriting`).
 
 Queues each session's owed span (``[last consolidated, last logged)``, or from ``--from-seq``)
 with the turn and token thresholds waived, and reports per session ``queued``, ``empty`` (nothing
@@ -21,6 +22,18 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from worker import tasks
 from worker.cli import app
 from worker.commands.config import ConfigOption
+from worker.commands.rewriting import (
+    DryRunOption,
+    JsonOption,
+    MaxCallsOption,
+    ProjectOption,
+    QueueOption,
+    Selection,
+    SinceOption,
+    TimeoutOption,
+    WorkersOption,
+    rewrite_command,
+)
 from worker.commands.run import (
     ShelfOption,
     check_store_or_exit,
@@ -30,6 +43,7 @@ from worker.commands.run import (
     setup_logging,
 )
 from worker.jobs.reconsolidate import ReconsolidateResult, request_reconsolidation
+from worker.names import DEFAULT_QUEUE
 from worker.pipeline import JOB_CONSOLIDATE, JobResult, Runtime, owe_consolidation
 from worker.runner import InProcessRunner
 from worker.settings import Settings
@@ -67,10 +81,48 @@ def reconsolidate(
     wait: Annotated[
         bool, typer.Option("--wait", help="Run the queued work here and wait for it.")
     ] = False,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Rewrite the summaries that exist (same names) with "
+                           "the current route and prompts, their work units and archives.")
+    ] = False,
+    stale: Annotated[
+        bool, typer.Option("--stale", help="With --replace (implied): every session holding a "
+                           "summary, archive or work unit another route/model/prompt wrote.")
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="With --replace: also rewrite what the current "
+                           "writer already wrote.")
+    ] = False,
+    project: ProjectOption = None,
+    since: SinceOption = None,
+    dry_run: DryRunOption = False,
+    max_calls: MaxCallsOption = None,
+    json_: JsonOption = False,
+    workers: WorkersOption = False,
+    timeout: TimeoutOption = 3600.0,
+    queue: QueueOption = DEFAULT_QUEUE,
     shelf: ShelfOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Queue a consolidation of SESSION… (or --all), thresholds waived."""
+    """Queue a consolidation of SESSION… (or --all), thresholds waived; --replace rewrites."""
+    chosen = Selection(list(sessions or []), all_sessions, project, since, stale)
+    if replace or stale:
+        if chosen.empty:
+            err.print("memory-worker: name at least one SESSION, or pass --all, --project, "
+                      "--since or --stale")
+            raise typer.Exit(2)
+        if from_seq is not None:
+            err.print("memory-worker: --from-seq does not go with --replace (existing summaries "
+                      "keep their spans)")
+            raise typer.Exit(2)
+        rewrite_command("replace", chosen, force=force, dry_run=dry_run, max_calls=max_calls,
+                        json_=json_, wait=wait, workers=workers, timeout=timeout, shelf=shelf,
+                        config=config, queue=queue)
+        return
+    if force or dry_run or max_calls is not None or json_ or workers or project or since:
+        err.print("memory-worker: --force, --dry-run, --max-calls, --json, --workers, --project "
+                  "and --since go with --replace")
+        raise typer.Exit(2)
     if not sessions and not all_sessions:
         err.print("memory-worker: name at least one SESSION, or pass --all")
         raise typer.Exit(2)

@@ -51,7 +51,7 @@ def worker_command(
     config: ConfigOption = None,
 ) -> None:
     """Run a Celery worker that executes the queued jobs (log, session node, consolidate, cascade,
-    retract)."""
+    retract, rewrite)."""
     settings = load_or_exit(config, concurrency=concurrency, metrics_port=metrics_port)
     setup_logging(settings)
     check_store_binary_or_exit(settings)

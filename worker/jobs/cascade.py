@@ -42,6 +42,8 @@ from worker.jobs.archive_lease import hold_archive_lease
 from worker.jobs.context import JobContext, JobOutput, skipped
 from worker.jobs.logread import PermanentJobError, TransientJobError
 from worker.jobs.models import job_attempt, model_client
+from worker.jobs.provenance import current_writer, record_written
+from worker.jobs.runtime import Runtime
 
 log = logging.getLogger("memory_worker")
 
@@ -134,6 +136,18 @@ def run_cascade(
     return report
 
 
+def cascade_project(runtime: Runtime, store: MemoryStore, client: ModelClient, project: str, *,
+                    attempt: int = 0, heartbeat: Callable[[], None] | None = None
+                    ) -> CascadeReport:
+    """:func:`run_cascade` with the configured batch size, recording who wrote each archive it
+    created (provenance, for ``reconsolidate --stale``)."""
+    report = run_cascade(store, client, project, batch_size=runtime.settings.cascade_batch_size,
+                         attempt=attempt, heartbeat=heartbeat)
+    record_written(runtime, store.shelf, "archive", report.created,
+                   current_writer(runtime, attempt))
+    return report
+
+
 def cascade(ctx: JobContext) -> JobOutput:
     """The ``cascade`` job for the project of ``ctx``'s session."""
     settings = ctx.runtime.settings
@@ -149,10 +163,8 @@ def cascade(ctx: JobContext) -> JobOutput:
     attempt = job_attempt(ctx, JOB_CASCADE)
     try:
         with hold_archive_lease(ctx, session.project, wait_s=ARCHIVE_LEASE_WAIT_S):
-            report = run_cascade(
-                ctx.store(), client, session.project, batch_size=settings.cascade_batch_size,
-                attempt=attempt, heartbeat=ctx.heartbeat,
-            )
+            report = cascade_project(ctx.runtime, ctx.store(), client, session.project,
+                                     attempt=attempt, heartbeat=ctx.heartbeat)
     except RetryableModelError as exc:
         raise TransientJobError(str(exc)) from None
     except PermanentModelError as exc:  # e.g. the route's key variable is unset
@@ -165,4 +177,6 @@ def cascade(ctx: JobContext) -> JobOutput:
                      edges=report.edges)
 
 
-__all__ = ["JOB_CASCADE", "CascadeReport", "build_archive", "cascade", "run_cascade"]
+__all__ = [
+    "JOB_CASCADE", "CascadeReport", "build_archive", "cascade", "cascade_project", "run_cascade",
+]

@@ -45,10 +45,11 @@ from memory.llm import (
 )
 from memory.store.base import MemoryStore
 from memory.withdrawal import is_marker, withdrawn_seqs
-from worker.jobs.cascade import JOB_CASCADE, run_cascade
+from worker.jobs.cascade import JOB_CASCADE, cascade_project
 from worker.jobs.context import JobContext, JobOutput, skipped
 from worker.jobs.logread import PermanentJobError, TransientJobError, read_window, survey_log
 from worker.jobs.models import job_attempt, model_client
+from worker.jobs.provenance import current_writer, record_derived
 from worker.jobs.reconsolidate import pending_request, settle_request
 from worker.jobs.runtime import Runtime
 from worker.jobs.work_units import WorkUnitOptions, WorkUnitOutcome, extract_work_units
@@ -165,6 +166,8 @@ def write_span_summary(
             name, extraction.summary, tags=policy.tags, scopes=scopes, embed=policy.embed
         )
         _link(store, name, result.members, scopes)
+        record_derived(runtime, store.shelf, name, result.work_units,
+                       current_writer(runtime, attempt), sid)
     else:
         _link(store, name, result.members, scopes)
     return result
@@ -287,10 +290,13 @@ def consolidate(ctx: JobContext) -> JobOutput:
     if summary.name is not None:
         _owe_cascade(ctx, session, client)
     stored = sum(1 for unit in summary.work_units if unit.stored)
-    detail = (
-        f"consolidated [{from_seq}, {summary.covered_to}) into {summary.name}"
-        if summary.name else f"nothing to summarise in [{from_seq}, {to_seq})"
-    )
+    if summary.name is None:
+        detail = f"nothing to summarise in [{from_seq}, {to_seq})"
+    elif summary.created:
+        detail = f"consolidated [{from_seq}, {summary.covered_to}) into {summary.name}"
+    else:  # honest: nothing was written (see `reconsolidate --replace` to rewrite it)
+        detail = (f"already summarised: {summary.name} exists, nothing written (use "
+                  "`reconsolidate --replace` to rewrite it)")
     if summary.work_units:
         detail += f"; work units: {', '.join(u.verdict for u in summary.work_units)}"
     return JobOutput(
@@ -346,8 +352,7 @@ def _owe_cascade(ctx: JobContext, session: SessionState, client: ModelClient) ->
         runtime.enqueue(JOB_CASCADE, ctx.session_id, ctx.shelf)
         return
     try:
-        run_cascade(ctx.store(), client, session.project,
-                    batch_size=runtime.settings.cascade_batch_size, heartbeat=ctx.heartbeat)
+        cascade_project(runtime, ctx.store(), client, session.project, heartbeat=ctx.heartbeat)
     except Exception as exc:  # the consolidation is done; the next cascade retries
         log.warning("cascade after %s failed: %s", ctx.session_id, " ".join(str(exc).split()))
 

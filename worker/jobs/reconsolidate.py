@@ -17,10 +17,12 @@ consolidated), ``busy`` (a queued request already covers the span), ``disabled``
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from worker.jobs.runtime import Runtime
+from worker.state.audit import AuditEntry
 from worker.state.database import Repos
 
 ACTION: Final = "reconsolidate"
@@ -42,12 +44,18 @@ class ReconsolidateResult:
         return self.reason in OK_REASONS
 
 
-def pending_request(repos: Repos, session_id: str, shelf: str) -> tuple[int, int] | None:
-    """The span of the session's newest request when it is still queued."""
+def newest_entry(repos: Repos, session_id: str, shelf: str, action: str) -> AuditEntry | None:
+    """The session's newest audit entry of ``action`` on ``shelf``."""
     newest = None
-    for entry in repos.audit.entries(session_id=session_id, action=ACTION):
+    for entry in repos.audit.entries(session_id=session_id, action=action):
         if entry.shelf == shelf:
             newest = entry
+    return newest
+
+
+def pending_request(repos: Repos, session_id: str, shelf: str) -> tuple[int, int] | None:
+    """The span of the session's newest request when it is still queued."""
+    newest = newest_entry(repos, session_id, shelf, ACTION)
     if newest is None or newest.outcome != QUEUED or not newest.subject:
         return None
     low, _, high = newest.subject.partition("-")
@@ -147,3 +155,78 @@ def backfill_consolidation(runtime: Runtime, shelf: str) -> list[ReconsolidateRe
             if result.queued:
                 results.append(result)
     return results
+
+
+# ------------------------------------------------------------------- rewrite requests (--replace)
+
+#: Audit action of a rewrite request (``reconsolidate --replace`` / ``relog``); subject = mode.
+REWRITE_ACTION: Final = "rewrite"
+
+
+@dataclass(frozen=True, slots=True)
+class RewriteRequest:
+    """A queued rewrite of one session: its audit id, mode, ``--force`` and call budget."""
+
+    id: int
+    mode: str
+    force: bool = False
+    max_calls: int | None = None
+
+
+def request_rewrite(repos: Repos, session_id: str, shelf: str, mode: str, *,
+                    force: bool = False, max_calls: int | None = None) -> int:
+    """Record a rewrite request (``queued``); returns its audit id. A newer request replaces an
+    older queued one of the session (the job runs the newest)."""
+    repos.audit.record(REWRITE_ACTION, QUEUED, shelf=shelf, session_id=session_id, subject=mode,
+                       detail=json.dumps({"force": force, "max_calls": max_calls}))
+    newest = newest_entry(repos, session_id, shelf, REWRITE_ACTION)
+    assert newest is not None  # recorded just above, in this transaction
+    return newest.id
+
+
+def pending_rewrite(repos: Repos, session_id: str, shelf: str) -> RewriteRequest | None:
+    """The session's newest rewrite request when it is still queued."""
+    newest = newest_entry(repos, session_id, shelf, REWRITE_ACTION)
+    if newest is None or newest.outcome != QUEUED or not newest.subject:
+        return None
+    try:
+        options = json.loads(newest.detail or "{}")
+    except ValueError:
+        options = {}
+    budget = options.get("max_calls")
+    return RewriteRequest(newest.id, newest.subject, bool(options.get("force")),
+                          budget if isinstance(budget, int) else None)
+
+
+def settle_rewrite(repos: Repos, session_id: str, shelf: str, request: RewriteRequest,
+                   outcome: str, result: dict[str, Any]) -> None:
+    """Close ``request`` with ``outcome`` (``done`` / ``failed``) and its result (the line and
+    the counts, JSON in the audit detail)."""
+    repos.audit.record(REWRITE_ACTION, outcome, shelf=shelf, session_id=session_id,
+                       subject=request.mode, detail=json.dumps({"request": request.id, **result}))
+
+
+def rewrite_result(repos: Repos, session_id: str, shelf: str,
+                   request_id: int) -> tuple[str, dict[str, Any]] | None:
+    """The outcome and result that settled request ``request_id``; None while it is queued."""
+    for entry in repos.audit.entries(session_id=session_id, action=REWRITE_ACTION):
+        if entry.shelf != shelf or entry.id <= request_id or entry.outcome == QUEUED:
+            continue
+        try:
+            result = json.loads(entry.detail or "{}")
+        except ValueError:
+            continue
+        if isinstance(result, dict) and result.get("request") == request_id:
+            return entry.outcome, result
+    return None
+
+
+def queued_rewrites(runtime: Runtime, shelf: str) -> dict[str, int]:
+    """Sessions whose newest rewrite request is still queued, with that request's id."""
+    with runtime.state.read() as repos:
+        entries = repos.audit.entries(action=REWRITE_ACTION)
+    newest: dict[str, tuple[int, str]] = {}
+    for entry in entries:
+        if entry.shelf == shelf and entry.session_id:
+            newest[entry.session_id] = (entry.id, entry.outcome)
+    return {sid: found[0] for sid, found in sorted(newest.items()) if found[1] == QUEUED}

@@ -26,7 +26,7 @@ failure audited).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -34,7 +34,6 @@ from typing import Any, TypeVar
 from memory import constants as C
 from memory.consolidation.archive import members_of, write_archive_text
 from memory.consolidation.extraction import Extraction, extract
-from memory.consolidation.transcript import build_transcript
 from memory.entries import (
     LOG_EDGE_POLICY,
     scopes_for,
@@ -50,6 +49,7 @@ from memory.store.base import KnowledgeEntry, MemoryStore, NotFoundError
 from worker.jobs.archive_lease import hold_archive_lease
 from worker.jobs.context import JobContext
 from worker.jobs.logread import TransientJobError
+from worker.jobs.provenance import current_writer, record_derived, record_written
 from worker.jobs.repair_plan import (
     ACTION_ARCHIVE,
     ACTION_INTENT,
@@ -59,6 +59,7 @@ from worker.jobs.repair_plan import (
     find_repairs,
     model_client,
     pending_intents,
+    rebuilt_transcript,
 )
 from worker.jobs.storeview import (
     archive_level,
@@ -69,7 +70,7 @@ from worker.jobs.storeview import (
     unit_sources,
 )
 from worker.jobs.withdrawals import SessionLog, Withdrawn
-from worker.jobs.work_units import WorkUnitOptions, extract_work_units
+from worker.jobs.work_units import WorkUnitOptions, WorkUnitOutcome, extract_work_units
 from worker.names import archive_lease_key
 from worker.observability import REPAIRS
 
@@ -96,6 +97,8 @@ class RepairReport:
     retracted: list[str] = field(default_factory=list)
     unlinked: list[str] = field(default_factory=list)
     written: list[str] = field(default_factory=list)
+    #: every work unit a regeneration yielded (written now or already stored), not duplicates
+    units: list[str] = field(default_factory=list)
     edges_removed: int = 0
     failed: list[str] = field(default_factory=list)
 
@@ -134,6 +137,7 @@ class Repairer:
         self.client = client
         self.report = RepairReport()
         self._changed: dict[str, bool] = {}  # summary / archive → removed?
+        self.writer = current_writer(ctx.runtime)  # what regenerated text is recorded under
         self._cause: dict[str, Withdrawn | None] = {}
 
     # ---- the whole run
@@ -155,8 +159,12 @@ class Repairer:
             )
         return True
 
-    def repair(self, log_: SessionLog, repairs: list[SummaryRepair]) -> RepairReport:
-        if not repairs:
+    def repair(self, log_: SessionLog, repairs: list[SummaryRepair],
+               archives: Iterable[str] = ()) -> RepairReport:
+        """Repair ``repairs`` and every archive above them; ``archives`` are re-derived too
+        (with the archives above them) even when no member changed."""
+        extra = sorted(set(archives))
+        if not repairs and not extra:
             return self.report
         if not self.usable():
             for item in repairs:
@@ -179,7 +187,7 @@ class Repairer:
             self.ctx.heartbeat()
             self._cause[item.ref.name] = item.cause
             self.repair_summary(log_, item, affected)
-        self.repair_archives()
+        self.repair_archives(extra)
         with self.ctx.state() as repos:
             for item in repairs:
                 removed = self._changed.get(item.ref.name, False)
@@ -198,14 +206,7 @@ class Repairer:
                        affected: set[str]) -> None:
         ref = item.ref
         kept = log_.kept_names(ref.from_seq, ref.to_seq)
-        transcript = build_transcript(
-            log_.events_in(ref.from_seq, ref.to_seq),
-            max_input_tokens=self.ctx.runtime.settings.max_input_tokens,
-            withdrawn=log_.cited,
-            inherited_cut=log_.state.inherited_cut,
-            before=log_.event_at(ref.from_seq - 1) if ref.from_seq > 0 else None,
-            tz=self.ctx.timezone(),
-        )
+        transcript = rebuilt_transcript(self.ctx.runtime, log_, ref)
         extraction = None
         if kept and not transcript.empty:
             extraction = self._extract(transcript.text, ref.name)
@@ -220,7 +221,9 @@ class Repairer:
         for name in kept:
             self.store.statement_create(ref.name, C.REL_SUMMARY, name,
                                         scopes=self.scopes, embed=LOG_EDGE_POLICY.embed)
-        self.write_units(ref.name, extraction)
+        units = self.write_units(ref.name, extraction)
+        record_derived(self.ctx.runtime, self.ctx.shelf, ref.name, units, self.writer,
+                       self.ctx.session_id)
         self._changed[ref.name] = False
         self.report.regenerated.append(ref.name)
         REPAIRS.labels("summary", "regenerated").inc()
@@ -293,11 +296,11 @@ class Repairer:
         self._audit(ACTION_UNIT, "retracted" if removed else "absent", unit,
                     self._cause.get(summary), f"derived only from {summary}")
 
-    def write_units(self, summary: str, extraction: Extraction) -> None:
+    def write_units(self, summary: str, extraction: Extraction) -> list[WorkUnitOutcome]:
         """The work units of the cleaned span, written like consolidation writes them
         (adjudicated; ``is_a`` and ``derivedFrom`` re-asserted)."""
         if self.client is None:
-            return
+            return []
         settings = self.ctx.runtime.settings
         outcomes = extract_work_units(
             self.store, self.client, extraction.work_units, summary_name=summary,
@@ -307,22 +310,29 @@ class Repairer:
                 adjudicate=settings.adjudicate,
             ),
         )
+        self.report.units += [o.name for o in outcomes if o.verdict != "duplicate"]
         for outcome in outcomes:
             if outcome.stored:
                 self.report.written.append(outcome.name)
                 self._audit(ACTION_UNIT, "re-extracted", outcome.name, self._cause.get(summary),
                             f"from the cleaned {summary} ({outcome.verdict})")
+        return outcomes
 
     # ---- archives
 
-    def repair_archives(self) -> None:
-        """Regenerate (or retract) every archive above a changed summary, lowest tier first.
+    def repair_archives(self, extra: Iterable[str] = ()) -> None:
+        """Regenerate (or retract) every archive above a changed summary (and the ``extra``
+        archives), lowest tier first.
 
         Archives are shared by the sessions of a project, so this holds the project's archive
         lease: two sessions repaired at once never interleave their rewrites of one archive."""
         todo: dict[str, int] = {}
         for name in self._changed:
             self._queue_parents(name, todo)
+        for name in extra:
+            level = archive_level(name)
+            if level is not None:
+                todo[name] = level
         if not todo:
             return
         with self._archive_lease():
@@ -367,6 +377,7 @@ class Repairer:
                         "no members left" if not present else "could not be regenerated")
             return
         self._rewrite(name, text, level)
+        record_written(self.ctx.runtime, self.ctx.shelf, "archive", [name], self.writer)
         self._changed[name] = False
         self.report.regenerated.append(name)
         REPAIRS.labels("archive", "regenerated").inc()

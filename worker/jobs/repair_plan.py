@@ -4,9 +4,11 @@ model client it regenerates text with. :mod:`worker.jobs.repair` carries the rep
 
 from __future__ import annotations
 
+import zoneinfo
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from memory.consolidation.transcript import Transcript, build_transcript
 from memory.llm import ModelClient
 from memory.store.base import MemoryStore
 from worker.jobs.models import model_client as consolidation_client
@@ -67,6 +69,19 @@ def find_repairs(store: MemoryStore, log_: SessionLog, pending: Iterable[str] = 
 def _first_withdrawn(log_: SessionLog, ref: SpanSummaryRef) -> Withdrawn | None:
     inside = [w for seq, w in log_.withdrawn.items() if ref.from_seq <= seq < ref.to_seq]
     return inside[0] if inside else None
+
+
+def rebuilt_transcript(runtime: Runtime, log_: SessionLog, ref: SpanSummaryRef) -> Transcript:
+    """The transcript a summary of ``ref``'s span is (re)written from today: withdrawn and cited
+    messages left out, rendered under the current content policy."""
+    return build_transcript(
+        log_.events_in(ref.from_seq, ref.to_seq),
+        max_input_tokens=runtime.settings.max_input_tokens,
+        withdrawn=log_.cited,
+        inherited_cut=log_.state.inherited_cut,
+        before=log_.event_at(ref.from_seq - 1) if ref.from_seq > 0 else None,
+        tz=zoneinfo.ZoneInfo(runtime.settings.timezone) if runtime.settings.timezone else None,
+    )
 
 
 # ------------------------------------------------------------------------------ model client

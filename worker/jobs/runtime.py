@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from memory.content import set_extra_redactions
 from memory.store.base import MemoryStore
 from memory.store.factory import StoreConfig, open_store
 from worker.settings import Settings
@@ -123,7 +124,9 @@ def build_runtime(
     consolidation_hook: ConsolidationHook | None = None,
     enqueue: Enqueue | None = None,
 ) -> Runtime:
-    """Open the state database (migrated to head unless ``migrate`` is False) and wrap it."""
+    """Open the state database (migrated to head unless ``migrate`` is False) and wrap it; the
+    operator's extra redaction patterns apply to everything rendered from here on."""
+    set_extra_redactions(settings.redact_extra_patterns)
     state = StateDB.open(
         settings.effective_state_url, migrate=migrate, migrations_dir=settings.migrations_dir
     )

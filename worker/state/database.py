@@ -20,6 +20,7 @@ from worker.state.leases import Clock, LeaseRepo
 from worker.state.model_calls import ModelCallRepo
 from worker.state.models import utcnow
 from worker.state.progress import ProgressRepo
+from worker.state.provenance import ProvenanceRepo
 from worker.state.purge import PURGED_TABLES, after_purge
 from worker.state.sessions import SessionRepo
 
@@ -35,6 +36,7 @@ class Repos:
     audit: AuditRepo
     failures: FailureRepo
     model_calls: ModelCallRepo
+    provenance: ProvenanceRepo
 
 
 class StateDB:
@@ -94,6 +96,7 @@ class StateDB:
             audit=AuditRepo(conn, clock),
             failures=FailureRepo(conn, clock),
             model_calls=ModelCallRepo(conn, clock),
+            provenance=ProvenanceRepo(conn, clock),
         )
 
     def dispose(self) -> None:

@@ -243,3 +243,21 @@ class ModelCallRow(Base):
     session_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
     detail: Mapped[str | None] = mapped_column(String(200), nullable=True)
     """Error class / status, at most 200 characters; never model output."""
+
+
+class ProvenanceRow(Base):
+    """Who wrote a derived entry (span summary, archive, work unit): the model route, the model
+    and the prompt version of the call whose reply is its text. One row per (shelf, entry)."""
+
+    __tablename__ = "provenance"
+
+    shelf: Mapped[str] = mapped_column(String(200), primary_key=True)
+    name: Mapped[str] = mapped_column(String(300), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(20))
+    """``summary`` | ``archive`` | ``work-unit``."""
+    session_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    route: Mapped[str] = mapped_column(Text)
+    """The route's label ``<base_url>/<model>``."""
+    model: Mapped[str] = mapped_column(String(200))
+    prompt_version: Mapped[str] = mapped_column(String(40))
+    written_at: Mapped[dt.datetime] = mapped_column(default=utcnow)

@@ -1,0 +1,300 @@
+"""What ``reconsolidate --replace`` and ``relog`` share: choosing sessions, and running, queueing
+or following their ``rewrite`` jobs with one honest line per session on stdout.
+
+Where the work runs:
+
+* ``--dry-run`` — plans only (here), prints what would change with the model calls and input
+  tokens it expects, writes nothing (no request either);
+* ``--wait`` — here, session by session under each session's lease, retried like any job, with
+  a progress bar on stderr; ``--max-calls N`` stops before the call that would exceed N;
+* ``--workers`` — records one request per session and sends a ``rewrite`` job hint to the Celery
+  broker (one session per lease, retried by Celery); with ``--wait`` it follows the requests
+  until each is settled;
+* neither — records the requests and sends the hints; the Celery workers, or a running
+  ``memory-worker run``, pick them up (a lost hint is re-sent by the reconcile loop).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from memory.store.base import StoreError
+from worker import tasks
+from worker.commands.run import (
+    check_store_or_exit,
+    err,
+    load_or_exit,
+    open_runtime_or_exit,
+    setup_logging,
+)
+from worker.jobs.guard import run_job
+from worker.jobs.logread import PermanentJobError, TransientJobError
+from worker.jobs.reconsolidate import request_rewrite, rewrite_result
+from worker.jobs.rewrite import plan_line
+from worker.jobs.rewrite_job import JOB_REWRITE, plan_session
+from worker.jobs.runtime import Runtime
+from worker.names import DEFAULT_QUEUE
+
+SessionsArg = Annotated[
+    list[str] | None, typer.Argument(help="Session ids.", show_default=False)
+]
+AllOption = Annotated[bool, typer.Option("--all", help="Every session the watcher knows.")]
+ProjectOption = Annotated[
+    str | None, typer.Option("--project", help="Only sessions of this project (scope name).")
+]
+SinceOption = Annotated[
+    dt.datetime | None,
+    typer.Option("--since", formats=["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"],
+                 help="Only sessions active on or after this date (UTC)."),
+]
+DryRunOption = Annotated[
+    bool, typer.Option("--dry-run", help="List what would be rewritten, with the model calls "
+                       "and input tokens expected; change nothing.")
+]
+MaxCallsOption = Annotated[
+    int | None, typer.Option("--max-calls", min=0, help="With --wait: stop cleanly before the "
+                             "model call that would exceed N (rerun to continue).")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
+WorkersOption = Annotated[
+    bool, typer.Option("--workers", help="Run as jobs on the Celery workers (distributed mode); "
+                       "with --wait, follow them.")
+]
+QueueOption = Annotated[
+    str, typer.Option("--queue", help="With --workers: the Celery queue the workers consume.")
+]
+TimeoutOption = Annotated[
+    float, typer.Option("--timeout", min=1, help="With --workers --wait: seconds to follow the "
+                        "jobs before giving up (they keep running).")
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    ids: list[str]
+    all_: bool = False
+    project: str | None = None
+    since: dt.datetime | None = None
+    stale: bool = False
+
+    @property
+    def empty(self) -> bool:
+        return not (self.ids or self.all_ or self.project or self.since or self.stale)
+
+
+def select_sessions(runtime: Runtime, chosen: Selection) -> list[str]:
+    """Named sessions (unknown ones kept, so they are reported), else every known one; narrowed
+    by ``--project`` and ``--since``."""
+    with runtime.state.read() as repos:
+        known = {s.session_id: s for s in repos.sessions.list() if s.path and not s.forgotten}
+    ids = list(dict.fromkeys(chosen.ids)) if chosen.ids else sorted(known)
+    since = chosen.since.replace(tzinfo=dt.UTC) if chosen.since and not chosen.since.tzinfo \
+        else chosen.since
+    out = []
+    for sid in ids:
+        state = known.get(sid)
+        if state is not None and chosen.project is not None and state.project != chosen.project:
+            continue
+        if state is not None and since is not None and (
+                state.last_activity_at is None or state.last_activity_at < since):
+            continue
+        out.append(sid)
+    return out
+
+
+def rewrite_command(mode: str, chosen: Selection, *, force: bool, dry_run: bool,
+                    max_calls: int | None, json_: bool, wait: bool, workers: bool,
+                    timeout: float, shelf: str | None, config: Path | None,
+                    queue: str = DEFAULT_QUEUE) -> None:
+    """The body of ``reconsolidate --replace`` (mode ``replace``) and ``relog``: settings,
+    runtime, selection, then :func:`run_rewrite`; exits with its status."""
+    if max_calls is not None and not (wait and not workers):
+        err.print("memory-worker: --max-calls needs --wait without --workers (this process "
+                  "keeps the budget)")
+        raise typer.Exit(2)
+    settings = load_or_exit(config, store_shelf=shelf)
+    setup_logging(settings)
+    runtime = open_runtime_or_exit(settings, "reconsolidate" if mode == "replace" else mode)
+    try:
+        check_store_or_exit(runtime, settings.store_shelf)
+        ids = select_sessions(runtime, chosen)
+        if not ids:
+            err.print("no sessions match (run `memory-worker run` or `daemon` first)",
+                      markup=False)
+        code = run_rewrite(runtime, settings.store_shelf, mode, ids, force=force,
+                           dry_run=dry_run, max_calls=max_calls, json_=json_, wait=wait,
+                           workers=workers, timeout_s=timeout, queue=queue)
+    finally:
+        runtime.close()
+    raise typer.Exit(code)
+
+
+@dataclass(slots=True)
+class Row:
+    """One session's answer: ``status`` is planned / done / failed / error / queued /
+    unfinished / not-started."""
+
+    session_id: str
+    status: str
+    line: str
+    counts: dict[str, Any] | None = None
+    plan: list[dict[str, str]] | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+def run_rewrite(runtime: Runtime, shelf: str, mode: str, ids: list[str], *, force: bool,
+                dry_run: bool, max_calls: int | None, json_: bool, wait: bool, workers: bool,
+                timeout_s: float = 3600.0, queue: str = DEFAULT_QUEUE) -> int:
+    """Carry out (or plan, queue, follow) ``mode`` for ``ids``; the exit status."""
+    if dry_run:
+        rows = [_dry_row(runtime, shelf, sid, mode, force) for sid in ids]
+    elif wait and not workers:
+        rows = _run_here(runtime, shelf, mode, ids, force, max_calls, json_)
+    else:
+        rows = _queue(runtime, shelf, mode, ids, force, wait, json_, timeout_s, queue)
+    if json_:
+        totals = {key: sum(int((r.counts or {}).get(key, 0)) for r in rows)
+                  for key in ("calls", "input_tokens")}
+        typer.echo(json.dumps({"mode": mode, "shelf": shelf, "dry_run": dry_run, **totals,
+                               "sessions": [r.as_json() for r in rows]}, indent=2))
+    else:
+        for row in rows:
+            typer.echo(f"{row.session_id}: {row.line}")
+        if dry_run and rows:
+            calls = sum(int((r.counts or {}).get("calls", 0)) for r in rows)
+            tokens = sum(int((r.counts or {}).get("input_tokens", 0)) for r in rows)
+            typer.echo(f"dry run: {calls} model calls, ~{tokens} input tokens in "
+                       f"{len(rows)} session(s); nothing changed")
+    bad = {"failed", "error", "unfinished"}
+    return 1 if any(r.status in bad for r in rows) else 0
+
+
+def _dry_row(runtime: Runtime, shelf: str, sid: str, mode: str, force: bool) -> Row:
+    try:
+        planned = plan_session(runtime, runtime.store(shelf), shelf, sid, mode, force=force)
+    except (PermanentJobError, TransientJobError, StoreError, OSError) as exc:
+        return Row(sid, "error", f"error — {' '.join(str(exc).split())}")
+    if planned.plan is None:
+        return Row(sid, "error", planned.error)
+    plan = planned.plan
+    return Row(sid, "planned", plan_line(plan),
+               counts={"calls": plan.calls, "input_tokens": plan.input_tokens},
+               plan=[asdict(item) for item in plan.items()])
+
+
+def _progress(json_: bool, total: int, what: str) -> tuple[Progress, Any]:
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn())
+    bar = Progress(*columns, console=err, transient=json_, disable=total < 2)
+    return bar, bar.add_task(what, total=total)
+
+
+def _run_here(runtime: Runtime, shelf: str, mode: str, ids: list[str], force: bool,
+              max_calls: int | None, json_: bool) -> list[Row]:
+    rows: list[Row] = []
+    spent = 0
+    progress, task = _progress(json_, len(ids), "rewriting" if mode == "replace" else "relogging")
+    with progress:
+        for sid in ids:
+            budget = None if max_calls is None else max(0, max_calls - spent)
+            rows.append(_run_one(runtime, shelf, mode, sid, force, budget))
+            spent += int((rows[-1].counts or {}).get("calls", 0))
+            progress.advance(task)
+    return rows
+
+
+def _run_one(runtime: Runtime, shelf: str, mode: str, sid: str, force: bool,
+             budget: int | None) -> Row:
+    planned = _dry_row(runtime, shelf, sid, mode, force)
+    if planned.status == "error":
+        return planned
+    with runtime.state.transaction() as repos:
+        request = request_rewrite(repos, sid, shelf, mode, force=force, max_calls=budget)
+    settings = runtime.settings
+    # A lease held by a process that died is free once it expires: wait that long for `busy`.
+    busy_until = time.monotonic() + 2 * settings.lease_ttl_s + 5
+    attempt = 0
+    while True:
+        result = run_job(runtime, JOB_REWRITE, sid, shelf, attempt=attempt)
+        detail = result.detail
+        if result.status == "busy" and time.monotonic() < busy_until:
+            time.sleep(0.5)
+        elif result.status == "retry" and attempt < settings.task_max_retries:
+            time.sleep(min(30.0, settings.retry_backoff_s * 2 ** attempt))
+            attempt += 1
+        else:
+            break
+    return _settled(runtime, shelf, sid, request) or Row(
+        sid, "unfinished", f"not finished — {detail}; the request stays queued (rerun, or a "
+        "running worker retries it)")
+
+
+def _settled(runtime: Runtime, shelf: str, sid: str, request: int) -> Row | None:
+    with runtime.state.read() as repos:
+        found = rewrite_result(repos, sid, shelf, request)
+    if found is None:
+        return None
+    outcome, result = found
+    line = str(result.get("line") or outcome)
+    return Row(sid, "done" if outcome == "done" else "failed", line, counts=result)
+
+
+def _queue(runtime: Runtime, shelf: str, mode: str, ids: list[str], force: bool, wait: bool,
+           json_: bool, timeout_s: float, queue: str) -> list[Row]:
+    requests: dict[str, int] = {}
+    rows: dict[str, Row] = {}
+    for sid in ids:
+        planned = _dry_row(runtime, shelf, sid, mode, force)
+        if planned.status == "error":
+            rows[sid] = planned
+            continue
+        with runtime.state.transaction() as repos:
+            requests[sid] = request_rewrite(repos, sid, shelf, mode, force=force)
+        rows[sid] = Row(sid, "queued", f"queued — a {mode} job was sent to the workers")
+    try:
+        tasks.configure(runtime.settings, queue=queue)
+        for sid in requests:
+            tasks.enqueue(JOB_REWRITE, sid, shelf)
+    except Exception as exc:  # kombu raises several types for an unreachable broker
+        line = " ".join(str(exc).split())[:200]
+        err.print(f"memory-worker: could not send the hints to the broker ({escape(line)})",
+                  soft_wrap=True)
+        for sid in requests:
+            rows[sid] = Row(sid, "queued", "queued — recorded, but the broker is unreachable: "
+                            "a running `memory-worker run` or the daemon takes it up, or rerun "
+                            "with --wait")
+        return [rows[sid] for sid in ids]
+    if wait:
+        _follow(runtime, shelf, requests, rows, json_, timeout_s)
+    return [rows[sid] for sid in ids]
+
+
+def _follow(runtime: Runtime, shelf: str, requests: dict[str, int], rows: dict[str, Row],
+            json_: bool, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    open_ = dict(requests)
+    progress, task = _progress(json_, len(open_), "waiting for the workers")
+    with progress:
+        while open_ and time.monotonic() < deadline:
+            for sid, request in list(open_.items()):
+                row = _settled(runtime, shelf, sid, request)
+                if row is not None:
+                    rows[sid] = row
+                    del open_[sid]
+                    progress.advance(task)
+            if open_:
+                time.sleep(0.5)
+    for sid in open_:
+        rows[sid] = Row(sid, "unfinished", f"not finished after {timeout_s:g}s — the job is "
+                        "still queued or running on the workers")

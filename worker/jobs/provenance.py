@@ -1,0 +1,59 @@
+"""Who writes derived memory: the current writer of a runtime and the provenance rows the jobs
+record after each write (state table ``provenance``, see :mod:`worker.state.provenance`).
+
+A row is recorded *after* the store write it describes, so a crash in between leaves an entry
+without a row (read as stale: an unknown writer) rather than a row that claims text the store
+does not hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from memory.consolidation.prompt_version import prompt_version
+from memory.llm import select_route
+from worker.jobs.models import routes_of
+from worker.jobs.runtime import Runtime
+from worker.jobs.work_units import WorkUnitOutcome
+from worker.state.provenance import Provenance, Writer
+
+
+def current_writer(runtime: Runtime, attempt: int = 0) -> Writer | None:
+    """The route ``attempt`` calls (the head route for a first attempt) with today's prompts;
+    ``None`` without a route."""
+    chosen = select_route(routes_of(runtime.settings), attempt)
+    if chosen is None:
+        return None
+    route = chosen[1]
+    return Writer(route.label, route.model,
+                  prompt_version(runtime.settings.max_work_units_per_run))
+
+
+def record_written(runtime: Runtime, shelf: str, kind: str, names: Iterable[str],
+                   writer: Writer | None, session_id: str | None = None) -> None:
+    """Record that ``writer`` wrote ``names``; nothing without a writer."""
+    unique = list(dict.fromkeys(names))
+    if writer is None or not unique:
+        return
+    with runtime.state.transaction() as repos:
+        repos.provenance.record(shelf, unique, kind, writer, session_id)
+
+
+def is_current(found: Provenance | None, writer: Writer) -> bool:
+    """Whether an entry with provenance ``found`` was written by ``writer`` (no row: unknown
+    writer, never current)."""
+    return found is not None and found.writer == writer
+
+
+def record_derived(runtime: Runtime, shelf: str, summary: str | None,
+                   units: Iterable[WorkUnitOutcome], writer: Writer | None,
+                   session_id: str | None) -> None:
+    """Record a span summary and the work units its extraction yielded (a ``duplicate`` verdict
+    stores nothing and gets no row) in one transaction."""
+    if writer is None:
+        return
+    kept = [u.name for u in units if u.verdict != "duplicate"]
+    with runtime.state.transaction() as repos:
+        if summary is not None:
+            repos.provenance.record(shelf, [summary], "summary", writer, session_id)
+        repos.provenance.record(shelf, kept, "work-unit", writer, session_id)

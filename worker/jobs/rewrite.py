@@ -1,0 +1,377 @@
+"""Rewriting derived memory on purpose: ``reconsolidate --replace`` and ``relog``, per session.
+
+:func:`plan_rewrite` decides (reading only) what one session's run changes:
+
+* ``replace`` — every span summary of the session whose recorded writer (provenance: route,
+  model, prompt version) is not the current one, or that has a work unit whose writer is not,
+  or whose repair is unfinished (all of them with ``force``); every archive above those, up the
+  tiers; and archives above the session's summaries that a different writer wrote even though
+  none of their members changes;
+* ``relog`` — every ``msg-*`` entry and the session node whose text under today's content policy
+  differs from the store's (:mod:`worker.jobs.relog`), then the summaries with a ``summary``
+  edge to a re-rendered message and the archives above them.
+
+Each plan counts the model calls it makes (one per regenerated summary, one per re-derived
+archive; adjudication calls of new work units, at most one per unit when ``adjudicate`` is on,
+come on top) and the input tokens they send (characters / 4 of the prompts built from today's
+text; an archive's estimate uses its members' current text). :meth:`RewritePlan.within` cuts a
+plan to a call budget at a summary boundary (``--max-calls``): what is left stays stale and the
+next run picks it up.
+
+:func:`execute_rewrite` carries a plan out under the session's lease through the repair path a
+withdrawal uses (:class:`worker.jobs.repair.Repairer`): the summary keeps its name and gets its new
+text in place, its ``summary`` edges are re-asserted and edges to messages it no longer covers
+removed; the work units derived from it are re-extracted — units the new pass does not produce
+again are removed (entry and every edge naming it) unless another summary still derives them
+(then only the ``derivedFrom`` edge goes); the archives above are re-derived from their members'
+current text. Relog first records a repair intent for each summary it will rewrite, so a crash or
+a spent budget leaves them owed (``resume_repairs``, the next ``relog``) instead of lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from memory.consolidation.archive import archive_prompt, members_of
+from memory.consolidation.extraction import SYSTEM_PROMPT, extraction_prompt
+from memory.content import estimate_tokens
+from memory.entries import MESSAGE_POLICY, SESSION_POLICY, session_name
+from memory.llm import ModelCallRecord
+from memory.store.base import KnowledgeEntry, MemoryStore
+from worker.jobs.context import JobContext
+from worker.jobs.provenance import is_current
+from worker.jobs.relog import Renderings, rewrite_in_place, stale_renderings
+from worker.jobs.repair import ACTION_INTENT, Repairer, RepairReport, SummaryRepair
+from worker.jobs.repair_plan import model_client, rebuilt_transcript
+from worker.jobs.runtime import Runtime
+from worker.jobs.storeview import (
+    SpanSummaryRef,
+    archive_level,
+    archives_above,
+    derived_units,
+    span_summaries,
+    summary_members,
+)
+from worker.jobs.withdrawals import SessionLog
+from worker.state.provenance import Provenance, Writer
+
+Mode = Literal["replace", "relog"]
+ProvenanceLookup = Callable[[list[str]], dict[str, Provenance]]
+MODES: tuple[str, ...] = ("replace", "relog")
+
+
+@dataclass(frozen=True, slots=True)
+class PlanItem:
+    """One entry a run changes: ``kind`` is message / session-node / summary / archive /
+    work-unit; ``action`` is re-render / rewrite / re-derive / re-extract."""
+
+    entry: str
+    kind: str
+    action: str
+    why: str
+
+
+@dataclass(slots=True)
+class SummaryStep:
+    """One summary to regenerate, what it costs, and the archives it makes re-derived."""
+
+    ref: SpanSummaryRef
+    why: str
+    calls: int
+    tokens: int
+    units: list[str] = field(default_factory=list)
+    archives: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class RewritePlan:
+    session_id: str
+    mode: str
+    renderings: Renderings = field(default_factory=Renderings)
+    steps: list[SummaryStep] = field(default_factory=list)
+    #: archives re-derived although no member summary changes (a different writer wrote them)
+    stale_archives: list[str] = field(default_factory=list)
+    archive_tokens: dict[str, int] = field(default_factory=dict)
+    pending: set[str] = field(default_factory=set)
+    #: steps left out by :meth:`within`, and the summaries among them
+    deferred: int = 0
+    deferred_refs: list[SpanSummaryRef] = field(default_factory=list)
+
+    @property
+    def archives(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for step in self.steps:
+            seen.update(dict.fromkeys(step.archives))
+        seen.update(dict.fromkeys(self.stale_archives))
+        return list(seen)
+
+    @property
+    def units(self) -> list[str]:
+        return list(dict.fromkeys(u for step in self.steps for u in step.units))
+
+    @property
+    def calls(self) -> int:
+        return sum(step.calls for step in self.steps) + len(self.archives)
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(step.tokens for step in self.steps) + sum(
+            self.archive_tokens.get(a, 0) for a in self.archives)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.renderings.messages or self.renderings.node or self.steps
+                    or self.stale_archives)
+
+    def items(self) -> list[PlanItem]:
+        out = [PlanItem(name, "message", "re-render", "text differs under the content policy")
+               for name in self.renderings.messages]
+        if self.renderings.node is not None:
+            out.append(PlanItem(session_name(self.session_id), "session-node", "re-render",
+                                "text differs under the content policy"))
+        for step in self.steps:
+            out.append(PlanItem(step.ref.name, "summary", "rewrite", step.why))
+        out += [PlanItem(u, "work-unit", "re-extract", "derived from a rewritten summary")
+                for u in self.units]
+        stale = set(self.stale_archives)
+        out += [PlanItem(a, "archive", "re-derive",
+                         "written by a different writer" if a in stale
+                         else "above a rewritten summary") for a in self.archives]
+        return out
+
+    def within(self, budget: int) -> RewritePlan:
+        """The longest prefix of the summary steps (then the stale archives) whose calls fit in
+        ``budget``; re-rendering messages costs no call and is always kept."""
+        cut = RewritePlan(self.session_id, self.mode, self.renderings,
+                          archive_tokens=self.archive_tokens, pending=self.pending)
+        for step in self.steps:
+            trial = RewritePlan(self.session_id, self.mode, steps=[*cut.steps, step])
+            if trial.calls > budget:
+                break
+            cut.steps.append(step)
+        if len(cut.steps) == len(self.steps):
+            for archive in self.stale_archives:
+                trial = RewritePlan(self.session_id, self.mode, steps=cut.steps,
+                                    stale_archives=[*cut.stale_archives, archive])
+                if trial.calls > budget:
+                    break
+                cut.stale_archives.append(archive)
+        cut.deferred_refs = [step.ref for step in self.steps[len(cut.steps):]]
+        cut.deferred = len(cut.deferred_refs) + len(self.stale_archives) - len(
+            cut.stale_archives)
+        return cut
+
+
+# ------------------------------------------------------------------------------------ planning
+
+
+def plan_rewrite(runtime: Runtime, store: MemoryStore, log_: SessionLog, *, mode: str,
+                 writer: Writer, provenance: ProvenanceLookup, pending: Iterable[str] = (),
+                 logged_to: int, force: bool = False) -> RewritePlan:
+    """What a ``mode`` run changes for one session (nothing is written); see the module
+    docstring. ``provenance(names)`` answers the rows of those entries that have one."""
+    plan = RewritePlan(log_.session_id, mode, pending=set(pending))
+    refs = span_summaries(store, log_.session_id)
+    why: dict[str, str] = {}
+    if mode == "relog":
+        plan.renderings = stale_renderings(runtime, store, log_, logged_to)
+        changed = set(plan.renderings.messages)
+        for ref in refs:
+            if changed.intersection(summary_members(store, ref.name)):
+                why[ref.name] = "covers a re-rendered message"
+    else:
+        units = {ref.name: derived_units(store, ref.name) for ref in refs}
+        rows = provenance([*units, *(u for found in units.values() for u in found)])
+        for ref in refs:
+            found = rows.get(ref.name)
+            if force:
+                why[ref.name] = "--force"
+            elif found is None:
+                why[ref.name] = "no recorded writer"
+            elif not is_current(found, writer):
+                why[ref.name] = f"written by {found.writer.describe()}"
+            elif any(not is_current(rows.get(u), writer) for u in units[ref.name]):
+                why[ref.name] = "a work unit derived from it has a different writer"
+    for ref in refs:
+        if ref.name in plan.pending and ref.name not in why:
+            why[ref.name] = "an unfinished repair"
+    seen: set[str] = set()
+    for ref in refs:
+        if ref.name not in why:
+            continue
+        step = _summary_step(runtime, store, log_, ref, why[ref.name])
+        step.archives = [a for a in _archives_over(store, [ref.name]) if a not in seen]
+        seen.update(step.archives)
+        plan.steps.append(step)
+    if mode == "replace":
+        above = _archives_over(store, [r.name for r in refs])
+        rows = provenance(above)
+        for archive in above:
+            if archive not in seen and not is_current(rows.get(archive), writer):
+                plan.stale_archives.append(archive)
+    for archive in plan.archives:
+        plan.archive_tokens[archive] = _archive_tokens(store, archive)
+    return plan
+
+
+def _summary_step(runtime: Runtime, store: MemoryStore, log_: SessionLog, ref: SpanSummaryRef,
+                  why: str) -> SummaryStep:
+    kept = log_.kept_names(ref.from_seq, ref.to_seq)
+    transcript = rebuilt_transcript(runtime, log_, ref)
+    calls = tokens = 0
+    if kept and not transcript.empty:
+        calls = 1
+        prompt = extraction_prompt(transcript.text, runtime.settings.max_work_units_per_run)
+        tokens = estimate_tokens(SYSTEM_PROMPT) + estimate_tokens(prompt)
+    return SummaryStep(ref, why, calls, tokens, units=derived_units(store, ref.name))
+
+
+def _archives_over(store: MemoryStore, names: list[str]) -> list[str]:
+    """Every archive above ``names``, up the tiers, lowest tier first."""
+    found: dict[str, int] = {}
+    todo = list(names)
+    while todo:
+        for parent in archives_above(store, todo.pop()):
+            level = archive_level(parent)
+            if level is not None and parent not in found:
+                found[parent] = level
+                todo.append(parent)
+    return sorted(found, key=lambda n: (found[n], n))
+
+
+def _archive_tokens(store: MemoryStore, archive: str) -> int:
+    level = archive_level(archive) or 2
+    members: list[KnowledgeEntry] = []
+    for name in summary_members(store, archive):
+        entry = store.knowledge_get(name)
+        if entry is not None:
+            members.append(entry)
+    members.sort(key=lambda e: (e.created_at, e.name))
+    return estimate_tokens(SYSTEM_PROMPT) + estimate_tokens(
+        archive_prompt(level, members_of(members)))
+
+
+# ----------------------------------------------------------------------------------- carrying out
+
+
+@dataclass(slots=True)
+class RewriteOutcome:
+    """What one session's run did (the counts of the result line)."""
+
+    session_id: str
+    messages: list[str] = field(default_factory=list)
+    session_nodes: int = 0
+    summaries: list[str] = field(default_factory=list)
+    archives: list[str] = field(default_factory=list)
+    units: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    deferred: int = 0
+    #: model calls made (each recorded one, whatever its outcome)
+    calls: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.messages or self.session_nodes or self.summaries or self.archives
+                    or self.units or self.removed)
+
+
+def execute_rewrite(ctx: JobContext, log_: SessionLog, plan: RewritePlan) -> RewriteOutcome:
+    """Carry ``plan`` out for ``ctx``'s session (the caller holds its lease)."""
+    store = ctx.store()
+    outcome = RewriteOutcome(ctx.session_id, deferred=plan.deferred)
+    summaries = [step.ref for step in plan.steps]
+    # Owed before any text changes, so a crash resumes them; relog also owes the summaries a
+    # budget defers (their messages are re-rendered now, so only the intent remembers them).
+    owed = summaries + (plan.deferred_refs if plan.mode == "relog" else [])
+    with ctx.state() as repos:
+        for ref in owed:
+            if ref.name not in plan.pending:
+                repos.audit.record(ACTION_INTENT, "pending", shelf=ctx.shelf,
+                                   session_id=ctx.session_id, subject=ref.name,
+                                   detail=f"{plan.mode}: {_why(plan, ref.name)}")
+    for name, (_, text) in plan.renderings.messages.items():
+        ctx.heartbeat()
+        if rewrite_in_place(store, name, text, log_.project, MESSAGE_POLICY.tags,
+                            MESSAGE_POLICY.embed):
+            outcome.messages.append(name)
+    if plan.renderings.node is not None and rewrite_in_place(
+            store, session_name(ctx.session_id), plan.renderings.node, log_.project,
+            SESSION_POLICY.tags, SESSION_POLICY.embed):
+        outcome.session_nodes = 1
+    if not summaries and not plan.stale_archives:
+        return outcome
+    client = model_client(ctx.runtime, ctx.session_id)
+    if client is not None:
+        record = client.recorder
+
+        def counted(call: ModelCallRecord) -> None:
+            outcome.calls += 1
+            if record is not None:
+                record(call)
+
+        client.recorder = counted
+    repairer = Repairer(ctx, store, log_.project, client)
+    repairs = [SummaryRepair(ref, (), None, resumed=True) for ref in summaries]
+    report = repairer.repair(log_, repairs, archives=plan.stale_archives)
+    _count(outcome, report)
+    return outcome
+
+
+def _why(plan: RewritePlan, name: str) -> str:
+    return next((s.why for s in plan.steps if s.ref.name == name), "")
+
+
+def _count(outcome: RewriteOutcome, report: RepairReport) -> None:
+    for name in report.regenerated:
+        (outcome.archives if archive_level(name) is not None else outcome.summaries).append(name)
+    outcome.units = list(report.units)
+    outcome.removed = [n for n in report.retracted if n not in outcome.summaries]
+    outcome.failed = list(report.failed)
+
+
+# ------------------------------------------------------------------------------------ the lines
+
+
+def _n(count: int, word: str, plural: str | None = None) -> str:
+    return f"{count} {word if count == 1 else plural or word + 's'}"
+
+
+def outcome_line(outcome: RewriteOutcome, mode: str) -> str:
+    """The honest one-line result of a session's run."""
+    if not outcome.changed and not outcome.deferred and not outcome.failed:
+        return "already current: nothing to do"
+    parts = []
+    if mode == "relog":
+        parts.append(f"re-rendered {_n(len(outcome.messages), 'message')}, "
+                     f"{_n(outcome.session_nodes, 'session node')}")
+    if outcome.summaries or outcome.archives or outcome.units or not outcome.deferred:
+        parts.append(f"rewrote {_n(len(outcome.summaries), 'summary', 'summaries')}, "
+                     f"{_n(len(outcome.archives), 'archive')}, "
+                     f"{_n(len(outcome.units), 'work unit')}")
+    if outcome.removed:
+        parts.append(f"removed {_n(len(outcome.removed), 'entry', 'entries')} the new pass no "
+                     "longer produces")
+    if outcome.failed:
+        parts.append(f"failed: {', '.join(outcome.failed)}")
+    if outcome.deferred:
+        parts.append(f"stopped at the --max-calls budget, {outcome.deferred} left (rerun to "
+                     "continue)")
+    return "; ".join(parts)
+
+
+def plan_line(plan: RewritePlan) -> str:
+    """The dry-run line of a session's plan."""
+    if plan.empty:
+        return "already current: nothing to do"
+    parts = []
+    if plan.mode == "relog":
+        parts.append(f"would re-render {_n(len(plan.renderings.messages), 'message')}, "
+                     f"{_n(int(plan.renderings.node is not None), 'session node')}")
+    summaries = _n(len(plan.steps), "summary", "summaries")
+    parts.append(f"would rewrite {summaries}, {_n(len(plan.archives), 'archive')}, re-extract "
+                 f"{_n(len(plan.units), 'work unit')} — {_n(plan.calls, 'model call')}, "
+                 f"~{plan.input_tokens} input tokens")
+    return "; ".join(parts)
