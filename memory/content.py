@@ -1,7 +1,7 @@
 """Content policy: what a message becomes before it is stored. Pure, except the cached git
 lookup in :func:`project_scope`.
 
-Order of operations for a message body: :func:`redact` → :func:`cap_assistant` →
+Order of operations for a message body: :func:`memory.redaction.redact` → :func:`cap_assistant` →
 :func:`absolutise_dates` (redacting before the cut means no secret survives as a short fragment).
 """
 
@@ -19,6 +19,7 @@ from pathlib import PurePosixPath
 from typing import Any, Final
 
 from memory.constants import DEFAULT_SLUG, ROOT_PROJECT, SLUG_CAP, TRUNCATION_MARKER
+from memory.redaction import redact
 
 # ---- block flattening -------------------------------------------------------------------------
 
@@ -48,123 +49,6 @@ def flatten_blocks(blocks: Iterable[Any] | None) -> str:
         else:
             parts.append(f"[{kind}]")
     return "\n".join(parts)
-
-
-# ---- secret redaction -------------------------------------------------------------------------
-
-_F: Final = re.ASCII
-_CREDENTIAL_KEYS: Final = (
-    "apiKey|api_key|password|passwd|pwd|token|secret|access_token|refresh_token|client_secret"
-)
-#: (label, pattern, keep_key). Keep-key patterns have groups (key)(separator)(quote)(value).
-_SECRET_RULES: Final[tuple[tuple[str, re.Pattern[str], bool], ...]] = (
-    ("secret:key", re.compile(r"\bsk-[A-Za-z0-9_-]{8,}\b", _F), False),
-    (
-        "secret:jwt",
-        re.compile(r"\beyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\b", _F),
-        False,
-    ),
-    ("secret:bearer", re.compile(r"\bBearer\s+[A-Za-z0-9._~+/=-]{8,}\b", _F | re.I), False),
-    (
-        "secret:authorization",
-        re.compile(r"\b(Authorization)(\s*:\s*)()((?!\[REDACTED)[^\s][^\n]{3,})", _F | re.I),
-        True,
-    ),
-    ("secret:aws", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{12,}\b", _F), False),
-    ("secret:github", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{8,}\b", _F), False),
-    ("secret:gitlab", re.compile(r"\bglpat-[A-Za-z0-9_-]{8,}\b", _F), False),
-    ("secret:slack", re.compile(r"\bxox[baprs]-[A-Za-z0-9-]{6,}\b", _F), False),
-    (
-        "secret:credential",
-        re.compile(
-            rf"(?<!\[REDACTED:)\b({_CREDENTIAL_KEYS})(\s*[=:]\s*)([\"']?)"
-            r"((?!\[REDACTED)[^\s&'\",;]{4,})\3",
-            _F | re.I,
-        ),
-        True,
-    ),
-    (
-        "secret:pem",
-        re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
-        False,
-    ),
-)
-
-
-def _keep_key(placeholder: str) -> Callable[[re.Match[str]], str]:
-    def replace(m: re.Match[str]) -> str:
-        return f"{m.group(1)}{m.group(2)}{m.group(3)}{placeholder}{m.group(3)}"
-
-    return replace
-
-
-#: Per rule of ``_SECRET_RULES`` (same order): (case-insensitive?, literals one of which every
-#: match contains). A rule whose literals are all absent from the current text cannot match and
-#: is skipped — the same result as running it, without a regex scan per family.
-_SECRET_TRIGGERS: Final[tuple[tuple[bool, tuple[str, ...]], ...]] = (
-    (False, ("sk-",)),
-    (False, ("eyJ",)),
-    (True, ("bearer",)),
-    (True, ("authorization",)),
-    (False, ("AKIA", "ASIA")),
-    (False, ("gh",)),
-    (False, ("glpat-",)),
-    (False, ("xox",)),
-    (True, ("apikey", "api_key", "password", "passwd", "pwd", "token", "secret")),
-    (False, ("-----BEGIN ",)),
-)
-_SECRET_PLAN: Final = tuple(
-    (pattern, f"[REDACTED:{label}]", keep_key, folded, literals)
-    for (label, pattern, keep_key), (folded, literals) in zip(
-        _SECRET_RULES, _SECRET_TRIGGERS, strict=True
-    )
-)
-
-
-#: Operator patterns (setting ``redact_extra_patterns``), applied after the built-in rules.
-_extra_patterns: tuple[re.Pattern[str], ...] = ()
-EXTRA_PLACEHOLDER: Final = "[REDACTED:custom]"
-
-
-def set_extra_redactions(patterns: Iterable[str]) -> None:
-    """Make :func:`redact` also replace every match of ``patterns`` (process-wide; the worker
-    sets it from its settings when a runtime is built)."""
-    global _extra_patterns
-    _extra_patterns = tuple(re.compile(p) for p in patterns if p)
-
-
-def redact(text: str) -> str:
-    """Replace known credential shapes with ``[REDACTED:<label>]``; keep-key rules
-    (``Authorization``, credential assignments) keep the key, separator and quotes; then the
-    operator's extra patterns become ``[REDACTED:custom]``."""
-    out = _redact_builtin(text)
-    for pattern in _extra_patterns:
-        out = pattern.sub(EXTRA_PLACEHOLDER, out)
-    return out
-
-
-def _redact_builtin(text: str) -> str:
-    out = text
-    low: str | None = None  # ``out.lower()``, computed when a case-insensitive rule needs it
-    for pattern, placeholder, keep_key, folded, literals in _SECRET_PLAN:
-        if folded:
-            if low is None:
-                low = out.lower()
-            haystack = low
-        else:
-            haystack = out
-        for literal in literals:
-            if literal in haystack:
-                break
-        else:
-            continue
-        if keep_key:
-            out, count = pattern.subn(_keep_key(placeholder), out)
-        else:
-            out, count = pattern.subn(placeholder, out)
-        if count:
-            low = None
-    return out
 
 
 # ---- truncation -------------------------------------------------------------------------------

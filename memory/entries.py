@@ -13,12 +13,12 @@ from memory.content import (
     absolutise_dates,
     flatten_blocks,
     iso_utc,
-    redact,
     slugify,
     utc_date,
 )
 from memory.dsh.events import Event
 from memory.ledger import LedgerItem, render_ledger
+from memory.redaction import redact
 
 # ---- names ------------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from memory.content import flatten_blocks, one_line_error
 from memory.dsh.events import Event, Replace
 from memory.messages import message_blocks
+from memory.redaction import redact
 
 StepKey = tuple[int, int]
 
@@ -54,7 +55,7 @@ def _failure(event: Event) -> str | None:
     text = f"{name if isinstance(name, str) and name else 'Error'}"
     if code not in (None, ""):
         text += f" ({code})"
-    detail = one_line_error(flatten_blocks(message_blocks(event)))
+    detail = one_line_error(redact(flatten_blocks(message_blocks(event))))  # redact, then cut
     return f"{text} — {detail}" if detail else text
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import tzinfo
 
-from memory.content import absolutise_dates, cap_assistant, flatten_blocks, redact
+from memory.content import absolutise_dates, cap_assistant, flatten_blocks
 from memory.dsh.events import Event
 from memory.entries import MESSAGE_POLICY, message_name, render_message, scopes_for
 from memory.ledger import LedgerItem, build_ledger, step_key
@@ -19,6 +19,7 @@ from memory.messages import (
     message_ordinals,
     role_of,
 )
+from memory.redaction import redact
 from memory.withdrawal import DEFAULT_WHITELIST, OrdinalLookup, find_markers, withdrawal_work
 
 

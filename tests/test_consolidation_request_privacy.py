@@ -68,7 +68,8 @@ def test_secrets_never_reach_the_request_body(model_server: ModelServer, stream:
         "U: deploy with key [REDACTED:secret:key] and token [REDACTED:secret:github]",
         "A: I set AWS id [REDACTED:secret:aws] and password=[REDACTED:secret:credential]",
         "T: bash ✅",
-        "U: also Authorization: [REDACTED:secret:authorization]",
+        # Only the credential is replaced; the scheme word is not secret.
+        "U: also Authorization: Bearer [REDACTED:secret:bearer]",
         "A: done",
     ]
 

@@ -89,7 +89,7 @@ def test_secrets_are_redacted_and_dates_absolutised_against_the_send_time() -> N
     ]
     assert lines_of(events) == [
         "U: use key [REDACTED:secret:key] and password=[REDACTED:secret:credential] 2025-09-09",
-        "A: I will do it 2025-09-10, [REDACTED:secret:bearer]",
+        "A: I will do it 2025-09-10, Bearer [REDACTED:secret:bearer]",  # the scheme word stays
         "U: 2025-09-11 再说",
     ]
 

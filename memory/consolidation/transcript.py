@@ -29,9 +29,10 @@ from dataclasses import dataclass
 from datetime import tzinfo
 from typing import Any, Final
 
-from memory.content import absolutise_dates, flatten_blocks, redact
+from memory.content import absolutise_dates, flatten_blocks
 from memory.dsh.events import Event, Replace
 from memory.messages import is_human, message_blocks
+from memory.redaction import redact
 
 #: Characters per token of the budget (the reference's ``estimateTokens``).
 CHARS_PER_TOKEN: Final = 4

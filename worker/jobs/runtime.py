@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from memory.content import set_extra_redactions
+from memory.redaction import set_extra_redactions
 from memory.store.base import MemoryStore
 from memory.store.factory import StoreConfig, open_store
 from worker.settings import Settings

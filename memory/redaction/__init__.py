@@ -1,0 +1,24 @@
+"""Secret redaction: the one function every stored or model-bound text goes through.
+
+Rules are this project's own data (``data/providers.toml``: provider token shapes;
+``data/local.toml``: URL credentials, key/value credentials, headers, PEM blocks, JWTs), read by
+:mod:`memory.redaction.rules`; :mod:`memory.redaction.engine` applies them.
+"""
+
+from memory.redaction.engine import (
+    EXTRA_PLACEHOLDER,
+    MARKER_PREFIX,
+    Finding,
+    find_secrets,
+    redact,
+    set_extra_redactions,
+)
+
+__all__ = [
+    "EXTRA_PLACEHOLDER",
+    "MARKER_PREFIX",
+    "Finding",
+    "find_secrets",
+    "redact",
+    "set_extra_redactions",
+]
