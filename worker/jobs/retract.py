@@ -32,6 +32,7 @@ from worker.jobs.repair import (
     pending_intents,
 )
 from worker.jobs.runtime import Runtime
+from worker.jobs.session_node import reconcile_session_node
 from worker.jobs.storeview import archives_above, derived_units, unit_sources
 from worker.jobs.withdrawals import SessionLog, Withdrawn, read_session_log
 from worker.names import session_lease_key
@@ -72,6 +73,7 @@ class RunResult:
     retracted: list[str] = field(default_factory=list)
     repair: RepairReport = field(default_factory=RepairReport)
     failed: list[str] = field(default_factory=list)
+    node: str = ""  # what the session node reconciliation did
 
 
 def kinds_for(runtime: Runtime, extra: Iterable[str] = ()) -> list[str]:
@@ -154,6 +156,9 @@ def execute_plan(ctx: JobContext, log_: SessionLog) -> RunResult:
     repairer = Repairer(ctx, store, log_.project, model_client(ctx.runtime, ctx.session_id))
     result.repair = repairer.repair(log_, find_repairs(store, log_, pending))
     result.failed += result.repair.failed
+    # The session node is derived text too: re-decided with this run's marker kinds.
+    kinds = kinds_for(ctx.runtime, sorted({m.kind for m in log_.markers}))
+    result.node = reconcile_session_node(ctx, kinds).detail
     return result
 
 
@@ -192,16 +197,20 @@ def retract_job(ctx: JobContext) -> JobOutput:
     )
 
 
-def repair_after_log_span(ctx: JobContext, withdrew_earlier: bool) -> None:
+def repair_after_log_span(ctx: JobContext, withdrew_earlier: bool,
+                          saw_markers: bool = False) -> None:
     """Called by ``log_span`` after its writes: when a marker withdrew messages of an earlier
-    span, or a repair of this session is unfinished, repair the derived memory now."""
+    span, or a repair of this session is unfinished, repair the derived memory now; when the
+    span only held markers (``saw_markers``), re-decide the session node."""
     with ctx.read() as repos:
-        if not withdrew_earlier and not pending_intents(repos, ctx.session_id):
-            return
+        repair = withdrew_earlier or bool(pending_intents(repos, ctx.session_id))
         state = repos.sessions.get(ctx.session_id)
-    if state is None:
+    if state is None or not (repair or saw_markers):
         return
     try:
+        if not repair:
+            reconcile_session_node(ctx)
+            return
         result = execute_plan(ctx, read_session_log(state, kinds_for(ctx.runtime)))
     except (TransientJobError, StoreError) as exc:
         # The span is logged and its watermark advanced: hand the repair (its intent is
