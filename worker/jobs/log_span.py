@@ -157,7 +157,11 @@ def log_span(ctx: JobContext) -> JobOutput:
     # Summaries, archives and work units built on what a marker withdrew are repaired now.
     from worker.jobs.retract import repair_after_log_span  # retract imports this module
 
-    repair_after_log_span(ctx, bool(withdrawn_before), saw_markers=bool(markers))
+    node = repair_after_log_span(ctx, bool(withdrawn_before), saw_markers=bool(markers))
+    if node is not None:  # the session node, rewritten or deleted by a marker of this span
+        writes.written += node.written
+        writes.retracted += node.retracted
+        writes.edges += node.edges
     if cut.idle_close:
         _close(ctx, session.project, progress.last_consolidated_seq, cut.to_seq)
     elif cut.reason == "turn-end" and ctx.runtime.enqueue is not None:
