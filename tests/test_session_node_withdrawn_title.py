@@ -80,13 +80,19 @@ def assert_no_withdrawn_text(root: Path) -> None:
         assert words not in state, words
 
 
-def audit(root: Path) -> list[dict[str, Any]]:
+def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MEMORY_WORKER_DATA_DIR": str(root / "data"),
            "MEMORY_WORKER_LITE_HOME": str(root / "lite")}
-    env.pop("MEMORY_WORKER_STATE_URL", None)
-    done = subprocess.run([str(BIN / "memory-worker"), "status", "--audit", "--json"], env=env,
-                          capture_output=True, text=True, timeout=120)
+    for name in ("MEMORY_WORKER_STATE_URL", "MEMORY_WORKER_WITHDRAWAL_KINDS"):
+        env.pop(name, None)
+    done = subprocess.run([str(BIN / "memory-worker"), *args], env=env,
+                          capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
+    return done
+
+
+def audit(root: Path) -> list[dict[str, Any]]:
+    done = cli(root, "status", "--audit", "--json")
     return [row for row in json.loads(done.stdout)["audit"]
             if row["action"] == "repair-session-node"]
 
@@ -262,3 +268,41 @@ def test_a_late_rollback_of_a_compaction_checkpoint_deletes_the_node_built_on_it
         "deleted", marker, "plugin:rollback",
         f"skipped compaction/summary seq {summary}: its checkpoint seq {checkpoint} was "
         f"withdrawn by the plugin:rollback marker at seq {marker}")
+
+
+def test_the_retract_run_plans_and_makes_the_node_rewrite_a_new_marker_kind_causes(
+    tmp_path: Path,
+) -> None:
+    # Logged while only dsh-rewind counted: the rollback did not withdraw the first prompt then.
+    runtime = embedded_runtime(tmp_path, withdrawal_kinds=["dsh-rewind"])
+    log = SessionLogWriter(tmp_path / "dsh", SID, CWD)
+    prompt, title = first_turn(log)
+    marker = log.rewind(prompt, kind="plugin:rollback")
+    later = later_turns(log, titled=True)
+    log.flush()
+    process(runtime)
+    runtime.close()
+    assert store_rows(tmp_path)[0][f"session-{SID}"] == FALLBACK
+
+    dry = json.loads(cli(tmp_path, "retract", "--all", "--dry-run", "--json").stdout)
+    (session,) = dry["sessions"]
+    node = [p for p in session["plan"] if p["entry"] == f"session-{SID}"]
+    assert node == [{
+        "session_id": SID, "entry": f"session-{SID}", "action": "regenerate",
+        "why": f"session/title seq {title} cites message seq {prompt}, withdrawn by the "
+               f"plugin:rollback marker at seq {marker}",
+    }]
+    assert store_rows(tmp_path)[0][f"session-{SID}"] == FALLBACK  # a dry run changes nothing
+
+    cli(tmp_path, "retract", "--all")
+    knowledge, edges = store_rows(tmp_path)
+    assert sorted(knowledge) == sorted([f"session-{SID}", *KEPT])
+    assert knowledge[f"session-{SID}"] == LATER_TITLE
+    assert edges == belong([2, 3, 4, 5])
+    assert state_title(tmp_path) == (later, LATER_TITLE)
+    assert_no_withdrawn_text(tmp_path)
+    (row,) = audit(tmp_path)
+    assert (row["outcome"], row["cause_marker_seq"], row["source_kind"]) == (
+        "rewritten", marker, "plugin:rollback")
+    again = json.loads(cli(tmp_path, "retract", "--all", "--dry-run", "--json").stdout)
+    assert again["sessions"][0]["plan"] == []

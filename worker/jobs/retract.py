@@ -15,11 +15,13 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import tzinfo
 from typing import Literal, TypeVar
 
 from memory import entries
 from memory.constants import REL_BELONG_TO
 from memory.store.base import MemoryStore, StoreError
+from memory.titles import survey_titles
 from worker.jobs.context import JobContext, JobOutput, skipped
 from worker.jobs.log_span import existing_names
 from worker.jobs.logread import TransientJobError
@@ -84,8 +86,9 @@ def kinds_for(runtime: Runtime, extra: Iterable[str] = ()) -> list[str]:
 
 
 def plan_session(store: MemoryStore, log_: SessionLog, pending: Iterable[str] = (),
-                 *, model: bool = True) -> SessionPlan:
-    """What a retraction run would change for one session (nothing is written)."""
+                 *, model: bool = True, tz: tzinfo | None = None) -> SessionPlan:
+    """What a retraction run would change for one session (nothing is written); ``tz``
+    renders the session node's text as the worker does."""
     plan = SessionPlan(log_.session_id)
     names = log_.withdrawn_by_name()
     present = existing_names(store, list(names))
@@ -108,7 +111,29 @@ def plan_session(store: MemoryStore, log_: SessionLog, pending: Iterable[str] = 
         plan.items += downstream_items(
             store, log_.session_id, name, affected=affected, seen=seen, model=model
         )
+    node = node_item(store, log_, tz)
+    if node is not None:
+        plan.items.append(node)
     return plan
+
+
+def node_item(store: MemoryStore, log_: SessionLog, tz: tzinfo | None) -> PlanItem | None:
+    """The session node's row of a plan: rewritten (``regenerate``) or deleted (``retract``)
+    when its text is not the first clean host summary's (:mod:`memory.titles`)."""
+    name = entries.session_name(log_.session_id)
+    found = store.knowledge_get(name)
+    if found is None:
+        return None
+    created = log_.state.header.get("created_at")
+    choice = survey_titles(log_.events, {m.kind for m in log_.markers},
+                           cut=log_.state.inherited_cut, tz=tz,
+                           now_ms=created if isinstance(created, int) else 0)
+    if choice.text == found.content.data:
+        return None
+    why = "; ".join(f"{s.summary.type} seq {s.summary.seq} {s.describe()}"
+                    for s in choice.tainted()) or "its text is not its host summary's"
+    action: Action = "retract" if choice.chosen is None else "regenerate"
+    return PlanItem(log_.session_id, name, action, why)
 
 
 def downstream_items(store: MemoryStore, session_id: str, summary: str, *,
