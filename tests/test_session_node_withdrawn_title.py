@@ -100,6 +100,28 @@ def audit(root: Path) -> list[dict[str, Any]]:
 KEPT = [f"msg-{SID}-{n}" for n in (2, 3, 4, 5)]
 
 
+def node_from_the_fallback_title(root: Path) -> tuple[Any, SessionLogWriter, int, int]:
+    """The first turn logged with its node: the fallback title's words, in store and state."""
+    runtime = embedded_runtime(root)
+    log = SessionLogWriter(root / "dsh", SID, CWD)
+    prompt, title = first_turn(log)
+    log.flush()
+    process(runtime)
+    knowledge, edges = store_rows(root)
+    assert knowledge[f"session-{SID}"] == FALLBACK and edges == belong([0, 1])
+    assert state_title(root) == (title, FALLBACK)
+    return runtime, log, prompt, title
+
+
+def assert_node_shows_the_later_title(root: Path, later: int | None) -> None:
+    knowledge, edges = store_rows(root)
+    assert sorted(knowledge) == sorted([f"session-{SID}", *KEPT])
+    assert knowledge[f"session-{SID}"] == LATER_TITLE
+    assert edges == belong([2, 3, 4, 5])
+    assert state_title(root) == (later, LATER_TITLE)
+    assert_no_withdrawn_text(root)
+
+
 def test_marker_in_the_first_read_no_other_title_means_no_node(tmp_path: Path) -> None:
     runtime = embedded_runtime(tmp_path)
     log = SessionLogWriter(tmp_path / "dsh", SID, CWD)
@@ -126,35 +148,17 @@ def test_marker_in_the_first_read_takes_the_later_clean_title(tmp_path: Path) ->
     later = later_turns(log, titled=True)
     log.flush()
     process(runtime)
-    knowledge, edges = store_rows(tmp_path)
-    assert knowledge == {f"session-{SID}": LATER_TITLE} | {
-        name: knowledge[name] for name in KEPT}
-    assert edges == belong([2, 3, 4, 5])
-    assert state_title(tmp_path) == (later, LATER_TITLE)
-    assert_no_withdrawn_text(tmp_path)
+    assert_node_shows_the_later_title(tmp_path, later)
     runtime.close()
 
 
 def test_a_late_marker_rewrites_the_node_from_the_later_clean_title(tmp_path: Path) -> None:
-    runtime = embedded_runtime(tmp_path)
-    log = SessionLogWriter(tmp_path / "dsh", SID, CWD)
-    prompt, title = first_turn(log)
-    log.flush()
-    process(runtime)
-    knowledge, edges = store_rows(tmp_path)
-    assert knowledge[f"session-{SID}"] == FALLBACK and edges == belong([0, 1])
-    assert state_title(tmp_path) == (title, FALLBACK)
-
+    runtime, log, prompt, title = node_from_the_fallback_title(tmp_path)
     marker = log.rewind(prompt)
     later = later_turns(log, titled=True)
     log.flush()
     process(runtime)
-    knowledge, edges = store_rows(tmp_path)
-    assert sorted(knowledge) == sorted([f"session-{SID}", *KEPT])
-    assert knowledge[f"session-{SID}"] == LATER_TITLE
-    assert edges == belong([2, 3, 4, 5])
-    assert state_title(tmp_path) == (later, LATER_TITLE)
-    assert_no_withdrawn_text(tmp_path)
+    assert_node_shows_the_later_title(tmp_path, later)
     runtime.close()
     (row,) = audit(tmp_path)
     assert (row["subject"], row["outcome"], row["cause_marker_seq"], row["source_kind"]) == (
@@ -165,13 +169,7 @@ def test_a_late_marker_rewrites_the_node_from_the_later_clean_title(tmp_path: Pa
 
 
 def test_a_late_marker_deletes_the_node_when_no_clean_title_is_left(tmp_path: Path) -> None:
-    runtime = embedded_runtime(tmp_path)
-    log = SessionLogWriter(tmp_path / "dsh", SID, CWD)
-    prompt, title = first_turn(log)
-    log.flush()
-    process(runtime)
-    assert store_rows(tmp_path)[0][f"session-{SID}"] == FALLBACK
-
+    runtime, log, prompt, title = node_from_the_fallback_title(tmp_path)
     marker = log.rewind(prompt)
     log.flush()  # the rewind is the session's last action for now
     process(runtime)
@@ -295,12 +293,7 @@ def test_the_retract_run_plans_and_makes_the_node_rewrite_a_new_marker_kind_caus
     assert store_rows(tmp_path)[0][f"session-{SID}"] == FALLBACK  # a dry run changes nothing
 
     cli(tmp_path, "retract", "--all")
-    knowledge, edges = store_rows(tmp_path)
-    assert sorted(knowledge) == sorted([f"session-{SID}", *KEPT])
-    assert knowledge[f"session-{SID}"] == LATER_TITLE
-    assert edges == belong([2, 3, 4, 5])
-    assert state_title(tmp_path) == (later, LATER_TITLE)
-    assert_no_withdrawn_text(tmp_path)
+    assert_node_shows_the_later_title(tmp_path, later)
     (row,) = audit(tmp_path)
     assert (row["outcome"], row["cause_marker_seq"], row["source_kind"]) == (
         "rewritten", marker, "plugin:rollback")
