@@ -19,6 +19,7 @@ from conftest import REPO
 from test_pipeline_session_node import process, store_rows
 
 from memory.store.lite.store import LiteStore
+from worker.owed import owed_work
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime
@@ -136,6 +137,8 @@ def test_marker_in_the_first_read_no_other_title_means_no_node(tmp_path: Path) -
     node_runs = [r.detail for r in runner.stats.results if r.job == "session_node"]
     assert node_runs == ["every title and compaction summary cites withdrawn messages"]
     assert_no_withdrawn_text(tmp_path)
+    # Decided: the reconcile loop does not hint the session node again and again.
+    assert [o.job for o in owed_work(runtime, "default") if o.session_id == SID] == []
     runtime.close()
     assert audit(tmp_path) == []  # nothing was written, so nothing was repaired
 

@@ -128,6 +128,9 @@ def reconcile_session_node(ctx: JobContext, whitelist: Iterable[str] | None = No
     with ctx.state() as repos:
         repos.sessions.set_title_text(ctx.session_id, text)
     if text is None:
+        # Decided: no node is owed until a new host summary arrives (whose hint re-decides),
+        # so the reconcile loop stops hinting this session.
+        _mark_decided(ctx, progress.version, progress.has_session_node)
         if current is None:
             return skipped(_none_reason(choice))
         _delete_node(ctx, store, name)
@@ -178,6 +181,16 @@ def reconcile_session_node(ctx: JobContext, whitelist: Iterable[str] | None = No
         written=written,
         edges=edges,
     )
+
+
+def _mark_decided(ctx: JobContext, version: int, already: bool) -> None:
+    """Set ``has_session_node`` (the node is decided: written, or none owed). A moved version
+    is left alone: the next hint decides again."""
+    if already:
+        return
+    with ctx.state() as repos:
+        repos.progress.advance(ctx.shelf, ctx.session_id, expected_version=version,
+                               lease_token=ctx.lease.token, has_session_node=True)
 
 
 def _none_reason(choice: TitleChoice) -> str:

@@ -132,6 +132,8 @@ class ProgressRow(Base):
     has_session_node: Mapped[bool] = mapped_column(
         Boolean, default=False, server_default=text("false")
     )
+    """The session node is decided: written, or none is owed (every host summary seen is
+    withdrawn or empty). Never goes back to False; a node a withdrawal deleted leaves it True."""
     pending_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))
     """Estimated unconsolidated tokens since the last accepted consolidation check."""
     last_check_turn: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))
