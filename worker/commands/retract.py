@@ -11,6 +11,7 @@ undone, 1 when something could not be done, 2 on bad usage.
 from __future__ import annotations
 
 import json
+import zoneinfo
 from dataclasses import asdict
 from typing import Annotated, Any
 
@@ -66,7 +67,9 @@ def _plan(runtime: Runtime, shelf: str, sid: str, kinds: list[str],
         return None, None, "session is forgotten"
     try:
         log_ = read_session_log(state, kinds)
-        return log_, plan_session(runtime.store(shelf), log_, pending, model=model), ""
+        tz = zoneinfo.ZoneInfo(runtime.settings.timezone) if runtime.settings.timezone else None
+        plan = plan_session(runtime.store(shelf), log_, pending, model=model, tz=tz)
+        return log_, plan, ""
     except (PermanentJobError, TransientJobError, StoreError, OSError) as exc:
         return None, None, " ".join(str(exc).split())
 
