@@ -76,9 +76,15 @@ def assert_no_withdrawn_text(root: Path) -> None:
     with LiteStore("default", home=root / "lite") as store:
         dumped = json.dumps(store.dump(), ensure_ascii=False)
     state = live_state_text(root)
+    files = {path: path.read_bytes() for folder in (root / "data", root / "lite")
+             for path in sorted(folder.rglob("*")) if path.is_file()}
+    assert any(path.name == "state.db" for path in files)
     for words in WITHDRAWN_WORDS:
         assert words not in dumped, words
         assert words not in state, words
+        for path, raw in files.items():  # the raw bytes: freed pages, WAL, FTS segments
+            assert words.encode() not in raw, (words, path)
+            assert words.lower().encode() not in raw.lower(), (words, path)
 
 
 def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:

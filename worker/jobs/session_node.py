@@ -126,7 +126,9 @@ def reconcile_session_node(ctx: JobContext, whitelist: Iterable[str] | None = No
     current = found.content.data if found is not None else None
     text = choice.text
     with ctx.state() as repos:
-        repos.sessions.set_title_text(ctx.session_id, text)
+        replaced = repos.sessions.set_title_text(ctx.session_id, text)
+    if replaced and session.title_text is not None:
+        ctx.runtime.state.after_purge()  # the replaced text leaves the state database's files
     if text is None:
         # Decided: no node is owed until a new host summary arrives (whose hint re-decides),
         # so the reconcile loop stops hinting this session.
