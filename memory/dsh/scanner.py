@@ -18,8 +18,8 @@ from memory.dsh.frames import (
     read_first_chunk,
 )
 from memory.dsh.header import parse_header
-from memory.dsh.openlog import UnsafeLog, open_log
 from memory.dsh.normalise import RowDamage, RowNormaliser, RowUnsupported
+from memory.dsh.openlog import UnsafeLog, open_log
 from memory.dsh.position import CheckpointIndex, ScanPosition
 
 _SCAN_ONCE = make_scanner(cast(Any, json.JSONDecoder()))  # json.loads minus its per-call wrappers
