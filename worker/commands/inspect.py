@@ -18,9 +18,11 @@ from rich.console import Console
 from rich.markup import escape
 
 from memory.dsh.events import Event
+from memory.dsh.frames import set_max_frame_bytes
 from memory.dsh.locate import choose_log, discover_sessions
 from memory.dsh.reader import SessionLog, read_log
 from memory.dsh.surface import fold_surface
+from memory.printable import printable
 from memory.span import session_decisions
 from memory.withdrawal import DEFAULT_WHITELIST
 from worker.cli import app
@@ -169,7 +171,7 @@ def _print_report(console: Console, report: dict[str, Any]) -> None:
     for c in report["compaction_checkpoints"]:
         console.print(f"  checkpoint {c['seq']} ({c['compaction_id']}): {c['surface_shadowed']}")
     for problem in report["problems"]:
-        console.print(f"  [red]problem[/red] {escape(problem)}")
+        console.print(f"  [red]problem[/red] {escape(printable(problem))}")
 
 
 @app.command()
@@ -181,7 +183,9 @@ def inspect(
 ) -> None:
     """Print what the worker reads from DSH session logs."""
     # The decisions shown must be the ones the worker makes: no defaults behind a bad setting.
-    whitelist = settings_or_exit(config).withdrawal_kinds
+    settings = settings_or_exit(config)
+    whitelist = settings.withdrawal_kinds
+    set_max_frame_bytes(settings.log_max_frame_bytes)
     console = Console(highlight=False, soft_wrap=True)
     logs = find_logs(path)
     if not logs:

@@ -20,7 +20,13 @@ from memory.dsh.locate import survey_sessions
 from memory.printable import printable
 from worker.cli import app
 from worker.commands.config import ConfigOption
-from worker.commands.run import ShelfOption, err, load_or_exit, open_runtime_or_exit
+from worker.commands.run import (
+    DshHomeOption,
+    ShelfOption,
+    err,
+    load_or_exit,
+    open_runtime_or_exit,
+)
 from worker.figures import figures
 from worker.pipeline import Runtime
 from worker.scan_problems import session_id_problem, subject_key
@@ -118,10 +124,12 @@ def status(
                                  "--audit, its audit trail (the total still covers all).")
     ] = None,
     shelf: ShelfOption = None,
+    dsh_home: DshHomeOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Per session and in total: durable end, watermarks, lag, pending retractions, failures."""
-    settings = load_or_exit(config, store_shelf=shelf)
+    """Per session and in total: durable end, watermarks, lag, pending retractions, failures,
+    and the sessions of the DSH home the state database has no record of."""
+    settings = load_or_exit(config, store_shelf=shelf, dsh_home=dsh_home)
     runtime = open_runtime_or_exit(settings, "status")
     try:
         found = figures(runtime.state, settings.store_shelf)

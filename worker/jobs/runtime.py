@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from memory.dsh.frames import set_max_frame_bytes
 from memory.store.base import MemoryStore
 from memory.store.factory import StoreConfig, open_store
 from worker.settings import Settings
@@ -124,6 +125,7 @@ def build_runtime(
     enqueue: Enqueue | None = None,
 ) -> Runtime:
     """Open the state database (migrated to head unless ``migrate`` is False) and wrap it."""
+    set_max_frame_bytes(settings.log_max_frame_bytes)  # for every log this process reads
     state = StateDB.open(
         settings.effective_state_url, migrate=migrate, migrations_dir=settings.migrations_dir
     )
