@@ -82,6 +82,7 @@ def run_worker(root: Path, *args: str, environ: dict[str, str] | None = None,
     if drop_dac and os.geteuid() == 0:
         caps = "-dac_override,-dac_read_search"
         command = ["setpriv", f"--bounding-set={caps}", f"--inh-caps={caps}", *command]
+    root.mkdir(parents=True, exist_ok=True)
     out_path, err_path = root / "worker.out", root / "worker.err"
     with out_path.open("wb") as out, err_path.open("wb") as err:
         process = subprocess.Popen(command, env=environ or env(root), stdout=out, stderr=err)
