@@ -129,9 +129,9 @@ def _check_expansion(data: bytes, complete: bool, limit: int) -> None:
     """Raise :class:`FrameTooLarge` when ``data`` (one frame) decodes to more than ``limit``
     bytes; a frame without a declared size is decoded and counted, a piece at a time."""
     declared = _declared_size(data)
+    if declared is not None and declared > limit:
+        raise FrameTooLarge(0, "zstd frame declares", limit)
     if declared is not None and complete:
-        if declared > limit:
-            raise FrameTooLarge(0, "zstd frame declares", limit)
         return  # decoding it to more than it declares fails as corrupt
     reader = zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=False)
     total = 0
