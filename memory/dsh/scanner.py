@@ -94,11 +94,12 @@ class LogScan:
             self._problem("torn", "the log is empty (no header written yet)")
             self.torn = True
             return None
-        if not first.data.lstrip(b" \t\r\n").startswith(b"{") or b"\0" in first.data:
-            self._problem("corrupt", "the log does not start with a JSON header line"
-                          + (" (it holds NUL bytes)" if b"\0" in first.data else ""))
-            return None
         if not first.complete or not first.data.endswith(b"\n"):
+            if not first.data.lstrip(b" \t\r\n").startswith(b"{") or b"\0" in first.data:
+                # not a header being written: a file of NULs, or something else entirely
+                self._problem("corrupt", "the log does not start with a JSON header line"
+                              + (" (it holds NUL bytes)" if b"\0" in first.data else ""))
+                return None
             self._problem("torn", "the header line is incomplete")
             self.torn = True
             return None
