@@ -1,8 +1,8 @@
 """Two modes, one memory: session ids and texts a state database cannot hold are refused (or made
 storable) the same way on SQLite and on the real PostgreSQL. A 200-character id is read; a
 250-character id and one holding NUL are refused with one line each and shown by ``status``, as
-is a header whose cwd holds NUL; a NUL in a title is stored as U+FFFD on both. Both runs end with the same store
-and the same ``status`` rows."""
+is a header whose cwd holds NUL; a NUL in a title is stored as U+FFFD on both. Both runs end
+with the same store and the same ``status`` rows."""
 
 from __future__ import annotations
 

@@ -234,6 +234,8 @@ class Watcher:
                 f"{location.path}: header id {header.id!r} does not match its directory "
                 f"({sid!r}); skipped",
             )
+            if stamp is not None:
+                self._unchanged[sid] = stamp  # not re-read until the file changes
             report.problems += 1
             return
         damage = next((p for p in scan.problems if p.kind == "damaged"), None)
