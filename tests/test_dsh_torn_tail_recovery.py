@@ -92,7 +92,7 @@ def test_raw_truncated_at_every_byte_of_last_line(tmp_path: Path) -> None:
 
 @SETTINGS
 @given(where=st.integers(min_value=0, max_value=59), garbage=st.binary(min_size=1, max_size=40))
-def test_garbage_line_is_torn_or_corrupt(tmp_path: Path, where: int, garbage: bytes) -> None:
+def test_garbage_line_is_damaged_or_corrupt(tmp_path: Path, where: int, garbage: bytes) -> None:
     rows = list(synthetic_rows(60))
     line = garbage.replace(b"\n", b" ")
     try:
@@ -111,7 +111,7 @@ def test_garbage_line_is_torn_or_corrupt(tmp_path: Path, where: int, garbage: by
     if later_turn_end:
         assert kinds == ["corrupt"] and not log.ok
     else:
-        assert kinds == ["torn"] and log.ok and log.torn
+        assert kinds == ["damaged"] and log.ok and log.torn
     assert all("\n" not in str(p) for p in log.problems)
 
 
@@ -138,7 +138,8 @@ def test_bit_flips_give_an_outcome_never_a_crash(tmp_path: Path, compressed: boo
             flipped.write_bytes(bytes(mutated))
             log = read_log(flipped)
             for problem in log.problems:
-                assert problem.kind in {"torn", "corrupt", "unsupported", "invalid", "io"}
+                assert problem.kind in {"torn", "damaged", "corrupt", "unsupported", "invalid",
+                                        "io"}
                 assert "\n" not in problem.message and problem.message
             if not log.problems:
                 outcomes.add("clean")

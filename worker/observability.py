@@ -7,7 +7,7 @@ read from it at scrape time by :class:`StateCollector`, so every process (the em
 Celery worker, the daemon) reports the same figures for them.
 
 ``log_json = true`` switches the ``memory_worker`` logger to one JSON object per line
-(:class:`JsonFormatter`).
+(:class:`JsonFormatter`); otherwise every line goes through :class:`PrintableFormatter`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from typing import Any
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+from memory.printable import printable
 
 JOB_RUNS = Counter(
     "memory_worker_job_runs_total", "Guarded job runs by job and outcome", ["job", "status"]
@@ -115,6 +117,17 @@ def serve_metrics(port: int, state: Any | None = None, shelf: str = "default",
 # ------------------------------------------------------------------------------------ logging
 
 _STANDARD = frozenset(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message"}
+
+
+class PrintableFormatter(logging.Formatter):
+    """A plain (or Rich) log line whose message has its control characters escaped
+    (:func:`memory.printable.printable`): a session id holding a newline or an ANSI escape cannot
+    forge a second line or rewrite the terminal. Tracebacks keep their lines."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        safe = logging.makeLogRecord(record.__dict__)
+        safe.message = printable(record.message)
+        return super().formatMessage(safe)
 
 
 class JsonFormatter(logging.Formatter):

@@ -21,6 +21,7 @@ from multiprocessing.context import ForkContext, SpawnContext
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from memory.printable import printable
 from worker.jobs.cascade import JOB_CASCADE
 from worker.jobs.runtime import build_runtime, default_owner, owe_consolidation
 from worker.pipeline import JobResult
@@ -46,6 +47,8 @@ class OnceTotals:
     written: int = 0
     retracted: int = 0
     edges: int = 0
+    #: Sessions whose scan failed (named in the summary; the run fails).
+    unscanned: list[str] = field(default_factory=list)
     #: Seconds from the discovery to the last child's exit, and in this process's pass.
     children_seconds: float = 0.0
     final_seconds: float = 0.0
@@ -69,6 +72,11 @@ class OnceTotals:
             f"{self.sessions} sessions, {self.new_events} new events; "
             f"{self.written} entries written, {self.retracted} retracted, {self.edges} edges; "
             f"{self.done} jobs done, {self.failed} failed"
+            + (f"; {len(self.unscanned)} sessions not scanned: "
+               + printable(", ".join(sorted(set(self.unscanned))[:20]))
+               + (", ..." if len(set(self.unscanned)) > 20 else "")
+               + " (see the lines above; run again once the cause is fixed)"
+               if self.unscanned else "")
         )
 
 
@@ -182,6 +190,7 @@ class OnceChildren:
             totals.add(message[1:])
         elif kind == "scanned":
             totals.new_events += message[1]
+            totals.unscanned.extend(message[2])
         elif kind == "hint":
             hints.append((message[1], message[2], message[3]))
         elif kind == "log":
@@ -255,7 +264,7 @@ def _child_pass(settings: Settings, shelf: str, mine: frozenset[str],
         watcher = Watcher(runtime, submit, shelf=shelf, only_sessions=mine,
                           after_session=lambda _sid: runner.run_ready())
         report = watcher.poll_once()
-        send(("scanned", report.new_events))
+        send(("scanned", report.new_events, report.unscanned))
         watcher.reconcile()
         runner.drain()
     finally:

@@ -120,6 +120,7 @@ def once_pass(
     if only_sessions is None:
         totals.sessions = report.sessions
     totals.new_events += report.new_events
+    totals.unscanned.extend(report.unscanned)
     totals.add(runner.stats.counters())
 
 

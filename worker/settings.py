@@ -157,6 +157,9 @@ class Settings(BaseSettings):
     poll_interval_s: float = Field(default=1.0, gt=0, le=60)
     reconcile_interval_s: float = Field(default=30.0, gt=0, le=3600)
     tool_ledger: bool = False
+    log_max_frame_bytes: int = Field(default=64 << 20, ge=1 << 16, le=1 << 32)
+    """The most bytes one zstd frame of a log may decode to, and one raw line may hold; a log
+    with a larger one is refused (one line, shown by ``status``), not read into memory."""
     max_assistant_chars: int = Field(default=8000, ge=500)
     max_user_chars: int = Field(default=32000, ge=500)
     timezone: str | None = None

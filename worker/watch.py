@@ -31,21 +31,22 @@ from pathlib import Path
 
 from memory.content import project_scope
 from memory.dsh.events import Event, Header, Problem
-from memory.dsh.locate import SessionLocation, discover_sessions
+from memory.dsh.locate import SessionLocation
 from memory.dsh.position import CheckpointIndex, ScanPosition
 from memory.dsh.reader import read_range
 from memory.dsh.scanner import LogScan
 from memory.messages import base_ordinal
+from worker.discovery import SessionFinder
 from worker.jobs.logread import SHARED_MAX_EVENTS, checkpoint_index, file_identity, offer_whole_log
 from worker.jobs.runtime import Runtime, long_lived_frozen, ms_of
 from worker.owed import BACKED_OFF_JOBS, owed_work
 from worker.scan_digest import ScanDigest
+from worker.scan_problems import SCAN_TASK, ProblemBook, storable_text
 from worker.state.sessions import Checkpoint, SessionState
 
 log = logging.getLogger("memory_worker")
 
 Enqueue = Callable[[str, str, str], None]  # (job, session id, shelf)
-SCAN_TASK = "scan"
 _LOOP = "<watch loop>"
 _FATAL = frozenset({"corrupt", "unsupported", "io"})
 
@@ -59,6 +60,8 @@ class ScanReport:
     new_events: int = 0
     enqueued: int = 0
     problems: int = 0
+    #: Sessions whose scan failed (the state database refused it, ...): not processed.
+    unscanned: list[str] = dataclasses.field(default_factory=list)
 
 
 class Watcher:
@@ -90,11 +93,11 @@ class Watcher:
         self._ordinal_at_end: dict[str, int] = {}
         self._step_deadline: dict[str, int] = {}
         self._idle_hinted: dict[str, int] = {}
-        self._reported: dict[str, str] = {}
-        self._root_missing_reported = False
+        self.problems = ProblemBook(runtime.state)
+        self._finder = SessionFinder(self.root, self.problems, self.only_sessions)
         self._next_reconcile = 0.0
         self._next_idle_check = 0.0
-        self._unchanged: dict[str, tuple[str, int, int]] = {}  # sid → (path, size, mtime_ns)
+        self._unchanged: dict[str, tuple[str, int, int, int]] = {}  # sid → _stamp()
         self._owed_hinted: dict[tuple[str, str], tuple[tuple[int, ...], float]] = {}
 
     # --------------------------------------------------------------------------------- public
@@ -110,8 +113,11 @@ class Watcher:
                 try:
                     self._poll_session(location, report)
                 except Exception as exc:  # one bad session must not stop the others
-                    self._report(location.session_id, f"cannot scan {location.path}: {exc}")
+                    line = " ".join(str(exc).split())[:300]
+                    self.problems.say(location.session_id, f"cannot scan {location.path}: "
+                                      f"{type(exc).__name__}: {line}")
                     report.problems += 1
+                    report.unscanned.append(location.session_id)
                 if self.after_session is not None and report.changed > changed:
                     self.after_session(location.session_id)
         self._send_due_step_flushes(report)
@@ -157,42 +163,19 @@ class Watcher:
                     self._next_reconcile = now + settings.reconcile_interval_s
                 if after_poll is not None:
                     after_poll(report)
-                if self._reported.pop(_LOOP, None) is not None:
+                if self.problems.healed(_LOOP):
                     log.warning("watching again after the error above")
             except Exception as exc:  # e.g. the state database is down: say so once, go on
                 line = " ".join(str(exc).split())[:300]
-                self._report(_LOOP, f"watch loop error (retrying): {type(exc).__name__}: {line}")
+                self.problems.say(
+                    _LOOP, f"watch loop error (retrying): {type(exc).__name__}: {line}")
             stop.wait(settings.poll_interval_s)
 
     # ------------------------------------------------------------------------------ discovery
 
     def discover(self) -> list[SessionLocation]:
-        """The sessions a poll reads: one per session id (the first found), only
-        ``only_sessions`` when given."""
-        if not self.root.is_dir():
-            if not self._root_missing_reported:
-                log.warning(
-                    "DSH home %s has no sessions directory (%s): nothing to read yet; "
-                    "set MEMORY_WORKER_DSH_HOME or --dsh-home if DSH keeps its logs elsewhere",
-                    self.root.parent, self.root,
-                )
-                self._root_missing_reported = True
-            return []
-        self._root_missing_reported = False
-        seen: dict[str, SessionLocation] = {}
-        for location in discover_sessions(self.root):
-            other = seen.get(location.session_id)
-            if other is not None:
-                self._report(
-                    f"duplicate:{location.session_id}",
-                    f"session id {location.session_id} appears twice ({other.directory} and "
-                    f"{location.directory}); only the first is read",
-                )
-                continue
-            seen[location.session_id] = location
-        if self.only_sessions is not None:
-            return [loc for sid, loc in seen.items() if sid in self.only_sessions]
-        return list(seen.values())
+        """The sessions a poll reads (:meth:`worker.discovery.SessionFinder.discover`)."""
+        return self._finder.discover()
 
     # --------------------------------------------------------------------------------- scans
 
@@ -248,21 +231,28 @@ class Watcher:
         if header is None:
             return  # an empty or half-written header: nothing durable yet
         if header.id != sid:
-            self._report(
+            self.problems.note(
                 sid,
                 f"{location.path}: header id {header.id!r} does not match its directory "
                 f"({sid!r}); skipped",
             )
+            if stamp is not None:
+                self._unchanged[sid] = stamp  # not re-read until the file changes
             report.problems += 1
             return
-        self._reported.pop(sid, None)
+        damage = next((p for p in scan.problems if p.kind == "damaged"), None)
+        if damage is None:
+            self.problems.healed(sid)
+        else:
+            self.problems.note(sid, f"session {sid}: {damage}")
         if not scan.torn and stamp is not None:
             self._unchanged[sid] = stamp
         if digest.count == 0 and known is not None:
             return
         if digest.version is None:
             digest.begin(header)
-        self._record(location, known, header, scan.position, scan.index, digest, generation)
+        self._record(location, known, header, scan.position, scan.index, digest, generation,
+                     healthy=damage is None)
         report.changed += 1
         report.new_events += digest.count
         report.enqueued += self._hints(sid, digest)
@@ -276,6 +266,8 @@ class Watcher:
         index: CheckpointIndex,
         digest: ScanDigest,
         generation: int,
+        *,
+        healthy: bool,
     ) -> None:
         sid = location.session_id
         old_end = state.durable_end_seq if state is not None else 0
@@ -298,7 +290,7 @@ class Watcher:
                 scan_seq=position.start_seq,
                 durable_end_seq=position.next_seq,
                 generation=generation,
-                project=project_scope(header.cwd) if state is None else None,
+                project=storable_text(project_scope(header.cwd)) if state is None else None,
                 header=_header_facts(header) if state is None else None,
                 inherited_cut=digest.cut,
                 new_checkpoints=checkpoints,
@@ -306,7 +298,8 @@ class Watcher:
                 title=title,
                 last_activity_at=activity if digest.count or state is None else None,
             )
-            repos.failures.clear(SCAN_TASK, sid)  # a log that reads again is healthy again
+            if healthy:  # a log that reads again is healthy again
+                repos.failures.clear(SCAN_TASK, sid)
 
     def _ordinal_at(self, path: Path, state: SessionState | None) -> int:
         """The message ordinal at ``state``'s durable end (cached; else counted from the
@@ -373,32 +366,21 @@ class Watcher:
         fatal = [p for p in problems if p.kind in _FATAL]
         problem = fatal[0] if fatal else problems[0]
         permanent = problem.kind in ("corrupt", "unsupported")
-        line = f"session {sid}: {problem}"
-        if self._report(sid, line) and permanent:
-            with self.runtime.state.transaction() as repos:
-                previous = repos.failures.get(SCAN_TASK, sid)
-                if previous is None or line not in previous.last_error:
-                    repos.failures.record(SCAN_TASK, sid, line, permanent=True)
-
-    def _report(self, sid: str, line: str) -> bool:
-        """Log ``line`` once per session (until it changes); True when it was logged."""
-        if self._reported.get(sid) == line:
-            return False
-        self._reported[sid] = line
-        log.warning("%s", line)
-        return True
+        self.problems.note(sid, f"session {sid}: {problem}", permanent=permanent)
 
 
 def _header_facts(header: Header) -> dict[str, object]:
     return {k: v for k, v in dataclasses.asdict(header).items() if v is not None}
 
 
-def _stamp(path: Path) -> tuple[str, int, int] | None:
+def _stamp(path: Path) -> tuple[str, int, int, int] | None:
+    """What identifies an unchanged file: path, size, mtime and inode (not following a
+    symlink: a log replaced by one is a change)."""
     try:
-        info = os.stat(path)
+        info = os.lstat(path)
     except OSError:
         return None
-    return (str(path), info.st_size, info.st_mtime_ns)
+    return (str(path), info.st_size, info.st_mtime_ns, info.st_ino)
 
 
 def _size(path: Path) -> int:

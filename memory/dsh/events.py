@@ -31,7 +31,9 @@ SURFACE_TYPES: Final = frozenset(
     {"user/message", "assistant/message", "tool/result", "system/message", "developer/message"}
 )
 
-ProblemKind = Literal["torn", "corrupt", "unsupported", "invalid", "io"]
+#: ``torn``: an incomplete write at the end (normal while DSH writes); ``damaged``: complete
+#: lines that do not parse, after which nothing committed follows (dropped, but reported).
+ProblemKind = Literal["torn", "damaged", "corrupt", "unsupported", "invalid", "io"]
 
 
 @dataclass(frozen=True, slots=True)

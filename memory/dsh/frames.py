@@ -1,5 +1,10 @@
 """Bytes → decoded chunks: multi-frame Zstandard (structure scan, format doc §4.5 step 1) and raw
-JSONL, read a bounded chunk at a time so a large log is never held in memory whole."""
+JSONL, read a bounded chunk at a time so a large log is never held in memory whole.
+
+What one zstd frame may decode to, and how long one raw line may grow, is bounded
+(:func:`set_max_frame_bytes`; the worker sets it from ``log_max_frame_bytes``): a small file
+that expands to hundreds of megabytes is refused as :class:`FrameTooLarge` after at most that
+many bytes were decoded, and never held in memory beyond one read piece."""
 
 from __future__ import annotations
 
@@ -15,6 +20,20 @@ _SKIPPABLE_MAGIC = 0x184D2A50
 _READ_SIZE = 1 << 20
 _FCS_SIZES = (0, 2, 4, 8)
 _DICT_SIZES = (0, 1, 2, 4)
+_MEASURE_PIECE = 1 << 20
+DEFAULT_MAX_FRAME_BYTES = 64 << 20
+_limits = {"frame": DEFAULT_MAX_FRAME_BYTES}
+
+
+def set_max_frame_bytes(limit: int) -> None:
+    """The most bytes one zstd frame may decode to and one raw line may hold (per process)."""
+    if limit < 1:
+        raise ValueError("the frame limit must be positive")
+    _limits["frame"] = limit
+
+
+def max_frame_bytes() -> int:
+    return _limits["frame"]
 
 
 class FrameCorrupt(Exception):
@@ -24,6 +43,17 @@ class FrameCorrupt(Exception):
         super().__init__(f"{reason} at byte {offset}")
         self.offset = offset
         self.reason = reason
+
+
+class FrameTooLarge(FrameCorrupt):
+    """A zstd frame that decodes to more than the limit, or a raw line longer than it."""
+
+    def __init__(self, offset: int, what: str, limit: int) -> None:
+        super().__init__(
+            offset,
+            f"{what} more than {limit} bytes (the limit for one frame or line, setting "
+            "log_max_frame_bytes)",
+        )
 
 
 @dataclass(slots=True)
@@ -87,8 +117,39 @@ def frame_length(buf: bytes, pos: int) -> int | None:
     return cursor - pos
 
 
-def decode_frame(data: bytes, complete: bool) -> bytes:
-    """Decompress one frame; a torn frame yields what a non-finalising decoder can recover."""
+def _declared_size(data: bytes) -> int | None:
+    try:
+        size = zstandard.frame_content_size(data)
+    except zstandard.ZstdError:
+        return None
+    return size if size >= 0 else None
+
+
+def _check_expansion(data: bytes, complete: bool, limit: int) -> None:
+    """Raise :class:`FrameTooLarge` when ``data`` (one frame) decodes to more than ``limit``
+    bytes; a frame without a declared size is decoded and counted, a piece at a time."""
+    declared = _declared_size(data)
+    if declared is not None and declared > limit:
+        raise FrameTooLarge(0, "zstd frame declares", limit)
+    if declared is not None and complete:
+        return  # decoding it to more than it declares fails as corrupt
+    reader = zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=False)
+    total = 0
+    try:
+        while piece := reader.read(_MEASURE_PIECE):
+            total += len(piece)
+            if total > limit:
+                raise FrameTooLarge(0, "zstd frame decodes to", limit)
+    except zstandard.ZstdError:
+        return  # decode_frame reports (complete) or tolerates (torn) it
+
+
+def decode_frame(data: bytes, complete: bool, limit: int | None = None) -> bytes:
+    """Decompress one frame; a torn frame yields what a non-finalising decoder can recover.
+
+    Raises :class:`FrameTooLarge` (before keeping any output) when it would decode to more than
+    ``limit`` bytes (default: :func:`max_frame_bytes`)."""
+    _check_expansion(data, complete, max_frame_bytes() if limit is None else limit)
     obj = zstandard.ZstdDecompressor().decompressobj()
     try:
         out: bytes = obj.decompress(data)
@@ -119,7 +180,11 @@ def iter_zstd_chunks(f: BinaryIO, start: int) -> Iterator[Chunk]:
                     torn = buf[pos:]
                     if torn[:4] != ZSTD_MAGIC[: len(torn[:4])]:
                         raise FrameCorrupt(base + pos, "not a zstd frame (bad magic number)")
-                    yield Chunk(base + pos, base + len(buf), decode_frame(torn, False), False)
+                    try:
+                        data = decode_frame(torn, False)
+                    except FrameCorrupt as exc:
+                        raise FrameCorrupt(base + pos, exc.reason) from None
+                    yield Chunk(base + pos, base + len(buf), data, False)
                 return
             more = f.read(max(_READ_SIZE, len(buf) - pos))
             if not more:
@@ -147,7 +212,10 @@ def iter_raw_chunks(f: BinaryIO, start: int) -> Iterator[Chunk]:
     f.seek(start)
     pending = b""
     offset = start
+    limit = max_frame_bytes()
     while True:
+        if len(pending) > limit:
+            raise FrameTooLarge(offset, "line holds", limit)
         more = f.read(_READ_SIZE)
         if not more:
             if pending:

@@ -39,6 +39,11 @@ def parse_header(line: bytes) -> Header | Problem:
     session_id = obj.get("id")
     if not isinstance(session_id, str) or not session_id:
         return Problem("corrupt", "the header has no session id")
+    for key in ("cwd", "parentSession"):
+        if obj.get(key) is not None and not isinstance(obj[key], str):
+            return Problem("corrupt", f"header {key} {obj[key]!r:.60} is not a string")
+    if "\0" in (obj.get("cwd") or ""):
+        return Problem("corrupt", "header cwd holds a NUL character (no path can)")
     seed_length = _opt_int(obj, "seedLength") if version <= 1 else None
     if version <= 1 and "seedLength" in obj and (seed_length is None or seed_length < 0):
         return Problem("corrupt", f"header seedLength {obj.get('seedLength')!r} is not valid")

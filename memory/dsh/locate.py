@@ -6,10 +6,13 @@ names are lossy hints: the header's ``cwd`` and ``id`` are the authority.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from memory.dsh.openlog import file_kind
 
 _GENERATION = re.compile(r"^session(?:\.v([1-9][0-9]*))?\.jsonl(\.zstd)?$")
 _ESCAPE = re.compile(r"~([0-9A-Fa-f]{4})")
@@ -68,61 +71,142 @@ def log_generation(name: str) -> tuple[int, bool] | None:
 
 def choose_log(directory: Path) -> tuple[Path, int, bool] | None:
     """The numerically highest canonical generation in a session directory (raw preferred over
-    zstd only when both exist for the same generation, which DSH itself refuses)."""
-    best: tuple[int, bool, Path] | None = None
+    zstd only when both exist for the same generation, which DSH itself refuses); ``None`` when
+    there is none or it is not a regular file (:func:`survey_sessions` says why)."""
+    chosen, _reason = _choose(directory)
+    return chosen
+
+
+def _choose(directory: Path) -> tuple[tuple[Path, int, bool] | None, str | None]:
+    """The chosen log, or ``None`` and why (``None`` too when the directory simply has no log
+    yet: only ``session.lock`` / ``*.tmp``)."""
+    best: tuple[int, bool, os.DirEntry[str]] | None = None
     try:
         entries = list(os.scandir(directory))
-    except OSError:
-        return None
+    except OSError as exc:
+        return None, f"cannot be listed ({exc.strerror})"
     for entry in entries:
         parsed = log_generation(entry.name)
         if parsed is None:
             continue
-        try:
-            if not entry.is_file():
-                continue
-        except OSError:
-            continue
         generation, compressed = parsed
-        key = (generation, not compressed, Path(entry.path))
+        key = (generation, not compressed, entry)
         if best is None or key[:2] > best[:2]:
             best = key
     if best is None:
-        return None
-    return best[2], best[0], not best[1]
-
-
-def discover_sessions(root: Path) -> list[SessionLocation]:
-    """Every session under a sessions root, sorted by project then session directory.
-
-    A root that is not a directory yields ``[]``. Directories without a canonical log file
-    (only ``session.lock`` / ``*.tmp``) are skipped.
-    """
-    found: list[SessionLocation] = []
-    if not root.is_dir():
-        return found
+        return None, None
+    generation, raw, entry = best
     try:
-        projects = sorted(p for p in root.iterdir() if p.is_dir())
-    except OSError:
-        return found
-    for project in projects:
-        try:
-            sessions = sorted(s for s in project.iterdir() if s.is_dir())
-        except OSError:
+        regular = entry.is_file(follow_symlinks=False)
+        mode = entry.stat(follow_symlinks=False).st_mode
+    except OSError as exc:
+        return None, f"cannot be examined ({exc.strerror})"
+    if not regular:
+        return None, f"has {entry.name}, which is {file_kind(mode)}, not a regular log file"
+    return (Path(entry.path), generation, not raw), None
+
+
+@dataclass(frozen=True, slots=True)
+class LocationProblem:
+    """Something in the DSH home that is not read, and why.
+
+    ``subject`` is the session id for a session directory, else the project directory's name
+    followed by ``/``."""
+
+    subject: str
+    path: Path
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path} {self.reason}"
+
+
+@dataclass(slots=True)
+class Survey:
+    """What a listing of the sessions root found: the sessions to read and what was refused."""
+
+    sessions: list[SessionLocation] = field(default_factory=list)
+    problems: list[LocationProblem] = field(default_factory=list)
+
+
+def _followed_dir(entry: os.DirEntry[str], real_root: str) -> tuple[bool, str | None]:
+    """Whether ``entry`` is a directory to walk into, and why not when that is a problem.
+
+    A symbolic link is followed only when it resolves to a directory inside the sessions root;
+    one pointing outside, a dangling one and a loop are problems; plain files are ignored."""
+    try:
+        if not entry.is_symlink():
+            return entry.is_dir(follow_symlinks=False), None
+    except OSError as exc:
+        return False, f"cannot be examined ({exc.strerror})"
+    try:
+        os.stat(entry.path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return False, "is a symbolic link loop; not followed"
+        return False, f"is a dangling symbolic link ({exc.strerror}); not followed"
+    target = os.path.realpath(entry.path)
+    if os.path.commonpath([real_root, target]) != real_root:
+        return False, f"is a symbolic link to {target}, outside the DSH home; not followed"
+    return os.path.isdir(target), None
+
+
+def survey_sessions(root: Path) -> Survey:
+    """Every session under a sessions root, sorted by project then session directory, and the
+    entries that cannot be read (see :class:`LocationProblem`).
+
+    A root that is not a directory yields nothing. Directories without a canonical log file
+    (only ``session.lock`` / ``*.tmp``) are skipped without a problem."""
+    survey = Survey()
+    if not root.is_dir():
+        return survey
+    real_root = os.path.realpath(root)
+    try:
+        projects = _subdirectories(root, real_root)
+    except OSError as exc:
+        survey.problems.append(LocationProblem("/", root, f"cannot be listed ({exc.strerror})"))
+        return survey
+    for project, why in projects:
+        subject = f"{project.name}/"
+        if why is not None:
+            survey.problems.append(LocationProblem(subject, Path(project.path), why))
             continue
-        for directory in sessions:
-            chosen = choose_log(directory)
+        try:
+            children = _subdirectories(Path(project.path), real_root)
+        except OSError as exc:
+            reason = f"cannot be listed ({exc.strerror})"
+            survey.problems.append(LocationProblem(subject, Path(project.path), reason))
+            continue
+        for session, why in children:
+            session_id = decode_segment(session.name)
+            chosen, why = (None, why) if why is not None else _choose(Path(session.path))
+            if why is not None:
+                survey.problems.append(LocationProblem(session_id, Path(session.path), why))
             if chosen is None:
                 continue
             path, generation, compressed = chosen
-            found.append(
-                SessionLocation(
-                    path=path,
-                    directory=directory,
-                    project_dir=project,
-                    session_id=decode_segment(directory.name),
-                    generation=generation,
-                    compressed=compressed,
-                )
-            )
+            survey.sessions.append(SessionLocation(
+                path=path, directory=Path(session.path), project_dir=Path(project.path),
+                session_id=session_id, generation=generation, compressed=compressed,
+            ))
+    return survey
+
+
+def _subdirectories(
+    directory: Path, real_root: str
+) -> list[tuple[os.DirEntry[str], str | None]]:
+    """The entries of ``directory`` that are directories to walk (problem ``None``) or refused
+    ones (with the problem), by name; raises ``OSError`` when it cannot be listed."""
+    found = []
+    with os.scandir(directory) as entries:
+        for entry in sorted(entries, key=lambda e: e.name):
+            walk, why = _followed_dir(entry, real_root)
+            if walk or why is not None:
+                found.append((entry, why))
     return found
+
+
+def discover_sessions(root: Path) -> list[SessionLocation]:
+    """Every readable session under a sessions root (:func:`survey_sessions` without the
+    problems)."""
+    return survey_sessions(root).sessions

@@ -140,6 +140,8 @@ class RowNormaliser:
         if kind in PACKED_ROW_TYPES:
             return self._packed(obj, kind, seq)
         stored_seq = obj.get("seq")
+        if stored_seq is not None and not _is_int(stored_seq):
+            raise RowDamage(f"seq {stored_seq!r:.40} is not an integer (at seq {seq})")
         if stored_seq is not None and stored_seq != seq:
             raise RowDamage(f"seq {stored_seq!r} where {seq} was expected (seq gap)")
         time = obj.get("time")
@@ -191,7 +193,7 @@ class RowNormaliser:
             raise RowDamage(f"packed {kind} row in a V{self.version} log")
         data = obj.get("data")
         seq0 = obj.get("seq0", seq)
-        if seq0 != seq:
+        if not _is_int(seq0) or seq0 != seq:
             raise RowDamage(f"packed row seq0 {seq0!r} where {seq} was expected (seq gap)")
         if not isinstance(data, dict):
             raise RowDamage(f"seq {seq}: malformed packed {kind} row")

@@ -19,6 +19,7 @@ from memory.dsh.frames import (
 )
 from memory.dsh.header import parse_header
 from memory.dsh.normalise import RowDamage, RowNormaliser, RowUnsupported
+from memory.dsh.openlog import UnsafeLog, open_log
 from memory.dsh.position import CheckpointIndex, ScanPosition
 
 _SCAN_ONCE = make_scanner(cast(Any, json.JSONDecoder()))  # json.loads minus its per-call wrappers
@@ -62,7 +63,7 @@ class LogScan:
 
     def __iter__(self) -> Iterator[Event]:
         try:
-            with open(self.path, "rb") as f:
+            with open_log(self.path) as f:
                 prepared = self._prepare(f)
                 if prepared is not None:
                     try:
@@ -70,6 +71,8 @@ class LogScan:
                     except FrameCorrupt as exc:
                         self._problem("corrupt", f"{exc.reason} at byte {exc.offset}")
                         self.stopped = True
+        except UnsafeLog as exc:
+            self.problems.append(Problem("io", f"{self.path} {exc.reason}; not read"))
         except OSError as exc:
             self.problems.append(Problem("io", f"cannot read {self.path}: {exc.strerror}"))
         if self._norm is not None:
@@ -92,6 +95,11 @@ class LogScan:
             self.torn = True
             return None
         if not first.complete or not first.data.endswith(b"\n"):
+            if not first.data.lstrip(b" \t\r\n").startswith(b"{") or b"\0" in first.data:
+                # not a header being written: a file of NULs, or something else entirely
+                self._problem("corrupt", "the log does not start with a JSON header line"
+                              + (" (it holds NUL bytes)" if b"\0" in first.data else ""))
+                return None
             self._problem("torn", "the header line is incomplete")
             self.torn = True
             return None
@@ -215,7 +223,7 @@ class LogScan:
                 self.position = ScanPosition(pending_start, max(seq, skip_below), pending_seq)
         if damage is not None:
             self.torn = True
-            self._problem("torn", f"{damage}; the damaged tail was dropped")
+            self._problem("damaged", f"{damage}; the damaged tail was dropped")
         elif pending and not raw and last_complete:
             self._problem("corrupt", "the complete zstd frames end inside a line")
             self.stopped = True

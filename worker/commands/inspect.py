@@ -20,9 +20,11 @@ from rich.console import Console
 from rich.markup import escape
 
 from memory.dsh.events import Event
+from memory.dsh.frames import set_max_frame_bytes
 from memory.dsh.locate import choose_log, discover_sessions
 from memory.dsh.reader import SessionLog, read_log
 from memory.dsh.surface import fold_surface
+from memory.printable import printable
 from memory.span import session_decisions
 from memory.titles import TitleChoice, survey_titles
 from memory.withdrawal import DEFAULT_WHITELIST
@@ -202,7 +204,7 @@ def _print_report(console: Console, report: dict[str, Any]) -> None:
     for skip in node["skipped"]:
         console.print(f"  node skips {skip['type']} seq {skip['seq']}: {escape(skip['detail'])}")
     for problem in report["problems"]:
-        console.print(f"  [red]problem[/red] {escape(problem)}")
+        console.print(f"  [red]problem[/red] {escape(printable(problem))}")
 
 
 @app.command()
@@ -217,6 +219,7 @@ def inspect(
     settings = settings_or_exit(config)
     whitelist = settings.withdrawal_kinds
     tz = zoneinfo.ZoneInfo(settings.timezone) if settings.timezone else None
+    set_max_frame_bytes(settings.log_max_frame_bytes)
     console = Console(highlight=False, soft_wrap=True)
     logs = find_logs(path)
     if not logs:

@@ -29,7 +29,7 @@ from worker.cli import app
 from worker.commands.config import ConfigOption
 from worker.jobs.reconsolidate import backfill_consolidation, queued_sessions
 from worker.jobs.retract import resume_repairs
-from worker.observability import JsonFormatter
+from worker.observability import JsonFormatter, PrintableFormatter
 from worker.observability import serve_metrics as start_metrics_server
 from worker.once_children import OnceChildren
 from worker.once_parallel import run_once
@@ -85,10 +85,10 @@ def setup_logging(settings: Settings) -> None:
             handler.setFormatter(JsonFormatter())
         elif err.is_terminal:
             handler = RichHandler(console=err, show_path=False, markup=False)
-            handler.setFormatter(logging.Formatter("%(message)s"))
+            handler.setFormatter(PrintableFormatter("%(message)s"))
         else:
             handler = logging.StreamHandler()
-            handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+            handler.setFormatter(PrintableFormatter("%(asctime)s %(levelname)s %(message)s"))
         root.addHandler(handler)
     root.setLevel(settings.log_level)
     root.propagate = False
@@ -239,8 +239,8 @@ def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> No
             err.print(line, soft_wrap=True, markup=False)
 
         totals = run_once(runtime, shelf, children=children, progress=_show, say=_say)
-    err.print(totals.summary(), soft_wrap=True)
-    if totals.failed:
+    err.print(totals.summary(), soft_wrap=True, markup=False)
+    if totals.failed or totals.unscanned:
         raise typer.Exit(1)
 
 

@@ -16,11 +16,21 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from memory.dsh.locate import survey_sessions
+from memory.printable import printable
 from worker.cli import app
 from worker.commands.config import ConfigOption
-from worker.commands.run import ShelfOption, err, load_or_exit, open_runtime_or_exit
+from worker.commands.run import (
+    DshHomeOption,
+    ShelfOption,
+    err,
+    load_or_exit,
+    open_runtime_or_exit,
+)
 from worker.figures import figures
 from worker.pipeline import Runtime
+from worker.scan_problems import session_id_problem, subject_key
+from worker.settings import Settings
 
 
 def session_status(runtime: Runtime, shelf: str) -> list[dict[str, Any]]:
@@ -46,6 +56,45 @@ def audit_trail(runtime: Runtime, session_id: str | None = None) -> list[dict[st
     return sorted(trail, key=lambda row: str(row["at"]))
 
 
+def add_unrecorded(found: dict[str, Any], settings: Settings) -> None:
+    """Add a row for every session (and refused entry) in the DSH home listing that the state
+    database has no record of: not scanned yet, a scan that failed, or an id it cannot store.
+    Every row gets ``recorded`` (the state database holds its scan) and ``problem``."""
+    rows: list[dict[str, Any]] = found["sessions"]
+    for row in rows:
+        row["recorded"] = row["durable_end_seq"] is not None
+        row["problem"] = None
+    listed = {row["session_id"] for row in rows}
+    survey = survey_sessions(settings.sessions_root)
+    missing: dict[str, str] = {}
+    for location in survey.sessions:
+        refused = session_id_problem(location.session_id)
+        missing[subject_key(location.session_id)] = (
+            f"the session id {refused}; not read" if refused is not None else
+            "on disk but not recorded: not scanned yet, or its scan failed "
+            "(`memory-worker run --once` says why)")
+    for refusal in survey.problems:
+        missing[subject_key(refusal.subject)] = str(refusal)
+    for key, why in missing.items():
+        if key in listed:
+            continue
+        rows.append({
+            "session_id": key, "project": "", "path": "", "durable_end_seq": None,
+            "inherited_cut": None, "last_logged_seq": None, "last_consolidated_seq": None,
+            "last_belong_to_index": None, "has_session_node": False, "lag": None,
+            "consolidation_lag": None, "closed": False, "forgotten": False,
+            "retractions_pending": 0, "lease": None, "last_failure": None,
+            "recorded": False, "problem": why,
+        })
+    found["total"]["sessions"] = len(rows)
+    found["total"]["not_recorded"] = sum(1 for row in rows if not row["recorded"])
+
+
+def _text(value: object) -> str:
+    """A table cell from anything on disk: control characters escaped, Rich markup literal."""
+    return escape(printable(value))
+
+
 def _print_audit(trail: list[dict[str, Any]]) -> None:
     table = Table(title="audit trail")
     for column in ("at", "session", "action", "entry", "cause", "outcome", "detail"):
@@ -53,9 +102,9 @@ def _print_audit(trail: list[dict[str, Any]]) -> None:
     for row in trail:
         cause = (f"{row['source_kind']} @ {row['cause_marker_seq']}"
                  if row["cause_marker_seq"] is not None else "-")
-        table.add_row(row["at"][:19], escape(row["session_id"] or "-"), row["action"],
-                      escape(row["subject"] or "-"), escape(cause), row["outcome"],
-                      escape(row["detail"] or ""))
+        table.add_row(row["at"][:19], _text(row["session_id"] or "-"), row["action"],
+                      _text(row["subject"] or "-"), _text(cause), row["outcome"],
+                      _text(row["detail"] or ""))
     Console(width=220).print(table)
 
 
@@ -75,20 +124,23 @@ def status(
                                  "--audit, its audit trail (the total still covers all).")
     ] = None,
     shelf: ShelfOption = None,
+    dsh_home: DshHomeOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Per session and in total: durable end, watermarks, lag, pending retractions, failures."""
-    settings = load_or_exit(config, store_shelf=shelf)
+    """Per session and in total: durable end, watermarks, lag, pending retractions, failures,
+    and the sessions of the DSH home the state database has no record of."""
+    settings = load_or_exit(config, store_shelf=shelf, dsh_home=dsh_home)
     runtime = open_runtime_or_exit(settings, "status")
     try:
         found = figures(runtime.state, settings.store_shelf)
+        add_unrecorded(found, settings)
         trail = audit_trail(runtime, session) if audit or session is not None else None
     finally:
         runtime.close()
     if session is not None:
         found["sessions"] = [row for row in found["sessions"] if row["session_id"] == session]
         if not found["sessions"] and not trail:
-            err.print(f"memory-worker status: {escape(session)}: unknown session (not seen by "
+            err.print(f"memory-worker status: {_text(session)}: unknown session (not seen by "
                       "the watcher)", soft_wrap=True)
             raise typer.Exit(1)
         if not audit:
@@ -102,15 +154,17 @@ def status(
         _print_audit(trail)
     rows, total = found["sessions"], found["total"]
     table = Table(title=f"memory-worker status (shelf {settings.store_shelf}"
-                  + (f", session {escape(session)})" if session is not None else ")"))
+                  + (f", session {_text(session)})" if session is not None else ")"))
     for column in ("session", "project", "durable end", "logged", "lag", "consolidated",
                    "cons. lag", "pending retractions", "node", "lease", "last failure"):
         table.add_column(column)
     for row in rows:
         failure = row["last_failure"]
+        problem = (f"{failure['task']}: {failure['error']}" if failure
+                   else f"not recorded: {row['problem']}" if row["problem"] else "-")
         table.add_row(
-            escape(row["session_id"]) + (" (forgotten)" if row["forgotten"] else ""),
-            escape(row["project"]),
+            _text(row["session_id"]) + (" (forgotten)" if row["forgotten"] else ""),
+            _text(row["project"]),
             _cell(row["durable_end_seq"]),
             _cell(row["last_logged_seq"]),
             _cell(row["lag"]),
@@ -118,8 +172,8 @@ def status(
             _cell(row["consolidation_lag"]),
             _cell(row["retractions_pending"]),
             "yes" if row["has_session_node"] else "no",
-            escape(row["lease"]["owner"]) if row["lease"] else "-",
-            escape(f"{failure['task']}: {failure['error']}") if failure else "-",
+            _text(row["lease"]["owner"]) if row["lease"] else "-",
+            _text(problem),
         )
     if rows:
         table.add_section()

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from memory.dsh.frames import set_max_frame_bytes
 from memory.redaction import set_extra_redactions
 from memory.store.base import MemoryStore
 from memory.store.factory import StoreConfig, open_store
@@ -127,6 +128,7 @@ def build_runtime(
     """Open the state database (migrated to head unless ``migrate`` is False) and wrap it; the
     operator's extra redaction patterns apply to everything rendered from here on."""
     set_extra_redactions(settings.redact_extra_patterns)
+    set_max_frame_bytes(settings.log_max_frame_bytes)  # for every log this process reads
     state = StateDB.open(
         settings.effective_state_url, migrate=migrate, migrations_dir=settings.migrations_dir
     )

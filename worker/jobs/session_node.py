@@ -38,6 +38,7 @@ from worker.jobs.logread import (
     shared_whole_log,
 )
 from worker.jobs.storeview import edges as store_edges
+from worker.scan_problems import storable_text
 from worker.state.sessions import Checkpoint, SessionState
 
 #: Audit action of a node rewritten or deleted because a withdrawal tainted its source.
@@ -126,7 +127,8 @@ def reconcile_session_node(ctx: JobContext, whitelist: Iterable[str] | None = No
     current = found.content.data if found is not None else None
     text = choice.text
     with ctx.state() as repos:
-        replaced = repos.sessions.set_title_text(ctx.session_id, text)
+        replaced = repos.sessions.set_title_text(
+            ctx.session_id, storable_text(text) if text is not None else None)
     if replaced and session.title_text is not None:
         ctx.runtime.state.after_purge()  # the replaced text leaves the state database's files
     if text is None:
