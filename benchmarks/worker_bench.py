@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import shutil
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -32,6 +31,8 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any
+
+from memory.store.lite.sqlitelib import sqlite3
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

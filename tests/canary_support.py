@@ -80,9 +80,12 @@ class CanarySession:
     def start(cls, root: Path, session_id: str, cwd: str = CWD) -> CanarySession:
         return cls(SessionLogWriter(root / "dsh", session_id, cwd))
 
+    def canary(self, label: str, role: str) -> str:
+        """The unique string of turn ``label``'s ``role`` message (``ASK`` or ``ANSWER``)."""
+        return f"CANARY-{self.log.session_id}-{label}-{role}"
+
     def turn(self, label: str) -> Any:
-        sid = self.log.session_id
-        ask, answer = f"CANARY-{sid}-{label}-ASK", f"CANARY-{sid}-{label}-ANSWER"
+        ask, answer = self.canary(label, "ASK"), self.canary(label, "ANSWER")
         seqs = self.log.turn(f"question {ask}", f"reply {answer}")
         self.canaries[seqs.user_seq] = ask
         self.canaries[seqs.assistant_seq] = answer

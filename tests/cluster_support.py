@@ -5,7 +5,6 @@ state read back, and polling until a condition holds."""
 from __future__ import annotations
 
 import os
-import sqlite3
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ import psycopg
 import redis
 
 from memory.store.lite import db, shelves
+from memory.store.lite.sqlitelib import sqlite3
 from memory.store.lite.store import LiteStore
 from worker.state.database import StateDB
 

@@ -6,7 +6,6 @@ of the project triggers the cascade's tier-2 archive; work units and model-call 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from test_e2e_consolidation_embedded import scripted
 from worker_dshgen import SessionLogWriter
 
 from memory.entries import archive_name
+from memory.store.lite.sqlitelib import sqlite3
 
 pytestmark = pytest.mark.integration
 

@@ -7,7 +7,6 @@ leave; a failure in the middle of a batch must leave nothing of it, and a retry 
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from memory.store.base import (
 )
 from memory.store.lite import fts as lite_fts
 from memory.store.lite.embed import HashingEmbedder
+from memory.store.lite.sqlitelib import sqlite3
 from memory.store.lite.store import LiteStore
 
 PRE_ENTRIES = [EntryWrite("msg-s-2", "already here", tags=("message",), scopes=("p",),

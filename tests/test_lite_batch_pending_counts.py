@@ -4,11 +4,11 @@ shelf created before the indexes existed."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 from memory.store.base import EntryWrite, StatementWrite
 from memory.store.lite.embed import HashingEmbedder
+from memory.store.lite.sqlitelib import sqlite3
 from memory.store.lite.store import LiteStore
 from memory.store.lite.vectors import _PENDING
 

@@ -45,7 +45,7 @@ def test_version_and_lazy_imports(cli: Cli) -> None:
     assert done.stdout.startswith("hypatia-lite ")
     probe = ("import sys; from memory.store.lite.cli import run; run(['--version']); "
              "print(sorted({m.split('.')[0] for m in sys.modules} & "
-             "{'mcp', 'openai', 'pydantic', 'httpx2', 'sqlite3', 'anyio'}))")
+             "{'mcp', 'openai', 'pydantic', 'httpx2', 'sqlite3', 'sqlean', 'anyio'}))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True, env=cli.env).stdout
     assert out.splitlines()[-1] == "[]"

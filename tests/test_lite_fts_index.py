@@ -8,11 +8,11 @@ doubled or stale index row fails it.
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 from memory.store.base import EntryWrite, StatementWrite
 from memory.store.lite import db
+from memory.store.lite.sqlitelib import sqlite3
 from memory.store.lite.store import LiteStore
 
 

@@ -6,13 +6,13 @@ process is not kept waiting for the disk), and the SQLite state database runs WA
 from __future__ import annotations
 
 import os
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from memory.store.base import EntryWrite
 from memory.store.lite import db
+from memory.store.lite.sqlitelib import sqlite3
 from memory.store.lite.store import LiteStore
 from worker.state.database import StateDB
 

@@ -7,9 +7,10 @@ every archive above one of its summaries is regenerated from the members left (o
 none are left), up the tiers (:class:`worker.jobs.repair.Repairer`).
 
 The session is marked forgotten *before* anything is deleted (the watcher and every job skip a
-forgotten session), the run holds the session's lease, and each step is get-before-delete, so a
-crash part-way is finished by running ``forget`` again. Audited as ``forget`` (``started`` then
-``done``).
+forgotten session), in the transaction that overwrites its stored title (``scrub_title``, then
+the post-purge hygiene of :mod:`worker.state.purge`); the run holds the session's lease, and
+each step is get-before-delete, so a crash part-way is finished by running ``forget`` again.
+Audited as ``forget`` (``started`` then ``done``).
 """
 
 from __future__ import annotations
@@ -72,8 +73,10 @@ def forget_session(ctx: JobContext, *, dry_run: bool = False) -> ForgetResult:
         return result
     with ctx.state() as repos:
         repos.sessions.set_forgotten(sid, True)
+        repos.sessions.scrub_title(sid)
         repos.audit.record(ACTION_FORGET, "started", shelf=ctx.shelf, session_id=sid,
                            detail=f"{len(result.items)} entries planned")
+    ctx.runtime.state.after_purge()  # the scrubbed title leaves the state database's files
     repairer = Repairer(ctx, store, _project(ctx), client)
     if not repairer.usable():
         with ctx.state() as repos:

@@ -20,6 +20,7 @@ from worker.state.leases import Clock, LeaseRepo
 from worker.state.model_calls import ModelCallRepo
 from worker.state.models import utcnow
 from worker.state.progress import ProgressRepo
+from worker.state.purge import PURGED_TABLES, after_purge
 from worker.state.sessions import SessionRepo
 
 
@@ -44,6 +45,7 @@ class StateDB:
         self.engine: Engine = make_engine(url)
         self._read_engine: Engine | None = None
         self._clock = clock
+        self._purge_owed = False
 
     @classmethod
     def open(cls, url: str, *, migrate: bool = True, migrations_dir: Path | None = None,
@@ -58,6 +60,15 @@ class StateDB:
         """One short transaction: committed when the block ends, rolled back on an error."""
         with self.engine.begin() as conn:
             yield self._repos(conn)
+        if self._purge_owed:
+            self.after_purge()
+
+    def after_purge(self) -> bool:
+        """Call once a transaction that overwrote stored text (``scrub_title``) has committed:
+        the old text leaves the database files (:mod:`worker.state.purge`). True when done; when
+        another connection blocked it, the end of this object's next transaction tries again."""
+        self._purge_owed = not after_purge(self.engine, PURGED_TABLES)
+        return not self._purge_owed
 
     @contextmanager
     def read(self) -> Iterator[Repos]:
@@ -85,6 +96,8 @@ class StateDB:
         )
 
     def dispose(self) -> None:
+        if self._purge_owed:
+            self.after_purge()
         self.engine.dispose()
         if self._read_engine is not None and self._read_engine.pool is not self.engine.pool:
             self._read_engine.dispose()

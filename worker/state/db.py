@@ -59,6 +59,7 @@ def _sqlite_setup(engine: Engine, *, read_only: bool = False) -> None:
         cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.execute("PRAGMA secure_delete = ON")  # overwritten text is zeroed (state.purge)
         if read_only:
             cursor.execute("PRAGMA query_only = ON")
         cursor.close()

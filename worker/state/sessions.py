@@ -174,6 +174,14 @@ class SessionRepo:
             )
         return self._update(session_id, {"forgotten": forgotten})
 
+    def scrub_title(self, session_id: str, replacement: tuple[int, str] | None = None) -> bool:
+        """Overwrite the stored title (text derived from the session's messages) with
+        ``replacement`` = ``(seq, text)``, or clear it (title and seq) when None; True when the
+        session exists. Call :meth:`worker.state.database.StateDB.after_purge` once the
+        transaction has committed, so the old text leaves the database files too."""
+        seq, text = replacement if replacement is not None else (None, None)
+        return self._update(session_id, {"title_text": text, "last_title_seq": seq})
+
     def is_forgotten(self, session_id: str) -> bool:
         found = self._conn.execute(
             select(SessionRow.forgotten).where(SessionRow.session_id == session_id)

@@ -10,7 +10,6 @@ Vectors for entries that want one are computed in one embedder call, before the 
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +19,7 @@ from memory.store.lite import db
 from memory.store.lite.embed import Embedder, EmbeddingError, embed_text, pack
 from memory.store.lite.fts import put_docs
 from memory.store.lite.rows import content_text, make_content, well_formed
+from memory.store.lite.sqlitelib import sqlite3
 
 _NOW = "strftime('%Y-%m-%d %H:%M:%f', 'now')"
 _INSERT_KNOWLEDGE = (

@@ -12,12 +12,17 @@ the store. The commit itself runs with ``synchronous = NORMAL`` (no fsync while 
 is held), and :func:`write` then fsyncs the WAL file after the lock is released: the same
 guarantee as ``FULL``, but another process waiting for the lock does not also wait for the disk.
 (A checkpoint that moved the frames into the database file first has synced that file.)
+
+Deletion leaves no bytes behind (see :mod:`memory.store.lite.purge`): every connection sets
+``PRAGMA secure_delete = ON`` (freed cells and pages are zeroed), the FTS5 index has its
+``secure-delete`` option on (a deleted document's terms are removed from the index segments,
+not only marked deleted), and a write that removes text is a *purge* (:func:`write` with
+``purge_text=True``) that ends with a truncating WAL checkpoint.
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,6 +30,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from memory.store.base import TransientStoreError
+from memory.store.lite import purge
+from memory.store.lite.sqlitelib import sqlite3
 
 DB_FILE = "hypatia.sqlite"
 SCHEMA_VERSION = "1"
@@ -123,9 +130,11 @@ def retry_locked(action: Callable[[], T]) -> T:
 
 
 class ShelfConnection(sqlite3.Connection):
-    """A shelf connection that knows its WAL file (fsynced after every write)."""
+    """A shelf connection that knows its WAL file (fsynced after every write) and whether a
+    purge still owes its truncating checkpoint (:mod:`memory.store.lite.purge`)."""
 
     wal_path: str = ""
+    checkpoint_owed: bool = False
 
 
 def connect(shelf_dir: Path) -> ShelfConnection:
@@ -140,6 +149,7 @@ def connect(shelf_dir: Path) -> ShelfConnection:
     )
     conn.wal_path = str(shelf_dir / DB_FILE) + "-wal"
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA secure_delete = ON")  # per connection: freed cells/pages are zeroed
 
     def _init() -> None:
         mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
@@ -150,10 +160,11 @@ def connect(shelf_dir: Path) -> ShelfConnection:
             "BEGIN IMMEDIATE;\n"
             + _SCHEMA
             + f"INSERT OR IGNORE INTO meta(k, v) VALUES ('schema_version', '{SCHEMA_VERSION}');\n"
-            + "COMMIT;\n"
         )
         try:
             conn.executescript(script)
+            purge.configure_index(conn)
+            conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
@@ -161,6 +172,7 @@ def connect(shelf_dir: Path) -> ShelfConnection:
 
     try:
         retry_locked(_init)
+        conn.checkpoint_owed = not purge.finish_owed(conn)
     except BaseException:
         conn.close()
         raise
@@ -168,17 +180,25 @@ def connect(shelf_dir: Path) -> ShelfConnection:
 
 
 @contextmanager
-def write(conn: ShelfConnection) -> Iterator[None]:
+def write(conn: ShelfConnection, *, purge_text: bool = False) -> Iterator[None]:
     """A short ``BEGIN IMMEDIATE`` transaction: committed on success, rolled back on error; on
-    disk when this returns (see the module doc)."""
+    disk when this returns (see the module doc).
+
+    ``purge_text``: the transaction removes stored text (a delete, or an update that replaces
+    content). It records that a truncating WAL checkpoint is owed, in the same transaction, and
+    runs that checkpoint once it has committed (:func:`memory.store.lite.purge.checkpoint`)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield
+        if purge_text:
+            purge.mark_owed(conn)
     except BaseException:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
     sync_wal(conn)
+    if purge_text or conn.checkpoint_owed:
+        conn.checkpoint_owed = not purge.checkpoint(conn)
 
 
 def sync_wal(conn: ShelfConnection) -> None:

@@ -8,9 +8,10 @@ characters is one token.
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from memory.store.lite.sqlitelib import sqlite3
 
 BM25 = "bm25(docs_fts, 10.0, 1.0, 5.0, 3.0)"
 _PUNCT = re.compile(r"[:\"'*^+\-().?!,/\\`{}\[\]~@#%;&|<>]")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -27,7 +27,7 @@ from memory.store.base import (
     TransientStoreError,
     csv_triple,
 )
-from memory.store.lite import batch, db, shelves
+from memory.store.lite import batch, db, purge, shelves
 from memory.store.lite.embed import Embedder, embedder_from_env
 from memory.store.lite.fts import BM25, fts_match, put_docs
 from memory.store.lite.jse import compile_query
@@ -39,6 +39,7 @@ from memory.store.lite.rows import (
     to_entry,
     well_formed,
 )
+from memory.store.lite.sqlitelib import sqlite3
 from memory.store.lite.vectors import NO_MODEL, VectorSearch
 
 T = TypeVar("T")
@@ -90,6 +91,9 @@ class LiteStore(VectorSearch):
     def close(self) -> None:
         with self._lock:
             if self._conn is not None:
+                if self._conn.checkpoint_owed:  # a purge's checkpoint was blocked: try again
+                    with contextlib.suppress(sqlite3.Error):  # still owed in ``meta``: the
+                        purge.checkpoint(self._conn)  # next open of the shelf does it
                 self._conn.close()
                 self._conn = None
 
@@ -187,7 +191,7 @@ class LiteStore(VectorSearch):
             def _update(stored: str = stored, new: dict[str, Any] = new,
                         blob: bytes | None = blob, model: Any = model) -> bool:
                 # compare-and-swap: a concurrent update in between makes this attempt retry
-                with db.write(self.conn):
+                with db.write(self.conn, purge_text=True):
                     cur = self.conn.execute(
                         "UPDATE knowledge SET content = ?, embedding = ?, embedding_model = ?"
                         " WHERE name = ? AND content = ?",
@@ -206,7 +210,7 @@ class LiteStore(VectorSearch):
         name = well_formed(name)
 
         def _delete() -> bool:
-            with db.write(self.conn):
+            with db.write(self.conn, purge_text=True):
                 cur = self.conn.execute("DELETE FROM knowledge WHERE name = ?", (name,))
                 self.conn.execute(
                     "DELETE FROM docs WHERE catalog = 'knowledge' AND key = ?", (name,))
@@ -258,7 +262,7 @@ class LiteStore(VectorSearch):
         triple = csv_triple(well_formed(head), well_formed(relation), well_formed(tail))
 
         def _delete() -> bool:
-            with db.write(self.conn):
+            with db.write(self.conn, purge_text=True):
                 cur = self.conn.execute("DELETE FROM statement WHERE triple = ?", (triple,))
                 self.conn.execute(
                     "DELETE FROM docs WHERE catalog = 'statement' AND key = ?", (triple,))

@@ -1,0 +1,95 @@
+"""The state database forgets a scrubbed title in its files: ``SessionRepo.scrub_title``
+overwrites ``sessions.title_text`` and ``StateDB.after_purge`` removes the old row versions —
+on PostgreSQL the dead tuple MVCC leaves in the table's file (``VACUUM FULL``; the bytes are
+there after the ``UPDATE`` alone), on SQLite the old page images in the WAL (a truncating
+checkpoint; a reader that blocks it makes the end of the next transaction do it). Every check
+greps the raw bytes of the database files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+import pytest
+from bytes_support import leaks, present, token
+from state_db_support import PG_ADMIN_DSN, sqlite_url, throwaway_pg_database
+
+from worker.state import StateDB
+
+
+def _titled(db: StateDB, *titles: tuple[str, str]) -> None:
+    with db.transaction() as repos:
+        for sid, title in titles:
+            repos.sessions.upsert_scan(sid, path=f"/logs/{sid}.jsonl", scan_offset=10, scan_seq=3,
+                                       durable_end_seq=3, title=(2, title))
+
+
+def _pg_file(url: str) -> Path:
+    """The file of the ``sessions`` table, after a CHECKPOINT wrote its pages to disk."""
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(PG_ADMIN_DSN.replace("dbname=postgres", f"dbname={name}"),
+                         autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
+        data = conn.execute("SHOW data_directory").fetchone()
+        rel = conn.execute("SELECT pg_relation_filepath('sessions')").fetchone()
+    assert data is not None and rel is not None
+    return Path(data[0]) / rel[0]
+
+
+@pytest.mark.integration
+def test_postgresql_vacuums_the_dead_tuple_of_a_scrubbed_title() -> None:
+    doomed, kept = token("pg-title-doomed"), token("pg-title-kept")
+    with throwaway_pg_database() as url:
+        db = StateDB.open(url)
+        try:
+            _titled(db, ("s-1", f"about {doomed}"), ("s-2", f"about {kept}"))
+            assert present([_pg_file(url)], [doomed, kept]) == {doomed, kept}
+            with db.transaction() as repos:
+                assert repos.sessions.scrub_title("s-1")
+            with db.read() as repos:
+                one, two = repos.sessions.get("s-1"), repos.sessions.get("s-2")
+            assert one is not None and (one.title_text, one.last_title_seq) == (None, None)
+            assert two is not None and two.title_text == f"about {kept}"
+            # MVCC: the UPDATE left the old tuple, text and all, in the table's file.
+            assert present([_pg_file(url)], [doomed]) == {doomed}
+            assert db.after_purge()
+            assert leaks([_pg_file(url)], [doomed]) == []
+            assert present([_pg_file(url)], [kept]) == {kept}
+        finally:
+            db.dispose()
+
+
+def _files(root: Path) -> list[Path]:
+    base = root / "state.db"
+    return [p for p in (base, Path(f"{base}-wal"), Path(f"{base}-shm")) if p.exists()]
+
+
+def test_sqlite_checkpoint_blocked_by_a_reader_is_done_by_the_next_transaction(
+    tmp_path: Path,
+) -> None:
+    doomed, kept, other = (token(f"sqlite-title-{n}") for n in ("doomed", "kept", "other"))
+    db = StateDB.open(sqlite_url(tmp_path))
+    try:
+        _titled(db, ("s-1", f"about {doomed}"), ("s-2", f"about {kept}"))
+        assert present(_files(tmp_path), [doomed]) == {doomed}
+        reader = db.engine.raw_connection()  # a connection holding an old snapshot
+        try:
+            cursor = reader.cursor()
+            cursor.execute("BEGIN")
+            cursor.execute("SELECT count(*) FROM sessions")
+            with db.transaction() as repos:
+                repos.sessions.scrub_title("s-1")
+            assert not db.after_purge()  # blocked: the WAL keeps the old page image
+            assert present(_files(tmp_path), [doomed]) == {doomed}
+            cursor.execute("COMMIT")
+            cursor.close()
+        finally:
+            reader.close()
+        _titled(db, ("s-3", f"about {other}"))  # its end retries the owed checkpoint
+        assert leaks(_files(tmp_path), [doomed]) == []
+        assert present(_files(tmp_path), [kept, other]) == {kept, other}
+        with db.read() as repos:
+            scrubbed = repos.sessions.get("s-1")
+        assert scrubbed is not None and scrubbed.title_text is None
+    finally:
+        db.dispose()
