@@ -186,7 +186,9 @@ def test_a_forgotten_session_leaves_no_trace(tmp_path: Path) -> None:
         runtime.close()
     assert _where(after) == []
     assert after.sources.forgotten == [V4]
-    assert len([m for m in after.sources.messages if m.why == "forgotten"]) == 8 + 2  # + titles
+    # its 8 messages, its title (seq 9) and its two compaction summaries (seq 32, 54)
+    assert [m.seq for m in after.sources.messages if m.name == f"session-{V4}"] == [9, 32, 54]
+    assert len([m for m in after.sources.messages if m.why == "forgotten"]) == 8 + 3
     assert after.summary() == (f"0 leaks in 0 withdrawn messages and 1 forgotten sessions "
                                f"({after.place_count} places searched)")
 
