@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from canary_support import SessionLogWriter, embedded_runtime
 from pipeline_support import process
 from state_db_support import throwaway_pg_database
-from canary_support import SessionLogWriter, embedded_runtime
 
 from worker.commands.demo_home import lay_out_fixtures
 from worker.jobs.forget import ACTION_FORGET, forget_session

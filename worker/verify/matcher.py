@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from worker.verify.fragments import anchor, normalised, phrase_pattern, word_pattern
+from worker.verify.fragments import anchor, phrase_pattern, words
 from worker.verify.sources import Gone
 
 #: Bytes read per step of a file scan, and how far a phrase may reach from its anchor word.
@@ -52,7 +52,13 @@ class TextMatcher:
         for message in gone:
             for phrase in message.fragments.phrases:
                 self._phrases.setdefault(phrase, []).append(message)
-        self._lengths = sorted({len(p.split()) for p in self._phrases})
+        #: first word of a phrase → the lengths of the phrases starting with it
+        self._starts: dict[str, list[int]] = {}
+        for phrase in self._phrases:
+            first, *rest = phrase.split()
+            sizes = self._starts.setdefault(first, [])
+            if len(rest) + 1 not in sizes:
+                sizes.append(len(rest) + 1)
 
     def __bool__(self) -> bool:
         return bool(self._phrases)
@@ -61,10 +67,10 @@ class TextMatcher:
         """Each (message, phrase) found in ``text`` (once each)."""
         if not self._phrases or not text:
             return
-        found = normalised(text).split()
+        found = words(text)
         seen: set[str] = set()
-        for size in self._lengths:
-            for start in range(len(found) - size + 1):
+        for start, word in enumerate(found):
+            for size in self._starts.get(word, ()):
                 phrase = " ".join(found[start : start + size])
                 if phrase in seen or phrase not in self._phrases:
                     continue
@@ -81,31 +87,33 @@ class _Needle:
 
 
 class ByteMatcher:
-    """Finds phrases and terms in raw bytes, case-insensitively: one pass per file for the
-    anchor words, then each candidate phrase is checked around its anchor."""
+    """Finds phrases and terms in raw bytes, case-insensitively: each chunk of a file is folded
+    to lowercase ASCII and searched for each anchor word with ``bytes.find`` (C speed), then each
+    candidate phrase is checked around its anchor."""
 
     def __init__(self, gone: Iterable[Gone], *, terms: bool) -> None:
         needles: dict[str, list[_Needle]] = {}
         for message in gone:
             for phrase in message.fragments.phrases:
-                pattern = re.compile(phrase_pattern(phrase), re.IGNORECASE)
+                pattern = re.compile(phrase_pattern(phrase))
                 needles.setdefault(anchor(phrase), []).append(_Needle(message, phrase, pattern))
             for term in message.fragments.byte_terms() if terms else ():
                 needles.setdefault(term, []).append(_Needle(message, term, None))
         self._needles = needles
-        words = sorted(needles, key=len, reverse=True)
-        self._anchors = (
-            re.compile(b"|".join(b"(" + word_pattern(w) + b")" for w in words), re.IGNORECASE)
-            if words else None
-        )
-        self._order = words
+        #: anchor word → its byte forms in a folded chunk (outside ASCII: as written, upper case
+        #: and capitalised, since folding leaves those bytes alone)
+        self._forms = {
+            word: sorted({form.encode().lower()
+                          for form in (word, word.upper(), word.capitalize())})
+            for word in needles
+        }
 
     def __bool__(self) -> bool:
-        return self._anchors is not None
+        return bool(self._needles)
 
     def scan(self, path: Path, progress: Progress | None = None) -> list[tuple[Gone, str]]:
         """Each (message, fragment) whose bytes are in the file at ``path``."""
-        if self._anchors is None:
+        if not self._needles:
             return []
         with path.open("rb") as handle:
             size = path.stat().st_size
@@ -116,24 +124,36 @@ class ByteMatcher:
 
     def _scan(self, data: mmap.mmap, size: int,
               progress: Progress | None) -> list[tuple[Gone, str]]:
-        assert self._anchors is not None
         found: dict[tuple[str, str, str], tuple[Gone, str]] = {}
         start = 0
         while start < size:
             end = min(size, start + CHUNK)
-            chunk = data[max(0, start - _REACH) : min(size, end + _REACH)]
             base = max(0, start - _REACH)
-            for hit in self._anchors.finditer(chunk, start - base, end - base):
-                word = self._order[(hit.lastindex or 1) - 1]
-                for needle in self._needles[word]:
-                    key = (needle.message.session_id, needle.message.name, needle.fragment)
-                    if key in found:
-                        continue
-                    if needle.pattern is None or needle.pattern.search(
-                        chunk, max(0, hit.start() - _REACH), hit.end() + _REACH
-                    ):
-                        found[key] = (needle.message, needle.fragment)
+            chunk = data[base : min(size, end + _REACH)].lower()
+            for word, forms in self._forms.items():
+                for form in forms:
+                    for at in _positions(chunk, form, start - base, end - base):
+                        self._check(chunk, at, at + len(form), self._needles[word], found)
             if progress is not None:
                 progress(end - start)
             start = end
         return list(found.values())
+
+    @staticmethod
+    def _check(chunk: bytes, at: int, until: int, needles: list[_Needle],
+               found: dict[tuple[str, str, str], tuple[Gone, str]]) -> None:
+        for needle in needles:
+            key = (needle.message.session_id, needle.message.name, needle.fragment)
+            if key in found:
+                continue
+            if needle.pattern is None or needle.pattern.search(
+                    chunk, max(0, at - _REACH), until + _REACH):
+                found[key] = (needle.message, needle.fragment)
+
+
+def _positions(chunk: bytes, form: bytes, start: int, end: int) -> Iterator[int]:
+    """Where ``form`` starts in ``chunk[start:end]`` (it may run past ``end``)."""
+    at = chunk.find(form, start)
+    while 0 <= at < end:
+        yield at
+        at = chunk.find(form, at + 1)

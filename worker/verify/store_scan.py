@@ -8,7 +8,7 @@ them is a leak even when its text is too short to have fragments.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from memory.store.base import Catalog, Content, KnowledgeEntry, MemoryStore, StatementRow
@@ -73,27 +73,16 @@ def scan_store(store: MemoryStore, sources: Sources, tick: Tick | None = None) -
                             message.why, phrase))
             scan.leaked_keys.setdefault((message.session_id, message.name), set()).add(key)
 
-    for row in query_all(store, "$knowledge", [["$like", "name", "%"]]):
-        if not isinstance(row, KnowledgeEntry):
-            continue
-        scan.entries += 1
-        owner = names.owner(row.name)
-        if owner is not None:
-            sid, message, seq, why = owner
-            _add(scan, Leak(f"entry {row.name}", "query", sid, message, seq, why, ""))
-        text_leaks(row.name, row.content, f"entry {row.name}", "query")
-        if tick is not None:
-            tick(1)
-    for row in query_all(store, "$statement", [["$like", "head", "%"]]):
-        if not isinstance(row, StatementRow):
-            continue
-        scan.statements += 1
-        for end in (row.head, row.tail):
+    for row in _rows(store, scan):
+        key, ends = ((row.name, (row.name,)) if isinstance(row, KnowledgeEntry)
+                     else (row.triple, (row.head, row.tail)))
+        where = f"{'entry' if isinstance(row, KnowledgeEntry) else 'statement'} {key}"
+        for end in ends:
             owner = names.owner(end)
             if owner is not None:
                 sid, name, seq, why = owner
-                _add(scan, Leak(f"statement {row.triple}", "query", sid, name, seq, why, ""))
-        text_leaks(row.triple, row.content, f"statement {row.triple}", "query")
+                _add(scan, Leak(where, "query", sid, name, seq, why, ""))
+        text_leaks(key, row.content, where, "query")
         if tick is not None:
             tick(1)
     for gone in sources.messages:
@@ -104,6 +93,18 @@ def scan_store(store: MemoryStore, sources: Sources, tick: Tick | None = None) -
                     where = ("entry " if catalog == "knowledge" else "statement ") + hit.key
                     text_leaks(hit.key, hit.content, where, "search")
     return scan
+
+
+def _rows(store: MemoryStore, scan: StoreScan) -> Iterator[KnowledgeEntry | StatementRow]:
+    """Every entry, then every statement, of the store (counted in ``scan``)."""
+    for row in query_all(store, "$knowledge", [["$like", "name", "%"]]):
+        if isinstance(row, KnowledgeEntry):
+            scan.entries += 1
+            yield row
+    for row in query_all(store, "$statement", [["$like", "head", "%"]]):
+        if isinstance(row, StatementRow):
+            scan.statements += 1
+            yield row
 
 
 def distinctive_terms(store: MemoryStore, message: Gone, leaked: Iterable[str]) -> list[str]:
