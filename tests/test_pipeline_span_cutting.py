@@ -91,3 +91,22 @@ def test_events_without_time_use_the_growth_time() -> None:
     assert cut_span(events, start=0, durable_end=3, timing=stale) == Cut(0, 2, "step-end")
     fresh = timing(last_growth_ms=NOW - 10_000)
     assert cut_span(events, start=0, durable_end=3, timing=fresh) is None
+
+
+def test_a_withdrawal_marker_past_the_last_turn_end_cuts_just_after_itself() -> None:
+    # A dsh-rewind appended while idle, after the last turn/end: its own trigger.
+    events = [*turn(0), ev(5, "user/message")]
+    markers = [events[-1]]
+    assert cut_span(events, start=5, durable_end=6, timing=timing()) is None
+    assert cut_span(events, start=5, durable_end=6, timing=timing(),
+                    markers=markers) == Cut(5, 6, "withdrawal")
+    # Inside an unfinished span the furthest boundary wins: a later turn/end keeps its reason.
+    later = [*turn(0), ev(5, "user/message"), *turn(6)]
+    assert cut_span(later, start=0, durable_end=11, timing=timing(),
+                    markers=[later[5]]) == Cut(0, 11, "turn-end")
+    # A marker beyond the durable end (or before the start) does not cut.
+    assert cut_span(events, start=0, durable_end=5, timing=timing(),
+                    markers=markers) == Cut(0, 5, "turn-end")
+    # Idle still flushes the whole tail.
+    assert cut_span(events, start=5, durable_end=6, timing=timing(force_idle=True),
+                    markers=markers) == Cut(5, 6, "idle")

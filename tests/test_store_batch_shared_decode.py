@@ -90,7 +90,7 @@ def test_the_session_node_survey_is_the_same_from_the_kept_decode(tmp_path: Path
 
     ctx: Any = Ctx()
     forget_shared_log()
-    from_file = session_node._survey(ctx, state, state.durable_end_seq, 0)
+    from_file = session_node.survey_node(ctx, state, state.durable_end_seq)
     read_window(state, 0, END)
     assert logread._shared is not None and logread._shared[0] == state.path
     calls: list[Any] = []
@@ -102,14 +102,14 @@ def test_the_session_node_survey_is_the_same_from_the_kept_decode(tmp_path: Path
 
     session_node.LogScan = counting  # type: ignore[misc]
     try:
-        from_shared = session_node._survey(ctx, state, state.durable_end_seq, 0)
+        from_shared = session_node.survey_node(ctx, state, state.durable_end_seq)
     finally:
         session_node.LogScan = real  # type: ignore[misc]
     assert calls == []  # the file was not decoded again
     assert logread._shared is None  # and the decode is no longer kept
     assert from_shared == from_file
-    assert from_file.node is not None and from_file.node[1] == "Shared decode"
-    assert from_file.skip == frozenset({2, 3})
+    assert from_file.choice.text == "Shared decode"
+    assert from_file.skip_from(0) == frozenset({2, 3})
     runtime.close()
 
 

@@ -4,11 +4,12 @@ time, so a scan holds one ordinal per event and nothing else of the log."""
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from memory.dsh.events import Event, Header
 from memory.messages import is_loggable
+from memory.withdrawal import is_marker
 from worker.state.sessions import SessionState
 from worker.triggers import SESSION_NODE_EVENTS, STEP_END, TURN_END
 
@@ -17,7 +18,8 @@ from worker.triggers import SESSION_NODE_EVENTS, STEP_END, TURN_END
 class ScanDigest:
     """What the watcher keeps of newly read events, consumed one at a time (constant memory
     but for one ordinal per event): the message ordinal before each event (for checkpoints),
-    the fork cut, the last ``turn/end``, a pending ``step/end`` and the latest host summary."""
+    the fork cut, the last ``turn/end``, a pending ``step/end``, the latest host summary and
+    the last whitelisted withdrawal marker (its own trigger)."""
 
     ordinal: int
     cut: int
@@ -34,12 +36,17 @@ class ScanDigest:
     step_end_time: int | None = None
     title: Event | None = None
     saw_node_event: bool = False
+    whitelist: frozenset[str] = frozenset()
+    last_marker: int | None = None
 
     @classmethod
-    def start(cls, ordinal: Callable[[], int], state: SessionState | None) -> ScanDigest:
-        """``ordinal`` gives the message ordinal at ``state``'s durable end (when needed)."""
+    def start(cls, ordinal: Callable[[], int], state: SessionState | None,
+              whitelist: Iterable[str] = ()) -> ScanDigest:
+        """``ordinal`` gives the message ordinal at ``state``'s durable end (when needed);
+        ``whitelist``: the withdrawal marker kinds."""
         cut = state.inherited_cut if state is not None else 0
-        return cls(ordinal=0, cut=cut, fresh=state is None, pending=ordinal)
+        return cls(ordinal=0, cut=cut, fresh=state is None, pending=ordinal,
+                   whitelist=frozenset(whitelist))
 
     @property
     def resolved(self) -> bool:
@@ -77,6 +84,8 @@ class ScanDigest:
             self.saw_node_event = True
             if event.seq >= self.cut:
                 self.title = event
+        elif event.seq >= self.cut and is_marker(event, self.whitelist):
+            self.last_marker = event.seq
         self.count += 1
 
     def covers(self, seq: int) -> bool:

@@ -9,7 +9,10 @@ The rules follow the reference plugin's triggers:
   is older than the flush window (default 120 s);
 * a session with no growth for the idle time (default 10 min) is *idle-closed*: the whole
   durable tail is flushed and a consolidation is owed with its thresholds waived;
-* a ``session/title`` or ``compaction/summary`` owes the session node;
+* a whitelisted withdrawal marker cuts just after itself: a withdrawal acts as soon as it is
+  durable, not at the next turn end or idle-close (the span's retraction and repairs run then);
+* a ``session/title`` or ``compaction/summary`` owes the session node (and a marker re-decides it:
+  :mod:`memory.titles`);
 * a fork child starts at its inherited cut: nothing below it is ever logged again.
 """
 
@@ -20,16 +23,17 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from memory.dsh.events import Event
+from memory.titles import HOST_SUMMARY_EVENTS
 
 TURN_END: Final = "turn/end"
 STEP_END: Final = "step/end"
-#: Events whose text becomes the session node (the first one wins, later ones never replace it).
-SESSION_NODE_EVENTS: Final = frozenset({"session/title", "compaction/summary"})
+#: Events whose text can become the session node (the first clean one: :mod:`memory.titles`).
+SESSION_NODE_EVENTS: Final = HOST_SUMMARY_EVENTS
 
 DEFAULT_FLUSH_WINDOW_MS: Final = 120_000
 DEFAULT_IDLE_MS: Final = 600_000
 
-CutReason = Literal["turn-end", "step-end", "idle"]
+CutReason = Literal["turn-end", "step-end", "idle", "withdrawal"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,17 +75,34 @@ def span_start(logged_seq: int, inherited: int) -> int:
 
 
 def cut_span(
-    tail: Iterable[Event], *, start: int, durable_end: int, timing: Timing
+    tail: Iterable[Event],
+    *,
+    start: int,
+    durable_end: int,
+    timing: Timing,
+    markers: Iterable[Event] = (),
 ) -> Cut | None:
     """The span to log now from the unlogged ``tail`` (events with ``start <= seq < durable_end``).
 
-    ``None`` when nothing is owed yet: no turn ended, the step flush window has not passed and
-    the session is not idle (or the tail is empty).
+    ``markers`` are the whitelisted withdrawal markers of the tail (the caller applies the
+    whitelist): the span reaches at least just past the last of them (reason ``withdrawal``
+    when that is the furthest cut). ``None`` when nothing is owed yet: no turn ended, no marker,
+    the step flush window has not passed and the session is not idle (or the tail is empty).
     """
     if durable_end <= start:
         return None
     if timing.idle:
         return Cut(start, durable_end, "idle")
+    cut = _boundary_cut(tail, start=start, durable_end=durable_end, timing=timing)
+    last_marker = max((e.seq for e in markers if start <= e.seq < durable_end), default=None)
+    if last_marker is not None and (cut is None or cut.to_seq <= last_marker):
+        return Cut(start, last_marker + 1, "withdrawal")
+    return cut
+
+
+def _boundary_cut(
+    tail: Iterable[Event], *, start: int, durable_end: int, timing: Timing
+) -> Cut | None:
     last_turn_end: int | None = None
     first_step_end_time: int | None = None  # oldest step/end after the last turn/end
     last_step_end: int | None = None

@@ -7,7 +7,8 @@ durable end, the last ``turn/end``, the latest title and the time of growth, and
 
 * ``log_span`` at a ``turn/end`` (immediately), when a pending ``step/end`` is older than the
   flush window, and when the session went idle (idle-close flushes the tail);
-* ``session_node`` at the first ``session/title`` / ``compaction/summary`` while there is no node.
+* ``log_span`` at a whitelisted withdrawal marker too (it acts at once, not at the next cut);
+* ``session_node`` at a ``session/title`` / ``compaction/summary``.
 
 Hints are cheap and may be lost or duplicated: the periodic :meth:`Watcher.reconcile` re-derives
 all owed work from the recorded log facts and the watermarks (:mod:`worker.owed`: log lag,
@@ -27,7 +28,6 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory import entries
 from memory.content import project_scope
 from memory.dsh.events import Event, Header, Problem
 from memory.dsh.locate import SessionLocation, discover_sessions
@@ -220,7 +220,8 @@ class Watcher:
         known = state if position is not None else None
         index = checkpoint_index(known) if known is not None else None
         scan = LogScan(location.path, position, index)
-        digest = ScanDigest.start(lambda: self._ordinal_at(location.path, known), known)
+        digest = ScanDigest.start(lambda: self._ordinal_at(location.path, known), known,
+                                  self.runtime.settings.withdrawal_kinds)
         # A whole-log read (from the start) is kept for the jobs about to run (embedded mode).
         hand_off = self.after_session is not None and position is None
         identity = file_identity(path) if hand_off else None
@@ -285,10 +286,8 @@ class Watcher:
         ]
         if digest.resolved:
             self._ordinal_at_end[sid] = digest.ordinal
-        title = None
-        if digest.title is not None:
-            text = entries.session_node_text(digest.title, None, self.runtime.now_ms())
-            title = (digest.title.seq, text) if text else None
+        # Only the seq: the session_node job decides the text (a withdrawal may taint it).
+        title = (digest.title.seq, None) if digest.title is not None else None
         activity = self.runtime.now() if state is not None else _mtime(location.path)
         with self.runtime.state.transaction() as repos:
             repos.sessions.upsert_scan(
@@ -326,8 +325,10 @@ class Watcher:
 
     def _hints(self, sid: str, digest: ScanDigest) -> int:
         sent = 0
-        if digest.last_turn_end is not None:
-            self._step_deadline.pop(sid, None)
+        if digest.last_turn_end is not None or digest.last_marker is not None:
+            # A withdrawal marker is its own trigger: log_span retracts and repairs at once.
+            if digest.last_turn_end is not None:
+                self._step_deadline.pop(sid, None)
             self.enqueue("log_span", sid, self.shelf)
             sent += 1
         if digest.step_end_after_turn and sid not in self._step_deadline:

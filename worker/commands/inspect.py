@@ -9,7 +9,9 @@ line and exit status 2, as for every other command (never a silent fall-back to 
 from __future__ import annotations
 
 import json
+import zoneinfo
 from collections.abc import Iterable
+from datetime import tzinfo
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,6 +24,7 @@ from memory.dsh.locate import choose_log, discover_sessions
 from memory.dsh.reader import SessionLog, read_log
 from memory.dsh.surface import fold_surface
 from memory.span import session_decisions
+from memory.titles import TitleChoice, survey_titles
 from memory.withdrawal import DEFAULT_WHITELIST
 from worker.cli import app
 from worker.commands.config import ConfigOption, settings_or_exit
@@ -77,10 +80,12 @@ def _is_human(event: Event) -> bool:
     )
 
 
-def session_report(log: SessionLog, whitelist: Iterable[str] = DEFAULT_WHITELIST) -> dict[str, Any]:
+def session_report(log: SessionLog, whitelist: Iterable[str] = DEFAULT_WHITELIST,
+                   tz: tzinfo | None = None) -> dict[str, Any]:
     """The stable per-session JSON object of ``inspect --json`` (extend, never rename keys).
 
-    ``messages`` / ``withdrawals``: what the worker would write and why (``memory.span``).
+    ``messages`` / ``withdrawals``: what the worker would write and why (``memory.span``);
+    ``session_node``: which host summary the node shows and which ones it skipped, and why.
     """
     header = log.header
     surface = fold_surface(log.events)
@@ -123,6 +128,9 @@ def session_report(log: SessionLog, whitelist: Iterable[str] = DEFAULT_WHITELIST
         "replacements": replacements,
         "compaction_checkpoints": checkpoints,
         "surface": list(surface.nodes),
+        "session_node": node_report(survey_titles(
+            log.events, whitelist, cut=log.inherited, tz=tz,
+            now_ms=(header.created_at or 0) if header else 0)),
         "ok": log.ok,
         "problems": [str(p) for p in [*log.problems, *surface.problems]],
         **session_decisions(
@@ -131,6 +139,24 @@ def session_report(log: SessionLog, whitelist: Iterable[str] = DEFAULT_WHITELIST
             inherited_cut=log.inherited,
             whitelist=whitelist,
         ),
+    }
+
+
+def node_report(choice: TitleChoice) -> dict[str, Any]:
+    """``session_node`` of ``inspect --json``: ``source`` (``null``: no node) and ``skipped``
+    (withdrawn sources, empty texts, later ones); no withdrawn text is shown."""
+    chosen = choice.chosen
+    return {
+        "source": None if chosen is None else {
+            "seq": chosen.seq, "type": chosen.type, "source": chosen.source,
+            "cites": sorted(chosen.cites), "checkpoint": chosen.checkpoint, "text": chosen.text,
+        },
+        "skipped": [
+            {"seq": s.summary.seq, "type": s.summary.type, "source": s.summary.source,
+             "reason": s.reason, "withdrawn_seq": s.seq, "marker_seq": s.marker_seq,
+             "marker_kind": s.marker_kind, "detail": s.describe()}
+            for s in choice.skipped
+        ],
     }
 
 
@@ -168,6 +194,13 @@ def _print_report(console: Console, report: dict[str, Any]) -> None:
         )
     for c in report["compaction_checkpoints"]:
         console.print(f"  checkpoint {c['seq']} ({c['compaction_id']}): {c['surface_shadowed']}")
+    node = report["session_node"]
+    if node["source"] is not None:
+        chosen = node["source"]
+        console.print(f"  session node: {chosen['type']} seq {chosen['seq']} "
+                      f"({escape(chosen['source'])})")
+    for skip in node["skipped"]:
+        console.print(f"  node skips {skip['type']} seq {skip['seq']}: {escape(skip['detail'])}")
     for problem in report["problems"]:
         console.print(f"  [red]problem[/red] {escape(problem)}")
 
@@ -181,13 +214,15 @@ def inspect(
 ) -> None:
     """Print what the worker reads from DSH session logs."""
     # The decisions shown must be the ones the worker makes: no defaults behind a bad setting.
-    whitelist = settings_or_exit(config).withdrawal_kinds
+    settings = settings_or_exit(config)
+    whitelist = settings.withdrawal_kinds
+    tz = zoneinfo.ZoneInfo(settings.timezone) if settings.timezone else None
     console = Console(highlight=False, soft_wrap=True)
     logs = find_logs(path)
     if not logs:
         typer.echo(f"error: no DSH session log found at {path}", err=True)
         raise typer.Exit(1)
-    reports = [session_report(read_log(log), whitelist) for log in logs]
+    reports = [session_report(read_log(log), whitelist, tz) for log in logs]
     if json_:
         typer.echo(json.dumps({"sessions": reports}, ensure_ascii=False, indent=2))
     else:

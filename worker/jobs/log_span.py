@@ -101,7 +101,8 @@ def log_span(ctx: JobContext) -> JobOutput:
         window = read_window(session, start)
         survey = Survey.of(window.tail(start), window.durable_end, whitelist)
     clock = timing(ctx, ms_of(session.last_activity_at))
-    cut = cut_span(survey.boundaries, start=start, durable_end=survey.durable_end, timing=clock)
+    cut = cut_span(survey.boundaries, start=start, durable_end=survey.durable_end, timing=clock,
+                   markers=survey.markers)
     if cut is None:
         if clock.idle and session.closed_at is None and survey.durable_end <= start:
             # Idle with nothing left to log: close it all the same (consolidation is owed).
@@ -162,7 +163,11 @@ def log_span(ctx: JobContext) -> JobOutput:
     # Summaries, archives and work units built on what a marker withdrew are repaired now.
     from worker.jobs.retract import repair_after_log_span  # retract imports this module
 
-    repair_after_log_span(ctx, bool(withdrawn_before))
+    node = repair_after_log_span(ctx, bool(withdrawn_before), saw_markers=bool(markers))
+    if node is not None:  # the session node, rewritten or deleted by a marker of this span
+        writes.written += node.written
+        writes.retracted += node.retracted
+        writes.edges += node.edges
     if cut.idle_close:
         _close(ctx, session.project, progress.last_consolidated_seq, cut.to_seq)
     elif cut.reason == "turn-end" and ctx.runtime.enqueue is not None:

@@ -32,6 +32,7 @@ from worker.jobs.repair import (
     pending_intents,
 )
 from worker.jobs.runtime import Runtime
+from worker.jobs.session_node import reconcile_session_node
 from worker.jobs.storeview import archives_above, derived_units, unit_sources
 from worker.jobs.withdrawals import SessionLog, Withdrawn, read_session_log
 from worker.names import session_lease_key
@@ -72,6 +73,7 @@ class RunResult:
     retracted: list[str] = field(default_factory=list)
     repair: RepairReport = field(default_factory=RepairReport)
     failed: list[str] = field(default_factory=list)
+    node: JobOutput | None = None  # what re-deciding the session node did
 
 
 def kinds_for(runtime: Runtime, extra: Iterable[str] = ()) -> list[str]:
@@ -154,6 +156,11 @@ def execute_plan(ctx: JobContext, log_: SessionLog) -> RunResult:
     repairer = Repairer(ctx, store, log_.project, model_client(ctx.runtime, ctx.session_id))
     result.repair = repairer.repair(log_, find_repairs(store, log_, pending))
     result.failed += result.repair.failed
+    # The session node is derived text too: re-decided with this run's marker kinds (a node
+    # not written yet is the session_node job's, which sees the same markers).
+    if node_written(ctx):
+        kinds = kinds_for(ctx.runtime, sorted({m.kind for m in log_.markers}))
+        result.node = reconcile_session_node(ctx, kinds)
     return result
 
 
@@ -184,24 +191,30 @@ def retract_job(ctx: JobContext) -> JobOutput:
     if state is None or not state.path:
         return skipped("session not seen by the watcher yet")
     result = execute_plan(ctx, read_session_log(state, kinds_for(ctx.runtime)))
+    node_changed = result.node is not None and result.node.status == "done"
     return JobOutput(
-        status="done" if result.retracted or result.repair.changed else "skipped",
+        status="done" if result.retracted or result.repair.changed or node_changed
+        else "skipped",
         detail=f"retracted {len(result.retracted)}, repaired {result.repair.changed}",
         retracted=len(result.retracted),
         written=len(result.repair.written),
     )
 
 
-def repair_after_log_span(ctx: JobContext, withdrew_earlier: bool) -> None:
+def repair_after_log_span(ctx: JobContext, withdrew_earlier: bool,
+                          saw_markers: bool = False) -> JobOutput | None:
     """Called by ``log_span`` after its writes: when a marker withdrew messages of an earlier
-    span, or a repair of this session is unfinished, repair the derived memory now."""
+    span, or a repair of this session is unfinished, repair the derived memory now; when the
+    span held markers (``saw_markers``), re-decide a written session node. Returns what the
+    session node reconciliation did, if it ran."""
     with ctx.read() as repos:
-        if not withdrew_earlier and not pending_intents(repos, ctx.session_id):
-            return
+        repair = withdrew_earlier or bool(pending_intents(repos, ctx.session_id))
         state = repos.sessions.get(ctx.session_id)
-    if state is None:
-        return
+    if state is None or not (repair or saw_markers):
+        return None
     try:
+        if not repair:
+            return reconcile_session_node(ctx) if node_written(ctx) else None
         result = execute_plan(ctx, read_session_log(state, kinds_for(ctx.runtime)))
     except (TransientJobError, StoreError) as exc:
         # The span is logged and its watermark advanced: hand the repair (its intent is
@@ -213,11 +226,19 @@ def repair_after_log_span(ctx: JobContext, withdrew_earlier: bool) -> None:
         log.warning("repair of %s after a withdrawal failed (%s); a retract job retries it",
                     ctx.session_id, " ".join(str(exc).split()))
         enqueue(JOB_RETRACT, ctx.session_id, ctx.shelf)
-        return
+        return None
     if result.repair.changed:
         log.info("repaired %s after a withdrawal: %d regenerated, %d retracted, %d unlinked",
                  ctx.session_id, len(result.repair.regenerated), len(result.repair.retracted),
                  len(result.repair.unlinked))
+    return result.node
+
+
+def node_written(ctx: JobContext) -> bool:
+    """Whether the session node was written for this shelf (it may need a rewrite)."""
+    with ctx.read() as repos:
+        found = repos.progress.find(ctx.shelf, ctx.session_id)
+    return found is not None and found.has_session_node
 
 
 def with_session_lease(runtime: Runtime, session_id: str, shelf: str, job: str,

@@ -100,7 +100,8 @@ class SessionRow(Base):
     """The seq of the last ``turn/end`` seen, if any."""
     last_title_seq: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     title_text: Mapped[str | None] = mapped_column(Text, nullable=True)
-    """The latest ``session/title`` (or compaction summary) text the session node shows."""
+    """The text the session node shows (its first clean host summary, :mod:`memory.titles`);
+    rewritten or cleared by the ``session_node`` job when a withdrawal taints it."""
     last_activity_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)
     """When the log last grew (drives idle-close)."""
     closed_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)

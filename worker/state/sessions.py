@@ -103,7 +103,7 @@ class SessionRepo:
         inherited_cut: int | None = None,
         new_checkpoints: Sequence[Checkpoint] = (),
         last_turn_end_seq: int | None = None,
-        title: tuple[int, str] | None = None,
+        title: tuple[int, str | None] | None = None,
         last_activity_at: dt.datetime | None = None,
     ) -> SessionState:
         """Record a scan of ``session_id``'s log, creating the row on first sight.
@@ -111,7 +111,8 @@ class SessionRepo:
         Fields left ``None`` keep their stored value. ``new_checkpoints`` are merged into the
         index by seq. A ``generation`` different from the stored one means the file was
         replaced: the old checkpoints are dropped. ``title`` is ``(seq, text)`` and replaces
-        the stored title only when its seq is newer. Growth (a larger durable end) clears
+        the stored title only when its seq is newer (a ``None`` text moves only the seq: the
+        ``session_node`` job owns ``title_text``). Growth (a larger durable end) clears
         ``closed_at``.
         """
         now = self._clock()
@@ -148,7 +149,9 @@ class SessionRepo:
             values["last_turn_end_seq"] = last_turn_end_seq
         if title is not None and (current.last_title_seq is None
                                   or title[0] >= current.last_title_seq):
-            values["last_title_seq"], values["title_text"] = title
+            values["last_title_seq"] = title[0]
+            if title[1] is not None:
+                values["title_text"] = title[1]
         if last_activity_at is not None:
             values["last_activity_at"] = last_activity_at
         if durable_end_seq > current.durable_end_seq:
@@ -157,6 +160,13 @@ class SessionRepo:
         updated = self.get(session_id)
         assert updated is not None
         return updated
+
+    def set_title_text(self, session_id: str, text: str | None) -> bool:
+        """Overwrite the stored node text (``None`` clears it); True when it changed."""
+        current = self.get(session_id)
+        if current is None or current.title_text == text:
+            return False
+        return self._update(session_id, {"title_text": text})
 
     def mark_closed(self, session_id: str, at: dt.datetime | None = None) -> bool:
         """Record the idle-close of a session (its tail was flushed, consolidation owed)."""

@@ -1,0 +1,219 @@
+"""A V4 log in DSH 0.2's shape: a ``{kind:'fallback'}`` title (the first words of the first
+prompt, citing it) written inside the first turn, then a ``dsh-rewind`` marker withdrawing that
+prompt, then more turns. No text of the withdrawn prompt stays in the ``session-*`` node or in the
+state database — whether the marker is in the log at first read or arrives after the node was
+written (the node is then rewritten from a later clean title, or deleted, and audited)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from cluster_support import BIN
+from conftest import REPO
+from test_pipeline_session_node import process, store_rows
+
+from memory.store.lite.store import LiteStore
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+from worker_dshgen import SessionLogWriter, embedded_runtime
+
+CWD = "/home/dev/proj"
+SID = "s-title"
+PROMPT = "Deploy the zebra-canary build to staging tonight"
+FALLBACK = "Deploy the zebra-canary build to"  # DSH 0.2: about 5 words of the first prompt
+WITHDRAWN_WORDS = ("zebra-canary", "Deploy the", "staging tonight")
+LATER_TITLE = "Reviewing open pull requests"
+
+
+def state_title(root: Path) -> tuple[Any, ...]:
+    with sqlite3.connect(root / "data" / "state.db") as conn:
+        row = conn.execute("SELECT last_title_seq, title_text FROM sessions WHERE session_id = ?",
+                           (SID,)).fetchone()
+    return tuple(row)
+
+
+def live_state_text(root: Path) -> str:
+    """Every live row of every table of the state database, as SQL text."""
+    conn = sqlite3.connect(root / "data" / "state.db")
+    try:
+        return "\n".join(conn.iterdump())
+    finally:
+        conn.close()
+
+
+def belong(ordinals: list[int]) -> set[tuple[str, str, str]]:
+    return {(f"msg-{SID}-{n}", "belongTo", f"session-{SID}") for n in ordinals}
+
+
+def first_turn(log: SessionLogWriter) -> tuple[int, int]:
+    """The first turn as DSH 0.2 writes it: prompt, fallback title citing it, answer."""
+    prompt = log.open_turn(PROMPT)
+    title = log.title(FALLBACK, prompt)
+    log.close_turn("Deploying it now")
+    return prompt, title
+
+
+def later_turns(log: SessionLogWriter, *, titled: bool) -> int | None:
+    second = log.turn("List the open pull requests", "Three are open")
+    title = None
+    if titled:
+        title = log.event("session/title", {
+            "title": LATER_TITLE, "messageSeqs": [second.user_seq],
+            "source": {"kind": "provider", "provider": "deepseek"},
+        })
+    log.turn("Merge the first one", "Merged")
+    return title
+
+
+def assert_no_withdrawn_text(root: Path) -> None:
+    with LiteStore("default", home=root / "lite") as store:
+        dumped = json.dumps(store.dump(), ensure_ascii=False)
+    state = live_state_text(root)
+    for words in WITHDRAWN_WORDS:
+        assert words not in dumped, words
+        assert words not in state, words
+
+
+def audit(root: Path) -> list[dict[str, Any]]:
+    env = {**os.environ, "MEMORY_WORKER_DATA_DIR": str(root / "data"),
+           "MEMORY_WORKER_LITE_HOME": str(root / "lite")}
+    env.pop("MEMORY_WORKER_STATE_URL", None)
+    done = subprocess.run([str(BIN / "memory-worker"), "status", "--audit", "--json"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return [row for row in json.loads(done.stdout)["audit"]
+            if row["action"] == "repair-session-node"]
+
+
+KEPT = [f"msg-{SID}-{n}" for n in (2, 3, 4, 5)]
+
+
+def test_marker_in_the_first_read_no_other_title_means_no_node(tmp_path: Path) -> None:
+    runtime = embedded_runtime(tmp_path)
+    log = SessionLogWriter(tmp_path / "dsh", SID, CWD)
+    prompt, title = first_turn(log)
+    log.rewind(prompt)
+    later_turns(log, titled=False)
+    log.flush()
+    runner = process(runtime)
+    knowledge, edges = store_rows(tmp_path)
+    assert sorted(knowledge) == KEPT and edges == set()
+    assert state_title(tmp_path) == (title, None)
+    node_runs = [r.detail for r in runner.stats.results if r.job == "session_node"]
+    assert node_runs == ["every title and compaction summary cites withdrawn messages"]
+    assert_no_withdrawn_text(tmp_path)
+    runtime.close()
+    assert audit(tmp_path) == []  # nothing was written, so nothing was repaired
+
+
+def test_marker_in_the_first_read_takes_the_later_clean_title(tmp_path: Path) -> None:
+    runtime = embedded_runtime(tmp_path)
+    log = SessionLogWriter(tmp_path / "dsh", SID, CWD)
+    prompt, _ = first_turn(log)
+    log.rewind(prompt)
+    later = later_turns(log, titled=True)
+    log.flush()
+    process(runtime)
+    knowledge, edges = store_rows(tmp_path)
+    assert knowledge == {f"session-{SID}": LATER_TITLE} | {
+        name: knowledge[name] for name in KEPT}
+    assert edges == belong([2, 3, 4, 5])
+    assert state_title(tmp_path) == (later, LATER_TITLE)
+    assert_no_withdrawn_text(tmp_path)
+    runtime.close()
+
+
+def test_a_late_marker_rewrites_the_node_from_the_later_clean_title(tmp_path: Path) -> None:
+    runtime = embedded_runtime(tmp_path)
+    log = SessionLogWriter(tmp_path / "dsh", SID, CWD)
+    prompt, title = first_turn(log)
+    log.flush()
+    process(runtime)
+    knowledge, edges = store_rows(tmp_path)
+    assert knowledge[f"session-{SID}"] == FALLBACK and edges == belong([0, 1])
+    assert state_title(tmp_path) == (title, FALLBACK)
+
+    marker = log.rewind(prompt)
+    later = later_turns(log, titled=True)
+    log.flush()
+    process(runtime)
+    knowledge, edges = store_rows(tmp_path)
+    assert sorted(knowledge) == sorted([f"session-{SID}", *KEPT])
+    assert knowledge[f"session-{SID}"] == LATER_TITLE
+    assert edges == belong([2, 3, 4, 5])
+    assert state_title(tmp_path) == (later, LATER_TITLE)
+    assert_no_withdrawn_text(tmp_path)
+    runtime.close()
+    (row,) = audit(tmp_path)
+    assert (row["subject"], row["outcome"], row["cause_marker_seq"], row["source_kind"]) == (
+        f"session-{SID}", "rewritten", marker, "dsh-rewind")
+    assert row["detail"] == (
+        f"now from session/title seq {later} (provider); skipped session/title seq {title}: "
+        f"cites message seq {prompt}, withdrawn by the dsh-rewind marker at seq {marker}")
+
+
+def test_a_late_marker_deletes_the_node_when_no_clean_title_is_left(tmp_path: Path) -> None:
+    runtime = embedded_runtime(tmp_path)
+    log = SessionLogWriter(tmp_path / "dsh", SID, CWD)
+    prompt, title = first_turn(log)
+    log.flush()
+    process(runtime)
+    assert store_rows(tmp_path)[0][f"session-{SID}"] == FALLBACK
+
+    marker = log.rewind(prompt)
+    log.flush()  # the rewind is the session's last action for now
+    process(runtime)
+    knowledge, edges = store_rows(tmp_path)
+    assert knowledge == {} and edges == set()
+    assert state_title(tmp_path) == (title, None)
+
+    later_turns(log, titled=False)
+    log.flush()
+    process(runtime)
+    knowledge, edges = store_rows(tmp_path)
+    assert sorted(knowledge) == KEPT and edges == set()  # no node comes back, no edges to it
+    assert_no_withdrawn_text(tmp_path)
+    runtime.close()
+    (row,) = audit(tmp_path)
+    assert (row["subject"], row["outcome"], row["cause_marker_seq"], row["detail"]) == (
+        f"session-{SID}", "deleted", marker,
+        f"skipped session/title seq {title}: cites message seq {prompt}, withdrawn by the "
+        f"dsh-rewind marker at seq {marker}")
+
+
+def test_inspect_json_shows_the_title_source_used_and_the_one_skipped(tmp_path: Path) -> None:
+    log = SessionLogWriter(tmp_path / "dsh", SID, CWD)
+    prompt, title = first_turn(log)
+    marker = log.rewind(prompt)
+    later = later_turns(log, titled=True)
+    log.flush()
+    env = {**os.environ, "MEMORY_WORKER_TIMEZONE": "UTC"}
+    done = subprocess.run([str(BIN / "memory-worker"), "inspect", "--json", str(log.path)],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (report,) = json.loads(done.stdout)["sessions"]
+    # turn/start, step/start, prompt, answer, step/end, turn/end, then the provider title
+    second_prompt = later - 4
+    assert report["session_node"] == {
+        "source": {"seq": later, "type": "session/title", "source": "provider",
+                   "cites": [second_prompt], "checkpoint": None, "text": LATER_TITLE},
+        "skipped": [{
+            "seq": title, "type": "session/title", "source": "fallback",
+            "reason": "withdrawn-source", "withdrawn_seq": prompt, "marker_seq": marker,
+            "marker_kind": "dsh-rewind",
+            "detail": f"cites message seq {prompt}, withdrawn by the dsh-rewind marker at seq "
+                      f"{marker}",
+        }],
+    }
+    plain = subprocess.run([str(BIN / "memory-worker"), "inspect", str(log.path)],
+                           env=env, capture_output=True, text=True, timeout=120)
+    assert plain.returncode == 0, plain.stderr
+    assert f"session node: session/title seq {later} (provider)" in plain.stdout
+    assert (f"node skips session/title seq {title}: cites message seq {prompt}, withdrawn by "
+            f"the dsh-rewind marker at seq {marker}") in plain.stdout
