@@ -210,3 +210,31 @@ def test_state_text_columns_are_searched_on_postgresql(tmp_path: Path) -> None:
     where = f"state sessions.title_text [session_id={V4}]"
     assert _where(found) == [(where, "query", f"msg-{V4}-5", p) for p in PHRASES]
     assert not any(place.startswith(f"file {tmp_path / 'data'}") for place in found.places)
+
+
+def test_a_title_citing_a_withdrawn_prompt_is_checked_too(tmp_path: Path) -> None:
+    log = SessionLogWriter(tmp_path / "dsh", "s-title", "/home/dev/titleproj")
+    first = log.turn("Plan the quartermaster flamingo migration for Tuesday",
+                     "Planning the migration")
+    log.title("Plan the quartermaster flamingo migration", first.user_seq)
+    log.rewind(first.user_seq)  # DSH 0.2: the fallback title cites the withdrawn first prompt
+    clean = log.turn("Describe the lighthouse keeper rota instead", "The rota has two shifts")
+    log.title("Describe the lighthouse keeper rota", clean.user_seq)
+    log.flush()
+    runtime = embedded_runtime(tmp_path, force_idle=True)
+    try:
+        process(runtime, consolidation=False)
+        report = verify(runtime, "default")
+        planted = runtime.store("default")
+        planted.knowledge_create("planted-title", "Plan the quartermaster flamingo migration",
+                                 embed=False)
+        leaked = verify(runtime, "default")
+    finally:
+        runtime.close()
+    derived = [m for m in report.sources.messages if m.name == "session-s-title"]
+    assert [(m.seq, m.why, m.fragments.phrases) for m in derived] == [
+        (first.turn_end_seq + 1, "derived from a withdrawn message",
+         ("plan the quartermaster flamingo migration",))]
+    assert _where(report) == []
+    assert ("entry planted-title", "query", "session-s-title",
+            "plan the quartermaster flamingo migration") in _where(leaked)

@@ -5,7 +5,8 @@
   :mod:`memory.withdrawal`);
 - every message of every forgotten session whose log can still be read, and the texts its
   session node was written from (titles, compaction summaries);
-- each session title that cites a withdrawn message (its text is derived from that message).
+- each session title or compaction summary derived from a withdrawn message (the rule of
+  :mod:`memory.titles`: a title citing it, a summary whose checkpoint or shadowed seqs it is).
 
 Each is rendered exactly as its ``msg-*`` entry would have been written — the same
 :func:`memory.span.plan_span` the ``log_span`` job uses, with the same content policy
@@ -15,24 +16,23 @@ the entry's ``## Content`` section (:mod:`worker.verify.fragments`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from memory.dsh.events import Event
-from memory.entries import message_name, session_name, session_node_text
+from memory.entries import message_name, session_name
 from memory.span import SpanOptions, plan_span
+from memory.titles import survey_titles
 from worker.jobs.log_span import span_options_for
 from worker.jobs.logread import PermanentJobError, TransientJobError
 from worker.jobs.withdrawals import SessionLog, read_session_log
 from worker.settings import Settings
 from worker.state.sessions import SessionState
-from worker.triggers import SESSION_NODE_EVENTS
 from worker.verify.fragments import Fragments, fragments_of
 
 WITHDRAWN = "withdrawn"
 FORGOTTEN = "forgotten"
-#: a session title citing a withdrawn message
-CITES_WITHDRAWN = "title citing a withdrawn message"
+#: a session title or compaction summary derived from a withdrawn message
+DERIVED = "derived from a withdrawn message"
 _CONTENT = "## Content\n"
 _LEDGER = "\n\n## Tool Calls\n"
 
@@ -105,33 +105,25 @@ def _gone(log_: SessionLog, bodies: dict[int, str], seqs: Iterable[int], why: st
     return found
 
 
-def _node_texts(log_: SessionLog, options: SpanOptions,
+def _node_texts(log_: SessionLog, options: SpanOptions, kinds: list[str],
                 bodies: dict[int, str], forgotten: bool) -> list[Gone]:
     """Session-node texts that must be gone: every title and compaction summary of a forgotten
-    session, and each title citing a withdrawn message of any other session."""
+    session, and of any other session each one derived from a withdrawn message
+    (:func:`memory.titles.survey_titles` decides, as the session node job does)."""
     created = log_.state.header.get("created_at")
     now_ms = created if isinstance(created, int) and created > 0 else 0
+    choice = survey_titles(log_.events, kinds, cut=log_.state.inherited_cut, tz=options.tz,
+                           now_ms=now_ms)
+    if forgotten:
+        summaries = [s.summary for s in choice.skipped] + (
+            [choice.chosen] if choice.chosen is not None else [])
+    else:
+        summaries = [s.summary for s in choice.tainted()]
     kept = [] if forgotten else [t for seq, t in bodies.items() if seq not in log_.withdrawn]
-    found = []
-    for event in log_.events:
-        if event.seq < log_.state.inherited_cut or event.type not in SESSION_NODE_EVENTS:
-            continue
-        if not forgotten and not (event.type == "session/title"
-                                  and _cited(event) & log_.withdrawn.keys()):
-            continue
-        text = session_node_text(event, options.tz, now_ms)
-        if text:
-            found.append(Gone(log_.session_id, session_name(log_.session_id), event.seq,
-                              FORGOTTEN if forgotten else CITES_WITHDRAWN,
-                              fragments_of(text, kept), by_name=False))
-    return found
-
-
-def _cited(event: Event) -> set[int]:
-    data = event.data if isinstance(event.data, Mapping) else {}
-    seqs = data.get("messageSeqs")
-    cited = {s for s in seqs if isinstance(s, int)} if isinstance(seqs, list) else set()
-    return cited | set(event.source_seqs)
+    return [Gone(log_.session_id, session_name(log_.session_id), summary.seq,
+                 FORGOTTEN if forgotten else DERIVED, fragments_of(summary.text, kept),
+                 by_name=False)
+            for summary in sorted(summaries, key=lambda s: s.seq) if summary.text]
 
 
 def collect(settings: Settings, sessions: Iterable[SessionState]) -> Sources:
@@ -160,7 +152,7 @@ def collect(settings: Settings, sessions: Iterable[SessionState]) -> Sources:
             sources.messages += _gone(log_, bodies, log_.ordinals, FORGOTTEN)
         else:
             sources.messages += _gone(log_, bodies, log_.withdrawn, WITHDRAWN)
-        sources.messages += _node_texts(log_, options, bodies, state.forgotten)
+        sources.messages += _node_texts(log_, options, kinds, bodies, state.forgotten)
     return sources
 
 
