@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -121,6 +122,8 @@ def test_command_prints_one_line_or_each_leak_and_exits_by_outcome(tmp_path: Pat
     assert lines[0] == (f"leak: entry planted-note (query): session {V4}, msg-{V4}-5 "
                         f'(seq 49, withdrawn): "the session is read only"')
     assert all(line.startswith("leak: ") for line in lines)
+    assert re.fullmatch(rf"{len(lines)} leaks in 2 withdrawn messages and 0 forgotten sessions "
+                        r"\(\d+ places searched\)", leaked.stderr.strip().splitlines()[-1])
     report = json.loads(_cli(tmp_path, "--json").stdout)
     assert report["leaks"][0] == {
         "where": "entry planted-note", "via": "query", "session_id": V4,

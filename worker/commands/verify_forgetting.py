@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+from sqlalchemy.exc import SQLAlchemyError
 
 from memory.store.base import StoreError
 from worker.cli import app
@@ -22,6 +23,7 @@ from worker.commands.config import ConfigOption
 from worker.commands.run import (
     ShelfOption,
     check_store_or_exit,
+    db_error_line,
     err,
     load_or_exit,
     open_runtime_or_exit,
@@ -67,6 +69,10 @@ def verify_forgetting(
         err.print(f"memory-worker verify-forgetting: cannot search the store: "
                   f"{escape(' '.join(str(exc).split()))}", soft_wrap=True)
         raise typer.Exit(2) from None
+    except SQLAlchemyError as exc:
+        err.print(f"memory-worker verify-forgetting: cannot search the state database: "
+                  f"{escape(db_error_line(exc))}", soft_wrap=True)
+        raise typer.Exit(2) from None
     finally:
         runtime.close()
     _print(report, json_)
@@ -81,6 +87,8 @@ def _print(report: Report, json_: bool) -> None:
             typer.echo(leak.line())
         if not report.leaks:
             typer.echo(report.summary())
+        else:
+            err.print(escape(report.summary()), soft_wrap=True)
     say = "memory-worker verify-forgetting: "
     for sid, why in report.sources.unreadable.items():
         err.print(f"{say}{escape(sid)}: cannot read its log ({escape(why)}); its withdrawals "

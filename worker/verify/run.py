@@ -58,7 +58,7 @@ class Report:
         return self.entries + self.statements + len(self.places)
 
     def summary(self) -> str:
-        return (f"0 leaks in {self.sources.withdrawn_count} withdrawn messages and "
+        return (f"{len(self.leaks)} leaks in {self.sources.withdrawn_count} withdrawn messages and "
                 f"{len(self.sources.forgotten)} forgotten sessions "
                 f"({self.place_count} places searched)")
 
