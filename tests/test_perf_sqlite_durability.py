@@ -1,7 +1,9 @@
 """Durability that process-then-advance relies on: a hypatia-lite write is on disk before it
 returns (its WAL file is fsynced after the commit, once the write lock is free, so another
-process is not kept waiting for the disk), and the SQLite state database runs WAL with
-``synchronous = NORMAL`` (a lost last transaction only makes watermarks lag)."""
+process is not kept waiting for the disk; a delete is made durable by its truncating
+checkpoint instead, which syncs the WAL and then the database file), and the SQLite state
+database runs WAL with ``synchronous = NORMAL`` (a lost last transaction only makes watermarks
+lag)."""
 
 from __future__ import annotations
 
@@ -53,10 +55,12 @@ def test_every_write_fsyncs_the_wal_after_releasing_the_lock(
     try:
         store.write_batch([EntryWrite("msg-d-0", "durable", embed=False)])
         assert store.knowledge_create("note-d", "also durable", embed=False)
+        assert synced == [(wal, True)] * 2
         assert store.knowledge_delete("note-d")
+        assert synced == [(wal, True)] * 2  # the checkpoint synced it, under SQLite's control
+        assert os.path.getsize(wal) == 0  # ... into the database file, then truncated the WAL
     finally:
         store.close()
-    assert synced == [(wal, True)] * 3
 
 
 def test_the_state_database_runs_wal_with_normal_sync(tmp_path: Path) -> None:

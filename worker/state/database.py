@@ -60,13 +60,14 @@ class StateDB:
         """One short transaction: committed when the block ends, rolled back on an error."""
         with self.engine.begin() as conn:
             yield self._repos(conn)
-        if self._purge_owed:
-            self.after_purge()
+        if self._purge_owed and self.engine.dialect.name == "sqlite":
+            self.after_purge()  # a checkpoint attempt is cheap; a VACUUM FULL is not
 
     def after_purge(self) -> bool:
         """Call once a transaction that overwrote stored text (``scrub_title``) has committed:
         the old text leaves the database files (:mod:`worker.state.purge`). True when done; when
-        another connection blocked it, the end of this object's next transaction tries again."""
+        another connection blocked it, it is tried again at the end of this object's next
+        transaction (SQLite), at the next ``after_purge`` and at ``dispose``."""
         self._purge_owed = not after_purge(self.engine, PURGED_TABLES)
         return not self._purge_owed
 

@@ -16,7 +16,8 @@ then still holds, and what :func:`after_purge` does about it:
   in the table's file; a plain ``VACUUM`` makes its space reusable but leaves the bytes in the
   page. :func:`after_purge` runs ``VACUUM FULL`` on the affected tables, which rewrites them into
   new files (``sessions`` holds one small row per session: milliseconds, under an exclusive lock
-  that waits at most ``LOCK_TIMEOUT``). PostgreSQL's own WAL (``pg_wal``), WAL archives and
+  that waits at most ``LOCK_TIMEOUT``; when the lock is not had, the next ``after_purge`` or
+  ``dispose`` of that ``StateDB`` tries again). PostgreSQL's own WAL (``pg_wal``), WAL archives and
   backups keep the old row until they are recycled or expire; that is the operator's retention.
 """
 

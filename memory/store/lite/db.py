@@ -172,7 +172,7 @@ def connect(shelf_dir: Path) -> ShelfConnection:
 
     try:
         retry_locked(_init)
-        conn.checkpoint_owed = not purge.finish_owed(conn)
+        conn.checkpoint_owed = purge.finish_owed(conn)
     except BaseException:
         conn.close()
         raise
@@ -185,20 +185,28 @@ def write(conn: ShelfConnection, *, purge_text: bool = False) -> Iterator[None]:
     disk when this returns (see the module doc).
 
     ``purge_text``: the transaction removes stored text (a delete, or an update that replaces
-    content). It records that a truncating WAL checkpoint is owed, in the same transaction, and
-    runs that checkpoint once it has committed (:func:`memory.store.lite.purge.checkpoint`)."""
+    content). Once it has committed, the WAL is checkpointed and truncated (the checkpoint
+    syncs the WAL and the database); when other connections keep it from finishing, the WAL is
+    fsynced instead and the checkpoint is owed (:mod:`memory.store.lite.purge`)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield
-        if purge_text:
-            purge.mark_owed(conn)
     except BaseException:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
-    sync_wal(conn)
     if purge_text or conn.checkpoint_owed:
-        conn.checkpoint_owed = not purge.checkpoint(conn)
+        try:
+            owed = purge.after_purge(conn, conn.checkpoint_owed)
+        except sqlite3.OperationalError:  # never let a lock retry run a committed write again
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            owed = True
+        if owed or not purge_text:
+            sync_wal(conn)
+        conn.checkpoint_owed = owed
+    else:
+        sync_wal(conn)
 
 
 def sync_wal(conn: ShelfConnection) -> None:

@@ -12,13 +12,17 @@ or in :func:`memory.store.lite.db.connect`:
   before the option gets it on its first open, with one ``rebuild`` of the index (its old
   segments may hold earlier deletes) and one ``VACUUM`` (its free pages were never zeroed).
 * **The WAL.** Old page images stay in ``hypatia.sqlite-wal`` until a checkpoint copies the
-  newest ones into the database and the log is truncated. A transaction that removes text
-  records ``purge_checkpoint_owed`` in ``meta`` (atomically with the delete), and once it has
-  committed runs ``PRAGMA wal_checkpoint(TRUNCATE)``. A checkpoint cannot finish while another
-  connection reads an older snapshot (or writes); it then waits at most ``CHECKPOINT_WAIT_MS``,
-  gives up without losing anything (the frames stay valid in the WAL), and the flag makes the
-  next opportunity do it: the next write of this connection, its ``close``, or the next open of
-  the shelf by any process. The flag is cleared only after a checkpoint that truncated.
+  newest ones into the database and the log is truncated. Once a transaction that removes text
+  has committed, :func:`memory.store.lite.db.write` runs ``PRAGMA wal_checkpoint(TRUNCATE)``
+  (which syncs the WAL, then the database file, before it truncates: the write is as durable as
+  any other). A checkpoint cannot finish while another connection reads an older snapshot (or
+  writes); it then waits at most ``CHECKPOINT_WAIT_MS`` and gives up without losing anything
+  (the frames stay valid in the WAL, which is fsynced as after any write), and the checkpoint is
+  owed: recorded in this connection and as ``purge_checkpoint_owed`` in ``meta``, so the next
+  opportunity does it — the next write of this connection, its ``close``, or the next open of
+  the shelf by any process; the flag is cleared after a checkpoint that truncated. (A process
+  killed between a purge's commit and its checkpoint leaves the frames to the next purge's
+  checkpoint, or to the last connection's close, which checkpoints and deletes the WAL.)
 
 ``-shm`` holds the WAL index (page numbers and frame offsets), never row content.
 """
@@ -44,12 +48,6 @@ def configure_index(conn: sqlite3.Connection) -> None:
     if conn.execute("SELECT 1 FROM docs LIMIT 1").fetchone() is not None:
         conn.execute("INSERT INTO docs_fts(docs_fts) VALUES ('rebuild')")
         conn.execute(_SET_OWED, (OWED_VACUUM,))
-        conn.execute(_SET_OWED, (OWED_CHECKPOINT,))
-
-
-def mark_owed(conn: sqlite3.Connection) -> None:
-    """Record, inside the purging transaction, that its truncating checkpoint is owed."""
-    conn.execute(_SET_OWED, (OWED_CHECKPOINT,))
 
 
 def _owed(conn: sqlite3.Connection) -> set[str]:
@@ -64,52 +62,69 @@ def _short_wait(conn: sqlite3.Connection) -> int:
     return previous
 
 
-def _clear(conn: sqlite3.Connection, key: str) -> None:
+def _set_flag(conn: sqlite3.Connection, key: str, owed: bool) -> bool:
+    """Set or clear an owed flag in ``meta`` in its own short transaction; False when the write
+    lock stayed busy (the flag is then unchanged)."""
+    previous = _short_wait(conn)
     try:
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError:
-        return  # busy: the flag stays; the next opportunity checkpoints (harmlessly) again
+        return False
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {previous}")
     try:
-        conn.execute("DELETE FROM meta WHERE k = ?", (key,))
+        if owed:
+            conn.execute(_SET_OWED, (key,))
+        else:
+            conn.execute("DELETE FROM meta WHERE k = ?", (key,))
     except BaseException:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+    return True
 
 
-def checkpoint(conn: sqlite3.Connection) -> bool:
-    """Checkpoint the whole WAL into the database and truncate it to zero bytes; True when done.
-    False (nothing lost, the owed flag kept) when readers or a writer kept it from finishing
-    within ``CHECKPOINT_WAIT_MS``."""
+def truncate_wal(conn: sqlite3.Connection) -> bool:
+    """Checkpoint the whole WAL into the database and truncate it to zero bytes; True when done,
+    False (nothing lost) when readers or a writer kept it from finishing within
+    ``CHECKPOINT_WAIT_MS``."""
     previous = _short_wait(conn)
     try:
-        try:
-            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-        except sqlite3.OperationalError:  # locked: another checkpoint or a writer
-            return False
-        if busy:
-            return False
-        _clear(conn, OWED_CHECKPOINT)
-        # The flag's own clearing wrote only the ``meta`` page; truncate once more when free.
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        return True
+        busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+    except sqlite3.OperationalError:  # locked: another checkpoint or a writer
+        return False
     finally:
         conn.execute(f"PRAGMA busy_timeout = {previous}")
+    return not busy
+
+
+def after_purge(conn: sqlite3.Connection, owed_before: bool) -> bool:
+    """After a purge (or with an owed checkpoint) committed: truncate the WAL. Returns whether
+    the checkpoint is still owed; it is then recorded in ``meta`` (best effort: another writer
+    may hold the lock) for the next opportunity. ``owed_before``: an owed flag may be set, to be
+    cleared once the checkpoint is done."""
+    if truncate_wal(conn):
+        if owed_before:
+            _set_flag(conn, OWED_CHECKPOINT, False)  # writes only the ``meta`` page
+        return False
+    _set_flag(conn, OWED_CHECKPOINT, True)
+    return True
 
 
 def finish_owed(conn: sqlite3.Connection) -> bool:
-    """On open: do the ``VACUUM`` and the checkpoint an earlier purge still owes; True when
-    nothing is owed any more."""
+    """On open: do the ``VACUUM`` and the checkpoint an earlier purge still owes; True when a
+    checkpoint is still owed afterwards."""
     owed = _owed(conn)
     if OWED_VACUUM in owed:
         previous = _short_wait(conn)
         try:
             conn.execute("VACUUM")
         except sqlite3.OperationalError:
-            return False  # busy: the next open tries again
+            return True  # busy: the next open tries again
         finally:
             conn.execute(f"PRAGMA busy_timeout = {previous}")
-        _clear(conn, OWED_VACUUM)
-    if OWED_CHECKPOINT in owed or OWED_VACUUM in owed:
-        return checkpoint(conn)
-    return True
+        _set_flag(conn, OWED_VACUUM, False)
+        owed.add(OWED_CHECKPOINT)
+    if OWED_CHECKPOINT in owed:
+        return after_purge(conn, True)
+    return False

@@ -93,7 +93,7 @@ class LiteStore(VectorSearch):
             if self._conn is not None:
                 if self._conn.checkpoint_owed:  # a purge's checkpoint was blocked: try again
                     with contextlib.suppress(sqlite3.Error):  # still owed in ``meta``: the
-                        purge.checkpoint(self._conn)  # next open of the shelf does it
+                        purge.after_purge(self._conn, True)  # next open of the shelf does it
                 self._conn.close()
                 self._conn = None
 
