@@ -217,3 +217,48 @@ def test_inspect_json_shows_the_title_source_used_and_the_one_skipped(tmp_path: 
     assert f"session node: session/title seq {later} (provider)" in plain.stdout
     assert (f"node skips session/title seq {title}: cites message seq {prompt}, withdrawn by "
             f"the dsh-rewind marker at seq {marker}") in plain.stdout
+
+
+def test_a_late_rollback_of_a_compaction_checkpoint_deletes_the_node_built_on_it(
+    tmp_path: Path,
+) -> None:
+    runtime = embedded_runtime(tmp_path)
+    log = SessionLogWriter(tmp_path / "dsh", SID, CWD)
+    first = log.turn("Plan the walrus migration", "Here is the plan")
+    start = log.event("compaction/start", {"compactionId": "cmp-1", "turn": None})
+    shadowed = [first.user_seq, first.assistant_seq]
+    summary = log.event("compaction/summary", {
+        "compactionId": "cmp-1", "summary": [{"type": "text", "text": "Earlier: walrus plan"}],
+        "shadowedRange": {"start": shadowed[0], "end": shadowed[-1]}, "shadowedSeqs": shadowed,
+        "shadowedTokenCount": 40, "provider": "deepseek", "model": "deepseek-chat",
+    })
+    checkpoint = log.event(
+        "user/message",
+        {"id": "m-cp", "role": "user", "source": {"kind": "compact-checkpoint",
+                                                  "compactionId": "cmp-1"},
+         "content": [{"type": "text", "text": "checkpoint"}]},
+        surfaceOp={"op": "replace", "startSeq": shadowed[0], "endSeq": shadowed[-1]},
+        sourceEventSeqs=[start, summary, *shadowed],
+    )
+    log.surface[:] = [checkpoint]
+    log.event("compaction/end", {"compactionId": "cmp-1", "turn": None})
+    log.turn("Carry on", "Carrying on")
+    log.flush()
+    process(runtime)
+    knowledge, edges = store_rows(tmp_path)
+    assert knowledge[f"session-{SID}"] == "Earlier: walrus plan"
+    assert edges == belong([0, 1, 2, 3])
+    assert state_title(tmp_path) == (summary, "Earlier: walrus plan")
+
+    marker = log.rewind(checkpoint, kind="plugin:rollback")  # the checkpoint and all after it
+    log.flush()
+    process(runtime)
+    knowledge, edges = store_rows(tmp_path)
+    assert sorted(knowledge) == [f"msg-{SID}-0", f"msg-{SID}-1"] and edges == set()
+    assert state_title(tmp_path) == (summary, None)
+    runtime.close()
+    (row,) = audit(tmp_path)
+    assert (row["outcome"], row["cause_marker_seq"], row["source_kind"], row["detail"]) == (
+        "deleted", marker, "plugin:rollback",
+        f"skipped compaction/summary seq {summary}: its checkpoint seq {checkpoint} was "
+        f"withdrawn by the plugin:rollback marker at seq {marker}")

@@ -56,7 +56,9 @@ def withdraw_within_two_polls(log: SessionLogWriter, prompt: int,
     log.flush()
     started = time.monotonic()
     wait_for(lambda: not entries(), 2 * POLL_S, "the withdrawn entries to go", every=0.02)
-    return time.monotonic() - started
+    took = time.monotonic() - started
+    print(f"withdrawal acted {took:.2f} s after the marker was durable (poll {POLL_S} s)")
+    return took
 
 
 def test_embedded_follower_retracts_a_late_marker_within_two_polls(tmp_path: Path) -> None:

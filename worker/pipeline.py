@@ -5,8 +5,8 @@
   end; write message entries get-before-create; skip / retract per the withdrawal decision and
   record retractions; settle owed ``belongTo`` edges with the skip set; advance
   ``last_logged_seq`` and ``last_belong_to_index`` after the writes.
-* :func:`session_node` — the first title / compaction summary → ``session-<id>`` + owed edges;
-  never replaced by a later title.
+* :func:`session_node` — the first clean title / compaction summary → ``session-<id>`` + owed
+  edges; never replaced by a later title, rewritten or deleted when a withdrawal taints it.
 * :func:`run_job` — the one wrapper (lease, retry, metrics, failure recording) both the
   in-process runner and the Celery tasks call.
 

@@ -3,7 +3,8 @@
 Per session the watcher keeps a scan position (byte offset of the next complete line / zstd frame
 and the seq expected there) and a sparse checkpoint index with the message ordinal at each
 checkpoint, in the sessions table. Every poll it reads only what was appended since, records the
-durable end, the last ``turn/end``, the latest title and the time of growth, and sends hints:
+durable end, the last ``turn/end``, the seq of the latest title and the time of growth, and sends
+hints:
 
 * ``log_span`` at a ``turn/end`` (immediately), when a pending ``step/end`` is older than the
   flush window, and when the session went idle (idle-close flushes the tail);
