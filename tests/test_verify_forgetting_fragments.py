@@ -74,3 +74,11 @@ def test_content_section_is_the_body_without_the_tool_ledger() -> None:
                 "Done.\n\n## Tool Calls\n- read config.json")
     assert content_section(markdown) == "Done."
     assert content_section("no sections") == ""
+
+
+def test_a_forgotten_sessions_names_do_not_cover_a_longer_session_id() -> None:
+    from worker.verify.store_scan import _of_session
+
+    assert _of_session("msg-s-1-5", "s-1") and _of_session("sum-s-1-0-17", "s-1")
+    assert not _of_session("msg-s-1-x-5", "s-1") and not _of_session("sum-s-1-x-0-17", "s-1")
+    assert not _of_session("msg-s-1-", "s-1")

@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from memory.store.base import Catalog, Content, KnowledgeEntry, MemoryStore, StatementRow
-from worker.jobs.storeview import query_all
+from worker.jobs.storeview import parse_span_summary, query_all
 from worker.verify.matcher import Leak, TextMatcher
-from worker.verify.sources import Gone, Sources, forgotten_names
+from worker.verify.sources import FORGOTTEN, Gone, Sources, forgotten_names
 
 _CATALOGS: tuple[Catalog, ...] = ("knowledge", "statement")
 Tick = Callable[[int], None]
@@ -45,20 +45,28 @@ class _Names:
             if message.by_name:
                 self.exact[message.name] = (message.session_id, message.name, message.seq,
                                             message.why)
-        self.prefixes: list[tuple[str, str]] = []
+        self.forgotten = list(sources.forgotten)
         for sid in sources.forgotten:
-            msgs, sums, node = forgotten_names(sid)
-            self.prefixes += [(msgs[:-1], sid), (sums[:-1], sid)]
-            self.exact.setdefault(node, (sid, "", None, "forgotten"))
+            self.exact.setdefault(forgotten_names(sid)[2], (sid, "", None, FORGOTTEN))
 
     def owner(self, name: str) -> tuple[str, str, int | None, str] | None:
         found = self.exact.get(name)
         if found is not None:
             return found
-        for prefix, sid in self.prefixes:
-            if name.startswith(prefix):
-                return (sid, "", None, "forgotten")
+        if name.startswith(("msg-", "sum-")):
+            for sid in self.forgotten:
+                if _of_session(name, sid):
+                    return (sid, "", None, FORGOTTEN)
         return None
+
+
+def _of_session(name: str, session_id: str) -> bool:
+    """Whether ``name`` is a message entry or a span summary of ``session_id`` (a longer
+    session id that merely starts with it does not count)."""
+    messages = forgotten_names(session_id)[0][:-1]
+    if name.startswith(messages) and name[len(messages):].isdigit():
+        return True
+    return parse_span_summary(name, session_id) is not None
 
 
 def scan_store(store: MemoryStore, sources: Sources, tick: Tick | None = None) -> StoreScan:
