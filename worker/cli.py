@@ -32,6 +32,7 @@ def _register() -> None:
     from worker.commands import retract as _retract  # noqa: F401  (registers `retract`)
     from worker.commands import run as _run  # noqa: F401  (registers `run`)
     from worker.commands import status as _status  # noqa: F401  (registers `status`)
+    from worker.commands import verify_forgetting as _verify  # noqa: F401  (`verify-forgetting`)
     from worker.commands import worker_cmd as _worker_cmd  # noqa: F401  (registers `worker`)
 
 

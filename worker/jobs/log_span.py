@@ -11,6 +11,7 @@ one conditional update. A crash anywhere before the advance re-does the writes i
 
 from __future__ import annotations
 
+import zoneinfo
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,16 +39,21 @@ from worker.jobs.logread import (
     survey_log,
 )
 from worker.jobs.runtime import ConsolidationOwed, ms_of
+from worker.settings import Settings
 from worker.triggers import Timing, cut_span, span_start
 
 
 def span_options(ctx: JobContext) -> SpanOptions:
-    s = ctx.runtime.settings
+    return span_options_for(ctx.runtime.settings)
+
+
+def span_options_for(s: Settings) -> SpanOptions:
+    """The content policy of ``msg-*`` entries under settings ``s``."""
     return SpanOptions(
         max_assistant_chars=s.max_assistant_chars,
         max_user_chars=s.max_user_chars,
         tool_ledger=s.tool_ledger,
-        tz=ctx.timezone(),
+        tz=zoneinfo.ZoneInfo(s.timezone) if s.timezone else None,
         # An event without a time (only normalised fixtures) keeps relative dates as written,
         # so an entry's text never depends on when the worker ran.
         now_ms=None,

@@ -1,0 +1,60 @@
+"""Searching the state database: every text column of every table, queried (SQLite and
+PostgreSQL), and on SQLite the files themselves (``state.db``, ``-wal``, ``-shm``, ``-journal``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy import JSON, String, Text, cast, select
+from sqlalchemy.engine import make_url
+
+from worker.state.database import StateDB
+from worker.state.models import Base
+from worker.verify.matcher import Leak, TextMatcher
+from worker.verify.sources import Sources
+
+SQLITE_SUFFIXES = ("", "-wal", "-shm", "-journal")
+
+
+@dataclass(slots=True)
+class StateScan:
+    leaks: list[Leak] = field(default_factory=list)
+    columns: list[str] = field(default_factory=list)
+
+
+def state_files(url: str) -> list[Path]:
+    """The files of a SQLite state database that exist now (none for PostgreSQL)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return []
+    main = Path(parsed.database)
+    return [Path(f"{main}{suffix}") for suffix in SQLITE_SUFFIXES
+            if Path(f"{main}{suffix}").is_file()]
+
+
+def scan_state(state: StateDB, sources: Sources) -> StateScan:
+    """Every text value of the state database searched for the phrases of ``sources``."""
+    scan = StateScan()
+    matcher = TextMatcher(sources.messages)
+    with state.read() as repos:
+        for table in Base.metadata.sorted_tables:
+            keys = list(table.primary_key.columns)
+            for column in table.columns:
+                if not isinstance(column.type, String | Text | JSON) or column.primary_key:
+                    continue
+                scan.columns.append(f"{table.name}.{column.name}")
+                if not matcher:
+                    continue
+                query = select(*keys, cast(column, Text)).where(column.is_not(None))
+                for row in repos.conn.execute(query):
+                    text = row[-1]
+                    if not isinstance(text, str):
+                        continue
+                    ident = ", ".join(f"{k.name}={v}" for k, v in zip(keys, row[:-1], strict=True))
+                    for message, phrase in matcher.find(text):
+                        scan.leaks.append(Leak(
+                            f"state {table.name}.{column.name} [{ident}]", "query",
+                            message.session_id, message.name, message.seq, message.why, phrase))
+    return scan
