@@ -96,7 +96,7 @@ def test_an_unreachable_broker_is_one_line_and_never_blocks_the_watcher(
 
     tasks.configure(load_settings(None, broker_url="redis://127.0.0.1:1/0"), queue="q-down")
     hints = BrokerHints(retry_after_s=60)
-    caplog.set_level(logging.WARNING, logger="memory_worker")
+    caplog.set_level(logging.WARNING, logger="worker")
     started = time.monotonic()
     for n in range(50):
         hints("log_span", f"s-{n}", "default")

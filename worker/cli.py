@@ -1,22 +1,38 @@
 """The ``memory-worker`` command line (Typer + Rich).
 
-Each command lives in its own module under ``worker/commands/`` and is registered here.
+Each command lives in its own module under ``worker/commands/`` and is registered here. Start-up
+time: this module and the command modules' top level import only Typer, Rich and the standard
+library; a command imports the runtime when it runs (see :mod:`worker.commands.options`).
 """
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
+
+from worker import __version__
 
 app = typer.Typer(
     name="memory-worker",
     help="Turn DSH session logs into Hypatia memory.",
     no_args_is_help=True,
-    add_completion=False,
 )
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"memory-worker {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_show_version, is_eager=True,
+                           help="Print the version and exit.")
+    ] = False,
+) -> None:
     """Turn DSH session logs into Hypatia memory."""
 
 

@@ -41,7 +41,7 @@ from worker.owed import BACKED_OFF_JOBS, owed_work
 from worker.scan_digest import ScanDigest
 from worker.state.sessions import Checkpoint, SessionState
 
-log = logging.getLogger("memory_worker")
+log = logging.getLogger(__name__)
 
 Enqueue = Callable[[str, str, str], None]  # (job, session id, shelf)
 SCAN_TASK = "scan"

@@ -9,7 +9,7 @@ row, failure or audit record) is one line on stderr and exit status 1."""
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -17,14 +17,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from worker.cli import app
-from worker.commands.config import ConfigOption
-from worker.commands.run import ShelfOption, err, load_or_exit, open_runtime_or_exit
-from worker.figures import figures
-from worker.pipeline import Runtime
+from worker.commands.options import ConfigOption, ShelfOption, err
+
+if TYPE_CHECKING:
+    from worker.pipeline import Runtime
 
 
 def session_status(runtime: Runtime, shelf: str) -> list[dict[str, Any]]:
     """One JSON-ready dict per known session (forgotten ones included, flagged)."""
+    from worker.figures import figures
+
     rows: list[dict[str, Any]] = figures(runtime.state, shelf)["sessions"]
     return rows
 
@@ -78,6 +80,10 @@ def status(
     config: ConfigOption = None,
 ) -> None:
     """Per session and in total: durable end, watermarks, lag, pending retractions, failures."""
+    # Imported when the command runs, not at start-up (keeps `status --help` fast).
+    from worker.commands.common import load_or_exit, open_runtime_or_exit
+    from worker.figures import figures
+
     settings = load_or_exit(config, store_shelf=shelf)
     runtime = open_runtime_or_exit(settings, "status")
     try:

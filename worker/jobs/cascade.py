@@ -43,7 +43,7 @@ from worker.jobs.context import JobContext, JobOutput, skipped
 from worker.jobs.logread import PermanentJobError, TransientJobError
 from worker.jobs.models import job_attempt, model_client
 
-log = logging.getLogger("memory_worker")
+log = logging.getLogger(__name__)
 
 JOB_CASCADE = "cascade"
 
