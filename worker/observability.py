@@ -107,7 +107,7 @@ def metrics_registry() -> CollectorRegistry:
         from prometheus_client.multiprocess import MultiProcessCollector
 
         _multiprocess = CollectorRegistry()
-        MultiProcessCollector(_multiprocess)
+        MultiProcessCollector(_multiprocess)  # type: ignore[no-untyped-call]
     return _multiprocess
 
 

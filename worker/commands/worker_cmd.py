@@ -97,7 +97,12 @@ def _multiprocess_metrics() -> None:
     else:
         directory = Path(tempfile.mkdtemp(prefix="memory-worker-metrics-"))
         owner = os.getpid()
-        atexit.register(lambda: os.getpid() == owner and shutil.rmtree(directory, True))
+
+        def _remove() -> None:
+            if os.getpid() == owner:  # not in a forked pool process
+                shutil.rmtree(directory, ignore_errors=True)
+
+        atexit.register(_remove)
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
 
 
