@@ -149,7 +149,7 @@ def test_migrate_runs_once_before_the_workers_and_the_watcher() -> None:
     assert migrate["command"] == ["migrate", "upgrade"]
     assert migrate["restart"] == "no"
     assert migrate["depends_on"] == {"postgres": {"condition": "service_healthy"}}
-    for role, command in (("worker", ["worker"]), ("watcher", ["daemon"])):
+    for role, command in (("worker", ["worker", "--name", "worker@%h"]), ("watcher", ["daemon"])):
         assert services[role]["command"] == command
         assert services[role]["depends_on"]["migrate"] == {
             "condition": "service_completed_successfully"}
