@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import redis
+from celery_events_support import receiving
 from prometheus_client.parser import text_string_to_metric_families
 
 from worker import tasks
@@ -109,22 +110,13 @@ def test_prefork_worker_answers_ping_names_each_job_and_counts_every_child(
                 if sum(1 for e in seen if e["type"] == "task-succeeded") >= expected:
                     succeeded.set()
 
-        with app.connection_for_read() as conn:
-            receiver = app.events.Receiver(conn, handlers={"*": on_event})
-
-            def capture() -> None:
-                with contextlib.suppress(Exception):
-                    receiver.capture(limit=None, timeout=60, wakeup=False)
-
-            thread = threading.Thread(target=capture, daemon=True)
-            thread.start()
+        with receiving(app, on_event, timeout_s=60):
             time.sleep(0.5)  # the receiver binds its queue before the first task is sent
             for job, count in JOBS.items():
                 for n in range(count):
                     tasks.enqueue(job, f"no-such-{job}-{n}", "default")
             assert succeeded.wait(90), f"events: {Counter(e['type'] for e in seen)}; log: " + (
                 log_path.read_text(errors="replace")[-3000:])
-            receiver.should_stop = True
 
         wanted = {(job, "skipped"): float(count) for job, count in JOBS.items()}
         runs = _wait(lambda: (r := _job_runs(port)) == wanted and r, 30,
