@@ -135,7 +135,7 @@ class Settings(BaseSettings):
     state_url: str | None = None
     """SQLAlchemy URL of the state database; ``None`` → ``sqlite:///<data_dir>/state.db``."""
     migrations_dir: Path | None = None
-    """Alembic script directory; ``None`` → the checkout's ``migrations/`` (see state.migrate)."""
+    """Alembic script directory; ``None`` → the packaged one (see ``worker.state.migrate``)."""
 
     # --- broker -------------------------------------------------------------------------------
     broker_url: str = "redis://127.0.0.1:6379/0"
