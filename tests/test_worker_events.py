@@ -76,7 +76,7 @@ def test_running_worker_emits_heartbeats_and_task_events(tmp_path: Path) -> None
     try:
         with receiving(app, on_event):
             # Events are not buffered: send the task once the worker's heartbeat arrived.
-            assert online.wait(30), "no heartbeat from the worker; log: " + (
+            assert online.wait(120), "no heartbeat from the worker; log: " + (
                 tmp_path / "worker.log").read_text(errors="replace")[-2000:]
             tasks.enqueue("session_node", "no-such-session", "default")
             assert done.wait(30), f"events seen: {sorted(seen)}; log: " + (

@@ -15,7 +15,6 @@ all of them (:func:`serve_metrics`).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,7 +22,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, s
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+from worker.settings import prometheus_multiproc_dir
 
 JOB_RUNS = Counter(
     "memory_worker_job_runs_total", "Guarded job runs by job and outcome", ["job", "status"]
@@ -101,7 +100,7 @@ def metrics_registry() -> CollectorRegistry:
     """The registry to serve: in multiprocess mode one that sums every process's files
     (prometheus_client's ``MultiProcessCollector``), else the default registry."""
     global _multiprocess
-    if not os.environ.get(MULTIPROC_ENV):
+    if prometheus_multiproc_dir() is None:
         return REGISTRY
     if _multiprocess is None:
         from prometheus_client.multiprocess import MultiProcessCollector

@@ -88,9 +88,11 @@ def _multiprocess_metrics() -> None:
     import tempfile
     from pathlib import Path
 
-    given = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
-    if given:
-        directory = Path(given)
+    from worker.settings import prometheus_multiproc_dir, use_prometheus_multiproc_dir
+
+    given = prometheus_multiproc_dir()
+    if given is not None:
+        directory = given
         directory.mkdir(parents=True, exist_ok=True)
         for old in directory.glob("*.db"):  # counters of an earlier run are not this run's
             old.unlink(missing_ok=True)
@@ -103,7 +105,7 @@ def _multiprocess_metrics() -> None:
                 shutil.rmtree(directory, ignore_errors=True)
 
         atexit.register(_remove)
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
+        use_prometheus_multiproc_dir(directory)
 
 
 def celery_argv(queue: str, concurrency: int, pool: Pool, log_level: str, node: str) -> list[str]:
