@@ -29,7 +29,7 @@ from typing import Any, Final
 from celery import Celery, signals
 from kombu import pools as kombu_pools
 
-from worker.names import DEFAULT_QUEUE, TASK_JOB, TASK_OF_JOB
+from worker.names import DEFAULT_QUEUE, TASK_JOB, TASK_LOG_SPAN, TASK_OF_JOB, TASK_SESSION_NODE
 from worker.settings import Settings, SettingsError, load_settings
 
 #: Seconds a task may run beyond its lease before Celery kills it (the lease bounds a task).
@@ -173,3 +173,8 @@ def _configure_from_settings() -> None:
 
 
 _configure_from_settings()
+
+__all__ = [
+    "TASKS", "TASK_JOB", "TASK_LOG_SPAN", "TASK_SESSION_NODE", "app", "backoff_s", "configure",
+    "enqueue", "job_task", "log_span_task", "session_node_task",
+]
