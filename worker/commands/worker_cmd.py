@@ -4,6 +4,8 @@ Late acks, one prefetched message per process, redelivery of a lost worker's mes
 visibility timeout above the longest task (see :func:`worker.tasks.configure`). The state
 database is migrated to head before the worker starts consuming. Task events and heartbeats are
 on, so Flower (``docker compose``'s ``flower`` service) shows workers, tasks and their outcomes.
+The metrics port serves the counters of every pool process (prometheus_client multiprocess mode,
+set up before anything imports it), and logging stays this project's (Celery does not redo it).
 """
 
 from __future__ import annotations
