@@ -14,16 +14,14 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY memory ./memory
 COPY worker ./worker
-COPY migrations ./migrations
 COPY alembic.ini ./
-RUN pip install . \
+# The Alembic revisions and the demo fixtures are package data: the installed package has them.
+RUN pip install ".[distributed]" \
     && useradd --create-home --uid 10001 memory \
     && mkdir -p /data/worker /data/hypatia \
     && chown -R memory:memory /data
 
-# The Alembic scripts ship beside the code, not inside the installed package.
-ENV MEMORY_WORKER_MIGRATIONS_DIR=/app/migrations \
-    MEMORY_WORKER_DATA_DIR=/data/worker \
+ENV MEMORY_WORKER_DATA_DIR=/data/worker \
     MEMORY_WORKER_LITE_HOME=/data/hypatia \
     DSH_HOME=/dsh
 

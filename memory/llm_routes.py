@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 # The messages keep the logger of the public module (``memory.llm``).
-log = logging.getLogger("memory.llm")
+log = logging.getLogger(__name__)
 
 Purpose = Literal["memory-consolidation", "memory-adjudication", "memory-cascade"]
 

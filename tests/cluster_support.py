@@ -48,7 +48,12 @@ def lite_names(lite: Path, prefix: str = "") -> set[str]:
     if not path.exists():
         return set()
     with sqlite3.connect(path) as conn:
-        rows = conn.execute("SELECT name FROM knowledge WHERE name LIKE ?", (prefix + "%",))
+        try:
+            rows = conn.execute("SELECT name FROM knowledge WHERE name LIKE ?", (prefix + "%",))
+        except sqlite3.OperationalError as exc:  # a worker is creating the shelf right now
+            if "no such table" in str(exc):
+                return set()
+            raise
         return {row[0] for row in rows}
 
 
@@ -116,9 +121,16 @@ class Cluster:
             path = shelves.resolve(shelves.lite_home(self.lite), "default") / db.DB_FILE
         except shelves.ShelfError:
             return 0
+        if not path.exists():  # (connecting would create an empty file the workers then open)
+            return 0
         with sqlite3.connect(path) as conn:
-            return int(conn.execute("SELECT count(*) FROM statement WHERE tail = ?",
-                                    (tail,)).fetchone()[0])
+            try:
+                return int(conn.execute("SELECT count(*) FROM statement WHERE tail = ?",
+                                        (tail,)).fetchone()[0])
+            except sqlite3.OperationalError as exc:  # a worker is creating the shelf right now
+                if "no such table" in str(exc):
+                    return 0
+                raise
 
     def dump(self) -> dict[str, Any]:
         with LiteStore("default", home=self.lite) as store:

@@ -123,7 +123,7 @@ def test_no_model_route_keeps_logging_warns_once_and_holds_the_watermark(
         log = SessionLogWriter(tmp_path / "dsh", sid, CWD)
         log.turn(f"hello {sid}", "hi")
         log.flush()
-    with caplog.at_level(logging.WARNING, logger="memory_worker"):
+    with caplog.at_level(logging.WARNING, logger="worker"):
         runner = process(runtime)
     assert set(entries(tmp_path)) == {f"msg-{sid}-{n}" for sid in ("s-a", "s-b") for n in (0, 1)}
     warnings = [r.getMessage() for r in caplog.records if "no model route" in r.getMessage()]

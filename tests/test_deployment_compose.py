@@ -2,10 +2,12 @@
 
 No Docker engine runs here, but Debian's `docker-compose` (1.29, installed by `.ci/run` when
 missing) validates the file for real with `docker-compose config`; the file keeps to the subset
-both it and the Compose v2 plugin accept (a `version:` key, no top-level `name:`). The rest
-parses the file with PyYAML and checks what only this project knows: every MEMORY_WORKER_*
-variable is a real setting with a valid value, roles wait for the migration, and the DSH home
-is mounted read-only where logs are read.
+both it and the Compose v2 plugin accept (no obsolete `version:` key, no top-level `name:`). The
+rest parses the file with PyYAML and checks what only this project knows: every MEMORY_WORKER_*
+variable is a real setting with a valid value, roles wait for the migration, the DSH home is
+mounted read-only where logs are read, every service has a healthcheck, Flower and Prometheus
+listen on 127.0.0.1 only (Flower with basic auth), and Prometheus scrapes the workers and the
+watcher on the metrics port the Grafana dashboard's queries read.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 COMPOSE = yaml.safe_load((REPO / "docker-compose.yml").read_text(encoding="utf-8"))
 DOCKERFILE = (REPO / "Dockerfile").read_text(encoding="utf-8")
 
-TOP_LEVEL = {"version", "services", "volumes", "networks", "configs", "secrets"}
+TOP_LEVEL = {"services", "volumes", "networks", "configs", "secrets"}
 SERVICE_KEYS = {
     "build", "image", "command", "entrypoint", "environment", "volumes", "ports", "depends_on",
     "healthcheck", "restart", "deploy",
@@ -54,7 +56,7 @@ def _services() -> dict[str, dict[str, Any]]:
 def test_docker_compose_config_validates_the_file(tmp_path: Path) -> None:
     binary = shutil.which("docker-compose")
     assert binary is not None, "docker-compose is missing: `apt-get install docker-compose`"
-    env = {**os.environ, "DSH_HOME": str(tmp_path)}
+    env = {**os.environ, "DSH_HOME": str(tmp_path), "FLOWER_BASIC_AUTH": "admin:pw"}
     done = subprocess.run(
         [binary, "-f", str(REPO / "docker-compose.yml"), "config", "-q"],
         capture_output=True, text=True, env=env, cwd=REPO, timeout=60,
@@ -65,6 +67,13 @@ def test_docker_compose_config_validates_the_file(tmp_path: Path) -> None:
         capture_output=True, text=True, env=env, cwd=REPO, timeout=60, check=True,
     ).stdout.split()
     assert sorted(services) == sorted(_services())
+    unset = {k: v for k, v in env.items() if k != "FLOWER_BASIC_AUTH"}
+    refused = subprocess.run(
+        [binary, "-f", str(REPO / "docker-compose.yml"), "config", "-q"],
+        capture_output=True, text=True, env=unset, cwd=REPO, timeout=60,
+    )
+    assert refused.returncode != 0  # Flower never runs without authentication
+    assert "set FLOWER_BASIC_AUTH=user:password" in refused.stderr
 
 
 def test_top_level_and_service_keys_are_compose_keys() -> None:
@@ -85,7 +94,53 @@ def test_top_level_and_service_keys_are_compose_keys() -> None:
 
 
 def test_the_services_are_exactly_the_deployment_roles() -> None:
-    assert set(_services()) == {"redis", "postgres", "migrate", "worker", "watcher", "flower"}
+    assert set(_services()) == {"redis", "postgres", "migrate", "worker", "watcher", "flower",
+                                "prometheus"}
+
+
+def test_every_service_has_a_healthcheck() -> None:
+    for name, service in _services().items():
+        test = service.get("healthcheck", {}).get("test")
+        assert isinstance(test, list) and test[0] in ("CMD", "CMD-SHELL"), name
+    worker = " ".join(_services()["worker"]["healthcheck"]["test"][1:])
+    assert worker.startswith("celery -A worker.tasks inspect ping -d worker@$$HOSTNAME")
+    assert _services()["worker"]["command"][1:] == ["--name", "worker@%h"]
+
+
+def test_flower_and_prometheus_listen_on_localhost_only() -> None:
+    flower = _services()["flower"]
+    assert flower["ports"] == ["127.0.0.1:${FLOWER_PORT:-5555}:5555"]
+    assert flower["environment"]["FLOWER_BASIC_AUTH"].startswith("${FLOWER_BASIC_AUTH:?")
+    assert _services()["prometheus"]["ports"] == ["127.0.0.1:${PROMETHEUS_PORT:-9090}:9090"]
+    assert not [s for s in _services().values() if any(
+        not str(p).startswith("127.0.0.1:") for p in s.get("ports", []))]
+
+
+def test_prometheus_scrapes_workers_and_watcher_and_the_dashboard_reads_its_metrics() -> None:
+    import json
+
+    port = _services()["worker"]["environment"]["MEMORY_WORKER_METRICS_PORT"]
+    config = yaml.safe_load((REPO / "deploy" / "prometheus.yml").read_text(encoding="utf-8"))
+    jobs = {job["job_name"]: job for job in config["scrape_configs"]}
+    assert jobs["memory-worker"]["dns_sd_configs"] == [
+        {"names": ["worker"], "type": "A", "port": int(port)}]
+    assert jobs["memory-worker-daemon"]["static_configs"] == [{"targets": [f"watcher:{port}"]}]
+    mount = "./deploy/prometheus.yml:/etc/prometheus/prometheus.yml:ro"
+    assert mount in _services()["prometheus"]["volumes"]
+    dashboard = json.loads((REPO / "deploy" / "grafana" / "memory-worker.json").read_text())
+    exprs = " ".join(t["expr"] for panel in dashboard["panels"] for t in panel["targets"])
+    import worker.observability as obs
+
+    exported = {m._name for m in vars(obs).values() if hasattr(m, "_name")}
+    exported |= {"memory_worker_lag_events", "memory_worker_consolidation_lag_events",
+                 "memory_worker_retractions_pending", "memory_worker_model_calls",
+                 "memory_worker_model_tokens"}
+    used = set(re.findall(r"memory_worker_[a-z_]+", exprs))
+    used = {re.sub(r"_(total|bucket)$", "", name) for name in used}
+    assert used <= {re.sub(r"_total$", "", name) for name in exported}, used
+    titles = {panel["title"] for panel in dashboard["panels"]}
+    assert {"Lag (events)", "Throughput (jobs/s)", "Failures (jobs/s)", "Retractions",
+            "Model calls"} <= titles
 
 
 def test_migrate_runs_once_before_the_workers_and_the_watcher() -> None:
@@ -94,7 +149,7 @@ def test_migrate_runs_once_before_the_workers_and_the_watcher() -> None:
     assert migrate["command"] == ["migrate", "upgrade"]
     assert migrate["restart"] == "no"
     assert migrate["depends_on"] == {"postgres": {"condition": "service_healthy"}}
-    for role, command in (("worker", ["worker"]), ("watcher", ["daemon"])):
+    for role, command in (("worker", ["worker", "--name", "worker@%h"]), ("watcher", ["daemon"])):
         assert services[role]["command"] == command
         assert services[role]["depends_on"]["migrate"] == {
             "condition": "service_completed_successfully"}
@@ -123,7 +178,8 @@ def test_every_worker_variable_is_a_valid_setting(monkeypatch: pytest.MonkeyPatc
     assert settings.effective_state_url == "postgresql://memory:pw@postgres:5432/memory_worker"
     assert settings.broker_url == "redis://redis:6379/0"
     assert settings.sessions_root == Path("/dsh/sessions")
-    assert settings.migrations_dir == Path("/app/migrations")
+    assert settings.migrations_dir is None  # the packaged revisions
+    assert settings.metrics_port == 9400
     assert settings.store_transport == "lite"
     assert settings.log_json is True
     assert settings.public_dict()["state_url"] == "postgresql://memory:***@postgres:5432/memory_worker"
@@ -145,14 +201,15 @@ def test_flower_watches_the_same_broker() -> None:
     assert f"--broker={broker}" in services["flower"]["command"]
 
 
-def test_the_dockerfile_ships_the_migrations_where_settings_point() -> None:
+def test_the_dockerfile_installs_the_package_with_its_data() -> None:
     assert re.search(r"^FROM python:3\.1[1-9]", DOCKERFILE, re.M)
-    assert "COPY migrations ./migrations" in DOCKERFILE
+    assert 'RUN pip install ".[distributed]"' in DOCKERFILE
+    assert "MIGRATIONS_DIR" not in DOCKERFILE  # the revisions are package data
     assert re.search(r"^WORKDIR /app$", DOCKERFILE, re.M)
-    assert "MEMORY_WORKER_MIGRATIONS_DIR=/app/migrations" in DOCKERFILE
     assert 'ENTRYPOINT ["memory-worker"]' in DOCKERFILE
-    for path in ("pyproject.toml", "memory", "worker", "migrations", "alembic.ini"):
+    for path in ("pyproject.toml", "memory", "worker", "alembic.ini"):
         assert (REPO / path).exists(), path
+    assert (REPO / "worker" / "state" / "migrations" / "env.py").is_file()
     ignored = (REPO / ".dockerignore").read_text(encoding="utf-8").split()
     assert ".venv" in ignored and ".git" in ignored
 

@@ -12,7 +12,19 @@ def test_task_and_queue_names() -> None:
     assert names.TASK_SESSION_NODE == "memory_worker.session_node"
     assert names.TASK_JOB == "memory_worker.job"
     assert names.DEFAULT_QUEUE == "memory-worker"
-    assert {names.TASK_LOG_SPAN, names.TASK_SESSION_NODE, names.TASK_JOB} <= set(tasks.app.tasks)
+    assert names.TASK_OF_JOB == {
+        "log_span": "memory_worker.log_span", "session_node": "memory_worker.session_node",
+        "consolidate": "memory_worker.consolidate", "cascade": "memory_worker.cascade",
+        "retract": "memory_worker.retract",
+    }
+    assert {*names.TASK_OF_JOB.values(), names.TASK_JOB} <= set(tasks.app.tasks)
+
+
+def test_every_built_in_job_has_its_own_task() -> None:
+    from worker.pipeline import JOBS
+
+    assert set(JOBS) == set(names.TASK_OF_JOB)
+    assert {job: task.name for job, task in tasks.TASKS.items()} == names.TASK_OF_JOB
 
 
 def test_lease_keys() -> None:

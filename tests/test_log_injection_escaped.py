@@ -12,7 +12,7 @@ from pathlib import Path
 from hostile_support import run_worker, session_path, write_good
 
 from memory.printable import printable
-from worker.observability import JsonFormatter, PrintableFormatter
+from worker.logs import PrintableFormatter, json_formatter
 
 EVIL = "evil\n2026-01-01 00:00:00,000 ERROR forged\x1b[2J\x1b[31m\u202e"
 
@@ -33,7 +33,7 @@ def test_plain_log_lines_stay_one_line_and_json_lines_are_json() -> None:
     logger.propagate = False
     try:
         logger.warning("session %s: damaged", EVIL)
-        handler.setFormatter(JsonFormatter())
+        handler.setFormatter(json_formatter())
         logger.warning("session %s: damaged", EVIL)
     finally:
         logger.removeHandler(handler)

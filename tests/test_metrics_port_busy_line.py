@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from worker.commands import run as run_cmd
+from worker.commands import common as run_cmd
 from worker.settings import load_settings
 
 

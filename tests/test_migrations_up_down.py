@@ -116,8 +116,9 @@ def test_workers_starting_together_migrate_once(empty_url: str) -> None:
 
 
 def test_migrations_are_found_from_the_checkout_and_explicitly(tmp_path: Path) -> None:
-    assert find_migrations_dir() == REPO / "migrations"
-    assert find_migrations_dir(REPO / "migrations") == REPO / "migrations"
+    packaged = REPO / "worker" / "state" / "migrations"
+    assert find_migrations_dir() == packaged
+    assert find_migrations_dir(packaged) == packaged
     with pytest.raises(MigrationsNotFound, match=f"{tmp_path} has no env.py"):
         find_migrations_dir(tmp_path)
 
@@ -162,7 +163,7 @@ def test_migrate_command_reports_an_unreachable_database_in_one_line() -> None:
     result = CliRunner().invoke(
         app, ["migrate"], env={"MEMORY_WORKER_STATE_URL": url, "MEMORY_WORKER_CONFIG": ""}
     )
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1
     assert lines[0].startswith(

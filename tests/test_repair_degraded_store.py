@@ -85,7 +85,7 @@ def test_without_a_model_route_affected_summaries_are_removed(
     runtime = runtime_for(tmp_path, model_server, monkeypatch, model_routes=[])
     context._warned.clear()
     _, withdrawn = a.rewind(doomed.user_seq)
-    with caplog.at_level(logging.WARNING, logger="memory_worker"):
+    with caplog.at_level(logging.WARNING, logger="worker"):
         process(runtime)
     assert len(model_server.requests) == calls
     text = dump_text(tmp_path)
@@ -109,7 +109,7 @@ def test_without_delete_nothing_is_removed_and_the_refusal_is_audited(
     runtime = _limited_runtime(tmp_path, model_server, monkeypatch, {"delete": False})
     context._warned.clear()
     marker, _ = a.rewind(doomed.user_seq)
-    with caplog.at_level(logging.WARNING, logger="memory_worker"):
+    with caplog.at_level(logging.WARNING, logger="worker"):
         process(runtime)
     assert {r["name"] for r in dump(tmp_path)["knowledge"]} == {
         r["name"] for r in before["knowledge"]}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.commands.run import db_error_line
+from worker.commands.common import db_error_line
 
 BIN = Path(sys.executable).parent / "memory-worker"
 

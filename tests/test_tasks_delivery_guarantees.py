@@ -96,7 +96,7 @@ def test_an_unreachable_broker_is_one_line_and_never_blocks_the_watcher(
 
     tasks.configure(load_settings(None, broker_url="redis://127.0.0.1:1/0"), queue="q-down")
     hints = BrokerHints(retry_after_s=60)
-    caplog.set_level(logging.WARNING, logger="memory_worker")
+    caplog.set_level(logging.WARNING, logger="worker")
     started = time.monotonic()
     for n in range(50):
         hints("log_span", f"s-{n}", "default")
@@ -107,15 +107,22 @@ def test_an_unreachable_broker_is_one_line_and_never_blocks_the_watcher(
 
 
 @pytest.mark.integration
-def test_other_jobs_travel_by_name_in_the_generic_task() -> None:
+def test_each_job_kind_has_its_task_and_other_jobs_travel_by_name() -> None:
     queue = f"h7-job-{uuid.uuid4().hex[:8]}"
     tasks.configure(load_settings(None, broker_url=f"redis://127.0.0.1:6379/{REDIS_DB}"),
                     queue=queue)
     client = redis.Redis(db=REDIS_DB)
     try:
-        tasks.enqueue("consolidate", "sess-3", "default")
-        raw = [json.loads(item) for item in client.lrange(queue, 0, -1)]
+        for job in ("consolidate", "cascade", "retract", "some_registered_job"):
+            tasks.enqueue(job, "sess-3", "default")
+        raw = [json.loads(item) for item in reversed(client.lrange(queue, 0, -1))]
     finally:
         client.delete(queue)
-    assert [m["headers"]["task"] for m in raw] == ["memory_worker.job"]
-    assert _body(raw[0])[0] == ["consolidate", "sess-3", "default"]
+    assert [m["headers"]["task"] for m in raw] == [
+        "memory_worker.consolidate", "memory_worker.cascade", "memory_worker.retract",
+        "memory_worker.job",
+    ]
+    assert [_body(m)[0] for m in raw] == [
+        ["sess-3", "default"], ["sess-3", "default"], ["sess-3", "default"],
+        ["some_registered_job", "sess-3", "default"],
+    ]

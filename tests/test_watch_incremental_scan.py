@@ -146,7 +146,7 @@ def test_a_missing_dsh_home_is_one_line_then_followed_once_it_appears(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     runtime = embedded_runtime(tmp_path)
-    caplog.set_level(logging.WARNING, logger="memory_worker")
+    caplog.set_level(logging.WARNING, logger="worker")
     watcher = Watcher(runtime, lambda *_: None)
     assert watcher.poll_once().sessions == 0
     assert watcher.poll_once().sessions == 0
@@ -164,7 +164,7 @@ def test_a_session_id_found_twice_is_reported_once_and_read_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     runtime = embedded_runtime(tmp_path)
-    caplog.set_level(logging.WARNING, logger="memory_worker")
+    caplog.set_level(logging.WARNING, logger="worker")
     for cwd in ("/home/dev/one", "/home/dev/two"):
         log = SessionLogWriter(tmp_path / "dsh", "s-twice", cwd)
         log.turn("x", "y")
@@ -210,7 +210,7 @@ def test_an_error_in_the_watch_loop_is_one_line_and_the_loop_goes_on(
         sent.append(job)
         stop.set()
 
-    caplog.set_level(logging.WARNING, logger="memory_worker")
+    caplog.set_level(logging.WARNING, logger="worker")
     watcher = Watcher(runtime, flaky)
     worker = threading.Thread(target=watcher.run, args=(stop,))
     worker.start()

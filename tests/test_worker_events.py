@@ -5,7 +5,6 @@ task-received / task-succeeded events of a job it ran."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from typing import Any
 
 import pytest
 import redis
+from celery_events_support import receiving
 
 from worker import tasks
 from worker.commands.worker_cmd import Pool, celery_argv
@@ -74,23 +74,13 @@ def test_running_worker_emits_heartbeats_and_task_events(tmp_path: Path) -> None
         env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     try:
-        with app.connection_for_read() as conn:
-            receiver = app.events.Receiver(conn, handlers={"*": on_event})
-
-            def capture() -> None:
-                # Ends with a socket timeout once nothing more arrives (or on should_stop).
-                with contextlib.suppress(Exception):
-                    receiver.capture(limit=None, timeout=30, wakeup=False)
-
-            thread = threading.Thread(target=capture, daemon=True)
-            thread.start()
+        with receiving(app, on_event):
             # Events are not buffered: send the task once the worker's heartbeat arrived.
-            assert online.wait(30), "no heartbeat from the worker; log: " + (
+            assert online.wait(120), "no heartbeat from the worker; log: " + (
                 tmp_path / "worker.log").read_text(errors="replace")[-2000:]
             tasks.enqueue("session_node", "no-such-session", "default")
             assert done.wait(30), f"events seen: {sorted(seen)}; log: " + (
                 tmp_path / "worker.log").read_text(errors="replace")[-2000:]
-            receiver.should_stop = True
     finally:
         proc.terminate()
         proc.wait(timeout=15)

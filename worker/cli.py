@@ -1,41 +1,68 @@
 """The ``memory-worker`` command line (Typer + Rich).
 
-Each command lives in its own module under ``worker/commands/`` and is registered here.
+Each command lives in its own module under ``worker/commands/`` and is registered here. Start-up
+time: this module and the command modules' top level import only Typer, Rich and the standard
+library; a command imports the runtime when it runs (see :mod:`worker.commands.options`).
 """
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
+
+from worker import __version__
 
 app = typer.Typer(
     name="memory-worker",
     help="Turn DSH session logs into Hypatia memory.",
     no_args_is_help=True,
-    add_completion=False,
 )
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"memory-worker {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_show_version, is_eager=True,
+                           help="Print the version and exit.")
+    ] = False,
+) -> None:
     """Turn DSH session logs into Hypatia memory."""
 
 
-def _register() -> None:
-    from worker.commands import config as _config  # noqa: F401  (registers `config`)
-    from worker.commands import daemon as _daemon  # noqa: F401  (registers `daemon`)
-    from worker.commands import demo_home as _demo_home  # noqa: F401  (registers `demo-home`)
-    from worker.commands import forget as _forget  # noqa: F401  (registers `forget`)
-    from worker.commands import inspect as _inspect  # noqa: F401  (registers `inspect`)
-    from worker.commands import migrate as _migrate  # noqa: F401  (registers `migrate`)
-    from worker.commands import reconsolidate as _reconsolidate  # noqa: F401  (`reconsolidate`)
-    from worker.commands import relog as _relog  # noqa: F401  (registers `relog`)
-    from worker.commands import retract as _retract  # noqa: F401  (registers `retract`)
-    from worker.commands import run as _run  # noqa: F401  (registers `run`)
-    from worker.commands import status as _status  # noqa: F401  (registers `status`)
-    from worker.commands import verify_forgetting as _verify  # noqa: F401  (`verify-forgetting`)
-    from worker.commands import worker_cmd as _worker_cmd  # noqa: F401  (registers `worker`)
+#: Command name → its module under ``worker/commands/``.
+COMMANDS = {
+    "config": "config", "daemon": "daemon", "demo-home": "demo_home", "forget": "forget",
+    "inspect": "inspect", "migrate": "migrate", "reconsolidate": "reconsolidate",
+    "relog": "relog", "retract": "retract", "run": "run", "status": "status",
+    "verify-forgetting": "verify_forgetting", "worker": "worker_cmd",
+}
+
+
+def _register(only: str | None = None) -> None:
+    """Import the command modules (each registers its command on :data:`app`): all of them, or
+    ``only`` that one."""
+    import importlib
+
+    for name, module in COMMANDS.items():
+        if only is None or name == only:
+            importlib.import_module(f"worker.commands.{module}")
 
 
 def main() -> None:
-    _register()
+    import os
+    import sys
+
+    # Start-up time: Typer builds (and validates with pydantic) every registered command's
+    # options, so `memory-worker CMD …` registers CMD alone; `--help`, a mistyped command and
+    # shell completion get them all.
+    given = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
+    completing = any(key.startswith("_MEMORY_WORKER_COMPLETE") for key in os.environ)
+    _register(given if given in COMMANDS and not completing else None)
     app()

@@ -2,7 +2,7 @@
 status`` and the Prometheus state gauges: per session and in total — durable end, logged and
 consolidated watermarks, logging lag, consolidation lag, last failure, retractions pending
 (repairs started and not finished, plus retractions the store refused) — and retraction records
-by outcome, and the model tokens of the calls the ``model_calls`` table keeps."""
+by outcome, and the model calls and tokens the ``model_calls`` table keeps, by purpose."""
 
 from __future__ import annotations
 
@@ -88,13 +88,16 @@ def figures(state: StateDB, shelf: str) -> dict[str, Any]:
                 "last_failure": _failure(found[0]),
             })
         tokens: dict[str, dict[str, int]] = {}
-        for purpose, inp, out, reasoning in repos.conn.execute(
+        calls: dict[str, int] = {}
+        for purpose, inp, out, reasoning, count in repos.conn.execute(
             select(ModelCallRow.purpose, func.sum(ModelCallRow.input_tokens),
-                   func.sum(ModelCallRow.output_tokens), func.sum(ModelCallRow.reasoning_tokens))
+                   func.sum(ModelCallRow.output_tokens), func.sum(ModelCallRow.reasoning_tokens),
+                   func.count())
             .group_by(ModelCallRow.purpose)
         ):
             tokens[purpose] = {"input": int(inp or 0), "output": int(out or 0),
                                "reasoning": int(reasoning or 0)}
+            calls[purpose] = int(count)
     total = {
         "sessions": len(rows),
         "durable_end_seq": sum(r["durable_end_seq"] or 0 for r in rows),
@@ -104,5 +107,6 @@ def figures(state: StateDB, shelf: str) -> dict[str, Any]:
         "retractions_pending": sum(pending_by_session.values()),
         "retractions": outcomes,
         "model_tokens": tokens,
+        "model_calls": calls,
     }
     return {"shelf": shelf, "sessions": rows, "total": total}

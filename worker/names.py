@@ -9,7 +9,19 @@ from typing import Final
 
 TASK_LOG_SPAN: Final = "memory_worker.log_span"
 TASK_SESSION_NODE: Final = "memory_worker.session_node"
-#: Any job added with ``worker.pipeline.register_job`` (the job name travels as an argument).
+TASK_CONSOLIDATE: Final = "memory_worker.consolidate"
+TASK_CASCADE: Final = "memory_worker.cascade"
+TASK_RETRACT: Final = "memory_worker.retract"
+#: One Celery task per job kind (Flower and ``celery events`` tell them apart by name); the
+#: message carries only ``(session_id, shelf)``.
+TASK_OF_JOB: Final = {
+    "log_span": TASK_LOG_SPAN,
+    "session_node": TASK_SESSION_NODE,
+    "consolidate": TASK_CONSOLIDATE,
+    "cascade": TASK_CASCADE,
+    "retract": TASK_RETRACT,
+}
+#: Any other job added with ``worker.pipeline.register_job`` (its name travels as an argument).
 TASK_JOB: Final = "memory_worker.job"
 DEFAULT_QUEUE: Final = "memory-worker"
 

@@ -1,20 +1,20 @@
-"""Every Prometheus metric and the structured-log formatter, defined once.
+"""Every Prometheus metric, defined once, and the ``/metrics`` server.
 
 In-process counters and histograms (job runs, spans processed, entries written, retractions,
 repairs, task latency) are incremented where the work happens. The numbers that live in the
-state database — per-session lag, pending retractions, audited retractions, model tokens — are
-read from it at scrape time by :class:`StateCollector`, so every process (the embedded runner, a
-Celery worker, the daemon) reports the same figures for them.
+state database — total lag, pending retractions, audited retractions, model tokens — are read
+from it at scrape time by :class:`StateCollector`, so every process (the embedded runner, a
+Celery worker, the daemon) reports the same figures for them. No label is per session (the
+series would grow without bound); per-session numbers are ``memory-worker status``'s.
 
-``log_json = true`` switches the ``memory_worker`` logger to one JSON object per line
-(:class:`JsonFormatter`); otherwise every line goes through :class:`PrintableFormatter`.
+Under Celery's prefork pool the jobs run in child processes: ``memory-worker worker`` sets
+``PROMETHEUS_MULTIPROC_DIR`` (prometheus_client's multiprocess mode) before this module is
+imported, every process writes its counters there, and the parent's port serves the sum of
+all of them (:func:`serve_metrics`).
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import json
-import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,7 +22,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, s
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from memory.printable import printable
+from worker.settings import prometheus_multiproc_dir
 
 JOB_RUNS = Counter(
     "memory_worker_job_runs_total", "Guarded job runs by job and outcome", ["job", "status"]
@@ -52,15 +52,6 @@ class StateCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         from worker.figures import figures  # the one place that computes them
 
-        lag = GaugeMetricFamily(
-            "memory_worker_session_lag_events",
-            "Events on disk not yet logged (durable end - logged watermark)", labels=["session"],
-        )
-        consolidation = GaugeMetricFamily(
-            "memory_worker_session_consolidation_lag_events",
-            "Logged events not yet consolidated (logged - consolidated watermark)",
-            labels=["session"],
-        )
         total_lag = GaugeMetricFamily("memory_worker_lag_events", "Total logging lag")
         total_consolidation = GaugeMetricFamily(
             "memory_worker_consolidation_lag_events", "Total consolidation lag"
@@ -78,15 +69,15 @@ class StateCollector(Collector):
             "Model tokens of the recorded model calls (the newest the model_calls table keeps), "
             "by purpose and direction", labels=["purpose", "direction"],
         )
+        calls = GaugeMetricFamily(
+            "memory_worker_model_calls",
+            "Recorded model calls (the newest the model_calls table keeps), by purpose",
+            labels=["purpose"],
+        )
         try:
             found = figures(self.state, self.shelf)
         except Exception:  # a scrape must not fail because the database is down
             return
-        for row in found["sessions"]:
-            if row["lag"] is not None:
-                lag.add_metric([row["session_id"]], row["lag"])
-            if row["consolidation_lag"] is not None:
-                consolidation.add_metric([row["session_id"]], row["consolidation_lag"])
         total_lag.add_metric([], found["total"]["lag"])
         total_consolidation.add_metric([], found["total"]["consolidation_lag"])
         pending.add_metric([], found["total"]["retractions_pending"])
@@ -95,56 +86,38 @@ class StateCollector(Collector):
         for purpose, counts in sorted(found["total"]["model_tokens"].items()):
             for direction, value in sorted(counts.items()):
                 tokens.add_metric([purpose, direction], value)
-        yield from (lag, consolidation, total_lag, total_consolidation, pending, audited, tokens)
+        for purpose, count in sorted(found["total"]["model_calls"].items()):
+            calls.add_metric([purpose], count)
+        yield from (total_lag, total_consolidation, pending, audited, tokens, calls)
 
 
 _served: dict[int, Any] = {}
 _collectors: dict[tuple[int, str], StateCollector] = {}
+_multiprocess: CollectorRegistry | None = None
+
+
+def metrics_registry() -> CollectorRegistry:
+    """The registry to serve: in multiprocess mode one that sums every process's files
+    (prometheus_client's ``MultiProcessCollector``), else the default registry."""
+    global _multiprocess
+    if prometheus_multiproc_dir() is None:
+        return REGISTRY
+    if _multiprocess is None:
+        from prometheus_client.multiprocess import MultiProcessCollector
+
+        _multiprocess = CollectorRegistry()
+        MultiProcessCollector(_multiprocess)  # type: ignore[no-untyped-call]
+    return _multiprocess
 
 
 def serve_metrics(port: int, state: Any | None = None, shelf: str = "default",
-                  registry: CollectorRegistry = REGISTRY) -> None:
+                  registry: CollectorRegistry | None = None) -> None:
     """Serve ``/metrics`` on ``port`` (once per process), with the state gauges when ``state``
     is given. Raises ``OSError`` when the port is taken."""
+    registry = registry if registry is not None else metrics_registry()
     if state is not None and (id(state), shelf) not in _collectors:
         collector = StateCollector(state, shelf)
         registry.register(collector)
         _collectors[(id(state), shelf)] = collector
     if port not in _served:
         _served[port] = start_http_server(port, registry=registry)
-
-
-# ------------------------------------------------------------------------------------ logging
-
-_STANDARD = frozenset(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message"}
-
-
-class PrintableFormatter(logging.Formatter):
-    """A plain (or Rich) log line whose message has its control characters escaped
-    (:func:`memory.printable.printable`): a session id holding a newline or an ANSI escape cannot
-    forge a second line or rewrite the terminal. Tracebacks keep their lines."""
-
-    def formatMessage(self, record: logging.LogRecord) -> str:
-        safe = logging.makeLogRecord(record.__dict__)
-        safe.message = printable(record.message)
-        return super().formatMessage(safe)
-
-
-class JsonFormatter(logging.Formatter):
-    """One JSON object per record: ``time`` (UTC ISO-8601), ``level``, ``logger``, ``message``,
-    ``exc`` when there is a traceback, and any ``extra=`` fields."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        payload: dict[str, Any] = {
-            "time": dt.datetime.fromtimestamp(record.created, dt.UTC).isoformat(
-                timespec="milliseconds"),
-            "level": record.levelname,
-            "logger": record.name,
-            "message": record.getMessage(),
-        }
-        for key, value in record.__dict__.items():
-            if key not in _STANDARD and not key.startswith("_"):
-                payload[key] = value if isinstance(value, int | float | bool | None) else str(value)
-        if record.exc_info:
-            payload["exc"] = self.formatException(record.exc_info)
-        return json.dumps(payload, ensure_ascii=False)

@@ -24,12 +24,13 @@ from typing import Any
 from memory.printable import printable
 from worker.jobs.cascade import JOB_CASCADE
 from worker.jobs.runtime import build_runtime, default_owner, owe_consolidation
+from worker.logs import TREES
 from worker.pipeline import JobResult
 from worker.runner import InProcessRunner, JobKey
 from worker.settings import Settings
 from worker.watch import Watcher
 
-log = logging.getLogger("memory_worker")
+log = logging.getLogger(__name__)
 
 #: Jobs a child hands back to the final pass: they work on a whole project, not one session.
 _FINAL_PASS_JOBS = frozenset({JOB_CASCADE})
@@ -287,11 +288,11 @@ class _ForwardLogs(logging.Handler):
 def _forward_logs(settings: Settings, send: Callable[[tuple[Any, ...]], None]) -> None:
     # As in the parent's pass: per-job lines only when asked for (DEBUG).
     level = logging.DEBUG if settings.log_level == "DEBUG" else logging.WARNING
-    for name in ("memory_worker", None):
-        logger = logging.getLogger(name)
-        logger.handlers[:] = [_ForwardLogs(send)]
-        logger.setLevel(level)
-    logging.getLogger("memory_worker").propagate = False
+    root = logging.getLogger()
+    root.handlers[:] = [_ForwardLogs(send)]
+    root.setLevel(logging.WARNING)
+    for tree in TREES:
+        logging.getLogger(tree).setLevel(level)
 
 
 def set_signal(signum: signal.Signals, handler: Any) -> Any:

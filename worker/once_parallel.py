@@ -37,7 +37,7 @@ from worker.pipeline import JOB_CONSOLIDATE, JobResult
 from worker.runner import InProcessRunner, JobKey
 from worker.watch import Watcher
 
-log = logging.getLogger("memory_worker")
+log = logging.getLogger(__name__)
 
 #: ``(description or None = unchanged, completed, total or None = unchanged)``.
 ProgressHook = Callable[[str | None, int, int | None], None]

@@ -53,6 +53,21 @@ DEFAULT_WITHDRAWAL_KINDS = DEFAULT_WITHDRAWAL_WHITELIST
 StoreTransport = Literal["lite", "cli", "mcp"]
 
 
+#: prometheus_client's multiprocess directory (read by prometheus_client itself at import).
+PROMETHEUS_MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def prometheus_multiproc_dir() -> Path | None:
+    """The multiprocess metrics directory this process was given, if any."""
+    value = os.environ.get(PROMETHEUS_MULTIPROC_ENV)
+    return Path(value) if value else None
+
+
+def use_prometheus_multiproc_dir(directory: Path) -> None:
+    """Put this process and the processes it forks or starts in multiprocess metrics mode."""
+    os.environ[PROMETHEUS_MULTIPROC_ENV] = str(directory)
+
+
 class SettingsError(ValueError):
     """The configuration is unusable; ``str(err)`` is one line that says what and where."""
 
@@ -135,7 +150,7 @@ class Settings(BaseSettings):
     state_url: str | None = None
     """SQLAlchemy URL of the state database; ``None`` → ``sqlite:///<data_dir>/state.db``."""
     migrations_dir: Path | None = None
-    """Alembic script directory; ``None`` → the checkout's ``migrations/`` (see state.migrate)."""
+    """Alembic script directory; ``None`` → the packaged one (see ``worker.state.migrate``)."""
 
     # --- broker -------------------------------------------------------------------------------
     broker_url: str = "redis://127.0.0.1:6379/0"

@@ -8,21 +8,29 @@ into a Celery retry with exponential backoff and jitter, bounded by ``task_max_r
 the retries run out the failure stays recorded and the daemon's reconcile loop re-enqueues the
 session later (the message was a hint; the watermark is the truth).
 
-Broker: Redis by default (``broker_url``); RabbitMQ works by URL (``amqp://…``).
+Broker: Redis by default (``broker_url``); RabbitMQ works by URL (``amqp://…``). The app is
+configured from the settings (environment and config file) when this module is imported, so
+``celery -A worker.tasks inspect ping|events|purge|report`` reaches the configured broker;
+``memory-worker worker`` and the daemon configure it again with their command-line options.
+
+One task per job kind (:data:`worker.names.TASK_OF_JOB`), so Flower and ``celery events`` show
+``memory_worker.consolidate``, ``memory_worker.cascade`` … apart; a job registered later with
+``worker.pipeline.register_job`` travels by name in ``memory_worker.job``.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import sys
 import threading
 from typing import Any, Final
 
 from celery import Celery, signals
 from kombu import pools as kombu_pools
 
-from worker.names import DEFAULT_QUEUE, TASK_JOB, TASK_LOG_SPAN, TASK_SESSION_NODE
-from worker.settings import Settings
+from worker.names import DEFAULT_QUEUE, TASK_JOB, TASK_LOG_SPAN, TASK_OF_JOB, TASK_SESSION_NODE
+from worker.settings import Settings, SettingsError, load_settings
 
 #: Seconds a task may run beyond its lease before Celery kills it (the lease bounds a task).
 _TIME_LIMIT_SLACK_S: Final = 30.0
@@ -53,8 +61,7 @@ def configure(settings: Settings, *, queue: str = DEFAULT_QUEUE) -> Celery:
         result_backend=settings.result_backend,
         task_ignore_result=settings.result_backend is None,
         task_default_queue=queue,
-        task_routes={name: {"queue": queue} for name in (TASK_LOG_SPAN, TASK_SESSION_NODE,
-                                                         TASK_JOB)},
+        task_routes={name: {"queue": queue} for name in (*TASK_OF_JOB.values(), TASK_JOB)},
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
@@ -126,31 +133,48 @@ def _run(task: Any, job: str, session_id: str, shelf: str) -> dict[str, Any]:
     return result.as_dict()
 
 
-@app.task(name=TASK_LOG_SPAN, bind=True, acks_late=True)  # type: ignore[untyped-decorator]
-def log_span_task(self: Any, session_id: str, shelf: str) -> dict[str, Any]:
-    """Log the owed span of one session (see :func:`worker.pipeline.log_span`)."""
-    return _run(self, "log_span", session_id, shelf)
+def _job_task(job: str, name: str) -> Any:
+    def run(self: Any, session_id: str, shelf: str) -> dict[str, Any]:
+        return _run(self, job, session_id, shelf)
+
+    run.__name__ = run.__qualname__ = f"{job}_task"
+    run.__doc__ = f"Run the ``{job}`` job for one session (see :mod:`worker.pipeline`)."
+    return app.task(name=name, bind=True, acks_late=True)(run)
 
 
-@app.task(name=TASK_SESSION_NODE, bind=True, acks_late=True)  # type: ignore[untyped-decorator]
-def session_node_task(self: Any, session_id: str, shelf: str) -> dict[str, Any]:
-    """Write the session node and its owed edges (see :func:`worker.pipeline.session_node`)."""
-    return _run(self, "session_node", session_id, shelf)
+#: The task of each job kind, by job name.
+TASKS: Final = {job: _job_task(job, name) for job, name in TASK_OF_JOB.items()}
+log_span_task = TASKS["log_span"]
+session_node_task = TASKS["session_node"]
 
 
 @app.task(name=TASK_JOB, bind=True, acks_late=True)  # type: ignore[untyped-decorator]
 def job_task(self: Any, job: str, session_id: str, shelf: str) -> dict[str, Any]:
-    """Run any registered job (see :func:`worker.pipeline.register_job`)."""
+    """Run any other registered job (see :func:`worker.pipeline.register_job`)."""
     return _run(self, job, session_id, shelf)
-
-
-TASK_OF_JOB: Final = {"log_span": log_span_task, "session_node": session_node_task}
 
 
 def enqueue(job: str, session_id: str, shelf: str) -> None:
     """Send one job hint for a session to the broker."""
-    task = TASK_OF_JOB.get(job)
+    task = TASKS.get(job)
     if task is not None:
         task.apply_async(args=(session_id, shelf))
     else:
         job_task.apply_async(args=(job, session_id, shelf))
+
+
+def _configure_from_settings() -> None:
+    """At import: the broker and delivery settings from the environment and config file (what
+    the ``celery`` command line needs); an unusable configuration is one line on stderr."""
+    try:
+        configure(load_settings())
+    except SettingsError as exc:
+        print(f"worker.tasks: {exc}; Celery keeps its defaults", file=sys.stderr)
+
+
+_configure_from_settings()
+
+__all__ = [
+    "TASKS", "TASK_JOB", "TASK_LOG_SPAN", "TASK_SESSION_NODE", "app", "backoff_s", "configure",
+    "enqueue", "job_task", "log_span_task", "session_node_task",
+]

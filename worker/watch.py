@@ -44,7 +44,7 @@ from worker.scan_digest import ScanDigest
 from worker.scan_problems import SCAN_TASK, ProblemBook, storable_text
 from worker.state.sessions import Checkpoint, SessionState
 
-log = logging.getLogger("memory_worker")
+log = logging.getLogger(__name__)
 
 Enqueue = Callable[[str, str, str], None]  # (job, session id, shelf)
 _LOOP = "<watch loop>"

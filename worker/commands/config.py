@@ -7,7 +7,6 @@ passwords, API keys). An invalid configuration prints one line and exits with st
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -16,21 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from worker.cli import app
-from worker.settings import Settings, SettingsError, load_settings
-
-ConfigOption = Annotated[
-    Path | None,
-    typer.Option("--config", help="TOML config file (default: $MEMORY_WORKER_CONFIG)."),
-]
-
-
-def settings_or_exit(config: Path | None) -> Settings:
-    """Load settings for a command; on an invalid configuration print one line and exit 2."""
-    try:
-        return load_settings(config)
-    except SettingsError as exc:
-        Console(stderr=True).print(f"memory-worker: {escape(str(exc))}", soft_wrap=True)
-        raise typer.Exit(2) from None
+from worker.commands.options import ConfigOption
 
 
 def _show(value: Any) -> str:
@@ -45,7 +30,9 @@ def config(
     config: ConfigOption = None,
 ) -> None:
     """Print the effective configuration (secrets masked)."""
-    settings = settings_or_exit(config)
+    from worker.commands.common import load_or_exit  # loads the runtime: only when it runs
+
+    settings = load_or_exit(config)
     values = settings.public_dict()
     if json_:
         typer.echo(json.dumps(values, indent=2, sort_keys=True))

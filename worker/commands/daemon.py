@@ -13,36 +13,19 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Annotated
 
-import typer
-
-from worker import tasks
 from worker.cli import app
-from worker.commands.config import ConfigOption
-from worker.commands.run import (
+from worker.commands.options import (
+    ConfigOption,
     DshHomeOption,
     MetricsPortOption,
+    QueueOption,
     ShelfOption,
-    check_store_or_exit,
     err,
-    load_or_exit,
-    open_runtime_or_exit,
-    serve_metrics,
-    setup_logging,
-    stop_on_signals,
 )
-from worker.jobs.reconsolidate import backfill_consolidation
 from worker.names import DEFAULT_QUEUE
-from worker.pipeline import reconcile_with_store
-from worker.settings import mask_url
-from worker.watch import Watcher
 
-log = logging.getLogger("memory_worker")
-
-QueueOption = Annotated[
-    str, typer.Option("--queue", help="Celery queue the hints go to (and workers consume).")
-]
+log = logging.getLogger(__name__)
 
 
 class BrokerHints:
@@ -59,6 +42,8 @@ class BrokerHints:
         if self._down_since is not None and time.monotonic() < self._next_try:
             self.dropped += 1  # broker known down: do not block the watcher on every hint
             return
+        from worker import tasks
+
         try:
             tasks.enqueue(job, session_id, shelf)
         except Exception as exc:  # kombu raises several types for an unreachable broker
@@ -87,6 +72,23 @@ def daemon(
     config: ConfigOption = None,
 ) -> None:
     """Follow the DSH home and enqueue log jobs to Celery (run `memory-worker worker` too)."""
+    # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
+    from worker.commands.common import (
+        load_or_exit,
+        open_runtime_or_exit,
+        require_distributed,
+        serve_metrics,
+        setup_logging,
+        stop_on_signals,
+    )
+    from worker.jobs.reconsolidate import backfill_consolidation
+    from worker.pipeline import reconcile_with_store
+    from worker.settings import mask_url
+    from worker.watch import Watcher
+
+    require_distributed("daemon")
+    from worker import tasks
+
     settings = load_or_exit(config, dsh_home=dsh_home, store_shelf=shelf,
                             metrics_port=metrics_port)
     setup_logging(settings)
@@ -111,6 +113,3 @@ def daemon(
     finally:
         runtime.close()
     err.print(f"stopped; {hints.sent} hints sent, {hints.dropped} dropped")
-
-
-__all__ = ["check_store_or_exit", "daemon"]

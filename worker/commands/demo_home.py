@@ -1,6 +1,7 @@
 """``memory-worker demo-home DIR`` — lay the shipped DSH fixtures out as a DSH home.
 
-The fixtures in ``tests/fixtures/dsh/<case>/session*.jsonl`` are normalised snapshots with
+The fixtures in ``worker/demo/dsh/<case>/session*.jsonl`` (package data; the tests read them
+as ``tests/fixtures/dsh``) are normalised snapshots with
 ``{{sessionId}}`` / ``{{cwd}}`` placeholders. This command fills the placeholders (a stable id
 per case, one demo project directory) and writes each log where DSH keeps it:
 ``DIR/sessions/--<projectKey(cwd)>--/<sessionId>/session.jsonl`` (V0) or ``session.v4.jsonl``.
@@ -20,7 +21,7 @@ from rich.console import Console
 from worker.cli import app
 
 DEFAULT_CWD = "/home/dev/dsh-demo"
-_FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "dsh"
+_FIXTURES = Path(__file__).resolve().parents[1] / "demo" / "dsh"
 _NAMESPACE = uuid.UUID("6f1e9a52-3c0d-4b7e-9d1a-2f5c8e4b7a10")
 
 

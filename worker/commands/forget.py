@@ -7,27 +7,18 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from memory.store.base import StoreError
 from worker.cli import app
-from worker.commands.config import ConfigOption
-from worker.commands.run import (
-    ShelfOption,
-    check_store_or_exit,
-    err,
-    load_or_exit,
-    open_runtime_or_exit,
-    setup_logging,
-)
-from worker.jobs.forget import ACTION_FORGET, ForgetResult, forget_session
-from worker.jobs.logread import TransientJobError
-from worker.jobs.retract import with_session_lease
+from worker.commands.options import ConfigOption, ShelfOption, err
+
+if TYPE_CHECKING:
+    from worker.jobs.forget import ForgetResult
 
 
 @app.command()
@@ -41,6 +32,18 @@ def forget(
     config: ConfigOption = None,
 ) -> None:
     """Remove everything a session put in memory and never ingest it again."""
+    # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
+    from memory.store.base import StoreError
+    from worker.commands.common import (
+        check_store_or_exit,
+        load_or_exit,
+        open_runtime_or_exit,
+        setup_logging,
+    )
+    from worker.jobs.forget import ACTION_FORGET, forget_session
+    from worker.jobs.logread import TransientJobError
+    from worker.jobs.retract import with_session_lease
+
     settings = load_or_exit(config, store_shelf=shelf)
     setup_logging(settings)
     runtime = open_runtime_or_exit(settings, ACTION_FORGET)

@@ -13,29 +13,29 @@ import zoneinfo
 from collections.abc import Iterable
 from datetime import tzinfo
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from memory.dsh.events import Event
-from memory.dsh.frames import set_max_frame_bytes
-from memory.dsh.locate import choose_log, discover_sessions
-from memory.dsh.reader import SessionLog, read_log
-from memory.dsh.surface import fold_surface
 from memory.printable import printable
-from memory.span import session_decisions
-from memory.titles import TitleChoice, survey_titles
-from memory.withdrawal import DEFAULT_WHITELIST
 from worker.cli import app
-from worker.commands.config import ConfigOption, settings_or_exit
+from worker.commands.options import ConfigOption
+
+if TYPE_CHECKING:
+    from memory.dsh.events import Event
+    from memory.dsh.reader import SessionLog
+    from memory.titles import TitleChoice
 
 _SNIPPET = 120
 
 
 def find_logs(path: Path) -> list[Path]:
     """The log files PATH stands for (see the module docstring)."""
+    # The readers load when the command runs, not at start-up (keeps `--help` fast).
+    from memory.dsh.locate import choose_log, discover_sessions
+
     if path.is_file():
         return [path]
     if not path.is_dir():
@@ -82,13 +82,21 @@ def _is_human(event: Event) -> bool:
     )
 
 
-def session_report(log: SessionLog, whitelist: Iterable[str] = DEFAULT_WHITELIST,
+def session_report(log: SessionLog, whitelist: Iterable[str] | None = None,
                    tz: tzinfo | None = None) -> dict[str, Any]:
     """The stable per-session JSON object of ``inspect --json`` (extend, never rename keys).
 
     ``messages`` / ``withdrawals``: what the worker would write and why (``memory.span``);
-    ``session_node``: which host summary the node shows and which ones it skipped, and why.
+    ``session_node``: which host summary the node shows and which ones it skipped, and why;
+    ``whitelist`` defaults to the withdrawal kinds of ``memory.withdrawal``.
     """
+    from memory.dsh.surface import fold_surface
+    from memory.span import session_decisions
+    from memory.titles import survey_titles
+    from memory.withdrawal import DEFAULT_WHITELIST
+
+    if whitelist is None:
+        whitelist = DEFAULT_WHITELIST
     header = log.header
     surface = fold_surface(log.events)
     delegated = delegated_prompt_seq(log)
@@ -215,8 +223,13 @@ def inspect(
     config: ConfigOption = None,
 ) -> None:
     """Print what the worker reads from DSH session logs."""
+    # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
+    from memory.dsh.frames import set_max_frame_bytes
+    from memory.dsh.reader import read_log
+    from worker.commands.common import load_or_exit
+
     # The decisions shown must be the ones the worker makes: no defaults behind a bad setting.
-    settings = settings_or_exit(config)
+    settings = load_or_exit(config)
     whitelist = settings.withdrawal_kinds
     tz = zoneinfo.ZoneInfo(settings.timezone) if settings.timezone else None
     set_max_frame_bytes(settings.log_max_frame_bytes)

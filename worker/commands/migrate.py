@@ -15,19 +15,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
-from sqlalchemy.exc import SQLAlchemyError
 
 from worker.cli import app
-from worker.commands.config import ConfigOption, settings_or_exit
-from worker.settings import mask_url
-from worker.state.db import StateURLError
-from worker.state.migrate import (
-    MigrationsNotFound,
-    current_revision,
-    downgrade,
-    head_revision,
-    upgrade,
-)
+from worker.commands.options import ConfigOption
 
 
 class Action(StrEnum):
@@ -47,7 +37,21 @@ def migrate(
     config: ConfigOption = None,
 ) -> None:
     """Migrate the state database (Alembic) up or down."""
-    settings = settings_or_exit(config)
+    # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
+    from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
+
+    from worker.commands.common import load_or_exit
+    from worker.settings import mask_url
+    from worker.state.db import StateURLError
+    from worker.state.migrate import (
+        MigrationsNotFound,
+        current_revision,
+        downgrade,
+        head_revision,
+        upgrade,
+    )
+
+    settings = load_or_exit(config)
     url = settings.effective_state_url
     shown = mask_url(url)
     err = Console(stderr=True)
@@ -72,7 +76,8 @@ def migrate(
     except SQLAlchemyError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         err.print(f"memory-worker: migrating {shown} failed: {escape(first)}", soft_wrap=True)
-        raise typer.Exit(1) from None
+        # Unreachable or unusable (2) versus a revision that failed on a working database (1).
+        raise typer.Exit(2 if isinstance(exc, OperationalError | InterfaceError) else 1) from None
     except Exception as exc:
         # Alembic reports an unknown revision with its own CommandError / util errors.
         if type(exc).__module__.startswith("alembic"):

@@ -12,17 +12,15 @@ embedded ``memory-worker run`` picks queued requests up within seconds as well.
 
 from __future__ import annotations
 
-import logging
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from worker import tasks
 from worker.cli import app
-from worker.commands.config import ConfigOption
-from worker.commands.rewriting import (
+from worker.commands.options import ConfigOption, ShelfOption, err
+from worker.commands.rewrite_options import (
     DryRunOption,
     JsonOption,
     MaxCallsOption,
@@ -32,21 +30,13 @@ from worker.commands.rewriting import (
     SinceOption,
     TimeoutOption,
     WorkersOption,
-    rewrite_command,
 )
-from worker.commands.run import (
-    ShelfOption,
-    check_store_or_exit,
-    err,
-    load_or_exit,
-    open_runtime_or_exit,
-    setup_logging,
-)
-from worker.jobs.reconsolidate import ReconsolidateResult, request_reconsolidation
 from worker.names import DEFAULT_QUEUE
-from worker.pipeline import JOB_CONSOLIDATE, JobResult, Runtime, owe_consolidation
-from worker.runner import InProcessRunner
-from worker.settings import Settings
+
+if TYPE_CHECKING:
+    from worker.jobs.reconsolidate import ReconsolidateResult
+    from worker.pipeline import JobResult, Runtime
+    from worker.settings import Settings
 
 
 def _line(result: ReconsolidateResult) -> str:
@@ -115,6 +105,9 @@ def reconsolidate(
             err.print("memory-worker: --from-seq does not go with --replace (existing summaries "
                       "keep their spans)")
             raise typer.Exit(2)
+        # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
+        from worker.commands.rewriting import rewrite_command
+
         rewrite_command("replace", chosen, force=force, dry_run=dry_run, max_calls=max_calls,
                         json_=json_, wait=wait, workers=workers, timeout=timeout, shelf=shelf,
                         config=config, queue=queue)
@@ -126,6 +119,15 @@ def reconsolidate(
     if not sessions and not all_sessions:
         err.print("memory-worker: name at least one SESSION, or pass --all")
         raise typer.Exit(2)
+    # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
+    from worker.commands.common import (
+        check_store_or_exit,
+        load_or_exit,
+        open_runtime_or_exit,
+        setup_logging,
+    )
+    from worker.jobs.reconsolidate import request_reconsolidation
+
     settings = load_or_exit(config, store_shelf=shelf)
     setup_logging(settings)
     runtime = open_runtime_or_exit(settings, "reconsolidate")
@@ -162,10 +164,12 @@ def reconsolidate(
 
 def _run_here(runtime: Runtime, queued: list[str], shelf: str) -> int:
     """Run the queued consolidations (and the cascades they owe) in this process."""
+    from worker.logs import quiet_job_lines
+    from worker.pipeline import JOB_CONSOLIDATE, owe_consolidation
+    from worker.runner import InProcessRunner
+
     # The progress bar and the per-session lines tell the story; job lines only when asked.
-    quiet = logging.getLogger("memory_worker")
-    if quiet.level < logging.WARNING and runtime.settings.log_level != "DEBUG":
-        quiet.setLevel(logging.WARNING)
+    quiet_job_lines(runtime.settings.log_level)
     failed = 0
     columns = (
         TextColumn("[progress.description]{task.description}"),
@@ -201,6 +205,16 @@ def _run_here(runtime: Runtime, queued: list[str], shelf: str) -> int:
 
 
 def _send_hints(settings: Settings, queued: list[str], shelf: str) -> None:
+    import importlib.util
+
+    from worker.pipeline import JOB_CONSOLIDATE
+
+    if importlib.util.find_spec("celery") is None:  # embedded install: no broker to hint
+        err.print("memory-worker: the request stays queued: `memory-worker run` picks it up "
+                  "(or rerun with --wait)", soft_wrap=True, markup=False)
+        return
+    from worker import tasks
+
     tasks.configure(settings)
     try:
         for session_id in queued:

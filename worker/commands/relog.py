@@ -17,8 +17,8 @@ from typing import Annotated
 import typer
 
 from worker.cli import app
-from worker.commands.config import ConfigOption
-from worker.commands.rewriting import (
+from worker.commands.options import ConfigOption, ShelfOption
+from worker.commands.rewrite_options import (
     AllOption,
     DryRunOption,
     JsonOption,
@@ -30,9 +30,7 @@ from worker.commands.rewriting import (
     SinceOption,
     TimeoutOption,
     WorkersOption,
-    rewrite_command,
 )
-from worker.commands.run import ShelfOption
 from worker.names import DEFAULT_QUEUE
 
 
@@ -60,6 +58,9 @@ def relog(
         err_line = "memory-worker: name at least one SESSION, or pass --all, --project or --since"
         typer.echo(err_line, err=True)
         raise typer.Exit(2)
+    # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
+    from worker.commands.rewriting import rewrite_command
+
     rewrite_command("relog", chosen, force=False, dry_run=dry_run, max_calls=max_calls,
                   json_=json_, wait=wait, workers=workers, timeout=timeout, shelf=shelf,
                   config=config, queue=queue)

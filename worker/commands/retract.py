@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import zoneinfo
 from dataclasses import asdict
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -21,29 +21,13 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from memory.store.base import StoreError
 from worker.cli import app
-from worker.commands.config import ConfigOption
-from worker.commands.run import (
-    ShelfOption,
-    check_store_or_exit,
-    err,
-    load_or_exit,
-    open_runtime_or_exit,
-    setup_logging,
-)
-from worker.jobs.logread import PermanentJobError, TransientJobError
-from worker.jobs.repair import model_client, pending_intents
-from worker.jobs.retract import (
-    JOB_RETRACT,
-    SessionPlan,
-    execute_plan,
-    kinds_for,
-    plan_session,
-    with_session_lease,
-)
-from worker.jobs.runtime import Runtime
-from worker.jobs.withdrawals import SessionLog, read_session_log
+from worker.commands.options import ConfigOption, ShelfOption, err
+
+if TYPE_CHECKING:
+    from worker.jobs.retract import SessionPlan
+    from worker.jobs.runtime import Runtime
+    from worker.jobs.withdrawals import SessionLog
 
 SessionsArg = Annotated[list[str] | None, typer.Argument(help="Session ids (or use --all).")]
 
@@ -58,6 +42,12 @@ def _targets(runtime: Runtime, sessions: list[str], all_: bool) -> list[str]:
 def _plan(runtime: Runtime, shelf: str, sid: str, kinds: list[str],
           model: bool) -> tuple[SessionLog | None, SessionPlan | None, str]:
     """The session's log and plan, or an error line."""
+    from memory.store.base import StoreError
+    from worker.jobs.logread import PermanentJobError, TransientJobError
+    from worker.jobs.repair import pending_intents
+    from worker.jobs.retract import plan_session
+    from worker.jobs.withdrawals import read_session_log
+
     with runtime.state.transaction() as repos:
         state = repos.sessions.get(sid)
         pending = pending_intents(repos, sid)
@@ -95,6 +85,14 @@ def retract(
     if bool(chosen) == all_:
         err.print("memory-worker retract: give session ids or --all (not both)")
         raise typer.Exit(2)
+    # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
+    from worker.commands.common import (
+        check_store_or_exit,
+        load_or_exit,
+        open_runtime_or_exit,
+        setup_logging,
+    )
+
     settings = load_or_exit(config, store_shelf=shelf)
     setup_logging(settings)
     runtime = open_runtime_or_exit(settings, "retract")
@@ -109,6 +107,9 @@ def retract(
 
 def _run(runtime: Runtime, shelf: str, targets: list[str], extra: list[str], dry_run: bool,
          json_: bool) -> int:
+    from worker.jobs.repair import model_client
+    from worker.jobs.retract import kinds_for
+
     kinds = kinds_for(runtime, extra)
     model = model_client(runtime) is not None
     planned: list[tuple[str, SessionLog | None, SessionPlan | None, str]] = []
@@ -149,6 +150,10 @@ def _run(runtime: Runtime, shelf: str, targets: list[str], extra: list[str], dry
 
 
 def _execute(runtime: Runtime, shelf: str, sid: str, log_: SessionLog) -> dict[str, Any]:
+    from memory.store.base import StoreError
+    from worker.jobs.logread import TransientJobError
+    from worker.jobs.retract import JOB_RETRACT, execute_plan, with_session_lease
+
     try:
         result = with_session_lease(runtime, sid, shelf, JOB_RETRACT,
                                     lambda ctx: execute_plan(ctx, log_))

@@ -12,6 +12,9 @@ Where the work runs:
   until each is settled;
 * neither — records the requests and sends the hints; the Celery workers, or a running
   ``memory-worker run``, pick them up (a lost hint is re-sent by the reconcile loop).
+
+The options and :class:`Selection` live in :mod:`worker.commands.rewrite_options` (imported at
+start-up); this module loads the runtime and is imported only when a command runs.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -29,13 +32,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from memory.store.base import StoreError
 from worker import tasks
-from worker.commands.run import (
+from worker.commands.common import (
     check_store_or_exit,
-    err,
     load_or_exit,
     open_runtime_or_exit,
     setup_logging,
 )
+from worker.commands.options import err
+from worker.commands.rewrite_options import Selection
 from worker.jobs.guard import run_job
 from worker.jobs.logread import PermanentJobError, TransientJobError
 from worker.jobs.reconsolidate import request_rewrite, rewrite_result
@@ -43,52 +47,6 @@ from worker.jobs.rewrite import plan_line
 from worker.jobs.rewrite_job import JOB_REWRITE, plan_session
 from worker.jobs.runtime import Runtime
 from worker.names import DEFAULT_QUEUE
-
-SessionsArg = Annotated[
-    list[str] | None, typer.Argument(help="Session ids.", show_default=False)
-]
-AllOption = Annotated[bool, typer.Option("--all", help="Every session the watcher knows.")]
-ProjectOption = Annotated[
-    str | None, typer.Option("--project", help="Only sessions of this project (scope name).")
-]
-SinceOption = Annotated[
-    dt.datetime | None,
-    typer.Option("--since", formats=["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"],
-                 help="Only sessions active on or after this date (UTC)."),
-]
-DryRunOption = Annotated[
-    bool, typer.Option("--dry-run", help="List what would be rewritten, with the model calls "
-                       "and input tokens expected; change nothing.")
-]
-MaxCallsOption = Annotated[
-    int | None, typer.Option("--max-calls", min=0, help="With --wait: stop cleanly before the "
-                             "model call that would exceed N (rerun to continue).")
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
-WorkersOption = Annotated[
-    bool, typer.Option("--workers", help="Run as jobs on the Celery workers (distributed mode); "
-                       "with --wait, follow them.")
-]
-QueueOption = Annotated[
-    str, typer.Option("--queue", help="With --workers: the Celery queue the workers consume.")
-]
-TimeoutOption = Annotated[
-    float, typer.Option("--timeout", min=1, help="With --workers --wait: seconds to follow the "
-                        "jobs before giving up (they keep running).")
-]
-
-
-@dataclass(frozen=True, slots=True)
-class Selection:
-    ids: list[str]
-    all_: bool = False
-    project: str | None = None
-    since: dt.datetime | None = None
-    stale: bool = False
-
-    @property
-    def empty(self) -> bool:
-        return not (self.ids or self.all_ or self.project or self.since or self.stale)
 
 
 def select_sessions(runtime: Runtime, chosen: Selection) -> list[str]:

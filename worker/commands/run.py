@@ -7,152 +7,22 @@ treating every session as idle (every tail is flushed), shows a progress bar and
 
 from __future__ import annotations
 
-import logging
-import re
-import shutil
-import signal
-import threading
 import time
-from pathlib import Path
-from types import FrameType
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.logging import RichHandler
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from sqlalchemy.exc import SQLAlchemyError
 
-from memory.store.base import StoreError
 from worker.cli import app
-from worker.commands.config import ConfigOption
-from worker.jobs.reconsolidate import backfill_consolidation, queued_sessions
-from worker.jobs.retract import resume_repairs
-from worker.observability import JsonFormatter, PrintableFormatter
-from worker.observability import serve_metrics as start_metrics_server
-from worker.once_children import OnceChildren
-from worker.once_parallel import run_once
-from worker.pipeline import (
-    JOB_CONSOLIDATE,
-    Runtime,
-    build_runtime,
-    default_owner,
-    owe_consolidation,
-    reconcile_with_store,
-)
-from worker.runner import InProcessRunner
-from worker.settings import Settings, SettingsError, load_settings
-from worker.state.database import StateDB
-from worker.state.db import StateURLError
-from worker.watch import ScanReport, Watcher
+from worker.commands.options import ConfigOption, DshHomeOption, MetricsPortOption, ShelfOption, err
 
-DshHomeOption = Annotated[
-    Path | None,
-    typer.Option("--dsh-home", help="DSH home to follow (default: $DSH_HOME or ~/.dsh)."),
-]
-ShelfOption = Annotated[
-    str | None,
-    typer.Option("--shelf", help="Store shelf to use (default: setting `store_shelf`, `default`)."),
-]
-MetricsPortOption = Annotated[
-    int | None,
-    typer.Option("--metrics-port", help="Serve Prometheus metrics on this port "
-                 "(default: setting `metrics_port`, off)."),
-]
-
-err = Console(stderr=True)
-
-
-def load_or_exit(config: Path | None, **overrides: Any) -> Settings:
-    """Settings with command-line overrides; one line and exit 2 when invalid."""
-    given = {k: v for k, v in overrides.items() if v is not None}
-    try:
-        return load_settings(config, **given)
-    except SettingsError as exc:
-        err.print(f"memory-worker: {escape(str(exc))}", soft_wrap=True)
-        raise typer.Exit(2) from None
-
-
-def setup_logging(settings: Settings) -> None:
-    """One line per event on stderr at the configured level (Rich on a terminal, plain text
-    with a timestamp otherwise, so service logs stay greppable)."""
-    root = logging.getLogger("memory_worker")
-    if not root.handlers:
-        handler: logging.Handler
-        if settings.log_json:  # one JSON object per line (log shippers)
-            handler = logging.StreamHandler()
-            handler.setFormatter(JsonFormatter())
-        elif err.is_terminal:
-            handler = RichHandler(console=err, show_path=False, markup=False)
-            handler.setFormatter(PrintableFormatter("%(message)s"))
-        else:
-            handler = logging.StreamHandler()
-            handler.setFormatter(PrintableFormatter("%(asctime)s %(levelname)s %(message)s"))
-        root.addHandler(handler)
-    root.setLevel(settings.log_level)
-    root.propagate = False
-
-
-def serve_metrics(settings: Settings, state: StateDB | None = None) -> None:
-    """Expose the Prometheus metrics on ``metrics_port`` when one is configured, with the
-    gauges read from the state database (``state``, or one opened on the configured URL)."""
-    if settings.metrics_port is None:
-        return
-    try:
-        if state is None:
-            state = StateDB(settings.effective_state_url)
-        start_metrics_server(settings.metrics_port, state, settings.store_shelf)
-    except OSError as exc:
-        err.print(f"memory-worker: metrics port {settings.metrics_port} unavailable: "
-                  f"{escape(str(exc.strerror or exc))}; continuing without metrics", soft_wrap=True)
-
-
-def db_error_line(exc: BaseException) -> str:
-    """One line of a state-database error, without SQLAlchemy's "Background on this error" link."""
-    text = re.sub(r"\s*\(Background on this error at: [^)]*\)", "", str(exc))
-    return " ".join(text.split())[:300]
-
-
-def open_runtime_or_exit(settings: Settings, kind: str, *, force_idle: bool = False) -> Runtime:
-    """The runtime (state migrated to head); an unusable state database is one line, exit 2."""
-    try:
-        return build_runtime(settings, owner=default_owner(kind), force_idle=force_idle)
-    except (StateURLError, SQLAlchemyError, OSError) as exc:
-        line = db_error_line(exc)
-        err.print(f"memory-worker: cannot open the state database: {escape(line)}", soft_wrap=True)
-        raise typer.Exit(2) from None
-
-
-def check_store_binary_or_exit(settings: Settings) -> None:
-    """A `cli` / `mcp` store binary that is not installed is one line, exit 2 (it would
-    otherwise fail every job, retried, forever)."""
-    if settings.store_transport != "lite" and shutil.which(settings.store_binary) is None:
-        err.print(f"memory-worker: cannot open the store: the {settings.store_transport} "
-                  f"transport's binary {settings.store_binary!r} was not found (set "
-                  "store_binary / MEMORY_WORKER_STORE_BINARY)", soft_wrap=True, markup=False)
-        raise typer.Exit(2)
-
-
-def check_store_or_exit(runtime: Runtime, shelf: str) -> None:
-    """Open the store once up front; an unusable one is one line, exit 2."""
-    check_store_binary_or_exit(runtime.settings)
-    try:
-        runtime.store(shelf)
-    except (StoreError, OSError) as exc:  # OSError: e.g. a hypatia-lite home it cannot create
-        err.print(f"memory-worker: cannot open the store: {escape(str(exc))}", soft_wrap=True)
-        raise typer.Exit(2) from None
-
-
-def stop_on_signals() -> threading.Event:
-    stop = threading.Event()
-
-    def _stop(_signum: int, _frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, _stop)
-    signal.signal(signal.SIGTERM, _stop)
-    return stop
+if TYPE_CHECKING:
+    from worker.once_children import OnceChildren
+    from worker.pipeline import Runtime
+    from worker.runner import InProcessRunner
+    from worker.settings import Settings
+    from worker.watch import ScanReport
 
 
 @app.command()
@@ -177,6 +47,10 @@ def run(
         err.print("memory-worker: --jobs needs --once (following a DSH home runs in one "
                   "process)", soft_wrap=True)
         raise typer.Exit(2)
+    # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
+    from worker.commands.common import load_or_exit, setup_logging
+    from worker.once_children import OnceChildren
+
     settings = load_or_exit(config, dsh_home=dsh_home, store_shelf=shelf,
                             metrics_port=metrics_port)
     setup_logging(settings)
@@ -190,6 +64,13 @@ def run(
 
 
 def _run(settings: Settings, once: bool, children: OnceChildren | None) -> None:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from worker.commands.common import check_store_or_exit, db_error_line, open_runtime_or_exit
+    from worker.jobs.reconsolidate import backfill_consolidation
+    from worker.jobs.retract import resume_repairs
+    from worker.pipeline import reconcile_with_store
+
     runtime = open_runtime_or_exit(settings, "run", force_idle=once)
     target = settings.store_shelf
     check_store_or_exit(runtime, target)
@@ -211,10 +92,11 @@ def _run(settings: Settings, once: bool, children: OnceChildren | None) -> None:
 
 
 def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> None:
+    from worker.logs import quiet_job_lines
+    from worker.once_parallel import run_once
+
     # The progress bar and the summary tell the story; per-job lines only when asked (DEBUG).
-    quiet = logging.getLogger("memory_worker")
-    if quiet.level < logging.WARNING and runtime.settings.log_level != "DEBUG":
-        quiet.setLevel(logging.WARNING)
+    quiet_job_lines(runtime.settings.log_level)
     if not runtime.settings.sessions_root.is_dir():
         err.print(
             f"memory-worker: DSH home {runtime.settings.dsh_home} has no sessions directory "
@@ -250,11 +132,19 @@ _REQUEST_POLL_S = 5.0
 def _submit_reconsolidations(runtime: Runtime, runner: InProcessRunner, shelf: str) -> None:
     """Hint ``consolidate`` for every session with a queued reconsolidation request (recorded by
     ``memory-worker reconsolidate`` or the startup backfill)."""
+    from worker.jobs.reconsolidate import queued_sessions
+    from worker.pipeline import JOB_CONSOLIDATE
+
     for session_id in queued_sessions(runtime, shelf):
         runner.submit(JOB_CONSOLIDATE, session_id, shelf)
 
 
 def _follow(runtime: Runtime, shelf: str) -> None:
+    from worker.commands.common import serve_metrics, stop_on_signals
+    from worker.pipeline import owe_consolidation
+    from worker.runner import InProcessRunner
+    from worker.watch import Watcher
+
     serve_metrics(runtime.settings, runtime.state)
     stop = stop_on_signals()
     runner = InProcessRunner(runtime)

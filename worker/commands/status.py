@@ -9,32 +9,26 @@ row, failure or audit record) is one line on stderr and exit status 1."""
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from memory.dsh.locate import survey_sessions
 from memory.printable import printable
 from worker.cli import app
-from worker.commands.config import ConfigOption
-from worker.commands.run import (
-    DshHomeOption,
-    ShelfOption,
-    err,
-    load_or_exit,
-    open_runtime_or_exit,
-)
-from worker.figures import figures
-from worker.pipeline import Runtime
-from worker.scan_problems import session_id_problem, subject_key
-from worker.settings import Settings
+from worker.commands.options import ConfigOption, DshHomeOption, ShelfOption, err
+
+if TYPE_CHECKING:
+    from worker.pipeline import Runtime
+    from worker.settings import Settings
 
 
 def session_status(runtime: Runtime, shelf: str) -> list[dict[str, Any]]:
     """One JSON-ready dict per known session (forgotten ones included, flagged)."""
+    from worker.figures import figures
+
     rows: list[dict[str, Any]] = figures(runtime.state, shelf)["sessions"]
     return rows
 
@@ -60,6 +54,9 @@ def add_unrecorded(found: dict[str, Any], settings: Settings) -> None:
     """Add a row for every session (and refused entry) in the DSH home listing that the state
     database has no record of: not scanned yet, a scan that failed, or an id it cannot store.
     Every row gets ``recorded`` (the state database holds its scan) and ``problem``."""
+    from memory.dsh.locate import survey_sessions
+    from worker.scan_problems import session_id_problem, subject_key
+
     rows: list[dict[str, Any]] = found["sessions"]
     for row in rows:
         row["recorded"] = row["durable_end_seq"] is not None
@@ -129,6 +126,10 @@ def status(
 ) -> None:
     """Per session and in total: durable end, watermarks, lag, pending retractions, failures,
     and the sessions of the DSH home the state database has no record of."""
+    # Imported when the command runs, not at start-up (keeps `status --help` fast).
+    from worker.commands.common import load_or_exit, open_runtime_or_exit
+    from worker.figures import figures
+
     settings = load_or_exit(config, store_shelf=shelf, dsh_home=dsh_home)
     runtime = open_runtime_or_exit(settings, "status")
     try:

@@ -10,26 +10,17 @@ when nothing leaked, 1 on a leak, 2 when the configuration, state database or st
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
-from sqlalchemy.exc import SQLAlchemyError
 
-from memory.store.base import StoreError
 from worker.cli import app
-from worker.commands.config import ConfigOption
-from worker.commands.run import (
-    ShelfOption,
-    check_store_or_exit,
-    db_error_line,
-    err,
-    load_or_exit,
-    open_runtime_or_exit,
-    setup_logging,
-)
-from worker.verify.run import Report, verify
+from worker.commands.options import ConfigOption, ShelfOption, err
+
+if TYPE_CHECKING:
+    from worker.verify.run import Report
 
 
 class _Bar:
@@ -56,6 +47,19 @@ def verify_forgetting(
     config: ConfigOption = None,
 ) -> None:
     """Prove that withdrawn messages and forgotten sessions left no trace in memory."""
+    # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from memory.store.base import StoreError
+    from worker.commands.common import (
+        check_store_or_exit,
+        db_error_line,
+        load_or_exit,
+        open_runtime_or_exit,
+        setup_logging,
+    )
+    from worker.verify.run import verify
+
     settings = load_or_exit(config, store_shelf=shelf)
     setup_logging(settings)
     runtime = open_runtime_or_exit(settings, "verify-forgetting")

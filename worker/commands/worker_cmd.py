@@ -4,10 +4,13 @@ Late acks, one prefetched message per process, redelivery of a lost worker's mes
 visibility timeout above the longest task (see :func:`worker.tasks.configure`). The state
 database is migrated to head before the worker starts consuming. Task events and heartbeats are
 on, so Flower (``docker compose``'s ``flower`` service) shows workers, tasks and their outcomes.
+The metrics port serves the counters of every pool process (prometheus_client multiprocess mode,
+set up before anything imports it), and logging stays this project's (Celery does not redo it).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from enum import StrEnum
@@ -15,19 +18,8 @@ from typing import Annotated
 
 import typer
 
-from worker import tasks
 from worker.cli import app
-from worker.commands.config import ConfigOption
-from worker.commands.daemon import QueueOption
-from worker.commands.run import (
-    MetricsPortOption,
-    check_store_binary_or_exit,
-    err,
-    load_or_exit,
-    open_runtime_or_exit,
-    serve_metrics,
-    setup_logging,
-)
+from worker.commands.options import ConfigOption, MetricsPortOption, QueueOption, err
 from worker.names import DEFAULT_QUEUE
 
 
@@ -52,17 +44,70 @@ def worker_command(
 ) -> None:
     """Run a Celery worker that executes the queued jobs (log, session node, consolidate, cascade,
     retract, rewrite)."""
+    # Before anything imports prometheus_client: every pool process writes its counters to
+    # one directory, and this process's metrics port serves their sum (worker.observability).
+    _multiprocess_metrics()
+    # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
+    from worker.commands.common import (
+        check_store_binary_or_exit,
+        load_or_exit,
+        open_runtime_or_exit,
+        require_distributed,
+        serve_metrics,
+        setup_logging,
+    )
+
     settings = load_or_exit(config, concurrency=concurrency, metrics_port=metrics_port)
     setup_logging(settings)
+    logging.getLogger("celery").setLevel(settings.log_level)  # Celery's own lines: ready, tasks
+    require_distributed("worker")
+    from celery import signals
+
+    from worker import tasks
+
     check_store_binary_or_exit(settings)
     open_runtime_or_exit(settings, "migrate").close()  # migrate once, before any child starts
     tasks.configure(settings, queue=queue)
-    serve_metrics(settings)  # jobs run in this process with --pool solo/threads
+    # Logging is ours (one tree, JSON or text, job fields): Celery must not reconfigure it.
+    signals.setup_logging.connect(_keep_logging, weak=False)
+    serve_metrics(settings)  # the sum over every pool process (multiprocess mode)
     node = name or f"memory-worker-{os.getpid()}@{socket.gethostname()}"
     argv = celery_argv(queue, settings.concurrency, pool, settings.log_level, node)
     err.print(f"celery worker {node} on queue {queue!r} ({pool.value} × {settings.concurrency})",
               soft_wrap=True)
     tasks.app.worker_main(argv)
+
+
+def _keep_logging(**_: object) -> None:
+    """A ``setup_logging`` receiver: its presence stops Celery from configuring logging."""
+
+
+def _multiprocess_metrics() -> None:
+    """Point prometheus_client at a fresh multiprocess directory (``$PROMETHEUS_MULTIPROC_DIR``
+    if set, emptied of old files; else a temporary one removed at exit)."""
+    import atexit
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from worker.settings import prometheus_multiproc_dir, use_prometheus_multiproc_dir
+
+    given = prometheus_multiproc_dir()
+    if given is not None:
+        directory = given
+        directory.mkdir(parents=True, exist_ok=True)
+        for old in directory.glob("*.db"):  # counters of an earlier run are not this run's
+            old.unlink(missing_ok=True)
+    else:
+        directory = Path(tempfile.mkdtemp(prefix="memory-worker-metrics-"))
+        owner = os.getpid()
+
+        def _remove() -> None:
+            if os.getpid() == owner:  # not in a forked pool process
+                shutil.rmtree(directory, ignore_errors=True)
+
+        atexit.register(_remove)
+        use_prometheus_multiproc_dir(directory)
 
 
 def celery_argv(queue: str, concurrency: int, pool: Pool, log_level: str, node: str) -> list[str]:

@@ -45,7 +45,7 @@ from worker.jobs.models import job_attempt, model_client
 from worker.jobs.provenance import current_writer, record_written
 from worker.jobs.runtime import Runtime
 
-log = logging.getLogger("memory_worker")
+log = logging.getLogger(__name__)
 
 JOB_CASCADE = "cascade"
 

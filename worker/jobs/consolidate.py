@@ -56,7 +56,7 @@ from worker.jobs.work_units import WorkUnitOptions, WorkUnitOutcome, extract_wor
 from worker.state.progress import Progress
 from worker.state.sessions import SessionState
 
-log = logging.getLogger("memory_worker")
+log = logging.getLogger(__name__)
 
 JOB_CONSOLIDATE: Final = "consolidate"
 TURN_END: Final = "turn/end"

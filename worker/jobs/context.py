@@ -20,7 +20,7 @@ from worker.state.leases import Lease
 from worker.state.progress import Progress
 from worker.state.sessions import SessionState
 
-log = logging.getLogger("memory_worker")
+log = logging.getLogger(__name__)
 
 _warned: set[str] = set()
 _warned_lock = threading.Lock()

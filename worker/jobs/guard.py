@@ -36,6 +36,7 @@ from worker.jobs.log_span import log_span
 from worker.jobs.logread import PermanentJobError, TransientJobError
 from worker.jobs.runtime import Runtime
 from worker.jobs.session_node import session_node
+from worker.logs import job_context
 from worker.names import session_lease_key
 from worker.observability import (
     ENTRIES_WRITTEN,
@@ -46,7 +47,7 @@ from worker.observability import (
 )
 from worker.state.failures import describe_error
 
-log = logging.getLogger("memory_worker")
+log = logging.getLogger(__name__)
 
 Job = Callable[[JobContext], JobOutput]
 JOBS: dict[str, Job] = {"log_span": log_span, "session_node": session_node}
@@ -73,6 +74,14 @@ def run_job(
     fn = JOBS.get(job)
     if fn is None:
         raise ValueError(f"unknown job {job!r}; known: {', '.join(sorted(JOBS))}")
+    # Every log line of the job carries its session, job, shelf and attempt (worker.logs).
+    with job_context(job, session_id, shelf, attempt):
+        return _guarded(fn, runtime, job, session_id, shelf, attempt)
+
+
+def _guarded(
+    fn: Job, runtime: Runtime, job: str, session_id: str, shelf: str, attempt: int
+) -> JobResult:
     started = time.monotonic()
     result = JobResult(job=job, session_id=session_id, shelf=shelf, status="busy", attempt=attempt)
     try:

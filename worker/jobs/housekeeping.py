@@ -15,7 +15,7 @@ from memory import constants as C
 from memory.store.base import StoreError
 from worker.jobs.runtime import Runtime
 
-log = logging.getLogger("memory_worker")
+log = logging.getLogger(__name__)
 
 
 def reconcile_with_store(runtime: Runtime, shelf: str) -> list[str]:

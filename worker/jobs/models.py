@@ -17,7 +17,7 @@ from worker.jobs.context import JobContext
 from worker.jobs.runtime import Runtime
 from worker.settings import Settings
 
-log = logging.getLogger("memory_worker")
+log = logging.getLogger(__name__)
 
 #: Rows of ``model_calls`` kept; older ones are pruned as new calls are recorded.
 MODEL_CALLS_KEPT = 1000

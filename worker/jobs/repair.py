@@ -74,7 +74,7 @@ from worker.jobs.work_units import WorkUnitOptions, WorkUnitOutcome, extract_wor
 from worker.names import archive_lease_key
 from worker.observability import REPAIRS
 
-log = logging.getLogger("memory_worker")
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 __all__ = [

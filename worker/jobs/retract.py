@@ -40,7 +40,7 @@ from worker.jobs.withdrawals import SessionLog, Withdrawn, read_session_log
 from worker.names import session_lease_key
 from worker.observability import RETRACTIONS
 
-log = logging.getLogger("memory_worker")
+log = logging.getLogger(__name__)
 
 JOB_RETRACT = "retract"
 Action = Literal["retract", "regenerate", "unlink"]

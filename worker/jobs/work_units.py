@@ -51,7 +51,7 @@ from memory.entries import (
 from memory.llm import ModelClient, one_line
 from memory.store.base import MemoryStore, StoreError, TransientStoreError
 
-log = logging.getLogger("memory_worker")
+log = logging.getLogger(__name__)
 
 #: What :func:`store_work_unit` reports besides a verdict.
 EXISTING: Final = "existing"

@@ -1,8 +1,7 @@
-"""Run the Alembic revisions in ``migrations/`` programmatically.
+"""Run the Alembic revisions in ``worker/state/migrations/`` programmatically.
 
-The script directory is found in this order: an explicit ``migrations_dir`` (setting
-``migrations_dir``), the ``migrations/`` beside the ``worker`` package (a checkout or an
-editable install), then ``./migrations`` in the working directory. Migrations take a lock first
+The script directory ships inside the package (package data, so a wheel install has it); an
+explicit ``migrations_dir`` (setting ``migrations_dir``) replaces it. Migrations take a lock first
 (PostgreSQL advisory lock; SQLite ``BEGIN IMMEDIATE``) so N workers starting at once migrate once.
 """
 
@@ -11,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Final
 
 from alembic import command
 from alembic.config import Config
@@ -24,27 +24,27 @@ from worker.state.db import make_engine
 _PG_LOCK_ID = 0x6D775F6D6967  # "mw_mig"
 
 
+#: The revisions shipped with the package (``[tool.setuptools.package-data]``).
+PACKAGED_MIGRATIONS: Final = Path(__file__).resolve().parent / "migrations"
+
+
 class MigrationsNotFound(RuntimeError):
-    """No Alembic script directory could be found; the message says where it looked."""
+    """No usable Alembic script directory; the message says where it looked and what to do."""
 
 
 def find_migrations_dir(explicit: Path | None = None) -> Path:
-    """The Alembic script directory (holding ``env.py``)."""
-    candidates = []
-    if explicit is not None:
-        candidates.append(explicit)
-    candidates.append(Path(__file__).resolve().parents[2] / "migrations")
-    candidates.append(Path.cwd() / "migrations")
-    for candidate in candidates:
-        if (candidate / "env.py").is_file():
-            return candidate
-        if explicit is not None and candidate == explicit:
-            raise MigrationsNotFound(f"migrations_dir {explicit} has no env.py")
-    looked = ", ".join(str(c) for c in candidates)
-    raise MigrationsNotFound(
-        f"no Alembic migrations directory found (looked in {looked}); "
-        "set MEMORY_WORKER_MIGRATIONS_DIR to the checkout's migrations/"
-    )
+    """The Alembic script directory (holding ``env.py`` and ``versions/`` with revisions)."""
+    candidate = explicit if explicit is not None else PACKAGED_MIGRATIONS
+    if not (candidate / "env.py").is_file():
+        if explicit is not None:
+            raise MigrationsNotFound(f"migrations_dir {explicit} has no env.py; unset "
+                                     "MEMORY_WORKER_MIGRATIONS_DIR to use the packaged revisions")
+        raise MigrationsNotFound(f"the packaged migrations ({candidate}) are missing: "
+                                 "reinstall dsh-memory-worker")
+    if not any((candidate / "versions").glob("*.py")):
+        raise MigrationsNotFound(f"{candidate / 'versions'} holds no Alembic revision; "
+                                 "reinstall dsh-memory-worker or fix migrations_dir")
+    return candidate
 
 
 def alembic_config(url: str, migrations_dir: Path | None = None) -> Config:

@@ -1,0 +1,129 @@
+"""A wheel installed outside the checkout runs: the wheel is built from this tree, installed with
+its ``distributed`` extra into a fresh virtual environment in a temporary directory (dependencies
+from the local pip cache / index), and from there, with the checkout nowhere on the path:
+
+* the README's main command — ``demo-home`` then ``run --once`` — writes the same 28 entries and
+  19 edges as the same command from the checkout;
+* ``memory-worker migrate upgrade`` migrates a throwaway PostgreSQL database to the packaged head;
+* ``hypatia-lite --version`` and ``memory-worker --version`` answer;
+* without the packaged revisions, ``run --once`` is one line and exit status 2.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cluster_support import lite_names
+from conftest import REPO
+from state_db_support import throwaway_pg_database
+
+from memory.store.lite import db, shelves
+from worker import __version__
+from worker.state.migrate import head_revision
+
+# Building and installing the wheel (in the module fixture) counts towards the first test.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(scope="module")
+def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A fresh venv (outside the checkout) with the wheel built from this tree installed."""
+    root = tmp_path_factory.mktemp("wheel")
+    dist = root / "dist"
+    subprocess.run(
+        [str(BIN / "python"), "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(REPO)],
+        check=True, capture_output=True, timeout=300,
+    )
+    (wheel,) = dist.glob("dsh_memory_worker-*.whl")
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=120)
+    # This environment's pip installs into the new one (no pip bootstrap); no .pyc compiling.
+    subprocess.run(
+        [str(BIN / "python"), "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
+         "-q", "--no-compile", f"{wheel}[distributed]"],
+        check=True, capture_output=True, timeout=600,
+    )
+    yield venv
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("MEMORY_WORKER_", "PYTHON", "HYPATIA_LITE", "DSH_"))}
+    env.update(HYPATIA_LITE_HOME=str(tmp / "lite"), MEMORY_WORKER_DATA_DIR=str(tmp / "data"),
+               MEMORY_WORKER_CONFIG="", HOME=str(tmp))
+    return env
+
+
+def _run(binary: Path, args: list[str], tmp: Path,
+         **extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(binary), *args], cwd=tmp, env={**_env(tmp), **extra},
+                          capture_output=True, text=True, timeout=300)
+
+
+def _main_command(bindir: Path, tmp: Path) -> tuple[set[str], int, str]:
+    tmp.mkdir(parents=True, exist_ok=True)
+    demo = _run(bindir / "memory-worker", ["demo-home", str(tmp / "dsh")], tmp)
+    assert demo.returncode == 0, demo.stderr
+    once = _run(bindir / "memory-worker", ["run", "--once", "--dsh-home", str(tmp / "dsh")], tmp)
+    assert once.returncode == 0, once.stderr
+    path = shelves.resolve(shelves.lite_home(tmp / "lite"), "default") / db.DB_FILE
+    with sqlite3.connect(path) as conn:
+        edges = int(conn.execute("SELECT count(*) FROM statement WHERE relation = 'belongTo'")
+                    .fetchone()[0])
+    return lite_names(tmp / "lite"), edges, once.stderr
+
+
+def test_the_wheel_runs_the_readme_command_migrates_and_reports_versions(
+    wheel_venv: Path, tmp_path: Path
+) -> None:
+    bindir = wheel_venv / "bin"
+    where = subprocess.run(
+        [str(bindir / "python"), "-c", "import worker, memory; print(worker.__file__, "
+         "memory.__file__)"], cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True,
+        check=True,
+    ).stdout.split()
+    assert all(Path(p).is_relative_to(wheel_venv) for p in where), where
+
+    names, edges, summary = _main_command(bindir, tmp_path / "wheel")
+    checkout_names, checkout_edges, _ = _main_command(BIN, tmp_path / "checkout")
+    assert (len(names), edges) == (28, 19)
+    assert (names, edges) == (checkout_names, checkout_edges)
+    assert "28 entries written, 0 retracted, 19 edges" in summary
+
+    assert _run(bindir / "hypatia-lite", ["--version"], tmp_path).stdout.startswith(
+        "hypatia-lite ")
+    assert _run(bindir / "memory-worker", ["--version"], tmp_path).stdout == (
+        f"memory-worker {__version__}\n")
+    with throwaway_pg_database() as url:
+        migrated = _run(bindir / "memory-worker", ["migrate", "upgrade"], tmp_path,
+                        MEMORY_WORKER_STATE_URL=url)
+        assert migrated.returncode == 0, migrated.stderr
+        assert migrated.stdout.strip() == f"{url}: now at {head_revision()}"
+
+
+def test_missing_revisions_are_one_line_and_exit_2(wheel_venv: Path, tmp_path: Path) -> None:
+    site = next((wheel_venv / "lib").glob("python3*/site-packages"))
+    versions = site / "worker" / "state" / "migrations" / "versions"
+    kept = tmp_path / "kept"
+    shutil.copytree(versions, kept)
+    try:
+        for revision in versions.glob("*.py"):
+            revision.unlink()
+        result = _run(wheel_venv / "bin" / "memory-worker", ["run", "--once", "--dsh-home",
+                      str(tmp_path / "dsh")], tmp_path)
+    finally:
+        shutil.copytree(kept, versions, dirs_exist_ok=True)
+    assert result.returncode == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines == [f"memory-worker: {versions} holds no Alembic revision; reinstall "
+                     "dsh-memory-worker or fix migrations_dir"], result.stderr

@@ -1,0 +1,124 @@
+"""The helpers the commands share when they run: settings, logging, the state database, the
+store and metrics, each failing as one line and an exit status.
+
+Only command bodies import this module (it loads the runtime); see :mod:`worker.commands.options`.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import typer
+from alembic.util.exc import CommandError as AlembicCommandError
+from rich.markup import escape
+from sqlalchemy.exc import SQLAlchemyError
+
+from memory.store.base import StoreError
+from worker.commands.options import err
+from worker.logs import setup_logging as configure_logging
+from worker.observability import serve_metrics as start_metrics_server
+from worker.pipeline import Runtime, build_runtime, default_owner
+from worker.settings import Settings, SettingsError, load_settings
+from worker.state.database import StateDB
+from worker.state.db import StateURLError
+from worker.state.migrate import MigrationsNotFound
+
+
+def load_or_exit(config: Path | None, **overrides: Any) -> Settings:
+    """Settings with command-line overrides; one line and exit 2 when invalid."""
+    given = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        return load_settings(config, **given)
+    except SettingsError as exc:
+        err.print(f"memory-worker: {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+def setup_logging(settings: Settings) -> None:
+    """Configure the one logging tree (:func:`worker.logs.setup_logging`) for this command."""
+    configure_logging(settings.log_level, json_lines=settings.log_json,
+                      console=err if err.is_terminal else None)
+
+
+def serve_metrics(settings: Settings, state: StateDB | None = None) -> None:
+    """Expose the Prometheus metrics on ``metrics_port`` when one is configured, with the
+    gauges read from the state database (``state``, or one opened on the configured URL)."""
+    if settings.metrics_port is None:
+        return
+    try:
+        if state is None:
+            state = StateDB(settings.effective_state_url)
+        start_metrics_server(settings.metrics_port, state, settings.store_shelf)
+    except OSError as exc:
+        err.print(f"memory-worker: metrics port {settings.metrics_port} unavailable: "
+                  f"{escape(str(exc.strerror or exc))}; continuing without metrics", soft_wrap=True)
+
+
+def db_error_line(exc: BaseException) -> str:
+    """One line of a state-database error, without SQLAlchemy's "Background on this error" link."""
+    text = re.sub(r"\s*\(Background on this error at: [^)]*\)", "", str(exc))
+    return " ".join(text.split())[:300]
+
+
+def open_runtime_or_exit(settings: Settings, kind: str, *, force_idle: bool = False) -> Runtime:
+    """The runtime (state migrated to head); an unusable state database is one line, exit 2."""
+    try:
+        return build_runtime(settings, owner=default_owner(kind), force_idle=force_idle)
+    except MigrationsNotFound as exc:
+        err.print(f"memory-worker: {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(2) from None
+    except (StateURLError, SQLAlchemyError, OSError, AlembicCommandError) as exc:
+        # AlembicCommandError: e.g. the database is at a revision this install does not have.
+        line = db_error_line(exc)
+        err.print(f"memory-worker: cannot open the state database: {escape(line)}", soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+def check_store_binary_or_exit(settings: Settings) -> None:
+    """A `cli` / `mcp` store binary that is not installed is one line, exit 2 (it would
+    otherwise fail every job, retried, forever)."""
+    if settings.store_transport != "lite" and shutil.which(settings.store_binary) is None:
+        err.print(f"memory-worker: cannot open the store: the {settings.store_transport} "
+                  f"transport's binary {settings.store_binary!r} was not found (set "
+                  "store_binary / MEMORY_WORKER_STORE_BINARY)", soft_wrap=True, markup=False)
+        raise typer.Exit(2)
+
+
+def check_store_or_exit(runtime: Runtime, shelf: str) -> None:
+    """Open the store once up front; an unusable one is one line, exit 2."""
+    check_store_binary_or_exit(runtime.settings)
+    try:
+        runtime.store(shelf)
+    except (StoreError, OSError) as exc:  # OSError: e.g. a hypatia-lite home it cannot create
+        err.print(f"memory-worker: cannot open the store: {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+def stop_on_signals() -> threading.Event:
+    stop = threading.Event()
+
+    def _stop(_signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
+    return stop
+
+
+def require_distributed(command: str) -> None:
+    """The distributed commands need the ``distributed`` extra (Celery, kombu, psycopg); without
+    it, one line saying how to install it, exit 2."""
+    import importlib.util
+
+    missing = [name for name in ("celery", "kombu") if importlib.util.find_spec(name) is None]
+    if missing:
+        err.print(f"memory-worker {command}: {', '.join(missing)} not installed; install the "
+                  "distributed extra: pip install 'dsh-memory-worker[distributed]'",
+                  soft_wrap=True, markup=False)
+        raise typer.Exit(2)
