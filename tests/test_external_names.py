@@ -15,7 +15,7 @@ def test_task_and_queue_names() -> None:
     assert names.TASK_OF_JOB == {
         "log_span": "memory_worker.log_span", "session_node": "memory_worker.session_node",
         "consolidate": "memory_worker.consolidate", "cascade": "memory_worker.cascade",
-        "retract": "memory_worker.retract",
+        "retract": "memory_worker.retract", "rewrite": "memory_worker.rewrite",
     }
     assert {*names.TASK_OF_JOB.values(), names.TASK_JOB} <= set(tasks.app.tasks)
 

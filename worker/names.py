@@ -12,6 +12,7 @@ TASK_SESSION_NODE: Final = "memory_worker.session_node"
 TASK_CONSOLIDATE: Final = "memory_worker.consolidate"
 TASK_CASCADE: Final = "memory_worker.cascade"
 TASK_RETRACT: Final = "memory_worker.retract"
+TASK_REWRITE: Final = "memory_worker.rewrite"
 #: One Celery task per job kind (Flower and ``celery events`` tell them apart by name); the
 #: message carries only ``(session_id, shelf)``.
 TASK_OF_JOB: Final = {
@@ -20,6 +21,7 @@ TASK_OF_JOB: Final = {
     "consolidate": TASK_CONSOLIDATE,
     "cascade": TASK_CASCADE,
     "retract": TASK_RETRACT,
+    "rewrite": TASK_REWRITE,
 }
 #: Any other job added with ``worker.pipeline.register_job`` (its name travels as an argument).
 TASK_JOB: Final = "memory_worker.job"
