@@ -75,17 +75,21 @@ def run_job(
         raise ValueError(f"unknown job {job!r}; known: {', '.join(sorted(JOBS))}")
     started = time.monotonic()
     result = JobResult(job=job, session_id=session_id, shelf=shelf, status="busy", attempt=attempt)
+    key = session_lease_key(session_id)
     try:
         with runtime.state.transaction() as repos:
-            lease = repos.leases.acquire(
-                session_lease_key(session_id), runtime.owner, runtime.settings.lease_ttl_s
-            )
+            lease = repos.leases.acquire(key, runtime.owner, runtime.settings.lease_ttl_s)
+            holder = repos.leases.holder(key) if lease is None else None
     except (OperationalError, PoolTimeoutError) as exc:
         result.status, result.detail = "retry", f"state database unavailable: {_line(exc)}"
         log.warning("%s %s: %s", job, session_id, result.detail)
         return _finish(result, started)
     if lease is None:
-        result.detail = "another worker holds the session's lease"
+        result.detail = (
+            f"the session's lease is held by {holder.owner} until "
+            f"{holder.expires_at:%Y-%m-%d %H:%M:%S} UTC" if holder is not None
+            else "another worker holds the session's lease"
+        )
         return _finish(result, started)
     ctx = JobContext(runtime, job, session_id, shelf, lease)
     succeeded = False
@@ -110,6 +114,25 @@ def run_job(
         # Success clears the failure row in the same transaction that releases the lease.
         _release(runtime, ctx, clear_failure=succeeded)
     return _finish(result, started)
+
+
+def give_up(runtime: Runtime, result: JobResult) -> str:
+    """The caller stops retrying ``result``'s job: say so by session, once, and (for a job that
+    never got its lease: the guard recorded nothing yet) record it as the job's failure so
+    ``status`` shows it. Returns the one-line reason."""
+    reason = result.detail or result.status
+    if result.status == "busy":
+        reason = f"could not get its lease: {reason}"
+        try:
+            with runtime.state.transaction() as repos:
+                repos.failures.record(result.job, result.session_id, reason)
+        except (OperationalError, PoolTimeoutError) as exc:
+            log.warning("could not record the failure of %s %s: %s", result.job,
+                        result.session_id, _line(exc))
+    if result.status != "failed":  # a permanent failure was said once already
+        log.warning("%s %s not finished: %s; the next run or reconcile tries again",
+                    result.job, result.session_id, reason)
+    return reason
 
 
 def _with_retries(fn: Job, ctx: JobContext) -> JobOutput:
