@@ -2,7 +2,8 @@
 
 ``run_job`` is what both the in-process runner and the Celery tasks call. It
 
-1. takes the session's lease (``busy`` when another worker holds it — the caller retries later);
+1. takes the session's lease (``busy`` when another worker holds it — the caller retries later)
+   and keeps it renewed on time while the job runs (:func:`worker.jobs.lease_keeper.keep`);
 2. runs the job, retrying transient store errors a few times in-process (tenacity, exponential
    backoff with jitter) — safe because every job is idempotent;
 3. records the outcome: success clears the failure row; a permanent problem (a corrupt or
@@ -32,6 +33,7 @@ from tenacity import (
 
 from memory.store.base import FatalStoreError, StoreError, TransientStoreError
 from worker.jobs.context import JobContext, JobOutput, JobResult
+from worker.jobs.lease_keeper import keep
 from worker.jobs.log_span import log_span
 from worker.jobs.logread import PermanentJobError, TransientJobError
 from worker.jobs.runtime import Runtime
@@ -92,6 +94,7 @@ def run_job(
         )
         return _finish(result, started)
     ctx = JobContext(runtime, job, session_id, shelf, lease)
+    ctx.keeper = keep(runtime.state, lease, runtime.settings.lease_ttl_s)
     succeeded = False
     try:
         output = _with_retries(fn, ctx)
@@ -111,6 +114,8 @@ def run_job(
         result.status, result.detail = "retry", _line(exc)
         _record_failure(runtime, job, session_id, exc, permanent=False)
     finally:
+        ctx.keeper.stop()
+        ctx.lease = ctx.keeper.lease
         # Success clears the failure row in the same transaction that releases the lease.
         _release(runtime, ctx, clear_failure=succeeded)
     return _finish(result, started)
