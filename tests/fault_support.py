@@ -39,13 +39,14 @@ def rng() -> random.Random:
     return random.Random(int(os.environ.get("MEMORY_WORKER_FAULT_SEED", "1207")))
 
 
-def lay_home(root: Path, like: Path | None = None) -> None:
+def lay_home(root: Path, like: Path | None = None,
+             sessions: list[tuple[str, str, int]] = SESSIONS) -> None:
     """The fault home under ``root/dsh`` (a copy of ``like``'s, so clean and faulted runs read the
     same bytes)."""
     if like is not None:
         shutil.copytree(like / "dsh", root / "dsh")
         return
-    for sid, cwd, turns in SESSIONS:
+    for sid, cwd, turns in sessions:
         conversation(root / "dsh", sid, cwd, turns, title=f"Fault {sid}", batch_turns=20)
 
 
