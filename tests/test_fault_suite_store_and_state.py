@@ -8,11 +8,11 @@ with exit 0 and a store identical to a clean run's (full dump)."""
 from __future__ import annotations
 
 import glob
-import os
 import shutil
 import socket
 import sqlite3
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -91,7 +91,8 @@ def test_a_state_database_locked_for_a_while_is_ridden_out(tmp_path: Path) -> No
     first = run_once(root, "--jobs", "1")  # creates and migrates the state database
     assert first.returncode == 0, first.stderr
     shutil.rmtree(root / "lite")  # the store is wiped: everything is written again...
-    locker = sqlite3.connect(root / "data" / "state.db", isolation_level=None)
+    locker = sqlite3.connect(root / "data" / "state.db", isolation_level=None,
+                             check_same_thread=False)
     locker.execute("BEGIN EXCLUSIVE")  # ...while another process holds the state database
     release = threading.Timer(4.0, lambda: locker.execute("COMMIT"))
     release.start()
@@ -115,21 +116,20 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def private_pg(tmp_path: Path) -> Iterator[tuple[str, Path, str]]:
+def private_pg() -> Iterator[tuple[str, Path, str]]:
     """A throwaway PostgreSQL cluster (initdb + pg_ctl as the ``postgres`` OS user, trust auth,
     its own port and socket directory); yields ``(url, data dir, pg_ctl)``."""
     bins = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
     if not bins or shutil.which("runuser") is None:
         pytest.fail("the fault suite needs PostgreSQL's initdb and runuser")
     bindir = Path(bins[-1]).parent
-    base = tmp_path / "pg"
-    base.mkdir()
+    # Outside pytest's root-only temp tree: the postgres user must reach it.
+    base = Path(tempfile.mkdtemp(prefix="mw-fault-pg-"))
     shutil.chown(base, "postgres", "postgres")
     base.chmod(0o700)
     data, sockets, port = base / "data", base / "sock", _free_port()
     sockets.mkdir()
     shutil.chown(sockets, "postgres", "postgres")
-    tmp_path.chmod(0o755)
     as_pg = ["runuser", "-u", "postgres", "--"]
     subprocess.run([*as_pg, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U",
                     "postgres"], check=True, capture_output=True, timeout=180)
@@ -142,10 +142,11 @@ def private_pg(tmp_path: Path) -> Iterator[tuple[str, Path, str]]:
     finally:
         subprocess.run([*as_pg, pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"],
                        capture_output=True, timeout=180)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def _pg_lagging(url: str) -> set[str]:
-    with psycopg.connect(url.replace("postgresql://", "postgresql://", 1)) as conn:
+    with psycopg.connect(url) as conn:
         rows = conn.execute(
             "SELECT s.session_id FROM sessions AS s LEFT JOIN progress AS p "
             "ON p.session_id = s.session_id AND p.shelf = 'default' "
@@ -168,8 +169,8 @@ def test_a_postgresql_restart_mid_run(tmp_path: Path,
         assert proc.poll() is None and time.monotonic() < deadline
         time.sleep(0.02)
     restarted = subprocess.run(["runuser", "-u", "postgres", "--", pg_ctl, "-D", str(data),
-                                "-m", "fast", "-w", "restart"], capture_output=True,
-                               timeout=180)
+                                "-l", str(data.parent / "log"), "-m", "fast", "-w", "restart"],
+                               capture_output=True, timeout=180)
     assert restarted.returncode == 0, restarted.stderr
     _out, err = proc.communicate(timeout=600)
     text = err.decode()
@@ -182,4 +183,3 @@ def test_a_postgresql_restart_mid_run(tmp_path: Path,
     assert not_finished(again.stderr) == set()
     assert _pg_lagging(url) == set()
     assert dump(root) == clean
-    assert os.path.isdir(data)
