@@ -168,6 +168,7 @@ def test_a_postgresql_restart_mid_run(tmp_path: Path,
     while not (root / "lite").exists():  # the run is writing
         assert proc.poll() is None and time.monotonic() < deadline
         time.sleep(0.02)
+    assert proc.poll() is None, "the run ended before the restart"
     restarted = subprocess.run(["runuser", "-u", "postgres", "--", pg_ctl, "-D", str(data),
                                 "-l", str(data.parent / "log"), "-m", "fast", "-w", "restart"],
                                capture_output=True, timeout=180)
