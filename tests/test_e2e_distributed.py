@@ -124,7 +124,7 @@ def test_kill_9_mid_session_then_restart_converges_to_a_clean_run(
             lease = repos.leases.holder("session:g-long")
         if lease is None or not lease.owner.startswith("celery:"):
             return None
-        return int(lease.owner.split(":")[1])
+        return int(lease.owner.split(":")[2])  # celery:<host>:<pid>:<random>
 
     pid = wait_for(mid_job, 60, "a worker to be mid-way through the long session", every=0.01)
     victim = next(name for name, p in cluster.procs.items() if p.pid == pid)

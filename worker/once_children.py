@@ -14,7 +14,7 @@ import logging
 import multiprocessing
 import signal
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from multiprocessing.context import ForkContext, SpawnContext
@@ -53,6 +53,8 @@ class OnceTotals:
     #: Seconds from the discovery to the last child's exit, and in this process's pass.
     children_seconds: float = 0.0
     final_seconds: float = 0.0
+    #: Jobs that ended failed and were not finished later: ``(job, session id)`` -> reason.
+    unfinished: dict[tuple[str, str], str] = field(default_factory=dict)
 
     @property
     def finished(self) -> int:
@@ -67,9 +69,21 @@ class OnceTotals:
         self.retracted += retracted
         self.edges += edges
 
+    def outcomes(self, unfinished: dict[tuple[str, str], str],
+                 settled: Collection[tuple[str, str]]) -> None:
+        """Take a pass's failed and finished jobs: a job finished in a later pass (the final
+        pass after a child's failure) is no longer unfinished."""
+        for key in settled:
+            self.unfinished.pop(key, None)
+        self.unfinished.update(unfinished)
+
+    @property
+    def unfinished_sessions(self) -> list[str]:
+        return sorted({session_id for _job, session_id in self.unfinished})
+
     def summary(self) -> str:
-        """The one line ``run --once`` ends with."""
-        return (
+        """The one line ``run --once`` ends with (naming every session it could not finish)."""
+        line = (
             f"{self.sessions} sessions, {self.new_events} new events; "
             f"{self.written} entries written, {self.retracted} retracted, {self.edges} edges; "
             f"{self.done} jobs done, {self.failed} failed"
@@ -79,6 +93,10 @@ class OnceTotals:
                + " (see the lines above; run again once the cause is fixed)"
                if self.unscanned else "")
         )
+        if self.unfinished:
+            line += (f"; not finished: {', '.join(self.unfinished_sessions)} "
+                     "(why: the lines above, or `memory-worker status`)")
+        return line
 
 
 @dataclass
@@ -200,6 +218,8 @@ class OnceChildren:
             child.owner = message[1]
         elif kind == "error":
             child.error = message[1]
+        elif kind == "outcomes":
+            totals.outcomes(dict(message[1]), message[2])
         elif kind == "end":
             child.ended = True
 
@@ -253,7 +273,7 @@ def _child_pass(settings: Settings, shelf: str, mine: frozenset[str],
             send(("jobs", *(a - b for a, b in zip(now, last, strict=True))))
             last = now
 
-        runner = InProcessRunner(runtime, on_result=_done)
+        runner = InProcessRunner(runtime, on_result=_done, single_pass=True)
 
         def submit(job: str, session_id: str, hint_shelf: str) -> None:
             if job in _FINAL_PASS_JOBS:
@@ -268,6 +288,7 @@ def _child_pass(settings: Settings, shelf: str, mine: frozenset[str],
         send(("scanned", report.new_events, report.unscanned))
         watcher.reconcile()
         runner.drain()
+        send(("outcomes", list(runner.stats.unfinished.items()), list(runner.stats.settled)))
     finally:
         runtime.close()
 

@@ -103,7 +103,7 @@ def once_pass(
     def _done(_result: JobResult) -> None:  # called per attempt: count finished jobs only
         _show(None)
 
-    runner = InProcessRunner(runtime, on_result=_done)
+    runner = InProcessRunner(runtime, on_result=_done, single_pass=True)
     owe_consolidation(runtime, runner.submit)
     for job, session_id, hint_shelf in hints:
         runner.submit(job, session_id, hint_shelf)
@@ -122,6 +122,7 @@ def once_pass(
     totals.new_events += report.new_events
     totals.unscanned.extend(report.unscanned)
     totals.add(runner.stats.counters())
+    totals.outcomes(runner.stats.unfinished, runner.stats.settled)
 
 
 def plan_groups(sizes: Sequence[tuple[str, int]], count: int) -> list[list[str]]:

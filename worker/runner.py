@@ -4,8 +4,10 @@ Jobs are queued by key ``(job, session, shelf)``; a key already waiting is not q
 job re-reads the log and the watermarks when it runs, so one run covers every hint). Jobs run one
 at a time in submission order. ``busy`` (another process holds the session's lease) and
 ``retry`` (a transient error outlived the guard's own retries) put the key back with exponential
-backoff and jitter, at most ``task_max_retries`` times; after that the failure stays recorded and
-the next scan or reconcile brings the session back.
+backoff and jitter, at most ``task_max_retries`` times; ``busy`` is retried for up to
+``lease_wait_s``. After that the runner gives up on the job (:func:`worker.jobs.guard.give_up`:
+one line naming the session, the failure recorded) and the next scan or reconcile brings the
+session back.
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from worker.jobs.guard import give_up
 from worker.jobs.runtime import long_lived_frozen
 from worker.pipeline import JobResult, Runtime, run_job
 from worker.tasks import backoff_s
 
 JobKey = tuple[str, str, str]  # (job, session id, shelf)
-_BUSY_RETRIES = 20
+_BUSY_DELAY_MAX_S = 2.0
 
 
 @dataclass
@@ -34,6 +37,10 @@ class RunnerStats:
     retracted: int = 0
     edges: int = 0
     results: list[JobResult] = field(default_factory=list)
+    #: Jobs that ended failed (given up or permanent): ``(job, session id)`` -> one-line reason.
+    unfinished: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: Jobs that ended done or skipped (a later phase's success clears an earlier failure).
+    settled: set[tuple[str, str]] = field(default_factory=set)
 
     @property
     def finished(self) -> int:
@@ -54,23 +61,29 @@ class InProcessRunner:
         *,
         on_result: Callable[[JobResult], None] | None = None,
         keep_results: bool = False,
+        single_pass: bool = False,
     ) -> None:
         self.runtime = runtime
+        #: One pass over the home (``run --once``): a job given up is not run again in it.
+        self.single_pass = single_pass
+        self._given_up: set[JobKey] = set()
         self.on_result = on_result
         self.keep_results = keep_results
         self.stats = RunnerStats()
         self._ready: deque[JobKey] = deque()
         self._queued: set[JobKey] = set()
         self._delayed: list[tuple[float, JobKey]] = []
+        self._backing_off: set[JobKey] = set()
         self._attempts: dict[JobKey, int] = {}
+        self._busy_since: dict[JobKey, float] = {}
 
     # ---------------------------------------------------------------------------------- queue
 
     def submit(self, job: str, session_id: str, shelf: str) -> None:
         """Queue a job hint; a key already waiting is not queued twice."""
         key = (job, session_id, shelf)
-        if key in self._queued:
-            return
+        if key in self._queued or key in self._given_up or key in self._backing_off:
+            return  # a key backing off runs again anyway, and re-reads everything then
         self._queued.add(key)
         self._ready.append(key)
 
@@ -108,6 +121,7 @@ class InProcessRunner:
         if not due:
             return
         self._delayed = [item for item in self._delayed if item[0] > now]
+        self._backing_off.difference_update(key for _, key in due)
         for _, key in sorted(due):
             if key not in self._queued:
                 self._queued.add(key)
@@ -118,22 +132,36 @@ class InProcessRunner:
         attempt = self._attempts.get(key, 0)
         result = run_job(self.runtime, job, session_id, shelf, attempt=attempt)
         settings = self.runtime.settings
-        limit = settings.task_max_retries if result.status == "retry" else _BUSY_RETRIES
-        if result.status in ("retry", "busy") and attempt < limit:
+        now = time.monotonic()
+        if result.status == "busy":
+            # Another live process holds the lease: wait for it, up to lease_wait_s.
+            waiting = now - self._busy_since.setdefault(key, now)
+            again = waiting < settings.lease_wait_s
+        else:
+            self._busy_since.pop(key, None)
+            again = result.status == "retry" and attempt < settings.task_max_retries
+        if again:
             self._attempts[key] = attempt + 1
             self.stats.retried += 1
             delay = (
                 backoff_s(attempt, settings.retry_backoff_s)
                 if result.status == "retry"
-                else 0.2 * (1 + attempt)
+                else min(_BUSY_DELAY_MAX_S, 0.2 * (1 + attempt))
             )
-            self._delayed.append((time.monotonic() + delay, key))
+            self._delayed.append((now + delay, key))
+            self._backing_off.add(key)
         else:
             self._attempts.pop(key, None)
+            self._busy_since.pop(key, None)
             if result.status in ("done", "skipped"):
                 self.stats.done += 1
+                self.stats.unfinished.pop((job, session_id), None)
+                self.stats.settled.add((job, session_id))
             else:
                 self.stats.failed += 1
+                self.stats.unfinished[(job, session_id)] = give_up(self.runtime, result)
+                if self.single_pass:
+                    self._given_up.add(key)
         self.stats.written += result.written
         self.stats.retracted += result.retracted
         self.stats.edges += result.edges

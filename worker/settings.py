@@ -186,6 +186,9 @@ class Settings(BaseSettings):
     # --- task execution -----------------------------------------------------------------------
     concurrency: int = Field(default=1, ge=1, le=64)
     lease_ttl_s: float = Field(default=300.0, ge=5, le=86_400)
+    lease_wait_s: float = Field(default=40.0, ge=0, le=3600)
+    """How long ``run`` keeps retrying a job whose session lease a live process holds before it
+    gives up on it (named, recorded as the job's failure; the next run retries it)."""
     task_max_retries: int = Field(default=2, ge=0, le=9)
     """Retries after the first attempt (the reference's maxAttempts 3 = 1 + 2 retries)."""
     retry_backoff_s: float = Field(default=5.0, ge=0.1, le=3600)

@@ -20,7 +20,6 @@ One task per job kind (:data:`worker.names.TASK_OF_JOB`), so Flower and ``celery
 
 from __future__ import annotations
 
-import os
 import random
 import sys
 import threading
@@ -95,14 +94,15 @@ def backoff_s(retries: int, base_s: float) -> float:
 
 def _get_runtime() -> Any:
     global _runtime
-    from worker.pipeline import build_runtime, owe_consolidation
+    from worker.pipeline import build_runtime, default_owner, owe_consolidation
 
     with _lock:
         if _runtime is None:
             if _settings is None:
                 raise RuntimeError("worker.tasks.configure(settings) was not called")
             # `memory-worker worker` migrated the state database before the pool started.
-            _runtime = build_runtime(_settings, owner=f"celery:{os.getpid()}", migrate=False)
+            _runtime = build_runtime(_settings, owner=default_owner("celery"),
+                                     migrate=False)
             # Owed consolidations and cascades go back to the broker as job hints.
             owe_consolidation(_runtime, enqueue)
         return _runtime
@@ -116,6 +116,7 @@ def _reset_after_fork(**_: Any) -> None:
 
 
 def _run(task: Any, job: str, session_id: str, shelf: str) -> dict[str, Any]:
+    from worker.jobs.guard import give_up
     from worker.pipeline import run_job
 
     runtime = _get_runtime()
@@ -130,6 +131,8 @@ def _run(task: Any, job: str, session_id: str, shelf: str) -> dict[str, Any]:
     if result.status == "retry" and retries < limit:
         countdown = backoff_s(retries, runtime.settings.retry_backoff_s)
         raise task.retry(countdown=countdown, max_retries=limit)
+    if result.status in ("busy", "retry"):
+        give_up(runtime, result)  # one line by session, and recorded for `status`
     return result.as_dict()
 
 

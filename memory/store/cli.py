@@ -39,6 +39,7 @@ from memory.store.base import (
     Target,
     TransientStoreError,
 )
+from memory.store.lifetime import die_with_parent
 from memory.store.replies import (
     MAX_DATA_BYTES,
     classify_error,
@@ -109,6 +110,7 @@ class CliStore:
                 cwd=self._cwd,
                 env=self._env,
                 start_new_session=True,
+                preexec_fn=die_with_parent(os.getpid()),
             )
         except FileNotFoundError as exc:
             raise FatalStoreError(f"hypatia binary not found: {self.binary}") from exc
@@ -121,6 +123,9 @@ class CliStore:
             raise TransientStoreError(
                 f"{self.binary} {shown} timed out after {self.timeout_s:g} s and was killed"
             ) from None
+        except BaseException:  # SIGINT / SIGTERM as an exception: the call dies with us
+            _kill_group(proc)
+            raise
         if len(out) > self._stdout_cap:
             raise FatalStoreError(f"{self.binary} {shown}: stdout exceeds {self._stdout_cap} bytes")
         stderr = err[: self._stderr_cap].decode("utf-8", "replace")

@@ -285,8 +285,10 @@ def consolidate(ctx: JobContext) -> JobOutput:
         raise PermanentJobError(str(exc)) from None
     ctx.heartbeat()
     remaining = pending_tokens(runtime, session, span, summary.covered_to)
-    _advance(ctx, progress, summary.covered_to, turn, remaining)
-    _settle(ctx, request, "done" if summary.name else "empty")
+    # One fact, one commit: the watermark and the request it settles move together, so no reader
+    # sees the span consolidated while its request still says queued.
+    _advance(ctx, progress, summary.covered_to, turn, remaining,
+             settles=(request, "done" if summary.name else "empty"))
     if summary.name is not None:
         _owe_cascade(ctx, session, client)
     stored = sum(1 for unit in summary.work_units if unit.stored)
@@ -307,8 +309,11 @@ def consolidate(ctx: JobContext) -> JobOutput:
 
 
 def _advance(ctx: JobContext, progress: Progress, covered_to: int, turn: int,
-             remaining: int) -> None:
-    """Move the consolidation watermark after the writes (forward only, fenced)."""
+             remaining: int, *, settles: tuple[tuple[int, int] | None, str]) -> None:
+    """Move the consolidation watermark after the writes (forward only, fenced) and, in the same
+    transaction, settle the reconsolidation request ``settles = (request, outcome)`` it
+    finishes (nothing is settled when the advance is refused: the span is re-done)."""
+    request, outcome = settles
     with ctx.state() as repos:
         now = repos.progress.get(ctx.shelf, ctx.session_id)
         advanced = repos.progress.advance(
@@ -318,6 +323,8 @@ def _advance(ctx: JobContext, progress: Progress, covered_to: int, turn: int,
             last_check_turn=max(turn, now.last_check_turn),
             pending_tokens=remaining,
         )
+        if advanced and request is not None:
+            settle_request(repos, ctx.session_id, ctx.shelf, request, outcome)
     if not advanced:
         raise TransientJobError(
             f"consolidation watermark of {ctx.session_id} could not advance (lease lost); "

@@ -12,6 +12,7 @@ from datetime import tzinfo
 from typing import Any, Literal
 
 from memory.store.base import MemoryStore
+from worker.jobs.lease_keeper import LeaseKeeper
 from worker.jobs.logread import TransientJobError
 from worker.jobs.runtime import Runtime
 from worker.state.audit import RetractionOutcome
@@ -89,6 +90,8 @@ class JobContext:
     session_id: str
     shelf: str
     lease: Lease
+    #: The heartbeat renewing ``lease`` on time (set by the guard while the job runs).
+    keeper: LeaseKeeper | None = None
     _renewed_at: float = field(default_factory=time.monotonic)
 
     def state(self) -> AbstractContextManager[Repos]:
@@ -121,7 +124,13 @@ class JobContext:
         return session, progress
 
     def heartbeat(self) -> None:
-        """Renew the lease when a third of its time has passed; a lost lease stops the job."""
+        """Stop the job when its lease was lost. With a :class:`LeaseKeeper` (every guarded job)
+        the keeper renews on time; without one this renews when a third of its time passed."""
+        if self.keeper is not None:
+            if self.keeper.lost.is_set():
+                raise TransientJobError(f"lease on {self.session_id} was lost mid-job")
+            self.lease = self.keeper.lease
+            return
         ttl = self.runtime.settings.lease_ttl_s
         if time.monotonic() - self._renewed_at < ttl / 3:
             return

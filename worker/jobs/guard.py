@@ -2,7 +2,8 @@
 
 ``run_job`` is what both the in-process runner and the Celery tasks call. It
 
-1. takes the session's lease (``busy`` when another worker holds it — the caller retries later);
+1. takes the session's lease (``busy`` when another worker holds it — the caller retries later)
+   and keeps it renewed on time while the job runs (:func:`worker.jobs.lease_keeper.keep`);
 2. runs the job, retrying transient store errors a few times in-process (tenacity, exponential
    backoff with jitter) — safe because every job is idempotent;
 3. records the outcome: success clears the failure row; a permanent problem (a corrupt or
@@ -32,6 +33,7 @@ from tenacity import (
 
 from memory.store.base import FatalStoreError, StoreError, TransientStoreError
 from worker.jobs.context import JobContext, JobOutput, JobResult
+from worker.jobs.lease_keeper import keep
 from worker.jobs.log_span import log_span
 from worker.jobs.logread import PermanentJobError, TransientJobError
 from worker.jobs.runtime import Runtime
@@ -84,19 +86,24 @@ def _guarded(
 ) -> JobResult:
     started = time.monotonic()
     result = JobResult(job=job, session_id=session_id, shelf=shelf, status="busy", attempt=attempt)
+    key = session_lease_key(session_id)
     try:
         with runtime.state.transaction() as repos:
-            lease = repos.leases.acquire(
-                session_lease_key(session_id), runtime.owner, runtime.settings.lease_ttl_s
-            )
+            lease = repos.leases.acquire(key, runtime.owner, runtime.settings.lease_ttl_s)
+            holder = repos.leases.holder(key) if lease is None else None
     except (OperationalError, PoolTimeoutError) as exc:
         result.status, result.detail = "retry", f"state database unavailable: {_line(exc)}"
         log.warning("%s %s: %s", job, session_id, result.detail)
         return _finish(result, started)
     if lease is None:
-        result.detail = "another worker holds the session's lease"
+        result.detail = (
+            f"the session's lease is held by {holder.owner} until "
+            f"{holder.expires_at:%Y-%m-%d %H:%M:%S} UTC" if holder is not None
+            else "another worker holds the session's lease"
+        )
         return _finish(result, started)
     ctx = JobContext(runtime, job, session_id, shelf, lease)
+    ctx.keeper = keep(runtime.state, lease, runtime.settings.lease_ttl_s)
     succeeded = False
     try:
         output = _with_retries(fn, ctx)
@@ -116,9 +123,30 @@ def _guarded(
         result.status, result.detail = "retry", _line(exc)
         _record_failure(runtime, job, session_id, exc, permanent=False)
     finally:
+        ctx.keeper.stop()
+        ctx.lease = ctx.keeper.lease
         # Success clears the failure row in the same transaction that releases the lease.
         _release(runtime, ctx, clear_failure=succeeded)
     return _finish(result, started)
+
+
+def give_up(runtime: Runtime, result: JobResult) -> str:
+    """The caller stops retrying ``result``'s job: say so by session, once, and (for a job that
+    never got its lease: the guard recorded nothing yet) record it as the job's failure so
+    ``status`` shows it. Returns the one-line reason."""
+    reason = result.detail or result.status
+    if result.status == "busy":
+        reason = f"could not get its lease: {reason}"
+        try:
+            with runtime.state.transaction() as repos:
+                repos.failures.record(result.job, result.session_id, reason)
+        except (OperationalError, PoolTimeoutError) as exc:
+            log.warning("could not record the failure of %s %s: %s", result.job,
+                        result.session_id, _line(exc))
+    if result.status != "failed":  # a permanent failure was said once already
+        log.warning("%s %s not finished: %s; the next run or reconcile tries again",
+                    result.job, result.session_id, reason)
+    return reason
 
 
 def _with_retries(fn: Job, ctx: JobContext) -> JobOutput:

@@ -2,9 +2,17 @@
 
 If the store lost what the watermarks say was written (a wiped or re-created shelf, a restored
 backup), the reference plugin resets those sessions so they are logged again. For every progress
-row of the shelf with ``last_logged_seq > 0`` this asks the store for one ``msg-<session>-%``
-entry; when there is none the row is reset (watermarks to 0, audited as ``reset-progress``) and
-the next scan or reconcile logs the session again, idempotently. A failed lookup leaves the row.
+row of the shelf with ``last_logged_seq > 0`` this asks the store for one entry named exactly
+``msg-<session>-<digits>``; when there is none the row is reset (watermarks to 0, audited as
+``reset-progress``) and the next scan or reconcile logs the session again, idempotently. A failed
+lookup leaves the row.
+
+Exact names, not a name prefix: ``msg-ab-%`` would also find session ``ab-1``'s entries
+(``msg-ab-1-0``) and keep a wiped ``ab`` lost. Hypatia's ``$like`` has no escape character (a
+``%`` or ``_`` in a session id stays a wildcard) and folds ASCII case, so the store is asked for
+a superset — names in ``[msg-<sid>-0, msg-<sid>-:)`` (byte order: the prefix then a digit) that do
+not match ``msg-<sid>-%-%`` (one more ``-`` than an own name can have) — and every row returned is
+checked exactly here, paging on until one matches or the rows run out.
 """
 
 from __future__ import annotations
@@ -12,10 +20,36 @@ from __future__ import annotations
 import logging
 
 from memory import constants as C
-from memory.store.base import StoreError
+from memory.store.base import KnowledgeEntry, MemoryStore, StoreError
 from worker.jobs.runtime import Runtime
 
 log = logging.getLogger(__name__)
+
+_PAGE = 50
+
+
+def is_message_of(name: str, session_id: str) -> bool:
+    """True when ``name`` is exactly ``msg-<session_id>-<ordinal>``."""
+    prefix = C.MESSAGE_NAME.format(session_id=session_id, ordinal="")
+    ordinal = name[len(prefix):]
+    return name.startswith(prefix) and ordinal.isascii() and ordinal.isdigit()
+
+
+def has_message_entry(store: MemoryStore, session_id: str) -> bool:
+    """Whether the store holds at least one ``msg-<session_id>-<N>`` entry (exact names; see the
+    module docstring for the query)."""
+    prefix = C.MESSAGE_NAME.format(session_id=session_id, ordinal="")
+    conditions = [["$gte", "name", f"{prefix}0"], ["$lt", "name", f"{prefix}:"],
+                  ["$not", ["$like", "name", f"{prefix}%-%"]]]
+    offset = 0
+    while True:
+        rows = store.query({"$knowledge": conditions, "limit": _PAGE, "offset": offset})
+        if any(isinstance(r, KnowledgeEntry) and is_message_of(r.name, session_id)
+               for r in rows):
+            return True
+        if len(rows) < _PAGE:
+            return False
+        offset += _PAGE
 
 
 def reconcile_with_store(runtime: Runtime, shelf: str) -> list[str]:
@@ -33,9 +67,8 @@ def reconcile_with_store(runtime: Runtime, shelf: str) -> list[str]:
     reset: list[str] = []
     for row in rows:
         prefix = C.MESSAGE_NAME.format(session_id=row.session_id, ordinal="")
-        query = {"$knowledge": [["$like", "name", f"{prefix}%"]], "limit": 1, "offset": 0}
         try:
-            found = store.query(query)
+            found = has_message_entry(store, row.session_id)
         except StoreError as exc:
             log.warning("store reconcile of %s skipped: %s", row.session_id, exc)
             continue

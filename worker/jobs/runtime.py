@@ -5,11 +5,8 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import gc
-import os
-import socket
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -19,6 +16,7 @@ from memory.store.base import MemoryStore
 from memory.store.factory import StoreConfig, open_store
 from worker.settings import Settings
 from worker.state.database import StateDB
+from worker.state.owners import owner_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +110,9 @@ def owe_consolidation(runtime: Runtime, enqueue: Enqueue) -> None:
 
 
 def default_owner(kind: str) -> str:
-    """A lease owner id unique to this process: ``<kind>:<host>:<pid>:<random>``."""
-    return f"{kind}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    """A lease owner id unique to this process: ``<kind>:<host>:<pid>:<random>`` (see
+    :mod:`worker.state.owners`: a lease of a gone process of this host is taken over at once)."""
+    return owner_id(kind)
 
 
 def build_runtime(

@@ -4,11 +4,17 @@ A lease row outlives its releases, so the token of a key only ever increases: ev
 sets ``token = token + 1``. Whoever holds a token can prove it is still the holder only while
 the row has that token, an owner and an expiry in the future; a later acquisition (after expiry)
 supersedes it, and the watermark updates in ``progress.py`` check exactly that.
+
+A lease whose owner is a process of this host that is gone (``kill -9``, a crash: see
+:mod:`worker.state.owners`) is taken over at once instead of after its expiry, by the same kind of
+conditional update (only while the row still has the dead owner's token), so the new holder gets
+a new token and anything the dead one left in flight stays fenced.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,8 +23,13 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from worker.state._sql import insert_ignore
 from worker.state.models import LeaseRow, utcnow
+from worker.state.owners import owner_is_gone
 
 Clock = Callable[[], dt.datetime]
+#: Whether the process behind an owner id is gone (its lease may be taken over at once).
+OwnerGone = Callable[[str], bool]
+
+log = logging.getLogger("memory_worker")
 
 
 @dataclass(frozen=True)
@@ -46,6 +57,15 @@ _ACQUIRE = (
         or_(_T.c.owner.is_(None), _T.c.expires_at.is_(None),
             _T.c.expires_at <= bindparam("p_now", type_=_TIME)),
     )
+    .values(owner=bindparam("p_owner"), token=_T.c.token + 1,
+            acquired_at=bindparam("p_now", type_=_TIME),
+            expires_at=bindparam("p_expires", type_=_TIME))
+    .returning(_T.c.token)
+)
+_TAKEOVER = (
+    update(_T)
+    .where(_T.c.key == bindparam("p_key"), _T.c.token == bindparam("p_old_token"),
+           _T.c.owner == bindparam("p_old_owner"))
     .values(owner=bindparam("p_owner"), token=_T.c.token + 1,
             acquired_at=bindparam("p_now", type_=_TIME),
             expires_at=bindparam("p_expires", type_=_TIME))
@@ -83,14 +103,17 @@ _IS_HELD = select(LEASE_IS_HELD)
 class LeaseRepo:
     """Acquire, renew and release leases inside the caller's transaction."""
 
-    def __init__(self, conn: Connection, clock: Clock = utcnow) -> None:
+    def __init__(self, conn: Connection, clock: Clock = utcnow,
+                 owner_gone: OwnerGone = owner_is_gone) -> None:
         self._conn = conn
         self._clock = clock
+        self._owner_gone = owner_gone
 
     def acquire(self, key: str, owner: str, ttl_s: float) -> Lease | None:
         """Take ``key`` for ``owner`` for ``ttl_s`` seconds; ``None`` while someone else holds it.
 
         Holding it already (same owner, unexpired) does not re-enter: it returns ``None`` too.
+        A holder whose process is gone (same host) is no holder: its lease is taken over.
         """
         if ttl_s <= 0:
             raise ValueError("lease ttl must be positive")
@@ -105,7 +128,18 @@ class LeaseRepo:
                   "expires_at": expires}
         if insert_ignore(self._conn, LeaseRow.__table__, values):  # type: ignore[arg-type]
             return Lease(key, owner, 1, expires)
-        return None
+        held = self.holder(key)
+        if held is None or held.owner == owner or not self._owner_gone(held.owner):
+            return None
+        taken = self._conn.execute(_TAKEOVER, {
+            "p_key": key, "p_old_token": held.token, "p_old_owner": held.owner,
+            "p_owner": owner, "p_now": now, "p_expires": expires,
+        }).scalar_one_or_none()
+        if taken is None:
+            return None  # someone else took it over first
+        log.info("lease %s: its owner %s is gone; taken over (token %d)", key, held.owner,
+                 int(taken))
+        return Lease(key, owner, int(taken), expires)
 
     def renew(self, lease: Lease, ttl_s: float) -> Lease | None:
         """Extend a lease still held under its token; ``None`` when it expired or was taken."""

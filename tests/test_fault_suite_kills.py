@@ -1,0 +1,91 @@
+"""Fault suite, kills (embedded): ``kill -9`` of ``run --once`` at random points, and of a child
+process of ``run --once --jobs 2``; after every kill the next run takes the dead process's leases
+over at once and the last run ends with exit 0, nothing named as not finished, and a store
+identical to a clean run (full dump: every entry's content, every statement). Random points are
+reproducible (``MEMORY_WORKER_FAULT_SEED``); ``MEMORY_WORKER_FAULT_KILLS=N`` scales the number
+of kills for longer runs (the CI form makes 20: 6 of a child, 14 of the whole process)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from fault_support import (
+    clean_run,
+    dump,
+    env,
+    kills,
+    lay_home,
+    not_finished,
+    rng,
+    run_once,
+    run_once_argv,
+)
+
+pytestmark = pytest.mark.integration
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(p) for p in text.split()]
+
+
+def _kill_at(proc: subprocess.Popen[bytes], at: float, *, child: bool) -> bool:
+    """SIGKILL ``proc`` (or, with ``child``, one of its child processes) ``at`` seconds after
+    it started; False when it ended before that."""
+    deadline = time.monotonic() + at
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.01)
+    if child:
+        kids = _children(proc.pid)
+        while not kids:
+            if proc.poll() is not None:
+                return False
+            time.sleep(0.01)
+            kids = _children(proc.pid)
+        os.kill(kids[0], signal.SIGKILL)
+        return True
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    return True
+
+
+def test_kill9_of_run_once_and_its_children_at_random_points(tmp_path: Path) -> None:
+    started = time.monotonic()
+    clean = clean_run(tmp_path / "clean")
+    took = time.monotonic() - started
+    root = tmp_path / "faulted"
+    lay_home(root, like=tmp_path / "clean")
+    points = rng()
+    made = lost_lines = 0
+    for number in range(kills(6) + kills(14)):
+        child = number < kills(6)  # children first, while every session still has work
+        argv = run_once_argv(root, "--jobs", "2") if child else run_once_argv(root)
+        proc = subprocess.Popen(argv, env=env(root), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE)
+        # Anywhere from start-up to the end of the work (a clean run's duration).
+        killed = _kill_at(proc, points.uniform(0.05, 1.0) * took, child=child)
+        _out, err = proc.communicate(timeout=600)
+        made += killed
+        if child and killed:
+            # The parent names a lost child (one that had sessions) on one line and finishes
+            # its sessions itself.
+            text = err.decode()
+            assert proc.returncode == 0, text
+            assert not_finished(text) == set()
+            lost_lines += "was killed by SIGKILL; the final pass takes over" in text
+    assert made >= (kills(14) + kills(6)) // 2  # most kills landed mid-run
+    assert lost_lines >= 1
+    last = run_once(root)
+    assert last.returncode == 0, last.stderr
+    assert not_finished(last.stderr) == set()
+    assert dump(root) == clean
