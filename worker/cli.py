@@ -17,6 +17,10 @@ app = typer.Typer(
     name="memory-worker",
     help="Turn DSH session logs into Hypatia memory.",
     no_args_is_help=True,
+    # Plain Click help: Typer's Rich help formatter imports rich.markdown, markdown_it and
+    # rich.traceback (about half of `--help`'s start-up time here) for panels we do not need.
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
 )
 
 
