@@ -60,13 +60,12 @@ def _register(only: str | None = None) -> None:
 
 
 def main() -> None:
-    import os
     import sys
 
     # Start-up time: Typer builds (and validates with pydantic) every registered command's
     # options, so `memory-worker CMD …` registers CMD alone; `--help`, a mistyped command and
-    # shell completion get them all.
+    # shell completion get them all (Click's completion passes the words in the environment,
+    # not as arguments, so a completing process has no command argument).
     given = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
-    completing = any(key.startswith("_MEMORY_WORKER_COMPLETE") for key in os.environ)
-    _register(given if given in COMMANDS and not completing else None)
+    _register(given if given in COMMANDS else None)
     app()

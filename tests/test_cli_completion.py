@@ -1,0 +1,27 @@
+"""Shell completion is on and sees every command and each command's options (the CLI registers
+only the command it runs; a completing process has no command argument, so it gets them all)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+BIN = Path(sys.executable).parent / "memory-worker"
+
+
+def _complete(words: str, index: int) -> list[str]:
+    env = {**os.environ, "_MEMORY_WORKER_COMPLETE": "complete_bash", "COMP_WORDS": words,
+           "COMP_CWORD": str(index)}
+    done = subprocess.run([str(BIN)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+def test_commands_complete() -> None:
+    assert _complete("memory-worker re", 1) == ["reconsolidate", "relog", "retract"]
+
+
+def test_a_commands_options_complete() -> None:
+    assert {"--json", "--audit", "--session"} <= set(_complete("memory-worker status --", 2))
