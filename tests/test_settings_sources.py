@@ -201,14 +201,22 @@ def test_settings_is_the_only_module_reading_the_environment() -> None:
     assert readers == ["worker/settings.py"]
 
 
-def test_every_setting_is_documented_with_its_default() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    text = readme.split("\n## Configuration\n", 1)[1].split("\n## ", 1)[0]
+def _setting_rows(path: Path) -> dict[str, str]:
+    """`| `name` | default | meaning |` rows of a markdown file, by name."""
     rows = {}
-    for line in text.splitlines():
+    for line in path.read_text(encoding="utf-8").splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         if line.startswith("| `") and len(cells) == 3:
-            rows[cells[0].strip("`")] = cells[1]
+            rows[cells[0].strip("`")] = line
+    return rows
+
+
+_REPO = Path(__file__).resolve().parent.parent
+
+
+def test_every_setting_is_documented_with_its_default() -> None:
+    rows = {name: [cell.strip() for cell in line.strip().strip("|").split("|")][1]
+            for name, line in _setting_rows(_REPO / "docs" / "configuration.md").items()}
     assert set(rows) - {"sessions", "progress", "leases", "retractions", "audit", "failures",
                         "model_calls"} == set(Settings.model_fields)
     defaults = Settings.model_fields
@@ -216,6 +224,7 @@ def test_every_setting_is_documented_with_its_default() -> None:
         if name not in defaults or defaults[name].default_factory is not None:
             continue
         value = defaults[name].default
+        shown = shown.split(" (", 1)[0] if shown.startswith("`") else shown  # `67108864` (64 MiB)
         if value is None:
             assert shown.startswith("unset") or shown.startswith("`sqlite:///") or \
                 shown == "the checkout's `migrations/`", name
@@ -226,6 +235,16 @@ def test_every_setting_is_documented_with_its_default() -> None:
         else:
             assert shown == f"`{value}`", name
 
+
+
+def test_the_readme_settings_table_repeats_the_reference_rows() -> None:
+    """The README's short table shows real settings, each row exactly as docs/configuration.md."""
+    reference = _setting_rows(_REPO / "docs" / "configuration.md")
+    shown = _setting_rows(_REPO / "README.md")
+    assert {"state_url", "broker_url", "store_transport", "model_routes"} <= set(shown)
+    assert set(shown) <= set(Settings.model_fields)
+    for name, line in shown.items():
+        assert line == reference[name], name
 
 def test_each_value_knows_where_it_came_from(monkeypatch: pytest.MonkeyPatch,
                                              tmp_path: Path) -> None:
