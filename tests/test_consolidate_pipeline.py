@@ -275,14 +275,14 @@ def test_a_marker_beyond_the_logged_part_still_withdraws_from_the_summary(
     log.flush()
     process(runtime)
     logged = log.seq
-    log.rewind(taken.user_seq)
-    log.open_turn("next question")  # no turn end: nothing more is logged yet
+    log.rewind(taken.user_seq)  # the marker, at seq `logged`, cuts its own span (acts at once)
+    log.open_turn("next question")  # no turn end: nothing after the marker is logged yet
     log.flush()
     process(runtime)
-    assert progress(runtime, "s-late").last_logged_seq == logged
+    assert progress(runtime, "s-late").last_logged_seq == logged + 1
     assert request_reconsolidation(runtime, "s-late", "default").queued
     assert run_job(runtime, "consolidate", "s-late", "default").status == "done"
-    summary = f"sum-s-late-0-{logged}"
+    summary = f"sum-s-late-0-{logged + 1}"
     assert entries(tmp_path)[summary]["data"] == "U: keep this\nA: kept"
     assert edges(tmp_path, "summary") == {(summary, "msg-s-late-0"), (summary, "msg-s-late-1")}
     assert all(b"WITHDRAWN-LATE" not in r.body for r in model_server.requests)
