@@ -31,6 +31,7 @@ from typer.testing import CliRunner
 
 from worker.cli import _register, app
 from worker.names import session_lease_key
+from worker.state.owners import local_pid
 
 pytestmark = pytest.mark.integration
 
@@ -45,12 +46,14 @@ def slow_b(request: dict[str, Any]) -> Reply:
 
 
 def holder(cluster: Cluster, workers: dict[int, subprocess.Popen[bytes]]) -> Any:
-    """The worker process holding a session's lease (owner ``celery:<pid>``), if any."""
+    """The worker process holding a session's lease (owner ``celery:<host>:<pid>:<random>``),
+    if any."""
     with cluster.state.read() as repos:
         for sid in SESSIONS:
             lease = repos.leases.holder(session_lease_key(sid))
             if lease is not None and lease.owner.startswith("celery:"):
-                found = workers.get(int(lease.owner.split(":")[1]))
+                pid = local_pid(lease.owner)
+                found = workers.get(pid) if pid is not None else None
                 if found is not None:
                     return found
     return None
