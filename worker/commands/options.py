@@ -13,6 +13,9 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
+
+from memory.printable import printable
 
 ConfigOption = Annotated[
     Path | None,
@@ -36,3 +39,9 @@ QueueOption = Annotated[
 ]
 
 err = Console(stderr=True)
+
+
+def shown(value: object) -> str:
+    """Text from disk or from the user on a Rich line or table cell: control characters escaped
+    (:func:`memory.printable.printable`), Rich markup literal."""
+    return escape(printable(value))
