@@ -12,7 +12,6 @@ import signal
 import threading
 from pathlib import Path
 from types import FrameType
-from collections.abc import Iterable
 from typing import Any
 
 import typer
@@ -21,7 +20,6 @@ from rich.markup import escape
 from sqlalchemy.exc import SQLAlchemyError
 
 from memory.store.base import StoreError
-from memory.printable import printable
 from worker.commands.options import err
 from worker.logs import setup_logging as configure_logging
 from worker.observability import serve_metrics as start_metrics_server
@@ -125,18 +123,3 @@ def require_distributed(command: str) -> None:
                   soft_wrap=True, markup=False)
         raise typer.Exit(2)
 
-
-def refuse_session_ids_or_exit(command: str, ids: Iterable[str]) -> None:
-    """Session ids no state database can hold (:func:`worker.scan_problems.session_id_problem`:
-    a NUL, undecodable bytes, too long) are refused before anything runs, the same on SQLite and
-    PostgreSQL: one line each, exit 2."""
-    from worker.scan_problems import session_id_problem
-
-    refused = [(sid, why) for sid in dict.fromkeys(ids)
-               if (why := session_id_problem(sid)) is not None]
-    for sid, why in refused:
-        head = sid if len(sid) <= 80 else sid[:60] + "…"
-        err.print(f"memory-worker {command}: session id {printable(head)!s} {why}; no session "
-                  "has such an id, nothing was done", soft_wrap=True, markup=False)
-    if refused:
-        raise typer.Exit(2)

@@ -14,7 +14,13 @@ from rich.console import Console
 from rich.table import Table
 
 from worker.cli import app
-from worker.commands.options import ConfigOption, ShelfOption, err, shown
+from worker.commands.options import (
+    ConfigOption,
+    ShelfOption,
+    err,
+    refuse_session_ids_or_exit,
+    shown,
+)
 
 if TYPE_CHECKING:
     from worker.jobs.forget import ForgetResult
@@ -31,20 +37,19 @@ def forget(
     config: ConfigOption = None,
 ) -> None:
     """Remove everything a session put in memory and never ingest it again."""
+    refuse_session_ids_or_exit("forget", sessions)
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
     from memory.store.base import StoreError
     from worker.commands.common import (
         check_store_or_exit,
         load_or_exit,
         open_runtime_or_exit,
-        refuse_session_ids_or_exit,
         setup_logging,
     )
     from worker.jobs.forget import ACTION_FORGET, forget_session
     from worker.jobs.logread import TransientJobError
     from worker.jobs.retract import with_session_lease
 
-    refuse_session_ids_or_exit("forget", sessions)
     settings = load_or_exit(config, store_shelf=shelf)
     setup_logging(settings)
     runtime = open_runtime_or_exit(settings, ACTION_FORGET)

@@ -18,7 +18,13 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from worker.cli import app
-from worker.commands.options import ConfigOption, ShelfOption, err, shown
+from worker.commands.options import (
+    ConfigOption,
+    ShelfOption,
+    err,
+    refuse_session_ids_or_exit,
+    shown,
+)
 from worker.commands.rewrite_options import (
     DryRunOption,
     JsonOption,
@@ -95,6 +101,7 @@ def reconsolidate(
 ) -> None:
     """Queue a consolidation of SESSION… (or --all), thresholds waived; --replace rewrites."""
     chosen = Selection(list(sessions or []), all_sessions, project, since, stale)
+    refuse_session_ids_or_exit("reconsolidate", chosen.ids)
     if replace or stale:
         if chosen.empty:
             err.print("memory-worker: name at least one SESSION, or pass --all, --project, "
@@ -123,12 +130,10 @@ def reconsolidate(
         check_store_or_exit,
         load_or_exit,
         open_runtime_or_exit,
-        refuse_session_ids_or_exit,
         setup_logging,
     )
     from worker.jobs.reconsolidate import request_reconsolidation
 
-    refuse_session_ids_or_exit("reconsolidate", sessions or [])
     settings = load_or_exit(config, store_shelf=shelf)
     setup_logging(settings)
     runtime = open_runtime_or_exit(settings, "reconsolidate")

@@ -21,7 +21,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from worker.cli import app
-from worker.commands.options import ConfigOption, ShelfOption, err, shown
+from worker.commands.options import (
+    ConfigOption,
+    ShelfOption,
+    err,
+    refuse_session_ids_or_exit,
+    shown,
+)
 
 if TYPE_CHECKING:
     from worker.jobs.retract import SessionPlan
@@ -84,16 +90,15 @@ def retract(
     if bool(chosen) == all_:
         err.print("memory-worker retract: give session ids or --all (not both)")
         raise typer.Exit(2)
+    refuse_session_ids_or_exit("retract", chosen)
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
     from worker.commands.common import (
         check_store_or_exit,
         load_or_exit,
         open_runtime_or_exit,
-        refuse_session_ids_or_exit,
         setup_logging,
     )
 
-    refuse_session_ids_or_exit("retract", chosen)
     settings = load_or_exit(config, store_shelf=shelf)
     setup_logging(settings)
     runtime = open_runtime_or_exit(settings, "retract")

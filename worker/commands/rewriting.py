@@ -36,7 +36,6 @@ from worker.commands.common import (
     check_store_or_exit,
     load_or_exit,
     open_runtime_or_exit,
-    refuse_session_ids_or_exit,
     setup_logging,
 )
 from worker.commands.options import err, shown
@@ -80,11 +79,9 @@ def rewrite_command(mode: str, chosen: Selection, *, force: bool, dry_run: bool,
         err.print("memory-worker: --max-calls needs --wait without --workers (this process "
                   "keeps the budget)")
         raise typer.Exit(2)
-    command = "reconsolidate" if mode == "replace" else mode
-    refuse_session_ids_or_exit(command, chosen.ids)
     settings = load_or_exit(config, store_shelf=shelf)
     setup_logging(settings)
-    runtime = open_runtime_or_exit(settings, command)
+    runtime = open_runtime_or_exit(settings, "reconsolidate" if mode == "replace" else mode)
     try:
         check_store_or_exit(runtime, settings.store_shelf)
         ids = select_sessions(runtime, chosen)

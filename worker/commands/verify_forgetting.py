@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
-from worker.cli import app
 from memory.printable import printable
+from worker.cli import app
 from worker.commands.options import ConfigOption, ShelfOption, err, shown
 
 if TYPE_CHECKING:
