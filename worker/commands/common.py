@@ -122,4 +122,3 @@ def require_distributed(command: str) -> None:
                   "distributed extra: pip install 'dsh-memory-worker[distributed]'",
                   soft_wrap=True, markup=False)
         raise typer.Exit(2)
-
