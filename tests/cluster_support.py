@@ -5,6 +5,7 @@ state read back, and polling until a condition holds."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -24,6 +25,18 @@ from worker.state.database import StateDB
 
 BIN = Path(sys.executable).parent
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+def clean_run_dump(home: Path, root: Path) -> dict[str, Any]:
+    """The store a fresh embedded run over a copy of ``home`` produces (under ``root``)."""
+    from pipeline_support import dump, process
+    from worker_dshgen import embedded_runtime
+
+    shutil.copytree(home, root / "dsh")
+    runtime = embedded_runtime(root, force_idle=True)
+    process(runtime, consolidation=False)
+    runtime.close()
+    return dump(root)
 
 
 def wait_for(check: Callable[[], Any], timeout: float, what: str, every: float = 0.1) -> Any:

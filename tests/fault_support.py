@@ -27,6 +27,15 @@ LITE = Path(sys.executable).parent / "hypatia-lite"
 SESSIONS = [(f"f-{i}", f"/home/dev/fault-{i % 2}", 30 + 30 * i) for i in range(4)]
 
 
+def children(pid: int) -> list[int]:
+    """The pids of ``pid``'s child processes (none once it is gone)."""
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(p) for p in text.split()]
+
+
 def kills(default: int) -> int:
     """How many kills a test makes: ``default`` × ``MEMORY_WORKER_FAULT_KILLS`` / 20 when that
     variable is set (20 = the CI total), else ``default``."""

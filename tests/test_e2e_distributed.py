@@ -9,36 +9,24 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from cluster_support import BIN, Cluster, throwaway_cluster, wait_for
+from cluster_support import BIN, Cluster, clean_run_dump, throwaway_cluster, wait_for
 from conftest import REPO
-from pipeline_support import dump, process
 
 sys.path.insert(0, str(REPO / "benchmarks"))
-from worker_dshgen import SessionLogWriter, embedded_runtime
+from worker_dshgen import SessionLogWriter
 
 pytestmark = pytest.mark.integration
 
 REDIS_DB = 13
 CWD = "/home/dev/dsh-demo"
-
-
-def clean_run_dump(home: Path, root: Path) -> dict[str, Any]:
-    """The store a fresh embedded run over a copy of ``home`` produces."""
-    shutil.copytree(home, root / "dsh")
-    runtime = embedded_runtime(root, force_idle=True)
-    process(runtime, consolidation=False)
-    runtime.close()
-    return dump(root)
 
 
 @pytest.fixture(scope="module")

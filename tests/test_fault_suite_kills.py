@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from fault_support import (
+    children,
     clean_run,
     dump,
     env,
@@ -29,14 +30,6 @@ from fault_support import (
 pytestmark = pytest.mark.integration
 
 
-def _children(pid: int) -> list[int]:
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    except OSError:
-        return []
-    return [int(p) for p in text.split()]
-
-
 def _kill_at(proc: subprocess.Popen[bytes], at: float, *, child: bool) -> bool:
     """SIGKILL ``proc`` (or, with ``child``, one of its child processes) ``at`` seconds after
     it started; False when it ended before that."""
@@ -46,12 +39,12 @@ def _kill_at(proc: subprocess.Popen[bytes], at: float, *, child: bool) -> bool:
             return False
         time.sleep(0.01)
     if child:
-        kids = _children(proc.pid)
+        kids = children(proc.pid)
         while not kids:
             if proc.poll() is not None:
                 return False
             time.sleep(0.01)
-            kids = _children(proc.pid)
+            kids = children(proc.pid)
         os.kill(kids[0], signal.SIGKILL)
         return True
     os.kill(proc.pid, signal.SIGKILL)

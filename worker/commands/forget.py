@@ -11,11 +11,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from worker.cli import app
-from worker.commands.options import ConfigOption, ShelfOption, err
+from worker.commands.options import (
+    ConfigOption,
+    ShelfOption,
+    err,
+    refuse_session_ids_or_exit,
+    shown,
+)
 
 if TYPE_CHECKING:
     from worker.jobs.forget import ForgetResult
@@ -32,6 +37,7 @@ def forget(
     config: ConfigOption = None,
 ) -> None:
     """Remove everything a session put in memory and never ingest it again."""
+    refuse_session_ids_or_exit("forget", sessions)
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
     from memory.store.base import StoreError
     from worker.commands.common import (
@@ -82,17 +88,17 @@ def forget(
             table.add_column(column)
         for r in results:
             for item in r.items:
-                table.add_row(escape(r.session_id), escape(item.entry), item.action,
-                              escape(item.why))
+                table.add_row(shown(r.session_id), shown(item.entry), item.action,
+                              shown(item.why))
         Console(width=200).print(table)
         for r in results:
             if r.session_id in unseen and not r.items:
-                err.print(f"memory-worker forget: {escape(r.session_id)}: not seen by the watcher "
+                err.print(f"memory-worker forget: {shown(r.session_id)}: not seen by the watcher "
                           "and nothing of it in memory"
                           + ("" if dry_run else "; marked forgotten, so it is never ingested"),
                           soft_wrap=True)
         for sid, why in failed.items():
-            err.print(f"memory-worker forget: {escape(sid)}: {escape(why)}", soft_wrap=True)
+            err.print(f"memory-worker forget: {shown(sid)}: {shown(why)}", soft_wrap=True)
         if not dry_run:
             err.print(f"forgot {len(results) - len([r for r in results if r.repair.failed])} "
                       f"session(s); removed {sum(len(r.removed) for r in results)} entries")

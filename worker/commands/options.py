@@ -8,11 +8,15 @@ needs when it runs (the helpers in :mod:`worker.commands.common`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
+
+from memory.printable import printable
 
 ConfigOption = Annotated[
     Path | None,
@@ -36,3 +40,26 @@ QueueOption = Annotated[
 ]
 
 err = Console(stderr=True)
+
+
+def shown(value: object) -> str:
+    """Text from disk or from the user on a Rich line or table cell: control characters escaped
+    (:func:`memory.printable.printable`), Rich markup literal."""
+    return escape(printable(value))
+
+
+def refuse_session_ids_or_exit(command: str, ids: Iterable[str]) -> None:
+    """Session ids no state database can hold (:func:`worker.scan_problems.session_id_problem`:
+    a NUL, undecodable bytes, too long) are refused before anything runs, the same on SQLite and
+    PostgreSQL: one line each, exit 2."""
+    # Imported when the command runs (the limit comes from the state model).
+    from worker.scan_problems import session_id_problem
+
+    refused = [(sid, why) for sid in dict.fromkeys(ids)
+               if (why := session_id_problem(sid)) is not None]
+    for sid, why in refused:
+        head = sid if len(sid) <= 80 else sid[:60] + "…"
+        err.print(f"memory-worker {command}: session id {printable(head)} {why}; no session "
+                  "has such an id, nothing was done", soft_wrap=True, markup=False)
+    if refused:
+        raise typer.Exit(2)

@@ -15,11 +15,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from worker.cli import app
-from worker.commands.options import ConfigOption, ShelfOption, err
+from worker.commands.options import (
+    ConfigOption,
+    ShelfOption,
+    err,
+    refuse_session_ids_or_exit,
+    shown,
+)
 from worker.commands.rewrite_options import (
     DryRunOption,
     JsonOption,
@@ -96,6 +101,7 @@ def reconsolidate(
 ) -> None:
     """Queue a consolidation of SESSION… (or --all), thresholds waived; --replace rewrites."""
     chosen = Selection(list(sessions or []), all_sessions, project, since, stale)
+    refuse_session_ids_or_exit("reconsolidate", chosen.ids)
     if replace or stale:
         if chosen.empty:
             err.print("memory-worker: name at least one SESSION, or pass --all, --project, "
@@ -146,7 +152,7 @@ def reconsolidate(
             request_reconsolidation(runtime, sid, target, from_seq=from_seq) for sid in ids
         ]
         for result in results:
-            err.print(escape(_line(result)), soft_wrap=True)
+            err.print(shown(_line(result)), soft_wrap=True)
         queued = [r.session_id for r in results if r.queued]
         failed = 0
         if wait:
@@ -192,14 +198,14 @@ def _run_here(runtime: Runtime, queued: list[str], shelf: str) -> int:
             runner.submit(JOB_CONSOLIDATE, session_id, shelf)
         runner.drain()
     for result in outcomes:
-        err.print(escape(f"{result.session_id}: {result.status} — {result.detail}"),
+        err.print(shown(f"{result.session_id}: {result.status} — {result.detail}"),
                   soft_wrap=True)
         if result.status not in ("done", "skipped"):
             failed += 1
     finished = {result.session_id for result in outcomes}
     for session_id in queued:
         if session_id not in finished:  # a retryable failure: the runner deferred its retry
-            err.print(escape(f"{session_id}: not finished — the consolidation failed (see the "
+            err.print(shown(f"{session_id}: not finished — the consolidation failed (see the "
                              "warning above); the request stays recorded"), soft_wrap=True)
     return failed + (len(queued) - len(outcomes))
 
@@ -222,7 +228,7 @@ def _send_hints(settings: Settings, queued: list[str], shelf: str) -> None:
     except Exception as exc:  # kombu raises several types for an unreachable broker
         line = " ".join(str(exc).split())[:200]
         err.print(
-            f"memory-worker: could not send the hint to the broker ({escape(line)}); the request "
+            f"memory-worker: could not send the hint to the broker ({shown(line)}); the request "
             "stays queued: `memory-worker run` or the daemon picks it up, or rerun with --wait",
             soft_wrap=True,
         )

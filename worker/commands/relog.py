@@ -17,7 +17,7 @@ from typing import Annotated
 import typer
 
 from worker.cli import app
-from worker.commands.options import ConfigOption, ShelfOption
+from worker.commands.options import ConfigOption, ShelfOption, refuse_session_ids_or_exit
 from worker.commands.rewrite_options import (
     AllOption,
     DryRunOption,
@@ -58,6 +58,7 @@ def relog(
         err_line = "memory-worker: name at least one SESSION, or pass --all, --project or --since"
         typer.echo(err_line, err=True)
         raise typer.Exit(2)
+    refuse_session_ids_or_exit("relog", chosen.ids)
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
     from worker.commands.rewriting import rewrite_command
 

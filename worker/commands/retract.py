@@ -17,12 +17,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from worker.cli import app
-from worker.commands.options import ConfigOption, ShelfOption, err
+from worker.commands.options import (
+    ConfigOption,
+    ShelfOption,
+    err,
+    refuse_session_ids_or_exit,
+    shown,
+)
 
 if TYPE_CHECKING:
     from worker.jobs.retract import SessionPlan
@@ -85,6 +90,7 @@ def retract(
     if bool(chosen) == all_:
         err.print("memory-worker retract: give session ids or --all (not both)")
         raise typer.Exit(2)
+    refuse_session_ids_or_exit("retract", chosen)
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
     from worker.commands.common import (
         check_store_or_exit,
@@ -145,7 +151,8 @@ def _run(runtime: Runtime, shelf: str, targets: list[str], extra: list[str], dry
     elif not dry_run:
         done = sum(len(r["retracted"]) + len(r["repaired"]) for r in results.values())
         err.print(f"{done} entries retracted or repaired in {len(results)} session(s)"
-                  + (f"; left undone: {', '.join(undone)}" if undone else ""), soft_wrap=True)
+                  + (f"; left undone: {shown(', '.join(undone))}" if undone else ""),
+                  soft_wrap=True)
     return 1 if undone else 0
 
 
@@ -194,12 +201,12 @@ def _print_plan(planned: list[tuple[str, SessionLog | None, SessionPlan | None, 
     rows = 0
     for sid, _, plan, error in planned:
         if error:
-            table.add_row(escape(sid), "-", "error", escape(error))
+            table.add_row(shown(sid), "-", "error", shown(error))
             rows += 1
             continue
         assert plan is not None
         for item in plan.items:
-            table.add_row(escape(sid), escape(item.entry), item.action, escape(item.why))
+            table.add_row(shown(sid), shown(item.entry), item.action, shown(item.why))
             rows += 1
     console = Console(width=200)
     if rows:

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from memory.printable import printable
 from memory.store.base import StoreError
 from worker import tasks
 from worker.commands.common import (
@@ -38,7 +38,7 @@ from worker.commands.common import (
     open_runtime_or_exit,
     setup_logging,
 )
-from worker.commands.options import err
+from worker.commands.options import err, shown
 from worker.commands.rewrite_options import Selection
 from worker.jobs.guard import run_job
 from worker.jobs.logread import PermanentJobError, TransientJobError
@@ -128,7 +128,7 @@ def run_rewrite(runtime: Runtime, shelf: str, mode: str, ids: list[str], *, forc
                                "sessions": [r.as_json() for r in rows]}, indent=2))
     else:
         for row in rows:
-            typer.echo(f"{row.session_id}: {row.line}")
+            typer.echo(printable(f"{row.session_id}: {row.line}"))
         if dry_run and rows:
             calls = sum(int((r.counts or {}).get("calls", 0)) for r in rows)
             tokens = sum(int((r.counts or {}).get("input_tokens", 0)) for r in rows)
@@ -226,7 +226,7 @@ def _queue(runtime: Runtime, shelf: str, mode: str, ids: list[str], force: bool,
             tasks.enqueue(JOB_REWRITE, sid, shelf)
     except Exception as exc:  # kombu raises several types for an unreachable broker
         line = " ".join(str(exc).split())[:200]
-        err.print(f"memory-worker: could not send the hints to the broker ({escape(line)})",
+        err.print(f"memory-worker: could not send the hints to the broker ({shown(line)})",
                   soft_wrap=True)
         for sid in requests:
             rows[sid] = Row(sid, "queued", "queued — recorded, but the broker is unreachable: "

@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
-from memory.printable import printable
 from worker.cli import app
 from worker.commands.options import ConfigOption, DshHomeOption, ShelfOption, err
+from worker.commands.options import shown as _text
 
 if TYPE_CHECKING:
     from worker.pipeline import Runtime
@@ -85,11 +84,6 @@ def add_unrecorded(found: dict[str, Any], settings: Settings) -> None:
         })
     found["total"]["sessions"] = len(rows)
     found["total"]["not_recorded"] = sum(1 for row in rows if not row["recorded"])
-
-
-def _text(value: object) -> str:
-    """A table cell from anything on disk: control characters escaped, Rich markup literal."""
-    return escape(printable(value))
 
 
 def _print_audit(trail: list[dict[str, Any]]) -> None:

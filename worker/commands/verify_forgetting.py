@@ -13,11 +13,11 @@ import json
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
+from memory.printable import printable
 from worker.cli import app
-from worker.commands.options import ConfigOption, ShelfOption, err
+from worker.commands.options import ConfigOption, ShelfOption, err, shown
 
 if TYPE_CHECKING:
     from worker.verify.run import Report
@@ -71,11 +71,11 @@ def verify_forgetting(
             report = verify(runtime, settings.store_shelf, _Bar(progress))
     except (StoreError, OSError) as exc:
         err.print(f"memory-worker verify-forgetting: cannot search the store: "
-                  f"{escape(' '.join(str(exc).split()))}", soft_wrap=True)
+                  f"{shown(' '.join(str(exc).split()))}", soft_wrap=True)
         raise typer.Exit(2) from None
     except SQLAlchemyError as exc:
         err.print(f"memory-worker verify-forgetting: cannot search the state database: "
-                  f"{escape(db_error_line(exc))}", soft_wrap=True)
+                  f"{shown(db_error_line(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
     finally:
         runtime.close()
@@ -88,17 +88,17 @@ def _print(report: Report, json_: bool) -> None:
         typer.echo(json.dumps(report.as_dict(), indent=2))
     else:
         for leak in report.leaks:
-            typer.echo(leak.line())
+            typer.echo(printable(leak.line()))
         if not report.leaks:
-            typer.echo(report.summary())
+            typer.echo(printable(report.summary()))
         else:
-            err.print(escape(report.summary()), soft_wrap=True)
+            err.print(shown(report.summary()), soft_wrap=True)
     say = "memory-worker verify-forgetting: "
     for sid, why in report.sources.unreadable.items():
-        err.print(f"{say}{escape(sid)}: cannot read its log ({escape(why)}); its withdrawals "
+        err.print(f"{say}{shown(sid)}: cannot read its log ({shown(why)}); its withdrawals "
                   "were not checked", soft_wrap=True)
     for sid in report.sources.forgotten_without_log:
-        err.print(f"{say}{escape(sid)}: forgotten and its log is gone: only its entry names "
+        err.print(f"{say}{shown(sid)}: forgotten and its log is gone: only its entry names "
                   "were checked", soft_wrap=True)
     if report.bytes_skipped:
-        err.print(f"{say}{escape(report.bytes_skipped)}", soft_wrap=True)
+        err.print(f"{say}{shown(report.bytes_skipped)}", soft_wrap=True)
