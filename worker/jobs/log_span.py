@@ -12,6 +12,7 @@ one conditional update. A crash anywhere before the advance re-does the writes i
 from __future__ import annotations
 
 import zoneinfo
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -247,14 +248,18 @@ def existing_names(store: MemoryStore, names: list[str]) -> set[str]:
     ``{"$knowledge": [["$or", ["$eq","name",A], …]]}`` query per 100 names (the reference's own
     lookup form) instead of one ``knowledge-get`` per entry."""
     found: set[str] = set()
-    for i in range(0, len(names), _GET_BATCH):
-        chunk = names[i : i + _GET_BATCH]
-        condition: list[Any] = ["$or", *(["$eq", "name", name] for name in chunk)]
-        if len(chunk) == 1:
-            condition = ["$eq", "name", chunk[0]]
-        rows = store.query({"$knowledge": [condition], "limit": len(chunk), "offset": 0})
+    for chunk, which in _any_of("name", names):
+        rows = store.query({"$knowledge": [which], "limit": len(chunk), "offset": 0})
         found.update(row.name for row in rows if isinstance(row, KnowledgeEntry))
     return found
+
+
+def _any_of(field: str, values: list[str]) -> Iterator[tuple[list[str], list[Any]]]:
+    """``values`` in chunks of 100, each with its JSE condition ``field`` equals one of them."""
+    for i in range(0, len(values), _GET_BATCH):
+        chunk = values[i : i + _GET_BATCH]
+        which: list[Any] = ["$or", *(["$eq", field, value] for value in chunk)]
+        yield chunk, which if len(chunk) > 1 else ["$eq", field, chunk[0]]
 
 
 def _retract_earlier(ctx: JobContext, store: MemoryStore, plan: SpanPlan, writes: _Writes) -> None:
@@ -351,11 +356,7 @@ def existing_edges(store: MemoryStore, node: str, heads: list[str]) -> set[str]:
     """Which of ``heads`` already have their ``belongTo`` edge to ``node``: one ``$statement``
     query per 100 heads (the edge form of :func:`existing_names`)."""
     found: set[str] = set()
-    for i in range(0, len(heads), _GET_BATCH):
-        chunk = heads[i : i + _GET_BATCH]
-        which: list[Any] = ["$or", *(["$eq", "head", head] for head in chunk)]
-        if len(chunk) == 1:
-            which = ["$eq", "head", chunk[0]]
+    for chunk, which in _any_of("head", heads):
         rows = store.query({
             "$statement": [["$eq", "relation", REL_BELONG_TO], ["$eq", "tail", node], which],
             "limit": len(chunk), "offset": 0,
