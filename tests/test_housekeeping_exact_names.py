@@ -5,14 +5,13 @@ entries (``msg-ab-1-*``, which a ``msg-ab-%`` prefix also matches) are still the
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import REPO
+from pipeline_support import cli_env, dump
 
 from memory.store.lite.store import LiteStore
 from worker.jobs.housekeeping import has_message_entry, is_message_of
@@ -26,25 +25,11 @@ BIN = Path(sys.executable).parent / "memory-worker"
 SESSIONS = ("ab", "ab-1", "a_b", "axb")
 
 
-def _env(root: Path) -> dict[str, str]:
-    env = {**os.environ, "MEMORY_WORKER_DATA_DIR": str(root / "data"),
-           "HYPATIA_LITE_HOME": str(root / "lite"), "COLUMNS": "200"}
-    for name in ("MEMORY_WORKER_LITE_HOME", "MEMORY_WORKER_STATE_URL", "MEMORY_WORKER_CONFIG",
-                 "MEMORY_WORKER_MODEL_ROUTES"):
-        env.pop(name, None)
-    return env
-
-
 def _run_once(root: Path) -> subprocess.CompletedProcess[str]:
     done = subprocess.run([str(BIN), "run", "--once", "--dsh-home", str(root / "dsh")],
-                          env=_env(root), capture_output=True, text=True, timeout=180)
+                          env=cli_env(root), capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
     return done
-
-
-def _dump(root: Path) -> dict[str, Any]:
-    with LiteStore("default", home=root / "lite") as store:
-        return store.dump()
 
 
 def _delete_messages(root: Path, session_id: str) -> list[str]:
@@ -72,7 +57,7 @@ def test_a_wiped_session_is_logged_again_next_to_a_prefix_sibling(
     for sid in SESSIONS:
         conversation(tmp_path / "dsh", sid, "/home/dev/exact", 3)
     _run_once(tmp_path)
-    clean = _dump(tmp_path)
+    clean = dump(tmp_path)
     names = [row["name"] for row in clean["knowledge"]]
     for sid in SESSIONS:
         assert [n for n in names if is_message_of(n, sid)] == [
@@ -88,4 +73,4 @@ def test_a_wiped_session_is_logged_again_next_to_a_prefix_sibling(
                 assert has_message_entry(store, other)
 
     _run_once(tmp_path)
-    assert _dump(tmp_path) == clean
+    assert dump(tmp_path) == clean

@@ -18,8 +18,7 @@ from typing import Any
 
 import pytest
 from conftest import REPO
-
-from memory.store.lite.store import LiteStore
+from pipeline_support import cli_env, dump
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import conversation
@@ -33,23 +32,9 @@ GENERATED = [
 ]
 
 
-def _env(root: Path) -> dict[str, str]:
-    env = {**os.environ, "MEMORY_WORKER_DATA_DIR": str(root / "data"),
-           "HYPATIA_LITE_HOME": str(root / "lite"), "COLUMNS": "200"}
-    for name in ("MEMORY_WORKER_LITE_HOME", "MEMORY_WORKER_STATE_URL", "MEMORY_WORKER_CONFIG",
-                 "MEMORY_WORKER_MODEL_ROUTES"):
-        env.pop(name, None)
-    return env
-
-
 def _run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(BIN), "run", *args, "--dsh-home", str(root / "dsh")],
-                          env=_env(root), capture_output=True, text=True, timeout=180)
-
-
-def _dump(root: Path) -> dict[str, Any]:
-    with LiteStore("default", home=root / "lite") as store:
-        return store.dump()
+                          env=cli_env(root), capture_output=True, text=True, timeout=180)
 
 
 def _watermarks(root: Path) -> dict[str, Any]:
@@ -73,7 +58,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A DSH home: the shipped fixtures (`demo-home`) plus six generated sessions of 60-260
     turns in three projects, half of them titled."""
     root = tmp_path_factory.mktemp("jobs-home")
-    laid = subprocess.run([str(BIN), "demo-home", str(root / "dsh")], env=_env(root),
+    laid = subprocess.run([str(BIN), "demo-home", str(root / "dsh")], env=cli_env(root),
                           capture_output=True, text=True, timeout=120)
     assert laid.returncode == 0, laid.stderr
     for sid, cwd, turns, titled in GENERATED:
@@ -93,7 +78,7 @@ def serial(home: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, An
     root = _copy(home, tmp_path_factory.mktemp("jobs-1"))
     done = _run(root, "--once", "--jobs", "1")
     assert done.returncode == 0, done.stderr
-    return {"root": root, "run": done, "dump": _dump(root), "watermarks": _watermarks(root)}
+    return {"root": root, "run": done, "dump": dump(root), "watermarks": _watermarks(root)}
 
 
 def test_jobs_2_writes_exactly_what_jobs_1_writes(
@@ -105,7 +90,7 @@ def test_jobs_2_writes_exactly_what_jobs_1_writes(
     root = _copy(home, tmp_path)
     first = _run(root, "--once", "--jobs", "2")
     assert first.returncode == 0, first.stderr
-    assert _dump(root) == serial["dump"]
+    assert dump(root) == serial["dump"]
     assert _watermarks(root) == serial["watermarks"]
     assert serial["watermarks"]["failures"] == []
     assert first.stderr.strip().splitlines()[-1] == serial["run"].stderr.strip().splitlines()[-1]
@@ -119,12 +104,12 @@ def test_jobs_2_writes_exactly_what_jobs_1_writes(
         f"{8 + len(GENERATED)} sessions, 0 new events; 0 entries written, 0 retracted, "
         "0 edges; 0 jobs done, 0 failed"
     )
-    assert _dump(root) == serial["dump"]
+    assert dump(root) == serial["dump"]
     assert _watermarks(root) == serial["watermarks"]
 
 
 def test_jobs_needs_a_positive_count_and_once(tmp_path: Path) -> None:
-    env = _env(tmp_path)
+    env = cli_env(tmp_path)
     procs = {
         args: subprocess.Popen([str(BIN), "run", *args, "--dsh-home", str(tmp_path / "dsh")],
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -167,7 +152,7 @@ def test_a_killed_child_is_named_and_its_sessions_finished(
     root = _copy(home, tmp_path)
     proc = subprocess.Popen(
         [str(BIN), "run", "--once", "--jobs", "2", "--dsh-home", str(root / "dsh")],
-        env=_env(root), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=cli_env(root), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     killed = None
     deadline = time.monotonic() + 120
@@ -182,5 +167,5 @@ def test_a_killed_child_is_named_and_its_sessions_finished(
     lines = [line for line in stderr.splitlines() if f"(pid {killed})" in line]
     assert len(lines) == 1, stderr
     assert "was killed by SIGKILL; the final pass takes over its" in lines[0]
-    assert _dump(root) == serial["dump"]
+    assert dump(root) == serial["dump"]
     assert _watermarks(root) == serial["watermarks"]
