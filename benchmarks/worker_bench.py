@@ -6,8 +6,8 @@
    ``--sessions`` sessions × ``--turns × 6`` events: chat turns (titled sessions, so a
    ``belongTo`` edge per message) and tool turns (the reader's synthetic generator). Each
    workload is also run as ``memory-worker run --once --jobs N`` does it, with N =
-   ``os.cpu_count()`` processes (:class:`worker.once_parallel.OnceChildren` +
-   :func:`~worker.once_parallel.run_once` in a fresh Python process, so the children are forked
+   ``os.cpu_count()`` processes (:class:`worker.run.once_parallel.OnceChildren` +
+   :func:`~worker.run.once_parallel.run_once` in a fresh Python process, so the children are forked
    before anything is opened; child start-up and the final pass included), on a fresh state and
    store, against the same bare figure.
 2. Latency: ``turn/end`` appended to a followed log → its entries in the store, through
@@ -41,10 +41,10 @@ from worker_dshgen import SessionLogWriter, conversation, embedded_runtime
 from memory.dsh.reader import read_log
 from memory.messages import is_loggable
 from memory.store.lite import db, shelves
-from worker.once_children import OnceChildren
-from worker.once_parallel import run_once
-from worker.runner import InProcessRunner
-from worker.watch import Watcher
+from worker.run.once_children import OnceChildren
+from worker.run.once_parallel import run_once
+from worker.run.runner import InProcessRunner
+from worker.watch.watcher import Watcher
 
 BIN = Path(sys.executable).parent
 OUT = Path(__file__).resolve().parent / "out"
@@ -118,7 +118,7 @@ def _parallel_run(home: Path, root: Path, jobs: int) -> dict[str, float]:
     """In a process that has opened nothing yet, as ``run --once --jobs N``: fork the children,
     open the runtime (migrated already by :func:`parallel_rate`), run. The clock runs from the
     fork to the end of the final pass."""
-    from worker.pipeline import build_runtime
+    from worker.jobs.runtime import build_runtime
     from worker.settings import load_settings
 
     settings = load_settings(None, dsh_home=home, data_dir=root / "data", lite_home=root / "lite")

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from memory.store.lite.store import LiteStore
-from worker.pipeline import owe_consolidation
-from worker.runner import InProcessRunner
-from worker.watch import Watcher
+from worker.jobs.runtime import owe_consolidation
+from worker.run.runner import InProcessRunner
+from worker.watch.watcher import Watcher
 
 
 def process(runtime: Any, *, consolidation: bool = True) -> InProcessRunner:

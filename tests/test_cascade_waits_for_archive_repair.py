@@ -15,8 +15,8 @@ from test_consolidate_pipeline import process, runtime_for
 
 from memory.store.lite.store import LiteStore
 from worker.jobs import cascade as cascade_job
+from worker.jobs.guard import run_job
 from worker.names import archive_lease_key
-from worker.pipeline import run_job
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ from hostile_support import env, run_worker, write_good
 from state_db_support import sqlite_url, throwaway_pg_database
 from typer.testing import CliRunner
 
-from worker.scan_problems import MAX_SESSION_ID
+from worker.watch.scan_problems import MAX_SESSION_ID
 
 TOO_LONG = "t" * 250
 WITH_NUL = "n-\0-id"

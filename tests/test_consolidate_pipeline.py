@@ -22,7 +22,8 @@ from typer.testing import CliRunner
 from memory import llm
 from memory.store.base import TransientStoreError
 from worker.cli import _register, app
-from worker.pipeline import request_reconsolidation, run_job
+from worker.jobs.guard import run_job
+from worker.jobs.reconsolidate import request_reconsolidation
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime

@@ -20,11 +20,12 @@ from conftest import REPO
 from model_server import ModelServer, model_server_fixture  # noqa: F401
 from test_e2e_consolidation_embedded import scripted
 
-from worker import tasks
 from worker.commands.daemon import BrokerHints
+from worker.jobs.guard import run_job
 from worker.jobs.reconsolidate import request_reconsolidation
-from worker.pipeline import owe_consolidation, run_job
-from worker.watch import Watcher
+from worker.jobs.runtime import owe_consolidation
+from worker.run import tasks
+from worker.watch.watcher import Watcher
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime

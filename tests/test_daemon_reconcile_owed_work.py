@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from conftest import REPO
 
+from worker.jobs.guard import run_job
 from worker.jobs.reconsolidate import request_reconsolidation
-from worker.owed import Owed, owed_work
-from worker.pipeline import run_job
-from worker.watch import Watcher
+from worker.watch.owed import Owed, owed_work
+from worker.watch.watcher import Watcher
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime

@@ -103,7 +103,7 @@ def test_every_service_has_a_healthcheck() -> None:
         test = service.get("healthcheck", {}).get("test")
         assert isinstance(test, list) and test[0] in ("CMD", "CMD-SHELL"), name
     worker = " ".join(_services()["worker"]["healthcheck"]["test"][1:])
-    assert worker.startswith("celery -A worker.tasks inspect ping -d worker@$$HOSTNAME")
+    assert worker.startswith("celery -A worker.run.tasks inspect ping -d worker@$$HOSTNAME")
     assert _services()["worker"]["command"][1:] == ["--name", "worker@%h"]
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from memory.constants import DEFAULT_WITHDRAWAL_WHITELIST
-from worker import names, tasks
+from worker import names
+from worker.run import tasks
 from worker.settings import Settings
 
 
@@ -21,7 +22,7 @@ def test_task_and_queue_names() -> None:
 
 
 def test_every_built_in_job_has_its_own_task() -> None:
-    from worker.pipeline import JOBS
+    from worker.jobs.registry import JOBS
 
     # Jobs other test modules register at import (collection) time are not built in.
     built_in = {name for name, job in JOBS.items() if job.__module__.startswith("worker.")}

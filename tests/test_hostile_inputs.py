@@ -30,12 +30,12 @@ from hostile_support import (
     write_good,
 )
 
-import worker.watch
+import worker.watch.watcher
 from memory.dsh.frames import DEFAULT_MAX_FRAME_BYTES, set_max_frame_bytes
 from memory.dsh.reader import read_log
 from memory.dsh.scanner import LogScan
-from worker.scan_problems import MAX_SESSION_ID, subject_key
-from worker.watch import Watcher
+from worker.watch.scan_problems import MAX_SESSION_ID, subject_key
+from worker.watch.watcher import Watcher
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import embedded_runtime
@@ -181,7 +181,7 @@ def test_a_following_watcher_says_each_problem_once_and_skips_unchanged_bad_logs
             opened.append(path.parent.name)
             super().__init__(path, *args, **kwargs)
 
-    monkeypatch.setattr(worker.watch, "LogScan", CountingScan)
+    monkeypatch.setattr(worker.watch.watcher, "LogScan", CountingScan)
     runtime = embedded_runtime(hostile.parent)
     watcher = Watcher(runtime, lambda *_: None)
     caplog.set_level(logging.WARNING, logger="memory_worker")

@@ -17,7 +17,7 @@ from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
 from prometheus_client.parser import text_string_to_metric_families
 
 from worker.observability import serve_metrics
-from worker.watch import Watcher
+from worker.watch.watcher import Watcher
 
 pytestmark = pytest.mark.integration
 

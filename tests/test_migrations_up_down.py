@@ -13,7 +13,7 @@ from sqlalchemy import inspect
 from typer.testing import CliRunner
 
 from worker.cli import _register, app
-from worker.state.db import make_engine, upgrade_to_head
+from worker.state.db import make_engine
 from worker.state.migrate import (
     MigrationsNotFound,
     current_revision,
@@ -22,6 +22,7 @@ from worker.state.migrate import (
     head_revision,
     revisions,
     upgrade,
+    upgrade_to_head,
 )
 from worker.state.models import Base
 

@@ -9,7 +9,8 @@ from pathlib import Path
 from conftest import REPO
 
 from worker.jobs.context import JobContext, JobOutput
-from worker.jobs.guard import register_job, run_job
+from worker.jobs.guard import run_job
+from worker.jobs.registry import register_job
 from worker.names import session_lease_key
 
 sys.path.insert(0, str(REPO / "benchmarks"))

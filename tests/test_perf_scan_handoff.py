@@ -18,8 +18,8 @@ from memory.dsh.events import Event
 from memory.store.lite.store import LiteStore
 from worker.jobs import logread
 from worker.jobs.logread import forget_shared_log, offer_whole_log, shared_whole_log
-from worker.runner import InProcessRunner
-from worker.watch import Watcher
+from worker.run.runner import InProcessRunner
+from worker.watch.watcher import Watcher
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime

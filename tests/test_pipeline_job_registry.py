@@ -9,8 +9,10 @@ from pathlib import Path
 
 from conftest import REPO
 
+from worker.jobs.context import JobContext, JobOutput
+from worker.jobs.guard import run_job
+from worker.jobs.registry import register_job
 from worker.names import session_lease_key
-from worker.pipeline import JobContext, JobOutput, register_job, run_job
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import embedded_runtime

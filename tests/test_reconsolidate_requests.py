@@ -16,8 +16,12 @@ from typer.testing import CliRunner
 from worker_dshgen import SessionLogWriter, embedded_runtime
 
 from worker.cli import _register, app
-from worker.jobs.reconsolidate import backfill_consolidation, queued_sessions
-from worker.pipeline import request_reconsolidation, run_job
+from worker.jobs.guard import run_job
+from worker.jobs.reconsolidate import (
+    backfill_consolidation,
+    queued_sessions,
+    request_reconsolidation,
+)
 
 pytestmark = pytest.mark.integration
 

@@ -16,7 +16,7 @@ from conftest import REPO
 from hostile_support import CWD, env, header, run_worker, session_path, store_dump, write_good
 from state_db_support import sqlite_url, throwaway_pg_database
 
-from worker.scan_problems import MAX_SESSION_ID, subject_key
+from worker.watch.scan_problems import MAX_SESSION_ID, subject_key
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter

@@ -19,7 +19,7 @@ from conftest import REPO
 from test_pipeline_session_node import process, store_rows
 
 from memory.store.lite.store import LiteStore
-from worker.owed import owed_work
+from worker.watch.owed import owed_work
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime

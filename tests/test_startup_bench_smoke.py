@@ -10,7 +10,7 @@ import sys
 import pytest
 from conftest import REPO
 
-RUNTIME = ("worker.settings", "worker.pipeline", "worker.tasks", "worker.observability",
+RUNTIME = ("worker.settings", "worker.jobs", "worker.run", "worker.watch", "worker.observability",
            "worker.state", "sqlalchemy", "celery", "prometheus_client", "alembic",
            "pydantic_settings", "mcp", "openai", "memory.store", "memory.dsh")
 

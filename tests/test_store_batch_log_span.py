@@ -22,7 +22,7 @@ from pipeline_support import process
 from memory.store.base import BatchWriter, MemoryStore, write_batch
 from memory.store.lite import fts as lite_fts
 from memory.store.lite.store import LiteStore
-from worker.jobs import log_span as log_span_job
+from worker.jobs import store_writes
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, conversation, embedded_runtime
@@ -92,7 +92,7 @@ def _logged(results: list[Any]) -> tuple[int, int]:
 def test_batched_and_one_by_one_log_span_leave_the_same_store(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(log_span_job, "WRITE_BATCH", 7)  # several batches per slice
+    monkeypatch.setattr(store_writes, "WRITE_BATCH", 7)  # several batches per slice
     batched, single = tmp_path / "batched", tmp_path / "single"
     _home(batched)
     shutil.copytree(batched / "dsh", single / "dsh")
@@ -137,7 +137,7 @@ class CrashWatch:
 def test_a_crash_mid_batch_leaves_whole_batches_and_a_retry_completes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(log_span_job, "WRITE_BATCH", 10)
+    monkeypatch.setattr(store_writes, "WRITE_BATCH", 10)
     reference, crashy = tmp_path / "reference", tmp_path / "crashy"
     _home(reference)
     shutil.copytree(reference / "dsh", crashy / "dsh")

@@ -17,8 +17,8 @@ from conftest import REPO
 from memory.dsh.reader import read_log
 from worker.jobs import logread, session_node
 from worker.jobs.logread import END, forget_shared_log, read_window, shared_whole_log
-from worker.runner import InProcessRunner
-from worker.watch import Watcher
+from worker.run.runner import InProcessRunner
+from worker.watch.watcher import Watcher
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime

@@ -14,7 +14,7 @@ import pytest
 import redis
 from kombu import Connection
 
-from worker import tasks
+from worker.run import tasks
 from worker.settings import load_settings
 
 REDIS_DB = 13

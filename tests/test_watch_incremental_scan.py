@@ -16,8 +16,8 @@ from memory.dsh.reader import read_log
 from memory.messages import is_loggable
 from memory.store.lite.store import LiteStore
 from worker.jobs.logread import read_window
-from worker.runner import InProcessRunner
-from worker.watch import Watcher
+from worker.run.runner import InProcessRunner
+from worker.watch.watcher import Watcher
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime
@@ -79,7 +79,7 @@ def test_a_restarted_watcher_does_not_decode_an_unchanged_log(
 ) -> None:
     """The ordinal at the stored end is computed only when new events arrive: a daemon restart
     over an unchanged home opens each log at its stored offset and reads nothing."""
-    import worker.watch as watch
+    import worker.watch.watcher as watch
 
     runtime = embedded_runtime(tmp_path)
     log = SessionLogWriter(tmp_path / "dsh", "s-restart", CWD, compressed=True)

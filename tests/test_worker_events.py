@@ -17,8 +17,8 @@ import pytest
 import redis
 from celery_events_support import receiving
 
-from worker import tasks
 from worker.commands.worker_cmd import Pool, celery_argv
+from worker.run import tasks
 from worker.settings import load_settings
 
 REDIS_DB = 11

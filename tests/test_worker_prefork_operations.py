@@ -1,5 +1,5 @@
 """A real ``memory-worker worker`` (prefork pool, concurrency 2) on Redis, operated as a Celery
-service: ``celery -A worker.tasks inspect ping`` reaches it through the broker configured in the
+service: ``celery -A worker.run.tasks inspect ping`` reaches it through the broker configured in the
 environment (not Celery's default amqp), each job kind arrives under its own task name in the
 event stream Flower reads, and the worker's metrics port — served by the parent, while the jobs
 run in the pool's child processes — counts exactly the jobs that ran."""
@@ -24,7 +24,7 @@ import redis
 from celery_events_support import receiving
 from prometheus_client.parser import text_string_to_metric_families
 
-from worker import tasks
+from worker.run import tasks
 from worker.settings import load_settings
 
 pytestmark = pytest.mark.integration
@@ -92,7 +92,7 @@ def test_prefork_worker_answers_ping_names_each_job_and_counts_every_child(
     try:
         def ping() -> str | None:
             done = subprocess.run(
-                [str(BIN / "celery"), "-A", "worker.tasks", "inspect", "ping", "-d", node,
+                [str(BIN / "celery"), "-A", "worker.run.tasks", "inspect", "ping", "-d", node,
                  "--timeout", "3"],
                 env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path,
             )

@@ -1,6 +1,7 @@
 """The ``memory-worker`` command line (Typer + Rich).
 
-Each command lives in its own module under ``worker/commands/`` and is registered here. Start-up
+Each command lives in its own module under ``worker/commands/`` (a plain function; the
+command modules do not import this one) and is registered here. Start-up
 time: this module and the command modules' top level import only Typer, Rich and the standard
 library; a command imports the runtime when it runs (see :mod:`worker.commands.options`).
 """
@@ -40,23 +41,34 @@ def _root(
     """Turn DSH session logs into Hypatia memory."""
 
 
-#: Command name → its module under ``worker/commands/``.
+#: Command name → (its module under ``worker/commands/``, the function that implements it). The
+#: command modules do not know :data:`app`; :func:`_register` adds their functions to it.
 COMMANDS = {
-    "config": "config", "daemon": "daemon", "demo-home": "demo_home", "forget": "forget",
-    "inspect": "inspect", "migrate": "migrate", "reconsolidate": "reconsolidate",
-    "relog": "relog", "retract": "retract", "run": "run", "status": "status",
-    "verify-forgetting": "verify_forgetting", "worker": "worker_cmd",
+    "config": ("config", "config"),
+    "daemon": ("daemon", "daemon"),
+    "demo-home": ("demo_home", "demo_home"),
+    "forget": ("forget", "forget"),
+    "inspect": ("inspect", "inspect"),
+    "migrate": ("migrate", "migrate"),
+    "reconsolidate": ("reconsolidate", "reconsolidate"),
+    "relog": ("relog", "relog"),
+    "retract": ("retract", "retract"),
+    "run": ("run", "run"),
+    "status": ("status", "status"),
+    "verify-forgetting": ("verify_forgetting", "verify_forgetting"),
+    "worker": ("worker_cmd", "worker_command"),
 }
 
 
 def _register(only: str | None = None) -> None:
-    """Import the command modules (each registers its command on :data:`app`): all of them, or
-    ``only`` that one."""
+    """Register the commands on :data:`app`: all of them, or ``only`` that one. Start-up time:
+    a command's module is imported only here, when it is registered."""
     import importlib
 
-    for name, module in COMMANDS.items():
+    for name, (module, function) in COMMANDS.items():
         if only is None or name == only:
-            importlib.import_module(f"worker.commands.{module}")
+            implementation = getattr(importlib.import_module(f"worker.commands.{module}"), function)
+            app.command(name)(implementation)
 
 
 def main() -> None:

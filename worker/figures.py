@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from worker.jobs.repair import pending_intents
+from worker.jobs.repair_plan import pending_intents
 from worker.names import session_lease_key
 from worker.state.database import StateDB
 from worker.state.models import ModelCallRow

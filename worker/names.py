@@ -7,6 +7,15 @@ from __future__ import annotations
 
 from typing import Final
 
+#: Job names: the keys of the job table (:data:`worker.jobs.registry.JOBS`), of the failure rows
+#: and of the hints every executor sends.
+JOB_LOG_SPAN: Final = "log_span"
+JOB_SESSION_NODE: Final = "session_node"
+JOB_CONSOLIDATE: Final = "consolidate"
+JOB_CASCADE: Final = "cascade"
+JOB_RETRACT: Final = "retract"
+JOB_REWRITE: Final = "rewrite"
+
 TASK_LOG_SPAN: Final = "memory_worker.log_span"
 TASK_SESSION_NODE: Final = "memory_worker.session_node"
 TASK_CONSOLIDATE: Final = "memory_worker.consolidate"
@@ -16,14 +25,14 @@ TASK_REWRITE: Final = "memory_worker.rewrite"
 #: One Celery task per job kind (Flower and ``celery events`` tell them apart by name); the
 #: message carries only ``(session_id, shelf)``.
 TASK_OF_JOB: Final = {
-    "log_span": TASK_LOG_SPAN,
-    "session_node": TASK_SESSION_NODE,
-    "consolidate": TASK_CONSOLIDATE,
-    "cascade": TASK_CASCADE,
-    "retract": TASK_RETRACT,
-    "rewrite": TASK_REWRITE,
+    JOB_LOG_SPAN: TASK_LOG_SPAN,
+    JOB_SESSION_NODE: TASK_SESSION_NODE,
+    JOB_CONSOLIDATE: TASK_CONSOLIDATE,
+    JOB_CASCADE: TASK_CASCADE,
+    JOB_RETRACT: TASK_RETRACT,
+    JOB_REWRITE: TASK_REWRITE,
 }
-#: Any other job added with ``worker.pipeline.register_job`` (its name travels as an argument).
+#: Any other job added with ``worker.jobs.registry.register_job`` (its name travels as an argument).
 TASK_JOB: Final = "memory_worker.job"
 DEFAULT_QUEUE: Final = "memory-worker"
 

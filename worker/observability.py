@@ -22,6 +22,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, s
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from worker.figures import figures  # the one place that computes them
 from worker.settings import prometheus_multiproc_dir
 
 JOB_RUNS = Counter(
@@ -50,8 +51,6 @@ class StateCollector(Collector):
         self.shelf = shelf
 
     def collect(self) -> Iterator[Metric]:
-        from worker.figures import figures  # the one place that computes them
-
         total_lag = GaugeMetricFamily("memory_worker_lag_events", "Total logging lag")
         total_consolidation = GaugeMetricFamily(
             "memory_worker_consolidation_lag_events", "Total consolidation lag"

@@ -21,9 +21,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from memory.store.base import StoreError
 from worker.commands.options import err
+from worker.jobs.runtime import Runtime, build_runtime, default_owner
 from worker.logs import setup_logging as configure_logging
 from worker.observability import serve_metrics as start_metrics_server
-from worker.pipeline import Runtime, build_runtime, default_owner
 from worker.settings import Settings, SettingsError, load_settings
 from worker.state.database import StateDB
 from worker.state.db import StateURLError

@@ -14,7 +14,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from worker.cli import app
 from worker.commands.options import ConfigOption
 
 
@@ -24,7 +23,6 @@ def _show(value: Any) -> str:
     return "(unset)" if value is None else str(value)
 
 
-@app.command()
 def config(
     json_: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     config: ConfigOption = None,

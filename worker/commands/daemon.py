@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import time
 
-from worker.cli import app
 from worker.commands.options import (
     ConfigOption,
     DshHomeOption,
@@ -42,7 +41,7 @@ class BrokerHints:
         if self._down_since is not None and time.monotonic() < self._next_try:
             self.dropped += 1  # broker known down: do not block the watcher on every hint
             return
-        from worker import tasks
+        from worker.run import tasks
 
         try:
             tasks.enqueue(job, session_id, shelf)
@@ -63,7 +62,6 @@ class BrokerHints:
         self.sent += 1
 
 
-@app.command()
 def daemon(
     queue: QueueOption = DEFAULT_QUEUE,
     dsh_home: DshHomeOption = None,
@@ -81,13 +79,13 @@ def daemon(
         setup_logging,
         stop_on_signals,
     )
+    from worker.jobs.housekeeping import reconcile_with_store
     from worker.jobs.reconsolidate import backfill_consolidation
-    from worker.pipeline import reconcile_with_store
     from worker.settings import mask_url
-    from worker.watch import Watcher
+    from worker.watch.watcher import Watcher
 
     require_distributed("daemon")
-    from worker import tasks
+    from worker.run import tasks
 
     settings = load_or_exit(config, dsh_home=dsh_home, store_shelf=shelf,
                             metrics_port=metrics_port)

@@ -18,8 +18,6 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from worker.cli import app
-
 DEFAULT_CWD = "/home/dev/dsh-demo"
 _FIXTURES = Path(__file__).resolve().parents[1] / "demo" / "dsh"
 _NAMESPACE = uuid.UUID("6f1e9a52-3c0d-4b7e-9d1a-2f5c8e4b7a10")
@@ -69,7 +67,6 @@ def lay_out_fixtures(fixtures: Path, home: Path, cwd: str = DEFAULT_CWD) -> list
     return written
 
 
-@app.command("demo-home")
 def demo_home(
     directory: Annotated[Path, typer.Argument(help="Where to create the DSH home.")],
     fixtures: Annotated[

@@ -13,7 +13,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from worker.cli import app
 from worker.commands.options import (
     ConfigOption,
     ShelfOption,
@@ -26,7 +25,6 @@ if TYPE_CHECKING:
     from worker.jobs.forget import ForgetResult
 
 
-@app.command()
 def forget(
     sessions: Annotated[list[str], typer.Argument(help="Session ids to forget.")],
     dry_run: Annotated[

@@ -20,7 +20,6 @@ from rich.console import Console
 from rich.markup import escape
 
 from memory.printable import printable
-from worker.cli import app
 from worker.commands.options import ConfigOption
 
 if TYPE_CHECKING:
@@ -215,7 +214,6 @@ def _print_report(console: Console, report: dict[str, Any]) -> None:
         console.print(f"  [red]problem[/red] {escape(printable(problem))}")
 
 
-@app.command()
 def inspect(
     path: Annotated[Path, typer.Argument(
         help="A session log, session directory, sessions root, or DSH home.")],

@@ -16,7 +16,6 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from worker.cli import app
 from worker.commands.options import ConfigOption
 
 
@@ -26,7 +25,6 @@ class Action(StrEnum):
     current = "current"
 
 
-@app.command()
 def migrate(
     action: Annotated[Action, typer.Argument(help="upgrade, downgrade or current.")] = (
         Action.upgrade

@@ -49,11 +49,11 @@ def shown(value: object) -> str:
 
 
 def refuse_session_ids_or_exit(command: str, ids: Iterable[str]) -> None:
-    """Session ids no state database can hold (:func:`worker.scan_problems.session_id_problem`:
-    a NUL, undecodable bytes, too long) are refused before anything runs, the same on SQLite and
-    PostgreSQL: one line each, exit 2."""
+    """Session ids no state database can hold
+    (:func:`worker.watch.scan_problems.session_id_problem`: a NUL, undecodable bytes, too long)
+    are refused before anything runs, the same on SQLite and PostgreSQL: one line each, exit 2."""
     # Imported when the command runs (the limit comes from the state model).
-    from worker.scan_problems import session_id_problem
+    from worker.watch.scan_problems import session_id_problem
 
     refused = [(sid, why) for sid in dict.fromkeys(ids)
                if (why := session_id_problem(sid)) is not None]

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from worker.cli import app
 from worker.commands.options import (
     ConfigOption,
     ShelfOption,
@@ -39,8 +38,9 @@ from worker.commands.rewrite_options import (
 from worker.names import DEFAULT_QUEUE
 
 if TYPE_CHECKING:
+    from worker.jobs.context import JobResult
     from worker.jobs.reconsolidate import ReconsolidateResult
-    from worker.pipeline import JobResult, Runtime
+    from worker.jobs.runtime import Runtime
     from worker.settings import Settings
 
 
@@ -60,7 +60,6 @@ def _line(result: ReconsolidateResult) -> str:
     return f"{result.session_id}: {result.reason} — {hints.get(result.reason, '')}"
 
 
-@app.command()
 def reconsolidate(
     sessions: Annotated[
         list[str] | None, typer.Argument(help="Session ids to re-summarise.", show_default=False)
@@ -170,9 +169,10 @@ def reconsolidate(
 
 def _run_here(runtime: Runtime, queued: list[str], shelf: str) -> int:
     """Run the queued consolidations (and the cascades they owe) in this process."""
+    from worker.jobs.runtime import owe_consolidation
     from worker.logs import quiet_job_lines
-    from worker.pipeline import JOB_CONSOLIDATE, owe_consolidation
-    from worker.runner import InProcessRunner
+    from worker.names import JOB_CONSOLIDATE
+    from worker.run.runner import InProcessRunner
 
     # The progress bar and the per-session lines tell the story; job lines only when asked.
     quiet_job_lines(runtime.settings.log_level)
@@ -213,13 +213,13 @@ def _run_here(runtime: Runtime, queued: list[str], shelf: str) -> int:
 def _send_hints(settings: Settings, queued: list[str], shelf: str) -> None:
     import importlib.util
 
-    from worker.pipeline import JOB_CONSOLIDATE
+    from worker.names import JOB_CONSOLIDATE
 
     if importlib.util.find_spec("celery") is None:  # embedded install: no broker to hint
         err.print("memory-worker: the request stays queued: `memory-worker run` picks it up "
                   "(or rerun with --wait)", soft_wrap=True, markup=False)
         return
-    from worker import tasks
+    from worker.run import tasks
 
     tasks.configure(settings)
     try:

@@ -16,7 +16,6 @@ from typing import Annotated
 
 import typer
 
-from worker.cli import app
 from worker.commands.options import ConfigOption, ShelfOption, refuse_session_ids_or_exit
 from worker.commands.rewrite_options import (
     AllOption,
@@ -34,7 +33,6 @@ from worker.commands.rewrite_options import (
 from worker.names import DEFAULT_QUEUE
 
 
-@app.command()
 def relog(
     sessions: SessionsArg = None,
     all_sessions: AllOption = False,

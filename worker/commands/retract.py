@@ -20,7 +20,6 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from worker.cli import app
 from worker.commands.options import (
     ConfigOption,
     ShelfOption,
@@ -49,7 +48,7 @@ def _plan(runtime: Runtime, shelf: str, sid: str, kinds: list[str],
     """The session's log and plan, or an error line."""
     from memory.store.base import StoreError
     from worker.jobs.logread import PermanentJobError, TransientJobError
-    from worker.jobs.repair import pending_intents
+    from worker.jobs.repair_plan import pending_intents
     from worker.jobs.retract import plan_session
     from worker.jobs.withdrawals import read_session_log
 
@@ -69,7 +68,6 @@ def _plan(runtime: Runtime, shelf: str, sid: str, kinds: list[str],
         return None, None, " ".join(str(exc).split())
 
 
-@app.command()
 def retract(
     sessions: SessionsArg = None,
     all_: Annotated[bool, typer.Option("--all", help="Every session the worker knows.")] = False,
@@ -159,7 +157,8 @@ def _run(runtime: Runtime, shelf: str, targets: list[str], extra: list[str], dry
 def _execute(runtime: Runtime, shelf: str, sid: str, log_: SessionLog) -> dict[str, Any]:
     from memory.store.base import StoreError
     from worker.jobs.logread import TransientJobError
-    from worker.jobs.retract import JOB_RETRACT, execute_plan, with_session_lease
+    from worker.jobs.retract import execute_plan, with_session_lease
+    from worker.names import JOB_RETRACT
 
     try:
         result = with_session_lease(runtime, sid, shelf, JOB_RETRACT,

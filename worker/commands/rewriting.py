@@ -31,7 +31,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from memory.printable import printable
 from memory.store.base import StoreError
-from worker import tasks
 from worker.commands.common import (
     check_store_or_exit,
     load_or_exit,
@@ -44,9 +43,10 @@ from worker.jobs.guard import run_job
 from worker.jobs.logread import PermanentJobError, TransientJobError
 from worker.jobs.reconsolidate import request_rewrite, rewrite_result
 from worker.jobs.rewrite import plan_line
-from worker.jobs.rewrite_job import JOB_REWRITE, plan_session
+from worker.jobs.rewrite_job import plan_session
 from worker.jobs.runtime import Runtime
-from worker.names import DEFAULT_QUEUE
+from worker.names import DEFAULT_QUEUE, JOB_REWRITE
+from worker.run import tasks
 
 
 def select_sessions(runtime: Runtime, chosen: Selection) -> list[str]:

@@ -2,7 +2,7 @@
 
 Follows the DSH home until stopped (Ctrl-C / SIGTERM). ``--once`` processes what is on disk,
 treating every session as idle (every tail is flushed), shows a progress bar and exits;
-``--once --jobs N`` does it in N processes first (:mod:`worker.once_parallel`).
+``--once --jobs N`` does it in N processes first (:mod:`worker.run.once_parallel`).
 """
 
 from __future__ import annotations
@@ -14,18 +14,16 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from worker.cli import app
 from worker.commands.options import ConfigOption, DshHomeOption, MetricsPortOption, ShelfOption, err
 
 if TYPE_CHECKING:
-    from worker.once_children import OnceChildren
-    from worker.pipeline import Runtime
-    from worker.runner import InProcessRunner
+    from worker.jobs.runtime import Runtime
+    from worker.run.once_children import OnceChildren
+    from worker.run.runner import InProcessRunner
     from worker.settings import Settings
-    from worker.watch import ScanReport
+    from worker.watch.watcher import ScanReport
 
 
-@app.command()
 def run(
     once: Annotated[
         bool, typer.Option("--once", help="Process what is on disk (all sessions idle), exit.")
@@ -49,7 +47,7 @@ def run(
         raise typer.Exit(2)
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
     from worker.commands.common import load_or_exit, setup_logging
-    from worker.once_children import OnceChildren
+    from worker.run.once_children import OnceChildren
 
     settings = load_or_exit(config, dsh_home=dsh_home, store_shelf=shelf,
                             metrics_port=metrics_port)
@@ -67,9 +65,9 @@ def _run(settings: Settings, once: bool, children: OnceChildren | None) -> None:
     from sqlalchemy.exc import SQLAlchemyError
 
     from worker.commands.common import check_store_or_exit, db_error_line, open_runtime_or_exit
+    from worker.jobs.housekeeping import reconcile_with_store
     from worker.jobs.reconsolidate import backfill_consolidation
     from worker.jobs.retract import resume_repairs
-    from worker.pipeline import reconcile_with_store
 
     runtime = open_runtime_or_exit(settings, "run", force_idle=once)
     target = settings.store_shelf
@@ -93,7 +91,7 @@ def _run(settings: Settings, once: bool, children: OnceChildren | None) -> None:
 
 def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> None:
     from worker.logs import quiet_job_lines
-    from worker.once_parallel import run_once
+    from worker.run.once_parallel import run_once
 
     # The progress bar and the summary tell the story; per-job lines only when asked (DEBUG).
     quiet_job_lines(runtime.settings.log_level)
@@ -133,7 +131,7 @@ def _submit_reconsolidations(runtime: Runtime, runner: InProcessRunner, shelf: s
     """Hint ``consolidate`` for every session with a queued reconsolidation request (recorded by
     ``memory-worker reconsolidate`` or the startup backfill)."""
     from worker.jobs.reconsolidate import queued_sessions
-    from worker.pipeline import JOB_CONSOLIDATE
+    from worker.names import JOB_CONSOLIDATE
 
     for session_id in queued_sessions(runtime, shelf):
         runner.submit(JOB_CONSOLIDATE, session_id, shelf)
@@ -141,9 +139,9 @@ def _submit_reconsolidations(runtime: Runtime, runner: InProcessRunner, shelf: s
 
 def _follow(runtime: Runtime, shelf: str) -> None:
     from worker.commands.common import serve_metrics, stop_on_signals
-    from worker.pipeline import owe_consolidation
-    from worker.runner import InProcessRunner
-    from worker.watch import Watcher
+    from worker.jobs.runtime import owe_consolidation
+    from worker.run.runner import InProcessRunner
+    from worker.watch.watcher import Watcher
 
     serve_metrics(runtime.settings, runtime.state)
     stop = stop_on_signals()

@@ -15,12 +15,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from worker.cli import app
 from worker.commands.options import ConfigOption, DshHomeOption, ShelfOption, err
 from worker.commands.options import shown as _text
 
 if TYPE_CHECKING:
-    from worker.pipeline import Runtime
+    from worker.jobs.runtime import Runtime
     from worker.settings import Settings
 
 
@@ -54,7 +53,7 @@ def add_unrecorded(found: dict[str, Any], settings: Settings) -> None:
     database has no record of: not scanned yet, a scan that failed, or an id it cannot store.
     Every row gets ``recorded`` (the state database holds its scan) and ``problem``."""
     from memory.dsh.locate import survey_sessions
-    from worker.scan_problems import session_id_problem, subject_key
+    from worker.watch.scan_problems import session_id_problem, subject_key
 
     rows: list[dict[str, Any]] = found["sessions"]
     for row in rows:
@@ -103,7 +102,6 @@ def _cell(value: object) -> str:
     return "-" if value is None else str(value)
 
 
-@app.command()
 def status(
     json_: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     audit: Annotated[

@@ -16,7 +16,6 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
 from memory.printable import printable
-from worker.cli import app
 from worker.commands.options import ConfigOption, ShelfOption, err, shown
 
 if TYPE_CHECKING:
@@ -40,7 +39,6 @@ class _Bar:
             self._progress.advance(self._task, amount)
 
 
-@app.command("verify-forgetting")
 def verify_forgetting(
     json_: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     shelf: ShelfOption = None,

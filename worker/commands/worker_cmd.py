@@ -1,7 +1,7 @@
 """``memory-worker worker`` — a Celery worker with the worker's settings and guarantees.
 
 Late acks, one prefetched message per process, redelivery of a lost worker's message, a
-visibility timeout above the longest task (see :func:`worker.tasks.configure`). The state
+visibility timeout above the longest task (see :func:`worker.run.tasks.configure`). The state
 database is migrated to head before the worker starts consuming. Task events and heartbeats are
 on, so Flower (``docker compose``'s ``flower`` service) shows workers, tasks and their outcomes.
 The metrics port serves the counters of every pool process (prometheus_client multiprocess mode,
@@ -18,7 +18,6 @@ from typing import Annotated
 
 import typer
 
-from worker.cli import app
 from worker.commands.options import ConfigOption, MetricsPortOption, QueueOption, err
 from worker.names import DEFAULT_QUEUE
 
@@ -29,7 +28,6 @@ class Pool(StrEnum):
     threads = "threads"
 
 
-@app.command("worker")
 def worker_command(
     queue: QueueOption = DEFAULT_QUEUE,
     concurrency: Annotated[
@@ -63,7 +61,7 @@ def worker_command(
     require_distributed("worker")
     from celery import signals
 
-    from worker import tasks
+    from worker.run import tasks
 
     check_store_binary_or_exit(settings)
     open_runtime_or_exit(settings, "migrate").close()  # migrate once, before any child starts

@@ -44,10 +44,10 @@ from worker.jobs.logread import PermanentJobError, TransientJobError
 from worker.jobs.models import job_attempt, model_client
 from worker.jobs.provenance import current_writer, record_written
 from worker.jobs.runtime import Runtime
+from worker.names import JOB_CASCADE
 
 log = logging.getLogger(__name__)
 
-JOB_CASCADE = "cascade"
 
 
 @dataclass(slots=True)
@@ -177,6 +177,5 @@ def cascade(ctx: JobContext) -> JobOutput:
                      edges=report.edges)
 
 
-__all__ = [
-    "JOB_CASCADE", "CascadeReport", "build_archive", "cascade", "cascade_project", "run_cascade",
+__all__ = ["CascadeReport", "build_archive", "cascade", "cascade_project", "run_cascade",
 ]

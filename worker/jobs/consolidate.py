@@ -45,7 +45,7 @@ from memory.llm import (
 )
 from memory.store.base import MemoryStore
 from memory.withdrawal import is_marker, withdrawn_seqs
-from worker.jobs.cascade import JOB_CASCADE, cascade_project
+from worker.jobs.cascade import cascade_project
 from worker.jobs.context import JobContext, JobOutput, skipped
 from worker.jobs.logread import PermanentJobError, TransientJobError, read_window, survey_log
 from worker.jobs.models import job_attempt, model_client
@@ -53,12 +53,12 @@ from worker.jobs.provenance import current_writer, record_derived
 from worker.jobs.reconsolidate import pending_request, settle_request
 from worker.jobs.runtime import Runtime
 from worker.jobs.work_units import WorkUnitOptions, WorkUnitOutcome, extract_work_units
+from worker.names import JOB_CASCADE, JOB_CONSOLIDATE
 from worker.state.progress import Progress
 from worker.state.sessions import SessionState
 
 log = logging.getLogger(__name__)
 
-JOB_CONSOLIDATE: Final = "consolidate"
 TURN_END: Final = "turn/end"
 
 
@@ -365,7 +365,6 @@ def _owe_cascade(ctx: JobContext, session: SessionState, client: ModelClient) ->
 
 
 __all__ = [
-    "JOB_CONSOLIDATE",
     "SpanEvents",
     "SpanSummary",
     "consolidate",

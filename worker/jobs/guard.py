@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
@@ -34,10 +33,9 @@ from tenacity import (
 from memory.store.base import FatalStoreError, StoreError, TransientStoreError
 from worker.jobs.context import JobContext, JobOutput, JobResult
 from worker.jobs.lease_keeper import keep
-from worker.jobs.log_span import log_span
 from worker.jobs.logread import PermanentJobError, TransientJobError
+from worker.jobs.registry import JOBS, Job
 from worker.jobs.runtime import Runtime
-from worker.jobs.session_node import session_node
 from worker.logs import job_context
 from worker.names import session_lease_key
 from worker.observability import (
@@ -50,19 +48,6 @@ from worker.observability import (
 from worker.state.failures import describe_error
 
 log = logging.getLogger(__name__)
-
-Job = Callable[[JobContext], JobOutput]
-JOBS: dict[str, Job] = {"log_span": log_span, "session_node": session_node}
-
-
-def register_job(name: str, job: Job) -> None:
-    """Add a job (e.g. the consolidation issue's ``consolidate``) to the ones :func:`run_job`,
-    the in-process runner and the generic Celery task can run; it gets the same lease, retry,
-    metrics and failure recording as the built-in jobs."""
-    if name in JOBS and JOBS[name] is not job:
-        raise ValueError(f"a different job is already registered as {name!r}")
-    JOBS[name] = job
-
 
 _IN_PROCESS_ATTEMPTS = 3
 _RETRYABLE = (TransientStoreError, TransientJobError, OperationalError, PoolTimeoutError)

@@ -12,24 +12,20 @@ one conditional update. A crash anywhere before the advance re-does the writes i
 from __future__ import annotations
 
 import zoneinfo
-from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from memory import entries
 from memory.constants import REL_BELONG_TO
-from memory.entries import LOG_EDGE_POLICY, MESSAGE_POLICY, scopes_for
+from memory.entries import MESSAGE_POLICY, scopes_for
 from memory.span import SpanOptions, SpanPlan, plan_span
 from memory.store.base import (
     BatchWriter,
     EntryWrite,
-    KnowledgeEntry,
     MemoryStore,
-    StatementRow,
-    StatementWrite,
     write_batch,
 )
 from memory.withdrawal import find_markers
+from worker.jobs import store_writes
 from worker.jobs.context import JobContext, JobOutput, skipped
 from worker.jobs.logread import (
     LogWindow,
@@ -40,9 +36,11 @@ from worker.jobs.logread import (
     slice_span,
     survey_log,
 )
+from worker.jobs.retract import repair_after_log_span
 from worker.jobs.runtime import ConsolidationOwed, ms_of
+from worker.jobs.store_writes import existing_names, settle_edges
 from worker.settings import Settings
-from worker.triggers import Timing, cut_span, span_start
+from worker.watch.triggers import Timing, cut_span, span_start
 
 
 def span_options(ctx: JobContext) -> SpanOptions:
@@ -163,7 +161,6 @@ def log_span(ctx: JobContext) -> JobOutput:
             break  # another run already covered the rest of this span
         version = advanced
     # Summaries, archives and work units built on what a marker withdrew are repaired now.
-    from worker.jobs.retract import repair_after_log_span  # retract imports this module
 
     node = repair_after_log_span(ctx, bool(withdrawn_before), saw_markers=bool(markers))
     if node is not None:  # the session node, rewritten or deleted by a marker of this span
@@ -233,33 +230,9 @@ def _write_entries(
             scopes=tuple(item.scopes or scopes_for(project)),
             embed=item.embed,
         ))
-        if len(pending) >= WRITE_BATCH:
+        if len(pending) >= store_writes.WRITE_BATCH:
             flush()
     flush()
-
-
-_GET_BATCH = 100
-#: Entries (or edges) per store write batch: one transaction each on hypatia-lite.
-WRITE_BATCH = 500
-
-
-def existing_names(store: MemoryStore, names: list[str]) -> set[str]:
-    """Which of ``names`` already exist — the "get" of get-before-create, batched: one
-    ``{"$knowledge": [["$or", ["$eq","name",A], …]]}`` query per 100 names (the reference's own
-    lookup form) instead of one ``knowledge-get`` per entry."""
-    found: set[str] = set()
-    for chunk, which in _any_of("name", names):
-        rows = store.query({"$knowledge": [which], "limit": len(chunk), "offset": 0})
-        found.update(row.name for row in rows if isinstance(row, KnowledgeEntry))
-    return found
-
-
-def _any_of(field: str, values: list[str]) -> Iterator[tuple[list[str], list[Any]]]:
-    """``values`` in chunks of 100, each with its JSE condition ``field`` equals one of them."""
-    for i in range(0, len(values), _GET_BATCH):
-        chunk = values[i : i + _GET_BATCH]
-        which: list[Any] = ["$or", *(["$eq", field, value] for value in chunk)]
-        yield chunk, which if len(chunk) > 1 else ["$eq", field, chunk[0]]
 
 
 def _retract_earlier(ctx: JobContext, store: MemoryStore, plan: SpanPlan, writes: _Writes) -> None:
@@ -304,67 +277,6 @@ def _retract(
     return removed
 
 
-def settle_edges(
-    ctx: JobContext,
-    store: MemoryStore,
-    *,
-    project: str,
-    link_from: int,
-    link_to: int,
-    skip: frozenset[int],
-) -> int:
-    """Re-assert ``msg-<sid>-<i> belongTo session-<sid>`` for ``i`` in ``[link_from, link_to)``
-    except ``skip``; returns how many edges are settled. When the node has been deleted
-    meanwhile, nothing is linked.
-
-    Get before create, as for entries: a store without native batches (one call, for the CLI
-    one process, per edge) is first asked which of the edges exist already, so a span re-done
-    after a lost lease or a crash sends only the edges still missing."""
-    if link_to <= link_from:
-        return 0
-    node = entries.session_name(ctx.session_id)
-    if store.knowledge_get(node) is None:
-        return 0
-    heads = [entries.message_name(ctx.session_id, ordinal)
-             for ordinal in range(link_from, link_to) if ordinal not in skip]
-    present = set() if isinstance(store, BatchWriter) else existing_edges(store, node, heads)
-    linked = len(present)
-    scopes = scopes_for(project)
-    pending: list[StatementWrite] = []
-    for head in heads:
-        if head in present:
-            continue
-        pending.append(StatementWrite(
-            head,
-            REL_BELONG_TO,
-            node,
-            scopes=scopes,
-            embed=LOG_EDGE_POLICY.embed,
-        ))
-        if len(pending) >= WRITE_BATCH:
-            write_batch(store, (), pending)
-            linked += len(pending)
-            pending.clear()
-            ctx.heartbeat()
-    if pending:
-        write_batch(store, (), pending)
-        linked += len(pending)
-    return linked
-
-
-def existing_edges(store: MemoryStore, node: str, heads: list[str]) -> set[str]:
-    """Which of ``heads`` already have their ``belongTo`` edge to ``node``: one ``$statement``
-    query per 100 heads (the edge form of :func:`existing_names`)."""
-    found: set[str] = set()
-    for chunk, which in _any_of("head", heads):
-        rows = store.query({
-            "$statement": [["$eq", "relation", REL_BELONG_TO], ["$eq", "tail", node], which],
-            "limit": len(chunk), "offset": 0,
-        })
-        found.update(row.head for row in rows if isinstance(row, StatementRow))
-    return found
-
-
 def _advance(ctx: JobContext, version: int, to_seq: int, belong_to: int | None) -> int | None:
     """Advance the watermarks after the writes; the new version, or ``None`` when another run
     already advanced past ``to_seq`` (nothing is lost: its writes covered this span)."""
@@ -397,4 +309,4 @@ def _close(ctx: JobContext, project: str, consolidated: int, logged_to: int) -> 
         hook(ConsolidationOwed(ctx.session_id, ctx.shelf, project, consolidated, logged_to))
 
 
-__all__ = ["LogWindow", "log_span", "settle_edges"]
+__all__ = ["LogWindow", "log_span"]

@@ -21,7 +21,7 @@ from memory.store.base import KnowledgeEntry, MemoryStore, NotFoundError
 from worker.jobs.runtime import Runtime
 from worker.jobs.storeview import knowledge_like
 from worker.jobs.withdrawals import SessionLog
-from worker.triggers import SESSION_NODE_EVENTS
+from worker.watch.triggers import SESSION_NODE_EVENTS
 
 
 @dataclass(slots=True)

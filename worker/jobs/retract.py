@@ -23,7 +23,6 @@ from memory.constants import REL_BELONG_TO
 from memory.store.base import MemoryStore, StoreError
 from memory.titles import survey_titles
 from worker.jobs.context import JobContext, JobOutput, skipped
-from worker.jobs.log_span import existing_names
 from worker.jobs.logread import TransientJobError
 from worker.jobs.repair import (
     Repairer,
@@ -35,14 +34,14 @@ from worker.jobs.repair import (
 )
 from worker.jobs.runtime import Runtime
 from worker.jobs.session_node import reconcile_session_node
+from worker.jobs.store_writes import existing_names
 from worker.jobs.storeview import archives_above, derived_units, unit_sources
 from worker.jobs.withdrawals import SessionLog, Withdrawn, read_session_log
-from worker.names import session_lease_key
+from worker.names import JOB_RETRACT, session_lease_key
 from worker.observability import RETRACTIONS
 
 log = logging.getLogger(__name__)
 
-JOB_RETRACT = "retract"
 Action = Literal["retract", "regenerate", "unlink"]
 T = TypeVar("T")
 

@@ -11,7 +11,7 @@ the request (``done`` / ``failed``) with its result line and counts.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from memory.store.base import MemoryStore
 from worker.jobs.context import JobContext, JobOutput, skipped
@@ -30,8 +30,6 @@ from worker.jobs.rewrite import (
 from worker.jobs.runtime import Runtime
 from worker.jobs.withdrawals import SessionLog, read_session_log
 from worker.state.provenance import Provenance
-
-JOB_REWRITE: Final = "rewrite"
 
 
 @dataclass(slots=True)
@@ -129,4 +127,4 @@ def rewrite_job(ctx: JobContext) -> JobOutput:
     )
 
 
-__all__ = ["JOB_REWRITE", "Planned", "outcome_counts", "plan_session", "rewrite_job"]
+__all__ = ["Planned", "outcome_counts", "plan_session", "rewrite_job"]

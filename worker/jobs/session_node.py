@@ -30,16 +30,16 @@ from memory.messages import is_loggable
 from memory.store.base import MemoryStore, NotFoundError
 from memory.titles import TitleChoice, TitleSurvey
 from worker.jobs.context import JobContext, JobOutput, skipped
-from worker.jobs.log_span import settle_edges
 from worker.jobs.logread import (
     TransientJobError,
     checkpoint_index,
     raise_for_problems,
     shared_whole_log,
 )
+from worker.jobs.store_writes import settle_edges
 from worker.jobs.storeview import edges as store_edges
-from worker.scan_problems import storable_text
 from worker.state.sessions import Checkpoint, SessionState
+from worker.watch.scan_problems import storable_text
 
 #: Audit action of a node rewritten or deleted because a withdrawal tainted its source.
 ACTION_NODE: Final = "repair-session-node"

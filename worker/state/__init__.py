@@ -10,7 +10,7 @@ Typical use::
 from worker.names import session_lease_key
 from worker.state.audit import AuditEntry, AuditRepo, Retraction
 from worker.state.database import Repos, StateDB
-from worker.state.db import make_engine, upgrade_to_head
+from worker.state.db import make_engine
 from worker.state.failures import Failure, FailureRepo
 from worker.state.leases import Lease, LeaseRepo
 from worker.state.model_calls import ModelCall, ModelCallRepo
@@ -36,5 +36,4 @@ __all__ = [
     "StateDB",
     "make_engine",
     "session_lease_key",
-    "upgrade_to_head",
 ]

@@ -14,7 +14,7 @@ from pathlib import Path
 from sqlalchemy import Connection, Engine
 
 from worker.state.audit import AuditRepo
-from worker.state.db import make_engine, upgrade_to_head
+from worker.state.db import make_engine
 from worker.state.failures import FailureRepo
 from worker.state.leases import Clock, LeaseRepo
 from worker.state.model_calls import ModelCallRepo
@@ -54,6 +54,9 @@ class StateDB:
              clock: Clock = utcnow) -> StateDB:
         """Open ``url``, first migrating it to the newest revision unless ``migrate`` is False."""
         if migrate:
+            # Start-up time: Alembic is imported only by a process that migrates.
+            from worker.state.migrate import upgrade_to_head
+
             upgrade_to_head(url, migrations_dir)
         return cls(url, clock=clock)
 

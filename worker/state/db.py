@@ -96,9 +96,3 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
             "use postgresql://... (psycopg 3)"
         ) from None
 
-
-def upgrade_to_head(url: str, migrations_dir: Path | None = None) -> None:
-    """Migrate the database at ``url`` to the newest revision (safe to call on every start)."""
-    from worker.state.migrate import upgrade
-
-    upgrade(url, "head", migrations_dir)

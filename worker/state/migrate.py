@@ -83,6 +83,11 @@ def upgrade(url: str, revision: str = "head", migrations_dir: Path | None = None
     _run(url, migrations_dir, "upgrade", revision)
 
 
+def upgrade_to_head(url: str, migrations_dir: Path | None = None) -> None:
+    """Migrate the database at ``url`` to the newest revision (safe to call on every start)."""
+    upgrade(url, "head", migrations_dir)
+
+
 def downgrade(url: str, revision: str, migrations_dir: Path | None = None) -> None:
     """Migrate ``url`` down to ``revision`` (``base`` removes every table)."""
     _run(url, migrations_dir, "downgrade", revision)

@@ -12,7 +12,7 @@ hints:
 * ``session_node`` at a ``session/title`` / ``compaction/summary``.
 
 Hints are cheap and may be lost or duplicated: the periodic :meth:`Watcher.reconcile` re-derives
-all owed work from the recorded log facts and the watermarks (:mod:`worker.owed`: log lag,
+all owed work from the recorded log facts and the watermarks (:mod:`worker.watch.owed`: log lag,
 idle-close, session node, consolidation of idle-closed sessions, queued reconsolidation requests,
 interrupted repairs), so lost messages heal themselves.
 """
@@ -36,13 +36,13 @@ from memory.dsh.position import CheckpointIndex, ScanPosition
 from memory.dsh.reader import read_range
 from memory.dsh.scanner import LogScan
 from memory.messages import base_ordinal
-from worker.discovery import SessionFinder
 from worker.jobs.logread import SHARED_MAX_EVENTS, checkpoint_index, file_identity, offer_whole_log
 from worker.jobs.runtime import Runtime, long_lived_frozen, ms_of
-from worker.owed import BACKED_OFF_JOBS, owed_work
-from worker.scan_digest import ScanDigest
-from worker.scan_problems import SCAN_TASK, ProblemBook, storable_text
 from worker.state.sessions import Checkpoint, SessionState
+from worker.watch.discovery import SessionFinder
+from worker.watch.owed import BACKED_OFF_JOBS, owed_work
+from worker.watch.scan_digest import ScanDigest
+from worker.watch.scan_problems import SCAN_TASK, ProblemBook, storable_text
 
 log = logging.getLogger(__name__)
 
@@ -124,8 +124,8 @@ class Watcher:
         return report
 
     def reconcile(self) -> int:
-        """Send a hint for every job owed on the shelf (:func:`worker.owed.owed_work`: log lag,
-        idle-close, session node, consolidation of idle-closed sessions, queued reconsolidation
+        """Send a hint for every job owed on the shelf (:func:`worker.watch.owed.owed_work`: log
+        lag, idle-close, session node, consolidation of idle-closed sessions, queued reconsolidation
         requests, interrupted repairs); returns the number of hints sent.
 
         A ``consolidate`` / ``retract`` hint this watcher already sent is not repeated while the
@@ -174,7 +174,7 @@ class Watcher:
     # ------------------------------------------------------------------------------ discovery
 
     def discover(self) -> list[SessionLocation]:
-        """The sessions a poll reads (:meth:`worker.discovery.SessionFinder.discover`)."""
+        """The sessions a poll reads (:meth:`worker.watch.discovery.SessionFinder.discover`)."""
         return self._finder.discover()
 
     # --------------------------------------------------------------------------------- scans

@@ -11,7 +11,7 @@ from memory.dsh.events import Event, Header
 from memory.messages import is_loggable
 from memory.withdrawal import is_marker
 from worker.state.sessions import SessionState
-from worker.triggers import SESSION_NODE_EVENTS, STEP_END, TURN_END
+from worker.watch.triggers import SESSION_NODE_EVENTS, STEP_END, TURN_END
 
 
 @dataclass(slots=True)

@@ -1,7 +1,7 @@
 """Owed work, re-derived from the log's recorded facts plus the watermarks (never from messages).
 
-The daemon's reconcile loop (:meth:`worker.watch.Watcher.reconcile`) sends a hint for each item
-:func:`owed_work` returns, so a lost or purged hint delays work but never loses it:
+The daemon's reconcile loop (:meth:`worker.watch.watcher.Watcher.reconcile`) sends a hint for
+each item :func:`owed_work` returns, so a lost or purged hint delays work but never loses it:
 
 * ``log_span`` — the watermark lags the durable end (``log lag``), or the session went idle and
   was never closed (``idle-close``: the close is what owes its consolidation);
@@ -27,16 +27,13 @@ from pathlib import Path
 from typing import Final
 
 from worker.jobs.reconsolidate import queued_rewrites, queued_sessions
-from worker.jobs.retract import JOB_RETRACT, sessions_with_pending_repairs
-from worker.jobs.rewrite_job import JOB_REWRITE
+from worker.jobs.retract import sessions_with_pending_repairs
 from worker.jobs.runtime import Runtime, ms_of
+from worker.names import JOB_CONSOLIDATE, JOB_LOG_SPAN, JOB_RETRACT, JOB_REWRITE, JOB_SESSION_NODE
 from worker.state.failures import Failure
 from worker.state.progress import Progress
 from worker.state.sessions import SessionState
 
-JOB_LOG_SPAN: Final = "log_span"
-JOB_SESSION_NODE: Final = "session_node"
-JOB_CONSOLIDATE: Final = "consolidate"
 #: Jobs whose owed work comes from a lagging watermark that only the job itself can move.
 BACKED_OFF_JOBS: Final = frozenset({JOB_CONSOLIDATE, JOB_RETRACT, JOB_REWRITE})
 #: A permanent failure of one of these stops every hint for the session until its log grows.

@@ -10,7 +10,7 @@ session later (the message was a hint; the watermark is the truth).
 
 Broker: Redis by default (``broker_url``); RabbitMQ works by URL (``amqp://…``). The app is
 configured from the settings (environment and config file) when this module is imported, so
-``celery -A worker.tasks inspect ping|events|purge|report`` reaches the configured broker;
+``celery -A worker.run.tasks inspect ping|events|purge|report`` reaches the configured broker;
 ``memory-worker worker`` and the daemon configure it again with their command-line options.
 
 One task per job kind (:data:`worker.names.TASK_OF_JOB`), so Flower and ``celery events`` show
@@ -94,12 +94,12 @@ def backoff_s(retries: int, base_s: float) -> float:
 
 def _get_runtime() -> Any:
     global _runtime
-    from worker.pipeline import build_runtime, default_owner, owe_consolidation
+    from worker.jobs.runtime import build_runtime, default_owner, owe_consolidation
 
     with _lock:
         if _runtime is None:
             if _settings is None:
-                raise RuntimeError("worker.tasks.configure(settings) was not called")
+                raise RuntimeError("worker.run.tasks.configure(settings) was not called")
             # `memory-worker worker` migrated the state database before the pool started.
             _runtime = build_runtime(_settings, owner=default_owner("celery"),
                                      migrate=False)
@@ -116,8 +116,7 @@ def _reset_after_fork(**_: Any) -> None:
 
 
 def _run(task: Any, job: str, session_id: str, shelf: str) -> dict[str, Any]:
-    from worker.jobs.guard import give_up
-    from worker.pipeline import run_job
+    from worker.jobs.guard import give_up, run_job
 
     runtime = _get_runtime()
     retries = int(task.request.retries or 0)
@@ -172,7 +171,7 @@ def _configure_from_settings() -> None:
     try:
         configure(load_settings())
     except SettingsError as exc:
-        print(f"worker.tasks: {exc}; Celery keeps its defaults", file=sys.stderr)
+        print(f"worker.run.tasks: {exc}; Celery keeps its defaults", file=sys.stderr)
 
 
 _configure_from_settings()

@@ -17,10 +17,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from worker.jobs.guard import give_up
-from worker.jobs.runtime import long_lived_frozen
-from worker.pipeline import JobResult, Runtime, run_job
-from worker.tasks import backoff_s
+from worker.jobs.context import JobResult
+from worker.jobs.guard import give_up, run_job
+from worker.jobs.runtime import Runtime, long_lived_frozen
+from worker.run.tasks import backoff_s
 
 JobKey = tuple[str, str, str]  # (job, session id, shelf)
 _BUSY_DELAY_MAX_S = 2.0

@@ -5,7 +5,7 @@ its scan, reconcile, hint the queued reconsolidation requests, drain.
 
 With ``--jobs N`` (N > 1) :func:`run_once` first splits the sessions into N groups balanced by
 log size (largest first, each to the least-loaded group) and hands one group to each of N child
-processes (:mod:`worker.once_children`, forked before this process opened anything). A child
+processes (:mod:`worker.run.once_children`, forked before this process opened anything). A child
 opens its own runtime (state engine, store) and does what :func:`once_pass` does, for its
 sessions only; it reports every finished job over its pipe and hands cross-session work (a
 project's ``cascade``) back to this process. Then :func:`once_pass` runs here and finishes
@@ -29,13 +29,13 @@ import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from types import FrameType
 
+from worker.jobs.context import JobResult
 from worker.jobs.reconsolidate import queued_sessions
 from worker.jobs.runtime import Runtime, owe_consolidation
-from worker.names import archive_lease_key, session_lease_key
-from worker.once_children import ChildProcess, OnceChildren, OnceTotals, set_signal
-from worker.pipeline import JOB_CONSOLIDATE, JobResult
-from worker.runner import InProcessRunner, JobKey
-from worker.watch import Watcher
+from worker.names import JOB_CONSOLIDATE, archive_lease_key, session_lease_key
+from worker.run.once_children import ChildProcess, OnceChildren, OnceTotals, set_signal
+from worker.run.runner import InProcessRunner, JobKey
+from worker.watch.watcher import Watcher
 
 log = logging.getLogger(__name__)
 

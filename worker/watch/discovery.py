@@ -8,7 +8,7 @@ import logging
 from pathlib import Path
 
 from memory.dsh.locate import SessionLocation, survey_sessions
-from worker.scan_problems import ProblemBook, session_id_problem
+from worker.watch.scan_problems import ProblemBook, session_id_problem
 
 log = logging.getLogger("memory_worker")
 

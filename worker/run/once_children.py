@@ -1,4 +1,5 @@
-"""The child processes of ``memory-worker run --once --jobs N`` (see :mod:`worker.once_parallel`).
+"""The child processes of ``memory-worker run --once --jobs N``
+(see :mod:`worker.run.once_parallel`).
 
 :class:`OnceChildren` forks N processes before the parent opens anything; each waits for its
 share of the sessions, opens its own runtime (state engine, store), scans its sessions and runs
@@ -22,13 +23,13 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from memory.printable import printable
-from worker.jobs.cascade import JOB_CASCADE
+from worker.jobs.context import JobResult
 from worker.jobs.runtime import build_runtime, default_owner, owe_consolidation
 from worker.logs import TREES
-from worker.pipeline import JobResult
-from worker.runner import InProcessRunner, JobKey
+from worker.names import JOB_CASCADE
+from worker.run.runner import InProcessRunner, JobKey
 from worker.settings import Settings
-from worker.watch import Watcher
+from worker.watch.watcher import Watcher
 
 log = logging.getLogger(__name__)
 
