@@ -7,7 +7,7 @@ import threading
 import time
 import zoneinfo
 from contextlib import AbstractContextManager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import tzinfo
 from typing import Any, Literal
 
@@ -36,19 +36,43 @@ def warn_once(key: str, message: str) -> None:
     log.warning(message)
 
 
+@dataclass(slots=True, kw_only=True)
+class Counts:
+    """What jobs did to the store, the one set of counters a job returns, the guard reports,
+    the runner and the ``--jobs`` pool add up and the command lines print."""
+
+    written: int = 0
+    duplicates: int = 0
+    retracted: int = 0
+    edges: int = 0
+    withdrawn: int = 0
+
+    def add(self, other: Counts) -> None:
+        """Add ``other``'s counters to these."""
+        for name in _COUNT_NAMES:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def counts(self) -> Counts:
+        """A copy of the counters alone (e.g. of a :class:`JobResult`)."""
+        return Counts(**{name: getattr(self, name) for name in _COUNT_NAMES})
+
+    def since(self, earlier: Counts) -> Counts:
+        """The counters added since ``earlier`` (a copy taken before)."""
+        return Counts(**{name: getattr(self, name) - getattr(earlier, name)
+                         for name in _COUNT_NAMES})
+
+
+_COUNT_NAMES = tuple(f.name for f in fields(Counts))
+
+
 @dataclass(slots=True)
-class JobOutput:
+class JobOutput(Counts):
     """What a job did. ``skipped`` means there was nothing to do (not a failure)."""
 
     status: Literal["done", "skipped"]
     detail: str = ""
     from_seq: int | None = None
     to_seq: int | None = None
-    written: int = 0
-    duplicates: int = 0
-    retracted: int = 0
-    edges: int = 0
-    withdrawn: int = 0
 
 
 def skipped(detail: str, **fields: Any) -> JobOutput:
@@ -59,7 +83,7 @@ JobStatus = Literal["done", "skipped", "busy", "retry", "failed"]
 
 
 @dataclass(slots=True)
-class JobResult:
+class JobResult(Counts):
     """The outcome of one guarded job run (what runner and tasks act on)."""
 
     job: str
@@ -69,11 +93,6 @@ class JobResult:
     detail: str = ""
     from_seq: int | None = None
     to_seq: int | None = None
-    written: int = 0
-    duplicates: int = 0
-    retracted: int = 0
-    edges: int = 0
-    withdrawn: int = 0
     attempt: int = 0
     seconds: float = 0.0
 

@@ -153,10 +153,7 @@ def _with_retries(fn: Job, ctx: JobContext) -> JobOutput:
 def _copy(output: JobOutput, result: JobResult) -> None:
     result.detail = output.detail
     result.from_seq, result.to_seq = output.from_seq, output.to_seq
-    result.written, result.duplicates = output.written, output.duplicates
-    result.retracted, result.edges, result.withdrawn = (
-        output.retracted, output.edges, output.withdrawn
-    )
+    result.add(output)
 
 
 def _finish(result: JobResult, started: float) -> JobResult:

@@ -12,7 +12,7 @@ one conditional update. A crash anywhere before the advance re-does the writes i
 from __future__ import annotations
 
 import zoneinfo
-from dataclasses import dataclass
+from dataclasses import asdict
 
 from memory import entries
 from memory.constants import REL_BELONG_TO
@@ -26,7 +26,7 @@ from memory.store.base import (
 )
 from memory.withdrawal import find_markers
 from worker.jobs import store_writes
-from worker.jobs.context import JobContext, JobOutput, skipped
+from worker.jobs.context import Counts, JobContext, JobOutput, skipped
 from worker.jobs.logread import (
     LogWindow,
     Survey,
@@ -39,6 +39,7 @@ from worker.jobs.logread import (
 from worker.jobs.retract import repair_after_log_span
 from worker.jobs.runtime import ConsolidationOwed, ms_of
 from worker.jobs.store_writes import existing_names, settle_edges
+from worker.names import JOB_CONSOLIDATE
 from worker.settings import Settings
 from worker.watch.triggers import Timing, cut_span, span_start
 
@@ -69,15 +70,6 @@ def timing(ctx: JobContext, last_activity_ms: int | None) -> Timing:
         idle_ms=int(s.idle_close_s * 1000),
         force_idle=ctx.runtime.force_idle,
     )
-
-
-@dataclass(slots=True)
-class _Writes:
-    written: int = 0
-    duplicates: int = 0
-    retracted: int = 0
-    edges: int = 0
-    withdrawn: int = 0
 
 
 def log_span(ctx: JobContext) -> JobOutput:
@@ -117,7 +109,7 @@ def log_span(ctx: JobContext) -> JobOutput:
     withdrawn_before = [seq for seq in markers if seq < start]
     slices = slice_span(survey.boundaries, start, cut.to_seq, limit)
     store = ctx.store()
-    writes = _Writes()
+    writes = Counts()
     version = progress.version
     link_from = progress.last_belong_to_index
     next_ordinal = 0
@@ -171,18 +163,14 @@ def log_span(ctx: JobContext) -> JobOutput:
         _close(ctx, session.project, progress.last_consolidated_seq, cut.to_seq)
     elif cut.reason == "turn-end" and ctx.runtime.enqueue is not None:
         # A logged turn: the consolidate job judges the turn-end gate (thresholds apply).
-        ctx.runtime.enqueue("consolidate", ctx.session_id, ctx.shelf)
+        ctx.runtime.enqueue(JOB_CONSOLIDATE, ctx.session_id, ctx.shelf)
     pieces = f" in {len(slices)} slices" if len(slices) > 1 else ""
     return JobOutput(
         status="done",
         detail=f"logged [{cut.start}, {cut.to_seq}) at {cut.reason}{pieces}",
         from_seq=cut.start,
         to_seq=cut.to_seq,
-        written=writes.written,
-        duplicates=writes.duplicates,
-        retracted=writes.retracted,
-        edges=writes.edges,
-        withdrawn=writes.withdrawn,
+        **asdict(writes),
     )
 
 
@@ -192,7 +180,7 @@ def _write_entries(
     plan: SpanPlan,
     project: str,
     markers: dict[int, tuple[int, str]],
-    writes: _Writes,
+    writes: Counts,
 ) -> None:
     # Get before create: a natively batched store decides existence inside the batch's own
     # transaction; any other store is asked first (one query per 100 names).
@@ -235,7 +223,7 @@ def _write_entries(
     flush()
 
 
-def _retract_earlier(ctx: JobContext, store: MemoryStore, plan: SpanPlan, writes: _Writes) -> None:
+def _retract_earlier(ctx: JobContext, store: MemoryStore, plan: SpanPlan, writes: Counts) -> None:
     for item in plan.retract:
         if _retract(ctx, store, item.name, item.ordinal, item.marker_seq, item.kind,
                     quiet_absent=False):

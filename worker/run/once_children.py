@@ -23,11 +23,11 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from memory.printable import printable
-from worker.jobs.context import JobResult
+from worker.jobs.context import Counts, JobResult
 from worker.jobs.runtime import build_runtime, default_owner, owe_consolidation
 from worker.logs import TREES
 from worker.names import JOB_CASCADE
-from worker.run.runner import InProcessRunner, JobKey
+from worker.run.runner import InProcessRunner, JobKey, Tally
 from worker.settings import Settings
 from worker.watch.watcher import Watcher
 
@@ -38,17 +38,14 @@ _FINAL_PASS_JOBS = frozenset({JOB_CASCADE})
 _WAIT_S = 1.0
 
 
-@dataclass
-class OnceTotals:
+@dataclass(kw_only=True)
+class OnceTotals(Counts):
     """What a once-pass did, summed over the child processes and the final pass."""
 
     sessions: int = 0
     new_events: int = 0
     done: int = 0
     failed: int = 0
-    written: int = 0
-    retracted: int = 0
-    edges: int = 0
     #: Sessions whose scan failed (named in the summary; the run fails).
     unscanned: list[str] = field(default_factory=list)
     #: Seconds from the discovery to the last child's exit, and in this process's pass.
@@ -61,14 +58,11 @@ class OnceTotals:
     def finished(self) -> int:
         return self.done + self.failed
 
-    def add(self, counters: Sequence[int]) -> None:
-        """Add ``(done, failed, written, retracted, edges)`` (:meth:`RunnerStats.counters`)."""
-        done, failed, written, retracted, edges = counters
-        self.done += done
-        self.failed += failed
-        self.written += written
-        self.retracted += retracted
-        self.edges += edges
+    def add_tally(self, tally: Tally) -> None:
+        """Add a pass's jobs and counters (:meth:`RunnerStats.tally`)."""
+        self.done += tally.done
+        self.failed += tally.failed
+        self.add(tally.counts)
 
     def outcomes(self, unfinished: dict[tuple[str, str], str],
                  settled: Collection[tuple[str, str]]) -> None:
@@ -207,7 +201,7 @@ class OnceChildren:
                 hints: list[JobKey]) -> None:
         kind = message[0]
         if kind == "jobs":
-            totals.add(message[1:])
+            totals.add_tally(message[1])
         elif kind == "scanned":
             totals.new_events += message[1]
             totals.unscanned.extend(message[2])
@@ -266,12 +260,12 @@ def _child_pass(settings: Settings, shelf: str, mine: frozenset[str],
                             migrate=False)
     try:
         send(("owner", runtime.owner))  # before any lease is taken
-        last = (0, 0, 0, 0, 0)
+        last = Tally()
 
         def _done(_result: JobResult) -> None:
             nonlocal last
-            now = runner.stats.counters()
-            send(("jobs", *(a - b for a, b in zip(now, last, strict=True))))
+            now = runner.stats.tally()
+            send(("jobs", now.since(last)))
             last = now
 
         runner = InProcessRunner(runtime, on_result=_done, single_pass=True)

@@ -121,7 +121,7 @@ def once_pass(
         totals.sessions = report.sessions
     totals.new_events += report.new_events
     totals.unscanned.extend(report.unscanned)
-    totals.add(runner.stats.counters())
+    totals.add_tally(runner.stats.tally())
     totals.outcomes(runner.stats.unfinished, runner.stats.settled)
 
 

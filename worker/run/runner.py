@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from worker.jobs.context import JobResult
+from worker.jobs.context import Counts, JobResult
 from worker.jobs.guard import give_up, run_job
 from worker.jobs.runtime import Runtime, long_lived_frozen
 from worker.run.tasks import backoff_s
@@ -26,16 +26,13 @@ JobKey = tuple[str, str, str]  # (job, session id, shelf)
 _BUSY_DELAY_MAX_S = 2.0
 
 
-@dataclass
-class RunnerStats:
-    """What the runner did (shown by ``run``)."""
+@dataclass(kw_only=True)
+class RunnerStats(Counts):
+    """What the runner did (shown by ``run``): jobs by outcome, and the jobs' counters summed."""
 
     done: int = 0
     retried: int = 0
     failed: int = 0
-    written: int = 0
-    retracted: int = 0
-    edges: int = 0
     results: list[JobResult] = field(default_factory=list)
     #: Jobs that ended failed (given up or permanent): ``(job, session id)`` -> one-line reason.
     unfinished: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -47,9 +44,23 @@ class RunnerStats:
         """Jobs that ended (done or failed), not counting retried attempts."""
         return self.done + self.failed
 
-    def counters(self) -> tuple[int, int, int, int, int]:
-        """``(done, failed, written, retracted, edges)``: what ``run --once`` adds up."""
-        return self.done, self.failed, self.written, self.retracted, self.edges
+    def tally(self) -> Tally:
+        """What ``run --once`` adds up: jobs done and failed, and the counters."""
+        return Tally(self.done, self.failed, self.counts())
+
+
+@dataclass(frozen=True, slots=True)
+class Tally:
+    """Jobs done and failed and their counters: what a ``--jobs`` child reports to its parent
+    (a difference of two :meth:`RunnerStats.tally`)."""
+
+    done: int = 0
+    failed: int = 0
+    counts: Counts = field(default_factory=Counts)
+
+    def since(self, earlier: Tally) -> Tally:
+        return Tally(self.done - earlier.done, self.failed - earlier.failed,
+                     self.counts.since(earlier.counts))
 
 
 class InProcessRunner:
@@ -162,9 +173,7 @@ class InProcessRunner:
                 self.stats.unfinished[(job, session_id)] = give_up(self.runtime, result)
                 if self.single_pass:
                     self._given_up.add(key)
-        self.stats.written += result.written
-        self.stats.retracted += result.retracted
-        self.stats.edges += result.edges
+        self.stats.add(result)
         if self.keep_results:
             self.stats.results.append(result)
         if self.on_result is not None:

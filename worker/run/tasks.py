@@ -1,9 +1,9 @@
-"""The Celery app and thin tasks around :mod:`worker.pipeline`.
+"""The Celery app and thin tasks around :func:`worker.jobs.guard.run_job`.
 
 A task carries a session id and a shelf, nothing else: it re-reads the watermarks and the log when
 it runs, so duplicates, reordering and redelivery after a crash are harmless (the job converges
 on the same store contents). The lease, the in-process retry of transient errors, the metrics and
-the failure record are :func:`worker.pipeline.run_job`'s; a task only turns "try again later"
+the failure record are :func:`~worker.jobs.guard.run_job`'s; a task only turns "try again later"
 into a Celery retry with exponential backoff and jitter, bounded by ``task_max_retries``. When
 the retries run out the failure stays recorded and the daemon's reconcile loop re-enqueues the
 session later (the message was a hint; the watermark is the truth).
@@ -15,7 +15,7 @@ configured from the settings (environment and config file) when this module is i
 
 One task per job kind (:data:`worker.names.TASK_OF_JOB`), so Flower and ``celery events`` show
 ``memory_worker.consolidate``, ``memory_worker.cascade`` … apart; a job registered later with
-``worker.pipeline.register_job`` travels by name in ``memory_worker.job``.
+``worker.jobs.registry.register_job`` travels by name in ``memory_worker.job``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,15 @@ from typing import Any, Final
 from celery import Celery, signals
 from kombu import pools as kombu_pools
 
-from worker.names import DEFAULT_QUEUE, TASK_JOB, TASK_LOG_SPAN, TASK_OF_JOB, TASK_SESSION_NODE
+from worker.names import (
+    DEFAULT_QUEUE,
+    JOB_LOG_SPAN,
+    JOB_SESSION_NODE,
+    TASK_JOB,
+    TASK_LOG_SPAN,
+    TASK_OF_JOB,
+    TASK_SESSION_NODE,
+)
 from worker.settings import Settings, SettingsError, load_settings
 
 #: Seconds a task may run beyond its lease before Celery kills it (the lease bounds a task).
@@ -39,7 +47,7 @@ _MAX_BACKOFF_S: Final = 600.0
 
 app = Celery("memory_worker")
 _lock = threading.Lock()
-_runtime: Any = None  # worker.pipeline.Runtime, built lazily per (forked) worker process
+_runtime: Any = None  # worker.jobs.runtime.Runtime, built lazily per (forked) worker process
 _settings: Settings | None = None
 
 
@@ -140,19 +148,19 @@ def _job_task(job: str, name: str) -> Any:
         return _run(self, job, session_id, shelf)
 
     run.__name__ = run.__qualname__ = f"{job}_task"
-    run.__doc__ = f"Run the ``{job}`` job for one session (see :mod:`worker.pipeline`)."
+    run.__doc__ = f"Run the ``{job}`` job for one session (see :mod:`worker.jobs`)."
     return app.task(name=name, bind=True, acks_late=True)(run)
 
 
 #: The task of each job kind, by job name.
 TASKS: Final = {job: _job_task(job, name) for job, name in TASK_OF_JOB.items()}
-log_span_task = TASKS["log_span"]
-session_node_task = TASKS["session_node"]
+log_span_task = TASKS[JOB_LOG_SPAN]
+session_node_task = TASKS[JOB_SESSION_NODE]
 
 
 @app.task(name=TASK_JOB, bind=True, acks_late=True)  # type: ignore[untyped-decorator]
 def job_task(self: Any, job: str, session_id: str, shelf: str) -> dict[str, Any]:
-    """Run any other registered job (see :func:`worker.pipeline.register_job`)."""
+    """Run any other registered job (see :func:`worker.jobs.registry.register_job`)."""
     return _run(self, job, session_id, shelf)
 
 

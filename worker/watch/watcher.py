@@ -38,6 +38,7 @@ from memory.dsh.scanner import LogScan
 from memory.messages import base_ordinal
 from worker.jobs.logread import SHARED_MAX_EVENTS, checkpoint_index, file_identity, offer_whole_log
 from worker.jobs.runtime import Runtime, long_lived_frozen, ms_of
+from worker.names import JOB_LOG_SPAN, JOB_SESSION_NODE
 from worker.state.sessions import Checkpoint, SessionState
 from worker.watch.discovery import SessionFinder
 from worker.watch.owed import BACKED_OFF_JOBS, owed_work
@@ -323,13 +324,13 @@ class Watcher:
             # A withdrawal marker is its own trigger: log_span retracts and repairs at once.
             if digest.last_turn_end is not None:
                 self._step_deadline.pop(sid, None)
-            self.enqueue("log_span", sid, self.shelf)
+            self.enqueue(JOB_LOG_SPAN, sid, self.shelf)
             sent += 1
         if digest.step_end_after_turn and sid not in self._step_deadline:
             first = digest.step_end_time or self.runtime.now_ms()
             self._step_deadline[sid] = first + int(self.runtime.settings.flush_window_s * 1000)
         if digest.saw_node_event:
-            self.enqueue("session_node", sid, self.shelf)
+            self.enqueue(JOB_SESSION_NODE, sid, self.shelf)
             sent += 1
         return sent
 
@@ -338,7 +339,7 @@ class Watcher:
         for sid, deadline in list(self._step_deadline.items()):
             if now >= deadline:
                 del self._step_deadline[sid]
-                self.enqueue("log_span", sid, self.shelf)
+                self.enqueue(JOB_LOG_SPAN, sid, self.shelf)
                 report.enqueued += 1
         self._send_idle_closes(report, now)
 
@@ -357,7 +358,7 @@ class Watcher:
             if self._idle_hinted.get(state.session_id) == state.durable_end_seq:
                 continue
             self._idle_hinted[state.session_id] = state.durable_end_seq
-            self.enqueue("log_span", state.session_id, self.shelf)
+            self.enqueue(JOB_LOG_SPAN, state.session_id, self.shelf)
             report.enqueued += 1
 
     # ------------------------------------------------------------------------------ problems
