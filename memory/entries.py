@@ -9,13 +9,9 @@ from dataclasses import dataclass
 from datetime import date, datetime, tzinfo
 
 from memory import constants as C
-from memory.content import (
-    absolutise_dates,
-    flatten_blocks,
-    iso_utc,
-    slugify,
-    utc_date,
-)
+from memory.content.blocks import flatten_blocks
+from memory.content.dates import absolutise_dates, iso_utc, utc_date
+from memory.content.slugs import slugify
 from memory.dsh.events import Event
 from memory.ledger import LedgerItem, render_ledger
 from memory.redaction import redact

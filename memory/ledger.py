@@ -7,7 +7,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
-from memory.content import flatten_blocks, one_line_error
+from memory.content.blocks import flatten_blocks
+from memory.content.slugs import one_line_error
 from memory.dsh.events import Event, Replace
 from memory.messages import message_blocks
 from memory.redaction import redact

@@ -8,7 +8,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import tzinfo
 
-from memory.content import absolutise_dates, cap_assistant, flatten_blocks
+from memory.content.blocks import flatten_blocks
+from memory.content.caps import cap_assistant
+from memory.content.dates import absolutise_dates
 from memory.dsh.events import Event
 from memory.entries import MESSAGE_POLICY, message_name, render_message, scopes_for
 from memory.ledger import LedgerItem, build_ledger, step_key

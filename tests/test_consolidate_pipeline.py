@@ -19,7 +19,7 @@ from pipeline_support import dump, entries, process, progress
 from sqlalchemy import text
 from typer.testing import CliRunner
 
-from memory import llm
+from memory.llm import client as llm
 from memory.store.base import TransientStoreError
 from worker.cli import _register, app
 from worker.jobs.guard import run_job

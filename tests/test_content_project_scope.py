@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memory import content
-from memory.content import clear_project_cache, project_scope
+from worker.watch import project_scope as content
+from worker.watch.project_scope import clear_project_cache, project_scope
 
 pytestmark = pytest.mark.integration
 

@@ -115,7 +115,7 @@ def test_no_route_means_consolidation_is_off_with_instructions() -> None:
 def test_the_not_configured_warning_is_logged_once_per_process(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(llm, "_warned_not_configured", False)
+    monkeypatch.setattr(llm.client, "_warned_not_configured", False)
     with caplog.at_level(logging.WARNING, logger="memory.llm"):
         assert llm.warn_models_not_configured() is True
         assert llm.warn_models_not_configured() is False

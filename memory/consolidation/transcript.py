@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from datetime import tzinfo
 from typing import Any, Final
 
-from memory.content import absolutise_dates, flatten_blocks
+from memory.content.blocks import flatten_blocks
+from memory.content.dates import absolutise_dates
 from memory.dsh.events import Event, Replace
 from memory.messages import is_human, message_blocks
 from memory.redaction import redact

@@ -33,7 +33,7 @@ from memory.consolidation.gates import GateDecision, turn_end_gate
 from memory.consolidation.members import summary_member_names
 from memory.consolidation.transcript import Transcript, build_transcript, transcript_lines
 from memory.constants import REL_SUMMARY
-from memory.content import estimate_tokens
+from memory.content.caps import estimate_tokens
 from memory.dsh.events import Event
 from memory.entries import LOG_EDGE_POLICY, scopes_for, span_summary_name, summary_policy
 from memory.llm import (

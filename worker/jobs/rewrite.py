@@ -36,7 +36,7 @@ from typing import Literal
 
 from memory.consolidation.archive import archive_prompt, members_of
 from memory.consolidation.extraction import SYSTEM_PROMPT, extraction_prompt
-from memory.content import estimate_tokens
+from memory.content.caps import estimate_tokens
 from memory.entries import MESSAGE_POLICY, SESSION_POLICY, session_name
 from memory.llm import ModelCallRecord
 from memory.store.base import KnowledgeEntry, MemoryStore

@@ -29,7 +29,6 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory.content import project_scope
 from memory.dsh.events import Event, Header, Problem
 from memory.dsh.locate import SessionLocation
 from memory.dsh.position import CheckpointIndex, ScanPosition
@@ -42,6 +41,7 @@ from worker.names import JOB_LOG_SPAN, JOB_SESSION_NODE
 from worker.state.sessions import Checkpoint, SessionState
 from worker.watch.discovery import SessionFinder
 from worker.watch.owed import BACKED_OFF_JOBS, owed_work
+from worker.watch.project_scope import project_scope
 from worker.watch.scan_digest import ScanDigest
 from worker.watch.scan_problems import SCAN_TASK, ProblemBook, storable_text
 

@@ -1,72 +1,12 @@
-"""Content policy: what a message becomes before it is stored. Pure, except the cached git
-lookup in :func:`project_scope`.
-
-Order of operations for a message body: :func:`memory.redaction.redact` → :func:`cap_assistant` →
-:func:`absolutise_dates` (redacting before the cut means no secret survives as a short fragment).
-"""
+"""Relative date words made absolute against an event's time; UTC stamps of times and days."""
 
 from __future__ import annotations
 
-import math
-import os
 import re
-import subprocess
-import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import lru_cache
-from pathlib import PurePosixPath
-from typing import Any, Final
-
-from memory.constants import DEFAULT_SLUG, ROOT_PROJECT, SLUG_CAP, TRUNCATION_MARKER
-from memory.redaction import redact
-
-# ---- block flattening -------------------------------------------------------------------------
-
-
-def flatten_blocks(blocks: Iterable[Any] | None) -> str:
-    """Content blocks → plain text, parts joined with ``\\n``.
-
-    ``text`` → its text; ``image`` → ``[image]``; ``thinking``/``reasoning`` and ``tool-call`` are
-    dropped; ``tool-result`` is unwrapped (its own ``content`` is flattened); anything else becomes
-    ``[<type>]``. Non-mapping items are ignored.
-    """
-    parts: list[str] = []
-    for block in blocks or ():
-        if not isinstance(block, Mapping):
-            continue
-        kind = block.get("type")
-        if kind == "text":
-            text = block.get("text")
-            parts.append(text if isinstance(text, str) else "")
-        elif kind == "image":
-            parts.append("[image]")
-        elif kind in ("thinking", "reasoning", "tool-call"):
-            continue
-        elif kind == "tool-result":
-            inner = block.get("content")
-            parts.append(flatten_blocks(inner if isinstance(inner, list | tuple) else ()))
-        else:
-            parts.append(f"[{kind}]")
-    return "\n".join(parts)
-
-
-# ---- truncation -------------------------------------------------------------------------------
-
-
-def cap_assistant(text: str, max_chars: int) -> str:
-    """Keep the first ``max_chars`` characters and append ``\\n\\n[...truncated <n> chars]``."""
-    if len(text) <= max_chars:
-        return text
-    return text[:max_chars] + TRUNCATION_MARKER.format(omitted=len(text) - max_chars)
-
-
-def estimate_tokens(text: str) -> int:
-    """The protocol's estimator: characters / 4, rounded up."""
-    return math.ceil(len(text) / 4)
-
-
-# ---- date absolutisation ----------------------------------------------------------------------
+from typing import Final
 
 _DAY_MS: Final = 86_400_000
 _HOUR_MS: Final = 3_600_000
@@ -212,115 +152,6 @@ def _keep_on_overflow(replace: Callable[[re.Match[str]], str]) -> Callable[[re.M
             return match.group(0)
 
     return guarded
-
-
-def clean_text(text: str, *, max_chars: int, base_ms: int, tz: tzinfo | None = None) -> str:
-    """The message-body policy in its fixed order: redact → cap → absolutise."""
-    return absolutise_dates(cap_assistant(redact(text), max_chars), base_ms, tz)
-
-
-# ---- errors and slugs -------------------------------------------------------------------------
-
-_STACK_LINE: Final = re.compile(
-    r"^\s*(at\s|Traceback|File \".*\", line \d+|stack backtrace:|note:|Caused by:"
-    r"|===\s*$|\.\.\.\s*$)"
-)
-
-
-def one_line_error(text: str, cap: int = 200) -> str:
-    """An error or tool output as one line: stack-like lines dropped, ``first → last`` meaningful
-    line (or one line when they are the same), capped at ``cap`` characters ending in ``…``."""
-    first = last = ""
-    for line in re.split(r"\r?\n", text):
-        if _STACK_LINE.match(line):
-            continue
-        stripped = line.strip()
-        if not stripped:
-            continue
-        first = first or stripped
-        last = stripped
-    chosen = first if first == last or not last else f"{first} → {last}"
-    return chosen[: cap - 1] + "…" if len(chosen) > cap else chosen
-
-
-def slugify(name: str, cap: int = SLUG_CAP) -> str:
-    """Lowercase; runs outside ``[a-z0-9]`` and CJK become ``-``; trimmed; cut to ``cap`` and
-    trimmed again; empty → ``memory``."""
-    slug = re.sub(r"[^a-z0-9\u4e00-\u9fff]+", "-", name.lower()).strip("-")
-    slug = slug[:cap].rstrip("-")
-    return slug or DEFAULT_SLUG
-
-
-# ---- project scope ----------------------------------------------------------------------------
-
-_HYPATIA_SPACE: Final = (
-    "\t\n\x0b\x0c\r \u0085\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
-)
-_GIT_LOCATION_VARS: Final = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")
-GIT_TIMEOUT_S: Final = 3.0
-
-
-def trim_like_hypatia(text: str) -> str:
-    """Strip Unicode White_Space as hypatia trims a scope: strips U+0085, keeps U+FEFF."""
-    return text.strip(_HYPATIA_SPACE)
-
-
-def normalise_project(name: str | None) -> str:
-    """A directory name as a scope hypatia stores exactly as queried: commas → ``_``, trimmed,
-    empty → ``/``. Any other name comes back unchanged (the function is a fixed point)."""
-    scope = trim_like_hypatia((name or "").replace(",", "_"))
-    return scope or ROOT_PROJECT
-
-
-_project_cache: dict[str, str] = {}
-_project_lock = threading.Lock()
-
-
-def _git_toplevel(cwd: str) -> tuple[str | None, bool]:
-    """(top-level path or None, whether the answer may be cached)."""
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
-    try:
-        done = subprocess.run(
-            ["git", "-C", cwd, "rev-parse", "--show-toplevel"],
-            capture_output=True,
-            env=env,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return None, False
-    except OSError:
-        return None, True
-    if done.returncode != 0:
-        return None, True
-    root = done.stdout.decode("utf-8", "replace")
-    root = root[:-2] if root.endswith("\r\n") else root.removesuffix("\n")
-    return (root or None), True
-
-
-def project_scope(cwd: str | None) -> str:
-    """The project scope of a session directory: basename of its git top level (3 s timeout, git
-    location variables removed), else the cwd's own basename, normalised by
-    :func:`normalise_project`. Cached per cwd; a timeout is not cached. No cwd → ``/``."""
-    if not cwd:
-        return ROOT_PROJECT
-    with _project_lock:
-        cached = _project_cache.get(cwd)
-    if cached is not None:
-        return cached
-    root, cacheable = _git_toplevel(cwd)
-    scope = normalise_project(PurePosixPath(root if root is not None else cwd).name)
-    if cacheable:
-        with _project_lock:
-            _project_cache[cwd] = scope
-    return scope
-
-
-def clear_project_cache() -> None:
-    """Forget every cached scope (tests; a long-running daemon after a repository move)."""
-    with _project_lock:
-        _project_cache.clear()
 
 
 def iso_utc(ms: int) -> str:

@@ -1,31 +1,5 @@
-"""Model routes: OpenAI-compatible chat completions (DeepSeek's API is one) for consolidation.
-
-A route is ``{base_url, model, api_key_env, reasoning_effort?}``; routes are kept in priority
-order and the route for a call is picked by the *attempt number* of the task making it: the
-first attempt uses the head, each retry degrades one route further, and past the end the last
-route is reused (:func:`select_route`). Consolidation, adjudication and the cascade share this
-selector but no cursor.
-
-:class:`ModelClient` makes one call per :meth:`ModelClient.complete`, through the official
-``openai`` SDK (streaming by default), with a per-purpose output cap (:func:`output_token_cap`),
-a whole-call timeout, and transient transport errors (connection, timeout, 429, 5xx) retried a
-few times with tenacity inside the same attempt. What comes out is one of:
-
-* a :class:`Completion` (finish reason ``stop``);
-* :class:`RetryableModelError` — truncated reply (``length``), any other finish reason, a
-  provider error, a timeout; the queue retries and the next attempt takes the next route;
-* :class:`PermanentModelError` — a missing API key variable, or (via
-  :meth:`ModelClient.complete_json`) a reply that is not usable (:class:`UnusableModelOutput`);
-* :class:`ModelsNotConfigured` — no route at all: consolidation is off, logging carries on.
-
-Error messages are one line and never contain the model's reply. Every call is handed to the
-optional ``recorder`` as a :class:`ModelCallRecord` (never the output).
-
-This module imports nothing from ``worker``; the worker passes a recorder that writes its
-``model_calls`` table. Routes and budgets live in :mod:`memory.llm_routes`, the reply types and
-the whole / streamed reply decoding in :mod:`memory.llm_stream`; every public name of both is
-importable from here.
-"""
+"""The model client: one call per :meth:`ModelClient.complete`, routes picked by attempt (see
+:mod:`memory.llm`)."""
 
 from __future__ import annotations
 
@@ -45,7 +19,7 @@ from tenacity import (
     wait_exponential,
 )
 
-from memory.llm_routes import (
+from memory.llm.routes import (
     ADJUDICATION_MAX_TOKENS,
     NO_THINKING_EFFORTS,
     PURPOSES,
@@ -57,7 +31,7 @@ from memory.llm_routes import (
     parse_routes,
     select_route,
 )
-from memory.llm_stream import (
+from memory.llm.stream import (
     Completion,
     ReplyTimeout,
     Usage,
@@ -67,7 +41,7 @@ from memory.llm_stream import (
     whole_reply,
 )
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("memory.llm")  # the package's logger, as before it was split
 
 T = TypeVar("T")
 
