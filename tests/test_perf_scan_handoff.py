@@ -17,7 +17,6 @@ from conftest import REPO
 from memory.dsh.events import Event
 from memory.store.lite.store import LiteStore
 from worker.jobs import logread
-from worker.jobs.logread import forget_shared_log, offer_whole_log, shared_whole_log
 from worker.run.runner import InProcessRunner
 from worker.watch.watcher import Watcher
 
@@ -84,7 +83,6 @@ def test_jobs_after_the_scan_use_its_decode_and_write_the_same(
 ) -> None:
     _home(tmp_path / "plain")
     shutil.copytree(tmp_path / "plain", tmp_path / "handed")
-    forget_shared_log()
     plain_rt, _ = _run(tmp_path / "plain", hand_off=False)
     reads = _count_reads(monkeypatch)
     handed_rt, handed = _run(tmp_path / "handed", hand_off=True)
@@ -122,11 +120,10 @@ def test_a_file_that_changed_after_the_scan_is_read_again(
 
 def test_without_after_session_nothing_is_handed_off(tmp_path: Path) -> None:
     _home(tmp_path)
-    forget_shared_log()
     runtime = embedded_runtime(tmp_path, force_idle=True)
     Watcher(runtime, lambda *_: None).poll_once()  # the daemon: jobs run elsewhere
     state_path = str(next((tmp_path / "dsh").rglob("session.v4.jsonl*")))
-    assert shared_whole_log(state_path) is None
+    assert runtime.hand_off.whole_log(state_path) is None
     runtime.close()
 
 
@@ -134,14 +131,15 @@ def test_an_offer_is_refused_when_it_is_not_a_whole_unchanged_log(tmp_path: Path
     path = tmp_path / "log.jsonl"
     path.write_text("x\n")
     whole = [Event(0, "session/start", None, {}), Event(1, "turn/end", None, {})]
+    hand_off = logread.LogHandOff()
     identity = logread.file_identity(str(path))
-    assert offer_whole_log(str(path), identity, whole) is True
-    assert shared_whole_log(str(path)) is whole
-    assert offer_whole_log(str(path), identity, whole[1:]) is False  # does not start at 0
-    assert offer_whole_log(str(path), None, whole) is False  # identity unknown
-    assert offer_whole_log(str(path), identity, []) is False
+    assert hand_off.offer(str(path), identity, whole) is True
+    assert hand_off.whole_log(str(path)) is whole
+    assert hand_off.offer(str(path), identity, whole[1:]) is False  # does not start at 0
+    assert hand_off.offer(str(path), None, whole) is False  # identity unknown
+    assert hand_off.offer(str(path), identity, []) is False
     too_many = [Event(n, "x", None, {}) for n in range(logread.SHARED_MAX_EVENTS + 1)]
-    assert offer_whole_log(str(path), identity, too_many) is False
-    assert offer_whole_log(str(path), identity, whole) is True
+    assert hand_off.offer(str(path), identity, too_many) is False
+    assert hand_off.offer(str(path), identity, whole) is True
     path.write_text("changed\n")  # the file changed after the decode
-    assert shared_whole_log(str(path)) is None
+    assert hand_off.whole_log(str(path)) is None

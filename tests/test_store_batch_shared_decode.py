@@ -1,8 +1,8 @@
 """The session node's pass reuses ``log_span``'s decode of an unchanged log — and only then.
 
-``read_window`` over a whole log keeps its events; ``shared_whole_log`` hands them out while the
-file is unchanged, never after it grew, for another file, or after a partial read. The session
-node surveyed from the kept decode equals the one surveyed from the file.
+``read_window`` over a whole log keeps its events in the runtime's hand-off, which hands them out
+while the file is unchanged, never after it grew, for another file, or after a partial read. The
+session node surveyed from the kept decode equals the one surveyed from the file.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from conftest import REPO
 
 from memory.dsh.reader import read_log
 from worker.jobs import logread, session_node
-from worker.jobs.logread import END, forget_shared_log, read_window, shared_whole_log
+from worker.jobs.logread import END, read_window
 from worker.run.runner import InProcessRunner
 from worker.watch.watcher import Watcher
 
@@ -52,26 +52,27 @@ def test_a_whole_read_is_shared_until_the_file_changes(tmp_path: Path) -> None:
     log = _home(tmp_path)
     runtime = _scan(tmp_path).runtime
     state = _session(runtime, "shared")
-    forget_shared_log()
-    assert shared_whole_log(state.path) is None
-    window = read_window(state, 0)
-    shared = shared_whole_log(state.path)
+    runtime.hand_off.forget()
+    assert runtime.hand_off.whole_log(state.path) is None
+    window = read_window(state, 0, hand_off=runtime.hand_off)
+    shared = runtime.hand_off.whole_log(state.path)
     assert shared is window.events
     assert [e.seq for e in shared] == [e.seq for e in read_log(Path(state.path)).events]
-    assert shared_whole_log(state.path) is None  # handed out once
-    read_window(state, 0)
-    assert shared_whole_log(state.path + ".other") is None  # another file (and now forgotten)
+    assert runtime.hand_off.whole_log(state.path) is None  # handed out once
+    read_window(state, 0, hand_off=runtime.hand_off)
+    # Another file (and now forgotten).
+    assert runtime.hand_off.whole_log(state.path + ".other") is None
     # A partial read is not kept.
-    read_window(state, 0, to_seq=3)
-    assert shared_whole_log(state.path) is None
+    read_window(state, 0, to_seq=3, hand_off=runtime.hand_off)
+    assert runtime.hand_off.whole_log(state.path) is None
     # The log grows: the kept decode no longer describes it.
-    read_window(state, 0)
+    read_window(state, 0, hand_off=runtime.hand_off)
     log.turn("one more", "answer")
     log.flush()
-    assert shared_whole_log(state.path) is None
-    assert [e.seq for e in read_window(state, 0).events] == [
+    assert runtime.hand_off.whole_log(state.path) is None
+    assert [e.seq for e in read_window(state, 0, hand_off=runtime.hand_off).events] == [
         e.seq for e in read_log(Path(state.path)).events]
-    assert shared_whole_log(state.path) is not None
+    assert runtime.hand_off.whole_log(state.path) is not None
     runtime.close()
 
 
@@ -89,10 +90,10 @@ def test_the_session_node_survey_is_the_same_from_the_kept_decode(tmp_path: Path
             return None
 
     ctx: Any = Ctx()
-    forget_shared_log()
+    runtime.hand_off.forget()
     from_file = session_node.survey_node(ctx, state, state.durable_end_seq)
-    read_window(state, 0, END)
-    assert logread._shared is not None and logread._shared[0] == state.path
+    read_window(state, 0, END, runtime.hand_off)
+    assert runtime.hand_off.kept_path() == state.path
     calls: list[Any] = []
     real = session_node.LogScan
 
@@ -106,7 +107,7 @@ def test_the_session_node_survey_is_the_same_from_the_kept_decode(tmp_path: Path
     finally:
         session_node.LogScan = real  # type: ignore[misc]
     assert calls == []  # the file was not decoded again
-    assert logread._shared is None  # and the decode is no longer kept
+    assert runtime.hand_off.kept_path() is None  # and the decode is no longer kept
     assert from_shared == from_file
     assert from_file.choice.text == "Shared decode"
     assert from_file.skip_from(0) == frozenset({2, 3})
@@ -118,9 +119,9 @@ def test_a_kept_decode_of_another_copy_is_not_used(tmp_path: Path) -> None:
     shutil.copytree(tmp_path / "a" / "dsh", tmp_path / "b" / "dsh")
     watcher = _scan(tmp_path / "a")
     state = _session(watcher.runtime, "shared")
-    read_window(state, 0)
+    read_window(state, 0, hand_off=watcher.runtime.hand_off)
     copy = str(state.path).replace(str(tmp_path / "a"), str(tmp_path / "b"))
     assert Path(copy).is_file()
-    assert shared_whole_log(copy) is None
+    assert watcher.runtime.hand_off.whole_log(copy) is None
     assert logread.SHARED_MAX_EVENTS >= 1000
     watcher.runtime.close()

@@ -47,7 +47,13 @@ from memory.store.base import MemoryStore
 from memory.withdrawal import is_marker, withdrawn_seqs
 from worker.jobs.cascade import cascade_project
 from worker.jobs.context import JobContext, JobOutput, skipped
-from worker.jobs.logread import PermanentJobError, TransientJobError, read_window, survey_log
+from worker.jobs.logread import (
+    LogHandOff,
+    PermanentJobError,
+    TransientJobError,
+    read_window,
+    survey_log,
+)
 from worker.jobs.models import job_attempt, model_client
 from worker.jobs.provenance import current_writer, record_derived
 from worker.jobs.reconsolidate import pending_request, settle_request
@@ -88,11 +94,12 @@ class SpanSummary:
 
 
 def read_span(session: SessionState, from_seq: int, to_seq: int,
-              whitelist: list[str] | tuple[str, ...]) -> SpanEvents:
+              whitelist: list[str] | tuple[str, ...],
+              hand_off: LogHandOff | None = None) -> SpanEvents:
     """Read ``[from_seq - 1, to_seq)`` — the span and its predecessor — and stream the rest of the
     log to its durable end for withdrawal markers only (a marker comes after what it withdraws,
     so one written long after the span still excludes its messages)."""
-    window = read_window(session, max(0, from_seq - 1), to_seq)
+    window = read_window(session, max(0, from_seq - 1), to_seq, hand_off)
     events = window.tail(from_seq)
     markers = [e for e in events if is_marker(e, whitelist)]
     if session.durable_end_seq > to_seq:
@@ -136,7 +143,8 @@ def write_span_summary(
     ``RetryableModelError``, ``PermanentModelError`` and store errors.
     """
     settings = runtime.settings
-    span = span or read_span(session, from_seq, to_seq, settings.withdrawal_kinds)
+    span = span or read_span(session, from_seq, to_seq, settings.withdrawal_kinds,
+                             runtime.hand_off)
     transcript = span_transcript(runtime, session, span)
     result = SpanSummary(from_seq, to_seq, to_seq)
     if transcript.empty:
@@ -263,7 +271,8 @@ def consolidate(ctx: JobContext) -> JobOutput:
     if to_seq <= from_seq:
         _settle(ctx, request, "empty")
         return skipped("nothing to consolidate", from_seq=from_seq, to_seq=max(from_seq, to_seq))
-    span = read_span(session, from_seq, to_seq, runtime.settings.withdrawal_kinds)
+    span = read_span(session, from_seq, to_seq, runtime.settings.withdrawal_kinds,
+                     runtime.hand_off)
     tokens = pending_tokens(runtime, session, span)
     turn = progress.last_check_turn
     if not waived:

@@ -90,7 +90,7 @@ def log_span(ctx: JobContext) -> JobOutput:
     if session.durable_end_seq - start > limit:
         survey = survey_log(session, start, whitelist)
     else:
-        window = read_window(session, start)
+        window = read_window(session, start, hand_off=ctx.runtime.hand_off)
         survey = Survey.of(window.tail(start), window.durable_end, whitelist)
     clock = timing(ctx, ms_of(session.last_activity_at))
     cut = cut_span(survey.boundaries, start=start, durable_end=survey.durable_end, timing=clock,
@@ -116,12 +116,13 @@ def log_span(ctx: JobContext) -> JobOutput:
     for number, (lower, upper) in enumerate(slices):
         first = number == 0
         if first:
-            piece = window if window is not None else read_window(session, start, upper)
+            piece = window if window is not None else read_window(
+                session, start, upper, ctx.runtime.hand_off)
             if withdrawn_before:
                 piece = extend_back(session, piece, min(withdrawn_before))
             next_ordinal = piece.base_ordinal(start)
         else:
-            piece = read_window(session, lower - 1, upper)
+            piece = read_window(session, lower - 1, upper, ctx.runtime.hand_off)
         plan = plan_span(
             piece.events,
             survey.markers,

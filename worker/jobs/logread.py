@@ -89,22 +89,27 @@ def _start_point(state: SessionState, seq: int) -> Checkpoint:
     return point
 
 
-def read_window(state: SessionState, from_seq: int, to_seq: int = END) -> LogWindow:
+def read_window(
+    state: SessionState, from_seq: int, to_seq: int = END, hand_off: LogHandOff | None = None
+) -> LogWindow:
     """Read ``state``'s log from the checkpoint at or before ``from_seq`` up to ``to_seq`` (by
-    default its durable end).
+    default its durable end). With a ``hand_off`` (the runtime's), a whole-log read takes the
+    decode it holds of the unchanged file instead of reading, and leaves its own there for the
+    next job.
 
     A corrupt or unsupported log raises :class:`PermanentJobError`; a log that cannot be read
     (gone, permissions) raises :class:`TransientJobError`. A torn tail is simply not returned.
     """
     point = _start_point(state, from_seq)
-    whole = point.seq == 0 and to_seq == END
-    handed = _take_shared(state.path) if whole else None
-    if handed is not None:
+    whole = hand_off is not None and point.seq == 0 and to_seq == END
+    handed = hand_off.take_kept(state.path) if hand_off is not None and whole else None
+    if hand_off is not None and handed is not None:
         # The watcher (embedded mode) or the previous job decoded exactly this unchanged file.
-        _remember(state.path, handed[0], handed[1])  # still there for the session node
+        hand_off.remember(state.path, handed[0], handed[1])  # still there for the session node
         return _window(state, point, handed[1], [])
     index = checkpoint_index(state)
-    forget_shared_log()  # never hold two decodes at once
+    if hand_off is not None:
+        hand_off.forget()  # never hold two decodes at once
     before = _identity(state.path) if whole else None
     result = read_range(Path(state.path), point.seq, to_seq, index)
     raise_for_problems(state, result.problems)
@@ -114,8 +119,8 @@ def read_window(state: SessionState, from_seq: int, to_seq: int = END) -> LogWin
         point = Checkpoint(0, 0, 0)
         result = read_range(Path(state.path), 0, to_seq, CheckpointIndex())
         events = result.events
-    if whole and before is not None and not result.problems:
-        _remember(state.path, before, events)
+    if hand_off is not None and before is not None and not result.problems:
+        hand_off.remember(state.path, before, events)
     return _window(state, point, events, result.problems)
 
 
@@ -127,32 +132,17 @@ def _window(
     return LogWindow(events, point.seq, ordinal, state.inherited_cut, end, problems)
 
 
-# ---- the last whole-log decode, shared with the next job on the same unchanged file ----------
+# ---- the last whole-log decode, handed to the next job on the same unchanged file ------------
 
 #: Whole-log reads up to this many events are kept for the next job (the session node's pass
 #: right after ``log_span``), so the same bytes are not decoded twice; larger ones are not kept.
 SHARED_MAX_EVENTS = 20_000
 _FileIdentity = tuple[int, int, int, int]
-_shared: tuple[str, _FileIdentity, list[Event]] | None = None
-_shared_lock = threading.Lock()
 
 
 def file_identity(path: str) -> _FileIdentity | None:
     """``(device, inode, size, mtime_ns)`` of ``path``; ``None`` when it cannot be read."""
     return _identity(path)
-
-
-def offer_whole_log(path: str, before: _FileIdentity | None, events: list[Event]) -> bool:
-    """Keep a problem-free decode of the whole log at ``path`` (every event from its start to
-    its last complete line) that was made while the file had identity ``before``, for the next
-    job's :func:`read_window` of that log (the watcher's hand-off in embedded mode). Kept only
-    when it is small enough and the file still has that identity; True when kept."""
-    if before is None or len(events) > SHARED_MAX_EVENTS or not events or events[0].seq != 0:
-        forget_shared_log()
-        return False
-    _remember(path, before, events)
-    with _shared_lock:
-        return _shared is not None and _shared[2] is events
 
 
 def _identity(path: str) -> _FileIdentity | None:
@@ -163,37 +153,61 @@ def _identity(path: str) -> _FileIdentity | None:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _remember(path: str, before: _FileIdentity, events: list[Event]) -> None:
-    global _shared
-    keep = len(events) <= SHARED_MAX_EVENTS and _identity(path) == before
-    with _shared_lock:
-        _shared = (path, before, events) if keep else None
+class LogHandOff:
+    """The last whole-log decode, held for the next job on the same unchanged file: the
+    watcher offers its scan's decode (embedded mode), :func:`read_window` takes and leaves
+    one, the session node's survey takes it. One per :class:`~worker.jobs.runtime.Runtime`
+    (``runtime.hand_off``), so the hand-off travels with the runtime the jobs receive."""
 
+    def __init__(self) -> None:
+        self._kept: tuple[str, _FileIdentity, list[Event]] | None = None
+        self._lock = threading.Lock()
 
-def shared_whole_log(path: str) -> list[Event] | None:
-    """Every event of the log at ``path``, from its start to its last complete line, when this
-    process's last :func:`read_window` decoded exactly that without any problem and the file
-    has not changed since (same device, inode, size and modification time); else ``None``.
-    Handed out once (then forgotten, so it is not kept alive longer than needed); do not modify
-    the list."""
-    handed = _take_shared(path)
-    return None if handed is None else handed[1]
+    def offer(self, path: str, before: _FileIdentity | None, events: list[Event]) -> bool:
+        """Keep a problem-free decode of the whole log at ``path`` (every event from its start
+        to its last complete line) that was made while the file had identity ``before``, for
+        the next job's :func:`read_window` of that log (the watcher's hand-off in embedded
+        mode). Kept only when it is small enough and the file still has that identity; True
+        when kept."""
+        if before is None or len(events) > SHARED_MAX_EVENTS or not events or events[0].seq != 0:
+            self.forget()
+            return False
+        self.remember(path, before, events)
+        with self._lock:
+            return self._kept is not None and self._kept[2] is events
 
+    def remember(self, path: str, before: _FileIdentity, events: list[Event]) -> None:
+        """Keep ``events`` when small enough and ``path`` still has identity ``before``."""
+        keep = len(events) <= SHARED_MAX_EVENTS and _identity(path) == before
+        with self._lock:
+            self._kept = (path, before, events) if keep else None
 
-def _take_shared(path: str) -> tuple[_FileIdentity, list[Event]] | None:
-    global _shared
-    with _shared_lock:
-        found, _shared = _shared, None
-    if found is None or found[0] != path or _identity(path) != found[1]:
-        return None
-    return found[1], found[2]
+    def whole_log(self, path: str) -> list[Event] | None:
+        """Every event of the log at ``path``, from its start to its last complete line, when
+        the last decode kept is exactly that, made without any problem, and the file has not
+        changed since (same device, inode, size and modification time); else ``None``. Handed
+        out once (then forgotten, so it is not kept alive longer than needed); do not modify
+        the list."""
+        handed = self.take_kept(path)
+        return None if handed is None else handed[1]
 
+    def take_kept(self, path: str) -> tuple[_FileIdentity, list[Event]] | None:
+        """The kept decode of ``path`` with its identity (forgotten either way)."""
+        with self._lock:
+            found, self._kept = self._kept, None
+        if found is None or found[0] != path or _identity(path) != found[1]:
+            return None
+        return found[1], found[2]
 
-def forget_shared_log() -> None:
-    """Drop the kept decode (tests; memory)."""
-    global _shared
-    with _shared_lock:
-        _shared = None
+    def kept_path(self) -> str | None:
+        """The path whose decode is kept, if any (tests)."""
+        with self._lock:
+            return None if self._kept is None else self._kept[0]
+
+    def forget(self) -> None:
+        """Drop the kept decode (memory)."""
+        with self._lock:
+            self._kept = None
 
 
 def raise_for_problems(state: SessionState, problems: list[Problem]) -> None:

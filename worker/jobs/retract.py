@@ -214,7 +214,8 @@ def retract_job(ctx: JobContext) -> JobOutput:
         state = repos.sessions.get(ctx.session_id)
     if state is None or not state.path:
         return skipped("session not seen by the watcher yet")
-    result = execute_plan(ctx, read_session_log(state, kinds_for(ctx.runtime)))
+    log_ = read_session_log(state, kinds_for(ctx.runtime), ctx.runtime.hand_off)
+    result = execute_plan(ctx, log_)
     node_changed = result.node is not None and result.node.status == "done"
     return JobOutput(
         status="done" if result.retracted or result.repair.changed or node_changed
@@ -239,7 +240,8 @@ def repair_after_log_span(ctx: JobContext, withdrew_earlier: bool,
     try:
         if not repair:
             return reconcile_session_node(ctx) if node_written(ctx) else None
-        result = execute_plan(ctx, read_session_log(state, kinds_for(ctx.runtime)))
+        log_ = read_session_log(state, kinds_for(ctx.runtime), ctx.runtime.hand_off)
+        result = execute_plan(ctx, log_)
     except (TransientJobError, StoreError) as exc:
         # The span is logged and its watermark advanced: hand the repair (its intent is
         # recorded) to a ``retract`` job that is retried with backoff, instead of failing the
@@ -303,9 +305,9 @@ def resume_repairs(runtime: Runtime, shelf: str) -> list[str]:
     for state in sessions:
         try:
             with_session_lease(
-                runtime, state.session_id, shelf, "retract",
+                runtime, state.session_id, shelf, JOB_RETRACT,
                 lambda ctx, state=state: execute_plan(  # type: ignore[misc]
-                    ctx, read_session_log(state, kinds_for(runtime))),
+                    ctx, read_session_log(state, kinds_for(runtime), runtime.hand_off)),
             )
             resumed.append(state.session_id)
         except (StoreError, TransientJobError, OSError) as exc:

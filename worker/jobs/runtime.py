@@ -14,6 +14,7 @@ from memory.dsh.frames import set_max_frame_bytes
 from memory.redaction import set_extra_redactions
 from memory.store.base import MemoryStore
 from memory.store.factory import StoreConfig, open_store
+from worker.jobs.logread import LogHandOff
 from worker.settings import Settings
 from worker.state.database import StateDB
 from worker.state.owners import owner_id
@@ -52,6 +53,9 @@ class Runtime:
     store_factory: Callable[[str], MemoryStore] | None = None
     #: A span longer than this is written in slices (bounded memory on huge logs).
     max_span_events: int = 50_000
+    #: The last whole-log decode, handed from the watcher's scan to the jobs and from
+    #: ``log_span`` to ``session_node`` (:class:`~worker.jobs.logread.LogHandOff`).
+    hand_off: LogHandOff = field(default_factory=LogHandOff)
     _stores: dict[str, MemoryStore] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

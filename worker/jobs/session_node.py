@@ -34,7 +34,6 @@ from worker.jobs.logread import (
     TransientJobError,
     checkpoint_index,
     raise_for_problems,
-    shared_whole_log,
 )
 from worker.jobs.store_writes import settle_edges
 from worker.jobs.storeview import edges as store_edges
@@ -80,7 +79,7 @@ def survey_node(ctx: JobContext, state: SessionState, logged: int,
     point = state.checkpoint_at_or_before(cut) or Checkpoint(0, 0, 0)
     position = ScanPosition(point.offset, point.seq) if point.seq > 0 else None
     # From the log's start, the decode ``log_span`` just made of the unchanged file is reused.
-    shared = shared_whole_log(state.path) if position is None else None
+    shared = ctx.runtime.hand_off.whole_log(state.path) if position is None else None
     scan = None if shared is not None else LogScan(
         Path(state.path), position, checkpoint_index(state))
     events: Iterable[Event] = shared if shared is not None else cast(LogScan, scan)

@@ -15,7 +15,7 @@ from memory.dsh.events import Event
 from memory.entries import message_name
 from memory.messages import message_ordinals
 from memory.withdrawal import Marker, find_markers
-from worker.jobs.logread import read_window
+from worker.jobs.logread import LogHandOff, read_window
 from worker.state.sessions import SessionState
 
 
@@ -76,10 +76,12 @@ class SessionLog:
         return [message_name(self.session_id, n) for n in self.ordinals.values()]
 
 
-def read_session_log(state: SessionState, kinds: Iterable[str]) -> SessionLog:
+def read_session_log(
+    state: SessionState, kinds: Iterable[str], hand_off: LogHandOff | None = None
+) -> SessionLog:
     """Read ``state``'s log from its start to the durable end and decide its withdrawals with the
     whitelist ``kinds``. Raises the log readers' job errors (permanent / transient)."""
-    window = read_window(state, 0)
+    window = read_window(state, 0, hand_off=hand_off)
     events = window.events
     cut = state.inherited_cut
     ordinals = message_ordinals(events, cut)

@@ -35,7 +35,7 @@ from memory.dsh.position import CheckpointIndex, ScanPosition
 from memory.dsh.reader import read_range
 from memory.dsh.scanner import LogScan
 from memory.messages import base_ordinal
-from worker.jobs.logread import SHARED_MAX_EVENTS, checkpoint_index, file_identity, offer_whole_log
+from worker.jobs.logread import SHARED_MAX_EVENTS, checkpoint_index, file_identity
 from worker.jobs.runtime import Runtime, long_lived_frozen, ms_of
 from worker.names import JOB_LOG_SPAN, JOB_SESSION_NODE
 from worker.state.sessions import Checkpoint, SessionState
@@ -80,7 +80,7 @@ class Watcher:
         """``after_session`` (embedded mode: the in-process runner's ``run_ready``) is called
         with the session id right after a changed session's scan is recorded and its hints are
         sent. With it, a scan that read a whole log from its start hands its decode to the jobs
-        that run then (:func:`worker.jobs.logread.offer_whole_log`; they re-check the file).
+        that run then (:meth:`worker.jobs.logread.LogHandOff.offer`; they re-check the file).
 
         ``only_sessions`` limits the scans to those session ids (``run --once --jobs N``: each
         process scans its share of the home); hints derived from the state database (idle-closes,
@@ -220,7 +220,7 @@ class Watcher:
                 if len(kept) > SHARED_MAX_EVENTS:
                     kept = None
         if kept is not None and not scan.problems:
-            offer_whole_log(path, identity, kept)
+            self.runtime.hand_off.offer(path, identity, kept)
         del kept
         if any(p.kind in _FATAL for p in scan.problems):
             if stamp is not None:
