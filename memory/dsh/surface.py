@@ -30,13 +30,6 @@ class Surface:
     replacements: list[Replacement] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
 
-    def shadowed_seqs(self) -> set[int]:
-        """Every seq some replacement took off the surface."""
-        out: set[int] = set()
-        for replacement in self.replacements:
-            out.update(replacement.shadowed)
-        return out
-
 
 def fold_surface(events: Iterable[Event]) -> Surface:
     """Fold events in log order; a violation is recorded as a problem and that op is skipped."""

@@ -23,14 +23,6 @@ if TYPE_CHECKING:
     from worker.settings import Settings
 
 
-def session_status(runtime: Runtime, shelf: str) -> list[dict[str, Any]]:
-    """One JSON-ready dict per known session (forgotten ones included, flagged)."""
-    from worker.figures import figures
-
-    rows: list[dict[str, Any]] = figures(runtime.state, shelf)["sessions"]
-    return rows
-
-
 def audit_trail(runtime: Runtime, session_id: str | None = None) -> list[dict[str, Any]]:
     """Retraction records and audit entries (repairs, forgets, runs), in time order."""
     with runtime.state.transaction() as repos:

@@ -4,13 +4,13 @@ could archive a summary's old text while a repair is rewriting that summary."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from worker.jobs.context import JobContext
-from worker.jobs.logread import TransientJobError
+from worker.jobs.lease_keeper import wait_for_lease
 from worker.names import archive_lease_key
+from worker.state.leases import Lease
 
 
 @contextmanager
@@ -18,18 +18,15 @@ def hold_archive_lease(ctx: JobContext, project: str, *, wait_s: float) -> Itera
     """Hold ``project``'s archive lease for the block, waiting up to ``wait_s`` for it."""
     runtime = ctx.runtime
     key = archive_lease_key(project)
-    deadline = time.monotonic() + wait_s
-    while True:
+
+    def acquire() -> Lease | None:
         with ctx.state() as repos:
-            lease = repos.leases.acquire(key, runtime.owner, runtime.settings.lease_ttl_s)
-        if lease is not None:
-            break
-        if time.monotonic() >= deadline:
-            raise TransientJobError(
-                f"the archives of {project!r} are being rewritten by another worker"
-            )
-        ctx.heartbeat()
-        time.sleep(0.2)
+            return repos.leases.acquire(key, runtime.owner, runtime.settings.lease_ttl_s)
+
+    lease = wait_for_lease(
+        acquire, wait_s=wait_s, while_waiting=ctx.heartbeat,
+        busy=f"the archives of {project!r} are being rewritten by another worker",
+    )
     try:
         yield
     finally:

@@ -21,10 +21,13 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
 
+from worker.jobs.logread import TransientJobError
 from worker.state.database import StateDB
 from worker.state.leases import Lease
 
@@ -142,3 +145,28 @@ def keep(state: StateDB, lease: Lease, ttl_s: float) -> LeaseKeeper:
             kept = beat.keep(lease, ttl_s)
     assert kept is not None
     return kept
+
+
+#: Seconds between two tries of a busy lease (:func:`wait_for_lease`).
+LEASE_POLL_S = 0.2
+
+
+def wait_for_lease(
+    acquire: Callable[[], Lease | None], *, wait_s: float, busy: str,
+    while_waiting: Callable[[], None] | None = None,
+) -> Lease:
+    """The lease ``acquire`` takes, tried every 0.2 s for up to ``wait_s`` seconds (calling
+    ``while_waiting`` before each wait); :class:`TransientJobError` saying ``busy`` when it is
+    still held by another worker then."""
+    retrying = Retrying(
+        retry=retry_if_result(lambda lease: lease is None),
+        stop=stop_after_delay(wait_s),
+        wait=wait_fixed(LEASE_POLL_S),
+        before_sleep=(lambda _state: while_waiting()) if while_waiting is not None else None,
+    )
+    try:
+        lease = retrying(acquire)
+    except RetryError:
+        raise TransientJobError(busy) from None
+    assert lease is not None  # retried while None
+    return lease

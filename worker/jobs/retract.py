@@ -12,7 +12,6 @@ while the daemon runs.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import tzinfo
@@ -23,6 +22,7 @@ from memory.constants import REL_BELONG_TO
 from memory.store.base import MemoryStore, StoreError
 from memory.titles import survey_titles
 from worker.jobs.context import JobContext, JobOutput, skipped
+from worker.jobs.lease_keeper import wait_for_lease
 from worker.jobs.logread import TransientJobError
 from worker.jobs.repair import (
     Repairer,
@@ -39,6 +39,7 @@ from worker.jobs.storeview import archives_above, derived_units, unit_sources
 from worker.jobs.withdrawals import SessionLog, Withdrawn, read_session_log
 from worker.names import JOB_RETRACT, session_lease_key
 from worker.observability import RETRACTIONS
+from worker.state.leases import Lease
 
 log = logging.getLogger(__name__)
 
@@ -270,16 +271,13 @@ def node_written(ctx: JobContext) -> bool:
 def with_session_lease(runtime: Runtime, session_id: str, shelf: str, job: str,
                        fn: Callable[[JobContext], T], *, wait_s: float = 60.0) -> T:
     """Run ``fn`` holding ``session_id``'s lease, waiting up to ``wait_s`` for a busy one."""
-    deadline = time.monotonic() + wait_s
-    while True:
+    def acquire() -> Lease | None:
         with runtime.state.transaction() as repos:
-            lease = repos.leases.acquire(session_lease_key(session_id), runtime.owner,
-                                         runtime.settings.lease_ttl_s)
-        if lease is not None:
-            break
-        if time.monotonic() >= deadline:
-            raise TransientJobError(f"{session_id} is busy (another worker holds its lease)")
-        time.sleep(0.2)
+            return repos.leases.acquire(session_lease_key(session_id), runtime.owner,
+                                        runtime.settings.lease_ttl_s)
+
+    lease = wait_for_lease(acquire, wait_s=wait_s,
+                           busy=f"{session_id} is busy (another worker holds its lease)")
     ctx = JobContext(runtime, job, session_id, shelf, lease)
     try:
         return fn(ctx)

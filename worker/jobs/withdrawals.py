@@ -72,9 +72,6 @@ class SessionLog:
             if from_seq <= seq < to_seq and seq not in self.withdrawn
         ]
 
-    def message_names(self) -> list[str]:
-        return [message_name(self.session_id, n) for n in self.ordinals.values()]
-
 
 def read_session_log(
     state: SessionState, kinds: Iterable[str], hand_off: LogHandOff | None = None

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from worker.jobs.context import Counts, JobResult
 from worker.jobs.guard import give_up, run_job
 from worker.jobs.runtime import Runtime, long_lived_frozen
-from worker.run.tasks import backoff_s
+from worker.run.backoff import backoff_s
 
 JobKey = tuple[str, str, str]  # (job, session id, shelf)
 _BUSY_DELAY_MAX_S = 2.0

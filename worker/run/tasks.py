@@ -37,13 +37,13 @@ from worker.names import (
     TASK_OF_JOB,
     TASK_SESSION_NODE,
 )
+from worker.run.backoff import backoff_s
 from worker.settings import Settings, SettingsError, load_settings
 
 #: Seconds a task may run beyond its lease before Celery kills it (the lease bounds a task).
 _TIME_LIMIT_SLACK_S: Final = 30.0
 _BUSY_RETRY_S: Final = 1.0
 _BUSY_EXTRA_RETRIES: Final = 3
-_MAX_BACKOFF_S: Final = 600.0
 
 app = Celery("memory_worker")
 _lock = threading.Lock()
@@ -92,12 +92,6 @@ def configure(settings: Settings, *, queue: str = DEFAULT_QUEUE) -> Celery:
         _settings = settings
         _runtime = None
     return app
-
-
-def backoff_s(retries: int, base_s: float) -> float:
-    """Exponential backoff with jitter: ``base * 2**retries`` scaled by a factor in [0.5, 1.5)."""
-    ceiling = min(_MAX_BACKOFF_S, base_s * float(2**retries))
-    return float(ceiling * (0.5 + random.random()))
 
 
 def _get_runtime() -> Any:
