@@ -24,7 +24,10 @@ def _failure(last: Any) -> dict[str, Any] | None:
 
 
 def figures(state: StateDB, shelf: str) -> dict[str, Any]:
-    """``{"sessions": [...], "total": {...}}`` (JSON-ready)."""
+    """``{"sessions": [...], "total": {...}}`` (JSON-ready).
+
+    Long on purpose: one read transaction gathers every row and one pass per session turns them
+    into figures, so ``status`` and the metrics never see two different moments."""
 
     rows: list[dict[str, Any]] = []
     with state.transaction() as repos:

@@ -217,6 +217,9 @@ class ModelClient:
         attempt: int,
         parse: Callable[[str], T] | None,
     ) -> tuple[Completion, tuple[T] | None]:
+        """One call: route by attempt, request, transport retries, the outcome classified and
+        recorded once. Long on purpose: every step shares the route, the timer and the one
+        :class:`ModelCallRecord` the outcome fills, which pieces would each have to carry."""
         if purpose not in _LABELS:
             raise PermanentModelError(f"unknown model purpose {purpose!r}")
         chosen = select_route(self.routes, attempt)

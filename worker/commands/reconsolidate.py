@@ -60,6 +60,7 @@ def _line(result: ReconsolidateResult) -> str:
     return f"{result.session_id}: {result.reason} — {hints.get(result.reason, '')}"
 
 
+# Over 80 lines with its option declarations (the docstring is the command's help text).
 def reconsolidate(
     sessions: Annotated[
         list[str] | None, typer.Argument(help="Session ids to re-summarise.", show_default=False)

@@ -111,7 +111,7 @@ def retract(
 
 def _run(runtime: Runtime, shelf: str, targets: list[str], extra: list[str], dry_run: bool,
          json_: bool) -> int:
-    from worker.jobs.repair import model_client
+    from worker.jobs.repair_plan import model_client
     from worker.jobs.retract import kinds_for
 
     kinds = kinds_for(runtime, extra)

@@ -21,13 +21,8 @@ from memory import constants as C
 from memory.entries import session_name
 from memory.store.base import MemoryStore
 from worker.jobs.context import JobContext
-from worker.jobs.repair import (
-    ACTION_SUMMARY,
-    Repairer,
-    RepairReport,
-    model_client,
-    pending_intents,
-)
+from worker.jobs.repair import Repairer, RepairReport
+from worker.jobs.repair_plan import ACTION_SUMMARY, model_client, pending_intents
 from worker.jobs.retract import PlanItem, downstream_items
 from worker.jobs.storeview import (
     edges,

@@ -78,6 +78,9 @@ def log_span(ctx: JobContext) -> JobOutput:
     A span longer than ``Runtime.max_span_events`` is surveyed in one streaming pass (cuts and
     markers only) and then written in slices that end at step or turn boundaries, each slice
     advancing the watermark after its writes, so memory stays bounded on million-event logs.
+
+    Long on purpose: the process-then-advance order (survey, slices, writes, retractions,
+    edges, advance, repair, close) reads top to bottom in one place.
     """
     rows = ctx.session_rows()
     if isinstance(rows, JobOutput):

@@ -56,9 +56,6 @@ from worker.jobs.repair_plan import (
     ACTION_SUMMARY,
     ACTION_UNIT,
     SummaryRepair,
-    find_repairs,
-    model_client,
-    pending_intents,
     rebuilt_transcript,
 )
 from worker.jobs.storeview import (
@@ -71,25 +68,12 @@ from worker.jobs.storeview import (
 )
 from worker.jobs.withdrawals import SessionLog, Withdrawn
 from worker.jobs.work_units import WorkUnitOptions, WorkUnitOutcome, extract_work_units
-from worker.names import archive_lease_key
 from worker.observability import REPAIRS
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-__all__ = [
-    "ACTION_ARCHIVE",
-    "ACTION_INTENT",
-    "ACTION_SUMMARY",
-    "ACTION_UNIT",
-    "RepairReport",
-    "Repairer",
-    "SummaryRepair",
-    "archive_lease_key",
-    "find_repairs",
-    "model_client",
-    "pending_intents",
-]
+__all__ = ["RepairReport", "Repairer"]
 
 @dataclass(slots=True)
 class RepairReport:

@@ -24,14 +24,8 @@ from memory.titles import survey_titles
 from worker.jobs.context import JobContext, JobOutput, skipped
 from worker.jobs.lease_keeper import wait_for_lease
 from worker.jobs.logread import TransientJobError
-from worker.jobs.repair import (
-    Repairer,
-    RepairReport,
-    SummaryRepair,
-    find_repairs,
-    model_client,
-    pending_intents,
-)
+from worker.jobs.repair import Repairer, RepairReport
+from worker.jobs.repair_plan import SummaryRepair, find_repairs, model_client, pending_intents
 from worker.jobs.runtime import Runtime
 from worker.jobs.session_node import reconcile_session_node
 from worker.jobs.store_writes import existing_names

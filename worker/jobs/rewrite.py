@@ -43,8 +43,8 @@ from memory.store.base import KnowledgeEntry, MemoryStore
 from worker.jobs.context import JobContext
 from worker.jobs.provenance import is_current
 from worker.jobs.relog import Renderings, rewrite_in_place, stale_renderings
-from worker.jobs.repair import ACTION_INTENT, Repairer, RepairReport, SummaryRepair
-from worker.jobs.repair_plan import model_client, rebuilt_transcript
+from worker.jobs.repair import Repairer, RepairReport
+from worker.jobs.repair_plan import ACTION_INTENT, SummaryRepair, model_client, rebuilt_transcript
 from worker.jobs.runtime import Runtime
 from worker.jobs.storeview import (
     SpanSummaryRef,

@@ -96,6 +96,8 @@ def configure(settings: Settings, *, queue: str = DEFAULT_QUEUE) -> Celery:
 
 def _get_runtime() -> Any:
     global _runtime
+    # Start-up time: `celery -A worker.run.tasks inspect …` loads no job code; a worker process
+    # imports it with its first task.
     from worker.jobs.runtime import build_runtime, default_owner, owe_consolidation
 
     with _lock:
@@ -118,7 +120,7 @@ def _reset_after_fork(**_: Any) -> None:
 
 
 def _run(task: Any, job: str, session_id: str, shelf: str) -> dict[str, Any]:
-    from worker.jobs.guard import give_up, run_job
+    from worker.jobs.guard import give_up, run_job  # start-up time, as in _get_runtime
 
     runtime = _get_runtime()
     retries = int(task.request.retries or 0)
