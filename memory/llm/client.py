@@ -20,15 +20,9 @@ from tenacity import (
 )
 
 from memory.llm.routes import (
-    ADJUDICATION_MAX_TOKENS,
-    NO_THINKING_EFFORTS,
-    PURPOSES,
-    THINKING_OUTPUT_ALLOWANCE,
     ModelRoute,
     Purpose,
-    budget_for_effort,
     output_token_cap,
-    parse_routes,
     select_route,
 )
 from memory.llm.stream import (
@@ -350,34 +344,22 @@ class ModelClient:
 
 
 __all__ = [
-    "ADJUDICATION_MAX_TOKENS",
     "DEEPSEEK_BASE_URL",
     "DEFAULT_MAX_OUTPUT_TOKENS",
     "DEFAULT_TIMEOUT_S",
     "DETAIL_MAX",
     "NOT_CONFIGURED_MESSAGE",
-    "NO_THINKING_EFFORTS",
-    "PURPOSES",
     "ROUTES_ENV_VAR",
     "ROUTES_SETTINGS_KEY",
-    "THINKING_OUTPUT_ALLOWANCE",
-    "Completion",
     "ModelCallRecord",
     "ModelClient",
     "ModelError",
-    "ModelRoute",
     "ModelsNotConfigured",
     "Outcome",
     "PermanentModelError",
-    "Purpose",
     "Recorder",
     "RetryableModelError",
     "UnusableModelOutput",
-    "Usage",
-    "budget_for_effort",
     "one_line",
-    "output_token_cap",
-    "parse_routes",
-    "select_route",
     "warn_models_not_configured",
 ]

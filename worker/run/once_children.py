@@ -23,7 +23,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from memory.printable import printable
-from worker.jobs.context import Counts, JobResult
+from worker.jobs.context import JobResult
 from worker.jobs.runtime import build_runtime, default_owner, owe_consolidation
 from worker.logs import TREES
 from worker.names import JOB_CASCADE
@@ -39,13 +39,11 @@ _WAIT_S = 1.0
 
 
 @dataclass(kw_only=True)
-class OnceTotals(Counts):
+class OnceTotals(Tally):
     """What a once-pass did, summed over the child processes and the final pass."""
 
     sessions: int = 0
     new_events: int = 0
-    done: int = 0
-    failed: int = 0
     #: Sessions whose scan failed (named in the summary; the run fails).
     unscanned: list[str] = field(default_factory=list)
     #: Seconds from the discovery to the last child's exit, and in this process's pass.
@@ -53,16 +51,6 @@ class OnceTotals(Counts):
     final_seconds: float = 0.0
     #: Jobs that ended failed and were not finished later: ``(job, session id)`` -> reason.
     unfinished: dict[tuple[str, str], str] = field(default_factory=dict)
-
-    @property
-    def finished(self) -> int:
-        return self.done + self.failed
-
-    def add_tally(self, tally: Tally) -> None:
-        """Add a pass's jobs and counters (:meth:`RunnerStats.tally`)."""
-        self.done += tally.done
-        self.failed += tally.failed
-        self.add(tally.counts)
 
     def outcomes(self, unfinished: dict[tuple[str, str], str],
                  settled: Collection[tuple[str, str]]) -> None:
@@ -265,7 +253,7 @@ def _child_pass(settings: Settings, shelf: str, mine: frozenset[str],
         def _done(_result: JobResult) -> None:
             nonlocal last
             now = runner.stats.tally()
-            send(("jobs", now.since(last)))
+            send(("jobs", now.tally_since(last)))
             last = now
 
         runner = InProcessRunner(runtime, on_result=_done, single_pass=True)

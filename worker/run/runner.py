@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from worker.jobs.context import Counts, JobResult
 from worker.jobs.guard import give_up, run_job
@@ -27,17 +27,12 @@ _BUSY_DELAY_MAX_S = 2.0
 
 
 @dataclass(kw_only=True)
-class RunnerStats(Counts):
-    """What the runner did (shown by ``run``): jobs by outcome, and the jobs' counters summed."""
+class Tally(Counts):
+    """Jobs done and failed and their counters: what the runner, a ``--jobs`` child (the
+    difference since its last report) and the ``--jobs`` totals count."""
 
     done: int = 0
-    retried: int = 0
     failed: int = 0
-    results: list[JobResult] = field(default_factory=list)
-    #: Jobs that ended failed (given up or permanent): ``(job, session id)`` -> one-line reason.
-    unfinished: dict[tuple[str, str], str] = field(default_factory=dict)
-    #: Jobs that ended done or skipped (a later phase's success clears an earlier failure).
-    settled: set[tuple[str, str]] = field(default_factory=set)
 
     @property
     def finished(self) -> int:
@@ -45,22 +40,31 @@ class RunnerStats(Counts):
         return self.done + self.failed
 
     def tally(self) -> Tally:
-        """What ``run --once`` adds up: jobs done and failed, and the counters."""
-        return Tally(self.done, self.failed, self.counts())
+        """A copy of the jobs and counters alone."""
+        return Tally(done=self.done, failed=self.failed, **asdict(self.counts()))
+
+    def tally_since(self, earlier: Tally) -> Tally:
+        """What was added since ``earlier`` (a copy taken before)."""
+        return Tally(done=self.done - earlier.done, failed=self.failed - earlier.failed,
+                     **asdict(self.counts().since(earlier)))
+
+    def add_tally(self, other: Tally) -> None:
+        """Add ``other``'s jobs and counters to these."""
+        self.done += other.done
+        self.failed += other.failed
+        self.add(other)
 
 
-@dataclass(frozen=True, slots=True)
-class Tally:
-    """Jobs done and failed and their counters: what a ``--jobs`` child reports to its parent
-    (a difference of two :meth:`RunnerStats.tally`)."""
+@dataclass(kw_only=True)
+class RunnerStats(Tally):
+    """What the runner did (shown by ``run``): jobs by outcome, and the jobs' counters summed."""
 
-    done: int = 0
-    failed: int = 0
-    counts: Counts = field(default_factory=Counts)
-
-    def since(self, earlier: Tally) -> Tally:
-        return Tally(self.done - earlier.done, self.failed - earlier.failed,
-                     self.counts.since(earlier.counts))
+    retried: int = 0
+    results: list[JobResult] = field(default_factory=list)
+    #: Jobs that ended failed (given up or permanent): ``(job, session id)`` -> one-line reason.
+    unfinished: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: Jobs that ended done or skipped (a later phase's success clears an earlier failure).
+    settled: set[tuple[str, str]] = field(default_factory=set)
 
 
 class InProcessRunner:
