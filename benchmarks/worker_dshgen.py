@@ -4,7 +4,8 @@ A small writer that keeps the invariants a V4 reader checks (dense seqs, integer
 turn/step bookkeeping, the surface fold for replacements), so generated logs read exactly like
 what DSH persists: ``<home>/sessions/--<projectKey(cwd)>--/<sessionId>/session.v4.jsonl[.zstd]``.
 
-Used by ``tests/test_e2e_*.py`` / ``tests/test_watch_*.py`` and ``benchmarks/worker_bench.py``.
+Used by ``tests/e2e/test_e2e_*.py`` / ``tests/watch/test_watch_*.py`` and
+``benchmarks/worker_bench.py``.
 """
 
 from __future__ import annotations

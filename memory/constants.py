@@ -2,7 +2,7 @@
 
 Entry-name formats, tag names, statement relations and the default withdrawal whitelist are the
 memory layout of the ``dsh-hypatia-auto-memory`` plugin; other modules import them from here and
-``tests/test_entries_names.py`` asserts them.
+``tests/content/test_entries_names.py`` asserts them.
 """
 
 from __future__ import annotations

@@ -191,7 +191,7 @@ def test_settings_are_immutable() -> None:
 
 
 def test_settings_is_the_only_module_reading_the_environment() -> None:
-    root = Path(__file__).resolve().parent.parent / "worker"
+    root = Path(__file__).resolve().parents[2] / "worker"
     readers = sorted(
         str(path.relative_to(root.parent))
         for path in root.rglob("*.py")
@@ -211,7 +211,7 @@ def _setting_rows(path: Path) -> dict[str, str]:
     return rows
 
 
-_REPO = Path(__file__).resolve().parent.parent
+_REPO = Path(__file__).resolve().parents[2]
 
 
 def test_every_setting_is_documented_with_its_default() -> None:

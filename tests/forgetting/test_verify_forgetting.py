@@ -29,7 +29,7 @@ from worker.verify.run import Report, verify
 pytestmark = pytest.mark.integration
 
 BIN = Path(sys.executable).parent
-FIXTURES = Path(__file__).parent / "fixtures" / "dsh"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "dsh"
 V4 = "7d3c1f0e-2b6a-4c59-9e1d-5a8f3b2c4d10"
 WITHDRAWN_TEXT = "The session is read-only, so I cannot edit files now."
 PHRASES = ["the session is read only", "so i cannot edit files", "i cannot edit files now"]

@@ -24,7 +24,7 @@ import yaml
 
 from worker.settings import ENV_PREFIX, Settings, load_settings
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((REPO / "docker-compose.yml").read_text(encoding="utf-8"))
 DOCKERFILE = (REPO / "Dockerfile").read_text(encoding="utf-8")
 

@@ -29,7 +29,7 @@ from worker.state.models import Base
 # The helpers are a plugin module (imported by pytest, so its asserts are rewritten).
 pytest_plugins = ["state_db_support"]
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 TABLES = {"sessions", "progress", "leases", "retractions", "audit", "failures", "model_calls",
           "provenance"}
 

@@ -6,5 +6,5 @@ shared options.
 Start-up time: a command module's top level imports only Typer, Rich and the standard library;
 every import of the runtime (our own ``worker`` / ``memory`` modules included) is function-local,
 made when the command runs, so ``memory-worker --help`` and ``CMD --help`` load none of it
-(``tests/test_startup_bench_smoke.py`` checks it).
+(``tests/project/test_startup_bench_smoke.py`` checks it).
 """
