@@ -174,6 +174,6 @@ def test_a_path_is_a_file_source_and_reads_unchanged(tmp_path: Path) -> None:
     assert as_source(path) == FileSource(path)
     assert as_source(str(path)) == FileSource(path)
     with as_source(path).open() as f:
-        assert isinstance(f, io.BufferedReader)
+        assert isinstance(f, io.BufferedReader)  # open_log's file object, as before
         assert f.read() == src.read_bytes()
     assert scan_log(FileSource(path)).events == scan_log(path).events

@@ -15,15 +15,12 @@ import io
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import BinaryIO, Protocol, cast
 
 from memory.dsh.openlog import open_log
 
 Fetch = Callable[[int, int], bytes]
 """``fetch(offset, size)``: the log's bytes ``[offset, offset + size)``; fewer only at the end."""
-
-_BUFFER = 1 << 20
-
 
 def is_compressed_name(name: str) -> bool:
     """Whether a log file name is a Zstandard generation (``.zstd`` / ``.zst``)."""
@@ -93,11 +90,15 @@ class SegmentSource:
         return is_compressed_name(self.name)
 
     def open(self) -> BinaryIO:
-        return io.BufferedReader(_SegmentReader(self.size, self.fetch), _BUFFER)
+        return cast(BinaryIO, _SegmentReader(self.size, self.fetch))
 
 
 class _SegmentReader(io.RawIOBase):
-    """A raw, seekable, read-only stream over ``fetch``."""
+    """A raw, seekable, read-only stream over ``fetch`` (unbuffered: ``fetch`` may read ahead).
+
+    A read stops short before bytes that are not stored, and fails only when none are at the
+    position: a pruned span is an error for a read that needs it, not for the header read
+    before a resume from a later checkpoint."""
 
     def __init__(self, size: int, fetch: Fetch) -> None:
         super().__init__()
@@ -125,12 +126,12 @@ class _SegmentReader(io.RawIOBase):
         want = min(len(buffer), self._size - self._pos)
         if want <= 0:
             return 0
-        data = self._fetch(self._pos, want)
-        if len(data) != want:
-            raise SegmentsMissing(self._pos + len(data), want - len(data))
-        memoryview(buffer)[:want] = data
-        self._pos += want
-        return want
+        data = self._fetch(self._pos, want)[:want]
+        if not data:
+            raise SegmentsMissing(self._pos, want)
+        memoryview(buffer)[: len(data)] = data
+        self._pos += len(data)
+        return len(data)
 
 
 def as_source(log: Path | str | LogSource) -> LogSource:

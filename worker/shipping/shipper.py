@@ -26,7 +26,8 @@ from worker.shipping.store import SegmentStore, ShippedLog
 
 SEGMENT_BYTES = 1 << 20
 """About how many bytes one segment holds (at least one whole frame or line)."""
-_TAIL_CHECK = 64
+TAIL_CHECK = 64
+"""How many bytes before the shipped end are compared to tell an appended log from a rewrite."""
 
 
 @dataclass(slots=True)
@@ -39,6 +40,7 @@ class ShipReport:
     bytes: int = 0
     shipped_end: int = 0
     new_generation: bool = False
+    forgotten: bool = False
     problem: str | None = None
 
 
@@ -54,6 +56,9 @@ def ship_log(
 ) -> ShipReport:
     """Ship the complete bytes ``path`` gained since the session's shipped end."""
     report = ShipReport(session_id)
+    if store.forgotten(session_id):
+        report.forgotten = True  # an operator forgot it: its bytes never leave the host again
+        return report
     try:
         with open_log(path) as f:
             _ship_open(store, session_id, path.name, f, report, segment_bytes)
@@ -121,7 +126,7 @@ def _same_log(
     shorter than shipped, and the last shipped bytes still there. Otherwise DSH rewrote it."""
     if log.log_name != name or log.header_sha256 != head.sha256 or size < log.shipped_end:
         return False
-    at = max(0, log.shipped_end - _TAIL_CHECK)
+    at = max(0, log.shipped_end - TAIL_CHECK)
     f.seek(at)
     return f.read(log.shipped_end - at) == store.read(
         log.session_id, log.generation, at, log.shipped_end - at)

@@ -46,6 +46,10 @@ class SqlSegmentStore:
                 LOGS.c.session_id == session_id, LOGS.c.generation == generation)).first()
         return None if row is None else _shipped(row)
 
+    def forgotten(self, session_id: str) -> bool:
+        with self.db.read() as repos:
+            return repos.sessions.is_forgotten(session_id)
+
     def start(self, log: ShippedLog, header_bytes: bytes) -> bool:
         now = utcnow()
         try:

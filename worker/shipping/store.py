@@ -38,6 +38,10 @@ class SegmentStore(Protocol):
 
     def get(self, session_id: str, generation: int) -> ShippedLog | None: ...
 
+    def forgotten(self, session_id: str) -> bool:
+        """Whether an operator forgot the session (it is never shipped again)."""
+        ...
+
     def start(self, log: ShippedLog, header_bytes: bytes) -> bool:
         """Record a new generation and its first segment (the header frame or line, bytes
         ``[0, len(header_bytes))``) in one transaction. False when it already exists."""
