@@ -5,6 +5,8 @@ file's complete prefix; re-shipping is a no-op; a rewritten log is a new generat
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +20,7 @@ from memory.dsh.synthetic import synthetic_header, synthetic_rows, write_log
 from worker.shipping.shipper import ship_log
 from worker.shipping.source import latest_source, shipped_source
 from worker.shipping.sql import SEGMENTS, SqlSegmentStore
-from worker.shipping.store import ShipConflict
+from worker.shipping.store import ShipConflict, ShippedLog
 from worker.state import StateDB
 
 pytest_plugins = ["state_db_support"]
@@ -228,3 +230,44 @@ def test_what_is_not_shipped(store: SqlSegmentStore, tmp_path: Path) -> None:
     assert report.problem == f"{link} is a symbolic link (not followed); not shipped"
     assert store.latest(sid) is None
     shutil.rmtree(tmp_path / "missing", ignore_errors=True)
+
+
+class StaleStore(SqlSegmentStore):
+    """Answers ``latest`` with the shipped end as an earlier read saw it (a racing shipper)."""
+
+    def __init__(self, db: StateDB, stale_end: int) -> None:
+        super().__init__(db)
+        self.stale_end = stale_end
+
+    def latest(self, session_id: str) -> ShippedLog | None:
+        log = super().latest(session_id)
+        return None if log is None else dataclasses.replace(log, shipped_end=self.stale_end)
+
+
+def test_a_racing_shipper_with_a_stale_end_writes_nothing_twice(
+    store: SqlSegmentStore, tmp_path: Path
+) -> None:
+    sid = "race-0001"
+    path = tmp_path / "session.v4.jsonl"
+    rows = list(synthetic_rows(600))
+    write_log(path, rows[:400], compressed=False, header=synthetic_header(sid))
+    first = ship_log(store, sid, path, segment_bytes=1000)
+    before = segments(store, sid, 0)
+    stale = StaleStore(store.db, before[3][0])
+    late = ship_log(stale, sid, path, segment_bytes=1500)  # all of it already shipped
+    assert (late.segments, late.generation, late.new_generation, late.problem) == (
+        0, 0, False, None)
+    assert segments(store, sid, 0) == before
+    _append_raw(path, rows[400:], torn=False)
+    late = ship_log(stale, sid, path, segment_bytes=1500)
+    # Pieces cut from the stale end lie inside what is shipped (no-ops) until one straddles
+    # its end: refused, nothing written. Never a second copy.
+    assert late.segments == 0 and late.problem is not None
+    assert re.fullmatch(
+        rf"{sid} generation 0: a segment at byte (\d+) does not start at the shipped end "
+        rf"{first.shipped_end}; shipped up to \1", late.problem)
+    assert shipped_bytes(store, sid, 0)[: first.shipped_end] == path.read_bytes()[
+        : first.shipped_end]
+    done = ship_log(store, sid, path, segment_bytes=1000)
+    assert done.problem is None and done.shipped_end == path.stat().st_size
+    assert shipped_bytes(store, sid, 0) == path.read_bytes()

@@ -22,7 +22,7 @@ from memory.dsh.frames import FrameCorrupt, read_first_chunk
 from memory.dsh.header import parse_header
 from memory.dsh.openlog import UnsafeLog, open_log
 from memory.dsh.source import is_compressed_name
-from worker.shipping.store import SegmentStore, ShippedLog
+from worker.shipping.store import SegmentStore, ShipConflict, ShippedLog
 
 SEGMENT_BYTES = 1 << 20
 """About how many bytes one segment holds (at least one whole frame or line)."""
@@ -94,6 +94,8 @@ def _ship_open(
             end = piece.end
     except FrameCorrupt as exc:
         report.problem = f"{name}: {exc.reason} at byte {exc.offset}; shipped up to {end}"
+    except ShipConflict as exc:  # another shipper moved the end: the next call resumes there
+        report.problem = f"{exc}; shipped up to {end}"
     report.shipped_end = end
 
 
