@@ -24,7 +24,7 @@ from memory.dsh.openlog import UnsafeLog, open_log
 from memory.dsh.source import is_compressed_name
 from worker.shipping.store import SegmentStore, ShipConflict, ShippedLog
 
-SEGMENT_BYTES = 1 << 20
+SEGMENT_BYTES = 256 << 10
 """About how many bytes one segment holds (at least one whole frame or line)."""
 TAIL_CHECK = 64
 """How many bytes before the shipped end are compared to tell an appended log from a rewrite."""
@@ -130,5 +130,5 @@ def _same_log(
         return False
     at = max(0, log.shipped_end - TAIL_CHECK)
     f.seek(at)
-    return f.read(log.shipped_end - at) == store.read(
+    return f.read(log.shipped_end - at) == store.read_exact(
         log.session_id, log.generation, at, log.shipped_end - at)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, Table, func, insert, select, update
+from sqlalchemy import Connection, Integer, Table, case, cast, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from worker.shipping.store import ShipConflict, ShippedLog
@@ -94,28 +94,30 @@ class SqlSegmentStore:
         with self.db.read() as repos:
             return read_span(repos.conn, session_id, generation, offset, size)
 
+    def read_exact(self, session_id: str, generation: int, offset: int, size: int) -> bytes:
+        """Bytes ``[offset, offset + size)`` across segments; shorter at a missing byte."""
+        out = b""
+        while len(out) < size:
+            more = self.read(session_id, generation, offset + len(out), size - len(out))
+            if not more:
+                break
+            out += more
+        return out
+
 
 def read_span(conn: Connection, session_id: str, generation: int, offset: int, size: int) -> bytes:
-    """Stored bytes ``[offset, offset + size)`` of one generation, stopping at the first byte
-    that is not stored."""
-    key = (SEGMENTS.c.session_id == session_id, SEGMENTS.c.generation == generation)
-    first = select(func.max(SEGMENTS.c.byte_offset)).where(
-        *key, SEGMENTS.c.byte_offset <= offset).scalar_subquery()
-    rows = conn.execute(
-        select(SEGMENTS.c.byte_offset, SEGMENTS.c.data)
-        .where(*key, SEGMENTS.c.byte_offset >= first, SEGMENTS.c.byte_offset < offset + size)
-        .order_by(SEGMENTS.c.byte_offset)
-    ).all()
-    out = bytearray()
-    at, stop = offset, offset + size
-    for start, data in rows:
-        if start > at:
-            break  # a hole (pruned): the caller reports the missing bytes
-        out += bytes(data[at - start : stop - start])
-        at = start + len(data)
-        if at >= stop:
-            break
-    return bytes(out)
+    """Up to ``size`` stored bytes from ``offset``, within the segment that holds ``offset``
+    (b"" when no stored segment does). Only those bytes leave the database (``substr``)."""
+    row = SEGMENTS.c
+    skip = offset - row.byte_offset
+    take = case((row.length - skip < size, row.length - skip), else_=size)
+    part = func.substr(row.data, cast(skip + 1, Integer), cast(take, Integer))
+    found = conn.execute(
+        select(part).where(row.session_id == session_id, row.generation == generation,
+                           row.byte_offset <= offset, row.byte_offset + row.length > offset)
+        .order_by(row.byte_offset.desc()).limit(1)
+    ).scalar()
+    return b"" if found is None or size <= 0 else bytes(found)
 
 
 def _insert_segment(

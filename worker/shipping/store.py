@@ -54,6 +54,11 @@ class SegmentStore(Protocol):
         ...
 
     def read(self, session_id: str, generation: int, offset: int, size: int) -> bytes:
-        """Bytes ``[offset, offset + size)``; shorter when the range runs past what is stored
-        (the end of the shipped bytes, or a pruned segment)."""
+        """Up to ``size`` bytes from ``offset``, within the one segment that holds ``offset``
+        (shorter at its end: a reader's short read); b"" when no stored segment holds it (past
+        the shipped end, or pruned)."""
+        ...
+
+    def read_exact(self, session_id: str, generation: int, offset: int, size: int) -> bytes:
+        """Bytes ``[offset, offset + size)`` across segments; shorter only at a missing byte."""
         ...
