@@ -30,7 +30,7 @@ pytest_plugins = ["state_db_support"]
 
 REPO = Path(__file__).resolve().parent.parent
 TABLES = {"sessions", "progress", "leases", "retractions", "audit", "failures", "model_calls",
-          "provenance"}
+          "provenance", "shipped_logs", "log_segments"}
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
