@@ -1,4 +1,4 @@
-"""Batched writes for ``LiteStore``: many entries and statements in ONE SQLite transaction.
+"""Batched writes for ``LiteStore``: many entries and statements in ONE transaction.
 
 The outcome equals ``knowledge_create`` for each entry (in order) followed by
 ``statement_create`` for each statement (in order) — same rows, same contents, same FTS
@@ -14,21 +14,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory.store.base import BatchResult, EntryWrite, StatementWrite, csv_triple
-from memory.store.lite import db
+from memory.store.base import (
+    BatchResult,
+    EntryWrite,
+    StatementWrite,
+    TransientStoreError,
+    csv_triple,
+)
+from memory.store.lite.backend import Backend, Connection
 from memory.store.lite.embed import Embedder, EmbeddingError, embed_text, pack
-from memory.store.lite.fts import put_docs
 from memory.store.lite.rows import content_text, make_content, well_formed
-from memory.store.lite.sqlitelib import sqlite3
 
-_NOW = "strftime('%Y-%m-%d %H:%M:%f', 'now')"
 _INSERT_KNOWLEDGE = (
     "INSERT INTO knowledge(name, content, created_at, embed_wanted, embedding, embedding_model)"
-    f" VALUES (?, ?, {_NOW}, ?, ?, ?) ON CONFLICT(name) DO NOTHING"
+    " VALUES (?, ?, {now}, ?, ?, ?) ON CONFLICT(name) DO NOTHING"
 )
 _INSERT_STATEMENT = (
     "INSERT INTO statement(triple, head, relation, tail, content, created_at, embed_wanted,"
-    f" embedding, embedding_model) VALUES (?, ?, ?, ?, ?, {_NOW}, ?, ?, ?)"
+    " embedding, embedding_model) VALUES (?, ?, ?, ?, ?, {now}, ?, ?, ?)"
     " ON CONFLICT(triple) DO NOTHING"
 )
 _LOOKUP = 500  # names per existence probe (below SQLite's bound-parameter limit)
@@ -72,18 +75,18 @@ def _statement_rows(statements: Sequence[StatementWrite]) -> list[_Row]:
     return rows
 
 
-def _existing(conn: sqlite3.Connection, catalog: str, keys: list[str]) -> set[str]:
+def _existing(conn: Connection, catalog: str, keys: list[str]) -> set[str]:
     column = "name" if catalog == "knowledge" else "triple"
     found: set[str] = set()
     for i in range(0, len(keys), _LOOKUP):
         chunk = keys[i : i + _LOOKUP]
         marks = ", ".join("?" for _ in chunk)
         found.update(r[0] for r in conn.execute(
-            f"SELECT {column} FROM {catalog} WHERE {column} IN ({marks})", chunk))
+            f"SELECT {column} FROM {catalog} WHERE {column} IN ({marks})", chunk).fetchall())
     return found
 
 
-def _embed(rows: list[_Row], embedder: Embedder | None, conn: sqlite3.Connection,
+def _embed(rows: list[_Row], embedder: Embedder | None, backend: Backend,
            run: Callable[[Callable[[], set[str]]], set[str]]) -> None:
     """Vectors for the rows that want one and do not exist yet, in one embedder call."""
     wanted = [r for r in rows if r.embed]
@@ -93,7 +96,7 @@ def _embed(rows: list[_Row], embedder: Embedder | None, conn: sqlite3.Connection
     for catalog in ("knowledge", "statement"):
         keys = [r.key for r in wanted if r.catalog == catalog]
         present[catalog] = run(
-            lambda c=catalog, k=keys: _existing(conn, c, k)  # type: ignore[misc]
+            lambda c=catalog, k=keys: _existing(backend.conn, c, k)  # type: ignore[misc]
         ) if keys else set()
     todo = [r for r in wanted if r.key not in present[r.catalog]]
     if not todo:
@@ -108,21 +111,22 @@ def _embed(rows: list[_Row], embedder: Embedder | None, conn: sqlite3.Connection
 
 
 def write_batch(
-    conn: db.ShelfConnection,
+    backend: Backend,
     embedder: Embedder | None,
     run: Callable[[Callable[[], Any]], Any],
     entries: Sequence[EntryWrite],
     statements: Sequence[StatementWrite],
 ) -> BatchResult:
     """Create the absent ``entries`` then ``statements`` in one transaction (see module doc).
-    ``run`` is the store's locked runner (lock retries, SQLite errors as ``StoreError``)."""
+    ``run`` is the store's locked runner (lock retries, database errors as ``StoreError``)."""
     rows = [_entry_row(e) for e in entries] + _statement_rows(statements)
     if not rows:
         return BatchResult()
-    _embed(rows, embedder, conn, run)
+    _embed(rows, embedder, backend, run)
 
     def _insert() -> list[_Row]:
-        with db.write(conn):
+        conn = backend.conn
+        with backend.write():
             # Existence is decided inside the write transaction (no other writer can slip in
             # between), so every remaining row inserts: one statement per table, not per row.
             present = {
@@ -141,9 +145,11 @@ def write_batch(
                                  ("statement", _INSERT_STATEMENT)):
                 todo = [(*r.params, int(r.embed), r.blob, r.model)
                         for r in created if r.catalog == catalog]
+                sql = sql.format(now=backend.dialect.now)
                 if todo and conn.executemany(sql, todo).rowcount != len(todo):
-                    raise sqlite3.IntegrityError(f"{catalog} rows changed during a batch write")
-            put_docs(conn, [(r.catalog, r.key, r.content) for r in created])
+                    raise TransientStoreError(
+                        f"storage error: {catalog} rows changed during a batch write; try again")
+            backend.put_docs([(r.catalog, r.key, r.content) for r in created])
         return created
 
     created: list[_Row] = run(_insert)
