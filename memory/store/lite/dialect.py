@@ -68,6 +68,11 @@ class Dialect:
         return "strftime('%Y-%m-%d %H:%M:%f', 'now')"
 
     @property
+    def text_param(self) -> str:
+        """A bound text value that compares like the text columns (byte order)."""
+        return 'CAST(? AS TEXT) COLLATE "C"' if self.postgres else "CAST(? AS TEXT)"
+
+    @property
     def distinct(self) -> str:
         """The null-safe "not equal" operator."""
         return "IS DISTINCT FROM" if self.postgres else "IS NOT"

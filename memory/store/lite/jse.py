@@ -185,7 +185,7 @@ def _condition(node: Any, catalog: Catalog, d: Dialect) -> tuple[str, tuple[Any,
         key = "t.name" if catalog == "knowledge" else "t.triple"
         return d.fts_keys(key), (d.fts_param(words), catalog)
     if op == "$k-hop":
-        return _k_hop(args, catalog)
+        return _k_hop(args, catalog, d)
     if op == "$content":
         if len(args) != 1 or not isinstance(args[0], dict) or not args[0]:
             raise _eval_error("$content takes one non-empty object of field: value")
@@ -283,7 +283,7 @@ def _triple(args: list[Any], catalog: Catalog) -> tuple[str, tuple[Any, ...]]:
     return " AND ".join(p for p, _ in parts), tuple(a for _, a in parts)
 
 
-def _k_hop(args: list[Any], catalog: Catalog) -> tuple[str, tuple[Any, ...]]:
+def _k_hop(args: list[Any], catalog: Catalog, d: Dialect) -> tuple[str, tuple[Any, ...]]:
     if catalog != "statement":
         raise _eval_error("$k-hop applies to statements only")
     if len(args) == 1 and isinstance(args[0], list):
@@ -300,7 +300,7 @@ def _k_hop(args: list[Any], catalog: Catalog) -> tuple[str, tuple[Any, ...]]:
     head, relation, depth = args
     rel_sql, rel_params = ("", ()) if relation == "$*" else (" AND s.relation = ?", (relation,))
     sql = (
-        "t.id IN (WITH RECURSIVE hop(node, depth) AS (SELECT CAST(? AS TEXT), 0 UNION"
+        f"t.id IN (WITH RECURSIVE hop(node, depth) AS (SELECT {d.text_param}, 0 UNION"
         f" SELECT s.tail, hop.depth + 1 FROM statement AS s JOIN hop ON s.head = hop.node"
         f" WHERE hop.depth < ?{rel_sql})"
         f" SELECT s.id FROM statement AS s JOIN hop ON s.head = hop.node"
