@@ -9,6 +9,7 @@ prints byte for byte the same); PostgreSQL reads it as ``jsonb`` where a conditi
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,17 @@ _PG_WEIGHTS = "'{0.1, 0.3, 0.5, 1.0}'"
 _PG_QUERY = f"plainto_tsquery('{PG_FTS_CONFIG}', ?)"
 #: ``content`` as jsonb (which refuses the escape ``\u0000`` that JSON text may hold).
 _PG_CONTENT = r"(replace(t.content, '\u0000', '\ufffd')::jsonb)"
+
+
+_NOT_TOKEN = re.compile(r"[\W_]+")
+
+
+def pg_words(text: str) -> str:
+    """Text as FTS5's ``unicode61`` tokenizer sees it: runs of letters and digits, everything
+    else a separator. A PostgreSQL shelf indexes and queries this form, so its parser (which
+    would read ``tag-19`` as the word ``tag`` and the number ``-19``, or ``a.b`` as a host
+    name) finds the same words as the SQLite shelf. (Diacritics are kept: FTS5 folds them.)"""
+    return _NOT_TOKEN.sub(" ", text).strip()
 
 
 def segments(name: str) -> Segments:
@@ -120,7 +132,7 @@ class Dialect:
     def fts_param(self, words: list[str]) -> str:
         """The bound full-text query for ``words`` (all of them must match)."""
         if self.postgres:
-            return " ".join(words)
+            return pg_words(" ".join(words))
         return " ".join('"' + w.replace('"', '""') + '"' for w in words)
 
     def fts_keys(self, key: str) -> str:

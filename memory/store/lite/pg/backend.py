@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from memory.store.base import StoreError, TransientStoreError
 from memory.store.lite.backend import Doc, first_line
-from memory.store.lite.dialect import PG_FTS_CONFIG, POSTGRESQL
+from memory.store.lite.dialect import PG_FTS_CONFIG, POSTGRESQL, pg_words
 from memory.store.lite.fts import doc_columns
 from memory.store.lite.pg import url as pg_url
 from memory.store.lite.shelves import ShelfError
@@ -77,10 +77,6 @@ class PgConnection:
         cur = self.raw.cursor()
         cur.executemany(_placeholders(sql), [tuple(p) for p in parameters])
         return cur
-
-
-def _no_nul(text: str) -> str:
-    return text.replace("\x00", " ") if "\x00" in text else text  # PostgreSQL text has no NUL
 
 
 class PgBackend:
@@ -191,7 +187,7 @@ class PgBackend:
             self._connect()
 
     def put_docs(self, docs: Iterable[Doc]) -> None:
-        rows = [(catalog, key, *(_no_nul(c) for c in doc_columns(key, content)))
+        rows = [(catalog, key, *(pg_words(c) for c in doc_columns(key, content)))
                 for catalog, key, content in docs]
         if rows:
             self.conn.raw.cursor().executemany(_UPSERT_DOC, rows)
