@@ -124,6 +124,22 @@ def resolve(home: Path, name: str) -> Path:
     return Path(location)
 
 
+def ensure(home: Path, name: str, url: str) -> None:
+    """Make shelf ``name`` the PostgreSQL shelf at ``url``: registered if it is not, accepted
+    if it already is; ``ShelfError`` when ``name`` is registered elsewhere."""
+    found = registry(home).get(name)
+    if found is None:
+        try:
+            _connect_url(home, url, name)
+            return
+        except ShelfError:
+            found = registry(home).get(name)  # another process registered it meanwhile
+    if found != url:
+        shown = pg_url.redact(found) if found is not None and is_url(found) else found
+        raise ShelfError(f"shelf error: shelf '{name}' is registered as {shown}, not as "
+                         f"{pg_url.redact(url)}; disconnect it or choose another shelf name")
+
+
 def _connect_url(home: Path, url: str, name: str | None) -> str:
     try:
         pg_url.split(url)
