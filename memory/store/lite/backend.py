@@ -53,13 +53,19 @@ class Backend(Protocol):
     def conn(self) -> Connection: ...
 
     def write(self, *, purge_text: bool = False) -> AbstractContextManager[None]:
-        """A write transaction (writers of the shelf are serialised); ``purge_text``: it removes
-        stored text, which must then be gone from the database files too."""
+        """A write transaction (committed on success, rolled back on error); ``purge_text``: it
+        removes stored text, which must then be gone from the database files too. SQLite runs
+        one at a time; PostgreSQL runs them in parallel (row locks and unique keys decide)."""
         ...
 
     def run(self, action: Callable[[], T]) -> T:
         """Run ``action`` (reads or one ``write``), retrying transient failures; database errors
         surface as one-line ``StoreError`` s."""
+        ...
+
+    def insert_new(self, sql: str, rows: list[tuple[Any, ...]], key: str) -> set[str]:
+        """Run ``INSERT … ON CONFLICT DO NOTHING`` for ``rows`` (first column: the ``key``
+        column's value); return the keys this call inserted."""
         ...
 
     def put_docs(self, docs: Iterable[Doc]) -> None:

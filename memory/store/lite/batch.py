@@ -14,13 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory.store.base import (
-    BatchResult,
-    EntryWrite,
-    StatementWrite,
-    TransientStoreError,
-    csv_triple,
-)
+from memory.store.base import BatchResult, EntryWrite, StatementWrite, csv_triple
 from memory.store.lite.backend import Backend, Connection
 from memory.store.lite.embed import Embedder, EmbeddingError, embed_text, pack
 from memory.store.lite.rows import content_text, make_content, well_formed
@@ -127,8 +121,10 @@ def write_batch(
     def _insert() -> list[_Row]:
         conn = backend.conn
         with backend.write():
-            # Existence is decided inside the write transaction (no other writer can slip in
-            # between), so every remaining row inserts: one statement per table, not per row.
+            # Existence is decided inside the write transaction, so every remaining row inserts
+            # (one statement per table, not per row) unless a concurrent writer — possible on
+            # PostgreSQL, whose writers run in parallel — created it meanwhile: ``insert_new``
+            # says which rows this transaction created.
             present = {
                 catalog: _existing(conn, catalog, [r.key for r in rows if r.catalog == catalog])
                 for catalog in ("knowledge", "statement")
@@ -141,14 +137,14 @@ def write_batch(
                     continue  # exists already, or an earlier row of this batch creates it
                 seen.add(ident)
                 created.append(row)
-            for catalog, sql in (("knowledge", _INSERT_KNOWLEDGE),
-                                 ("statement", _INSERT_STATEMENT)):
+            for catalog, sql, key in (("knowledge", _INSERT_KNOWLEDGE, "name"),
+                                      ("statement", _INSERT_STATEMENT, "triple")):
                 todo = [(*r.params, int(r.embed), r.blob, r.model)
                         for r in created if r.catalog == catalog]
-                sql = sql.format(now=backend.dialect.now)
-                if todo and conn.executemany(sql, todo).rowcount != len(todo):
-                    raise TransientStoreError(
-                        f"storage error: {catalog} rows changed during a batch write; try again")
+                if todo:
+                    new = backend.insert_new(sql.format(now=backend.dialect.now), todo, key)
+                    if len(new) != len(todo):  # keep this transaction's rows only
+                        created = [r for r in created if r.catalog != catalog or r.key in new]
             backend.put_docs([(r.catalog, r.key, r.content) for r in created])
         return created
 

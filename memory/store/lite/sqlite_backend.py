@@ -11,9 +11,9 @@ import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from memory.store.base import StoreError
+from memory.store.base import StoreError, TransientStoreError
 from memory.store.lite import db, purge
 from memory.store.lite.backend import Doc
 from memory.store.lite.dialect import SQLITE
@@ -59,6 +59,13 @@ class SqliteBackend:
             return db.retry_locked(action)
         except sqlite3.Error as err:
             raise StoreError(f"storage error: SQLite error: {err}") from err
+
+    def insert_new(self, sql: str, rows: list[tuple[Any, ...]], key: str) -> set[str]:
+        # ``BEGIN IMMEDIATE`` keeps other writers out: every row the caller found absent inserts
+        if self.conn.executemany(sql, rows).rowcount != len(rows):
+            raise TransientStoreError("storage error: rows changed during a batch write; "
+                                      "try again")
+        return {str(row[0]) for row in rows}
 
     def put_docs(self, docs: Iterable[Doc]) -> None:
         put_docs(self.conn, docs)

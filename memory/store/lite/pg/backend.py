@@ -1,13 +1,16 @@
 """The PostgreSQL backend of a shelf (psycopg 3, imported only when such a shelf is opened).
 
-One autocommit connection per store: a read is one statement; a write is a transaction that
-first takes the shelf's transaction-level advisory lock, so writers of one shelf — in any
-process, on any machine — run one at a time, as ``BEGIN IMMEDIATE`` makes them on SQLite, and
-the protocol logic keeps the same get-before-create semantics on both. Readers never wait for
-writers (MVCC). A lost connection, a deadlock, a serialization failure or a lock timeout is
-retried a few times (with a new connection when the old one broke) before it surfaces as a
-``TransientStoreError``; other database errors are one-line ``StoreError`` s
-(``storage error: PostgreSQL error: …``). Purges: :mod:`memory.store.lite.pg.purge`.
+One autocommit connection per store: a read is one statement, a write one short transaction.
+Writers of one shelf — in any process, on any machine — run in parallel; the protocol logic's
+get-before-create semantics hold as on SQLite (where ``BEGIN IMMEDIATE`` serialises them)
+because every create is ``INSERT … ON CONFLICT DO NOTHING`` on a unique key (a racer waits for
+the first writer's commit, then does nothing), a batch learns which rows *it* inserted from
+``RETURNING`` (:meth:`PgBackend.insert_new`), and an update is a compare-and-swap on the row.
+Readers never wait for writers (MVCC). Only schema creation takes the shelf's advisory lock.
+A lost connection, a deadlock, a serialization failure or a lock timeout is retried a few times
+(with a new connection when the old one broke) before it surfaces as a ``TransientStoreError``;
+other database errors are one-line ``StoreError`` s (``storage error: PostgreSQL error: …``).
+Purges: :mod:`memory.store.lite.pg.purge`.
 """
 
 from __future__ import annotations
@@ -153,7 +156,6 @@ class PgBackend:
     def write(self, *, purge_text: bool = False) -> Iterator[None]:
         raw = self.conn.raw
         with raw.transaction():
-            raw.execute("SELECT pg_advisory_xact_lock(%s)", (self._key,))
             yield
         if purge_text or self.vacuum_owed:
             from memory.store.lite.pg import purge
@@ -185,6 +187,15 @@ class PgBackend:
                 self._conn.raw.close()
         with contextlib.suppress(self._psycopg.OperationalError):  # the next attempt says so
             self._connect()
+
+    def insert_new(self, sql: str, rows: list[tuple[Any, ...]], key: str) -> set[str]:
+        cur = self.conn.raw.cursor()
+        cur.executemany(_placeholders(f"{sql} RETURNING {key}"), rows, returning=True)
+        new: set[str] = set()
+        while True:
+            new.update(str(found[0]) for found in cur.fetchall())
+            if not cur.nextset():
+                return new
 
     def put_docs(self, docs: Iterable[Doc]) -> None:
         rows = [(catalog, key, *(pg_words(c) for c in doc_columns(key, content)))
