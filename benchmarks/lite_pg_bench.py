@@ -12,9 +12,9 @@ server by default), dropped afterwards; the SQLite shelf in a temp directory.
 
 Read the 2-writer figures with the machine in mind: the script prints the CPU count. On a
 2-core machine two writers plus the PostgreSQL server share two cores, so the second writer can
-add little; writers of one shelf are serialised by design (SQLite's write lock, PostgreSQL's
-advisory lock per shelf), so what scales with more writers is the work done outside the
-transaction (content, JSON, embeddings) and, on PostgreSQL, writers on other machines.
+add little. SQLite runs one write transaction at a time (its write lock), so only the work
+outside the transaction (content, JSON, embeddings) can overlap; PostgreSQL runs the writers'
+transactions in parallel too.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypeVar
 
 from memory.store.lite.dialect import Dialect
+from memory.store.lite.shelves import is_url
 
 T = TypeVar("T")
 #: ``(catalog, key, content)`` of one full-text document.
@@ -75,14 +76,9 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
-def is_postgres_location(location: str) -> bool:
-    """True for a shelf registered as a PostgreSQL URL."""
-    return location.startswith(("postgresql://", "postgres://"))
-
-
 def open_backend(shelf: str, location: str) -> Backend:
     """Open the backend of a registered shelf (``ShelfError`` when it cannot be opened)."""
-    if is_postgres_location(location):
+    if is_url(location):
         from memory.store.lite.pg.backend import PgBackend
 
         return PgBackend.open(shelf, location)
@@ -98,4 +94,4 @@ def first_line(err: BaseException) -> str:
 
 
 __all__: Sequence[str] = (
-    "Backend", "Connection", "Doc", "Rows", "first_line", "is_postgres_location", "open_backend")
+    "Backend", "Connection", "Doc", "Rows", "first_line", "open_backend")

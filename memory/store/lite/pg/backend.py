@@ -160,7 +160,10 @@ class PgBackend:
         if purge_text or self.vacuum_owed:
             from memory.store.lite.pg import purge
 
-            self.vacuum_owed = purge.vacuum(raw, self.vacuum_owed)
+            try:
+                self.vacuum_owed = purge.vacuum(raw, self.vacuum_owed)
+            except self._psycopg.Error:  # never let a retry run the committed write again:
+                self.vacuum_owed = True  # owed here (and in ``meta`` when it got that far)
 
     def run(self, action: Callable[[], T]) -> T:
         errors = self._psycopg
