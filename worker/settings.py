@@ -162,6 +162,9 @@ class Settings(BaseSettings):
     store_shelf: str = Field(default="default", pattern=r"^\S+$")
     store_timeout_s: float = Field(default=30.0, gt=0, le=3600)
     lite_home: Path | None = None
+    store_shelf_url: str | None = None
+    """hypatia-lite on PostgreSQL: ``postgresql://user:pass@host:5432/db[?schema=name]`` is
+    registered as ``store_shelf`` in ``lite_home`` when the store opens (docs/stores.md)."""
 
     # --- what the worker reads and how it cuts spans ------------------------------------------
     withdrawal_kinds: Annotated[list[str], NoDecode] = Field(
@@ -323,6 +326,8 @@ class Settings(BaseSettings):
         data["state_url"] = mask_url(self.effective_state_url)
         data["sessions_root"] = str(self.sessions_root)
         data["broker_url"] = mask_url(self.broker_url)
+        if self.store_shelf_url:
+            data["store_shelf_url"] = mask_url(self.store_shelf_url)
         if self.result_backend:
             data["result_backend"] = mask_url(self.result_backend)
         routes = []

@@ -1,5 +1,7 @@
 """Public reading API: full reads, incremental scans and seq-range reads of one session log.
 
+Every function takes a path or a :class:`~memory.dsh.source.LogSource` (shipped segments).
+
 Nothing here raises for bad input; every issue is a one-line :class:`~memory.dsh.events.Problem`.
 """
 
@@ -13,6 +15,10 @@ from memory.dsh.events import Event, Header, Problem
 from memory.dsh.forks import inherited_cut
 from memory.dsh.position import CheckpointIndex, ScanPosition
 from memory.dsh.scanner import LogScan
+from memory.dsh.source import LogSource
+
+Log = Path | LogSource
+"""A log file's path, or a :class:`~memory.dsh.source.LogSource` (e.g. shipped segments)."""
 
 _FATAL = frozenset({"corrupt", "unsupported", "io"})
 
@@ -64,20 +70,20 @@ class SessionLog:
 
 
 def scan_log(
-    path: Path,
+    path: Log,
     position: ScanPosition | None = None,
     index: CheckpointIndex | None = None,
 ) -> ScanResult:
     """Read what was appended since ``position`` (from the start when ``None``)."""
-    scan = LogScan(Path(path), position, index)
+    scan = LogScan(_log(path), position, index)
     events = list(scan)
     return ScanResult(scan.header, events, scan.position, scan.index, scan.problems, scan.torn)
 
 
-def iter_log(path: Path, position: ScanPosition | None = None) -> tuple[LogScan, Iterator[Event]]:
+def iter_log(path: Log, position: ScanPosition | None = None) -> tuple[LogScan, Iterator[Event]]:
     """Stream events without keeping them (constant memory); the scan object reports the header,
     position and problems once the iterator is exhausted."""
-    scan = LogScan(Path(path), position)
+    scan = LogScan(_log(path), position)
     return scan, iter(scan)
 
 
@@ -91,11 +97,12 @@ def open_turn(events: list[Event]) -> bool:
     return False
 
 
-def read_log(path: Path) -> SessionLog:
-    """Read a whole log into memory."""
-    result = scan_log(Path(path))
+def read_log(path: Log) -> SessionLog:
+    """Read a whole log into memory (``path`` of a shipped log: its label)."""
+    log = _log(path)
+    result = scan_log(log)
     return SessionLog(
-        path=Path(path),
+        path=log if isinstance(log, Path) else Path(log.label),
         header=result.header,
         events=result.events,
         problems=result.problems,
@@ -107,24 +114,24 @@ def read_log(path: Path) -> SessionLog:
     )
 
 
-def build_index(path: Path, spacing: int | None = None) -> CheckpointIndex:
-    """Rebuild the checkpoint index from the file."""
+def build_index(path: Log, spacing: int | None = None) -> CheckpointIndex:
+    """Rebuild the checkpoint index from the log."""
     index = CheckpointIndex() if spacing is None else CheckpointIndex(spacing)
-    scan = LogScan(Path(path), index=index, skip_parse=True, position=ScanPosition(0, 1 << 62))
+    scan = LogScan(_log(path), index=index, skip_parse=True, position=ScanPosition(0, 1 << 62))
     for _ in scan:
         pass
     return scan.index
 
 
 def read_range(
-    path: Path,
+    path: Log,
     from_seq: int,
     to_seq: int,
     index: CheckpointIndex | None = None,
 ) -> RangeResult:
     """Events with ``from_seq <= seq < to_seq``, decoding from the nearest checkpoint at or
-    before ``from_seq`` (the index is rebuilt from the file when not given)."""
-    path = Path(path)
+    before ``from_seq`` (the index is rebuilt from the log when not given)."""
+    path = _log(path)
     if to_seq <= from_seq:
         return RangeResult([])
     if index is None:
@@ -144,3 +151,7 @@ def _stale(scan: LogScan, events: list[Event], from_seq: int, to_seq: int) -> bo
     if any(p.kind == "corrupt" for p in scan.problems):
         return True
     return bool(events) and events[0].seq != from_seq and not scan.torn
+
+
+def _log(path: Log | str) -> Log:
+    return Path(path) if isinstance(path, str | Path) else path

@@ -19,18 +19,20 @@ from memory.dsh.frames import (
 )
 from memory.dsh.header import parse_header
 from memory.dsh.normalise import RowDamage, RowNormaliser, RowUnsupported
-from memory.dsh.openlog import UnsafeLog, open_log
+from memory.dsh.openlog import UnsafeLog
 from memory.dsh.position import CheckpointIndex, ScanPosition
+from memory.dsh.source import LogSource, as_source, is_compressed_name
 
 _SCAN_ONCE = make_scanner(cast(Any, json.JSONDecoder()))  # json.loads minus its per-call wrappers
 
 
 def is_compressed(path: Path) -> bool:
-    return path.name.endswith(".zstd") or path.name.endswith(".zst")
+    return is_compressed_name(path.name)
 
 
 class LogScan:
-    """One pass over a log. Iterate it for events; afterwards read ``header``, ``position``,
+    """One pass over a log: a path, or any :class:`~memory.dsh.source.LogSource` (shipped
+    segments read the same). Iterate it for events; afterwards read ``header``, ``position``,
     ``index``, ``problems`` and ``torn``.
 
     ``position`` resumes after earlier scans; events with ``seq < position.next_seq`` are not
@@ -40,14 +42,15 @@ class LogScan:
 
     def __init__(
         self,
-        path: Path,
+        path: Path | LogSource,
         position: ScanPosition | None = None,
         index: CheckpointIndex | None = None,
         stop_at: int | None = None,
         skip_parse: bool = False,
     ) -> None:
         self.path = path
-        self.compressed = is_compressed(path)
+        self.source = as_source(path)
+        self.compressed = self.source.compressed
         self.start = position
         self.index = index if index is not None else CheckpointIndex()
         self.stop_at = stop_at
@@ -63,7 +66,7 @@ class LogScan:
 
     def __iter__(self) -> Iterator[Event]:
         try:
-            with open_log(self.path) as f:
+            with self.source.open() as f:
                 prepared = self._prepare(f)
                 if prepared is not None:
                     try:
@@ -72,9 +75,10 @@ class LogScan:
                         self._problem("corrupt", f"{exc.reason} at byte {exc.offset}")
                         self.stopped = True
         except UnsafeLog as exc:
-            self.problems.append(Problem("io", f"{self.path} {exc.reason}; not read"))
+            self.problems.append(Problem("io", f"{self.source.label} {exc.reason}; not read"))
         except OSError as exc:
-            self.problems.append(Problem("io", f"cannot read {self.path}: {exc.strerror}"))
+            self.problems.append(
+                Problem("io", f"cannot read {self.source.label}: {exc.strerror}"))
         if self._norm is not None:
             self.problems[:0] = self._norm.finish()
 

@@ -20,7 +20,9 @@ LITE_HOME_ENV = "HYPATIA_LITE_HOME"
 class StoreConfig:
     """Which store to open. ``binary`` is used by ``cli`` and ``mcp`` (``hypatia`` or
     ``hypatia-lite``); ``lite_home`` is hypatia-lite's home (in-process, or passed to a
-    ``hypatia-lite`` subprocess as ``HYPATIA_LITE_HOME``)."""
+    ``hypatia-lite`` subprocess as ``HYPATIA_LITE_HOME``). ``shelf_url``: a PostgreSQL URL that
+    ``shelf`` is (registered in ``lite_home`` on open, as ``hypatia-lite connect <url> -n
+    <shelf>`` would), for hypatia-lite in process or as the ``cli`` / ``mcp`` binary."""
 
     transport: Transport = "lite"
     binary: str = "hypatia"
@@ -28,6 +30,7 @@ class StoreConfig:
     timeout_s: float = 30.0
     idle_close_s: float = 60.0
     lite_home: Path | None = None
+    shelf_url: str | None = None
 
 
 def _lite_store_class() -> Any:
@@ -38,12 +41,23 @@ def _lite_store_class() -> Any:
     raise FatalStoreError("hypatia-lite is not available: no LiteStore in memory.store.lite")
 
 
+def _register(config: StoreConfig) -> None:
+    from memory.store.lite import shelves
+
+    url = config.shelf_url or ""
+    if not shelves.is_url(url):
+        raise FatalStoreError(f"invalid shelf URL {url!r}: it must start with postgresql://")
+    shelves.ensure(shelves.lite_home(config.lite_home), config.shelf, url)
+
+
 def open_store(config: StoreConfig) -> MemoryStore:
     """Open the configured store; a bad transport or shelf is a one-line ``FatalStoreError``."""
     if not config.shelf or any(ch.isspace() for ch in config.shelf):
         raise FatalStoreError(f"invalid shelf name {config.shelf!r}: it must be one word")
     if config.timeout_s <= 0:
         raise FatalStoreError(f"invalid store timeout {config.timeout_s!r}: it must be positive")
+    if config.shelf_url is not None:
+        _register(config)
     env = {LITE_HOME_ENV: str(config.lite_home)} if config.lite_home is not None else None
     if config.transport == "lite":
         cls = _lite_store_class()

@@ -31,7 +31,7 @@ pytest_plugins = ["state_db_support"]
 
 REPO = Path(__file__).resolve().parents[2]
 TABLES = {"sessions", "progress", "leases", "retractions", "audit", "failures", "model_calls",
-          "provenance"}
+          "provenance", "shipped_logs", "log_segments"}
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])

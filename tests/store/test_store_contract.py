@@ -1,16 +1,18 @@
 """One contract, every transport: hypatia-lite in-process, the CLI adapter over a ``hypatia-lite``
-subprocess, the MCP adapter over ``hypatia-lite mcp``, and a real ``hypatia`` (CLI and MCP) when
-one is on PATH (skipped otherwise). The tests below run unchanged against each of them."""
+subprocess, the MCP adapter over ``hypatia-lite mcp`` — each on a SQLite shelf and on a PostgreSQL
+shelf (``-pg``) — and a real ``hypatia`` (CLI and MCP) when one is on PATH (skipped otherwise).
+The tests below run unchanged against each of them."""
 
 from __future__ import annotations
 
 import re
 import uuid
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from store_contract.transports import ALL_TRANSPORTS, Harness, open_harness, open_pair
+from store_contract.transports import ALL_TRANSPORTS, Harness, open_harness, open_pair, pg_shelf
 
 from memory.store.base import (
     Content,
@@ -49,7 +51,7 @@ def harness(
     try:
         yield opened
     finally:
-        opened.store.close()
+        opened.close()
 
 
 @pytest.fixture
@@ -293,10 +295,16 @@ def test_errors_are_one_line_store_errors(harness: Harness, uid: str) -> None:
 
 @pytest.mark.parametrize(
     "family",
-    [pytest.param("lite"), pytest.param("hypatia", marks=_marks("-hypatia"))],
+    [pytest.param("lite"), pytest.param("lite-pg"),
+     pytest.param("hypatia", marks=_marks("-hypatia"))],
 )
 def test_cli_and_mcp_return_identical_rows_for_one_shelf(family: str, tmp_path: Path) -> None:
-    cli, mcp = open_pair(family, tmp_path)
+    with ExitStack() as stack:
+        shelf = stack.enter_context(pg_shelf(tmp_path)) if family == "lite-pg" else "default"
+        _identical_rows(*open_pair(family.removesuffix("-pg"), tmp_path, shelf))
+
+
+def _identical_rows(cli: CliStore, mcp: McpStore) -> None:
     try:
         assert cli.features() == mcp.features()
         word = "w" + uuid.uuid4().hex[:8]

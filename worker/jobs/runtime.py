@@ -77,6 +77,7 @@ class Runtime:
                 shelf=shelf,
                 timeout_s=s.store_timeout_s,
                 lite_home=s.lite_home,
+                shelf_url=s.store_shelf_url if shelf == s.store_shelf else None,
             )
         )
 

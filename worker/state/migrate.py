@@ -2,13 +2,19 @@
 
 The script directory ships inside the package (package data, so a wheel install has it); an
 explicit ``migrations_dir`` (setting ``migrations_dir``) replaces it. Migrations take a lock first
-(PostgreSQL advisory lock; SQLite ``BEGIN IMMEDIATE``) so N workers starting at once migrate once.
+(PostgreSQL advisory lock; SQLite: an exclusive ``flock`` on the database file's directory, then
+``BEGIN IMMEDIATE``) so N workers starting at once migrate once. The directory lock is taken before
+the first connection: on a brand-new file, SQLite's switch to WAL and the first schema write can
+answer "database is locked" at once, without waiting out the busy timeout, to a second
+connection that opened the file in the same instant.
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Final
 
@@ -18,7 +24,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, text
 
-from worker.state.db import make_engine
+from worker.state.db import make_engine, normalize_url
 
 # An arbitrary constant naming this project's migration lock in pg_advisory_xact_lock.
 _PG_LOCK_ID = 0x6D775F6D6967  # "mw_mig"
@@ -56,16 +62,40 @@ def alembic_config(url: str, migrations_dir: Path | None = None) -> Config:
 
 
 @contextmanager
+def _directory_lock(directory: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``directory`` (a lock no SQLite connection takes, and one
+    whose release cannot drop SQLite's own POSIX locks on the database file)."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock
+
+
+def _sqlite_file_lock(url: str) -> AbstractContextManager[None]:
+    parsed = normalize_url(url)
+    database = parsed.database or ""
+    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:" \
+            or database.startswith("file:"):
+        return nullcontext()
+    directory = Path(database).expanduser().parent
+    directory.mkdir(parents=True, exist_ok=True)
+    return _directory_lock(directory)
+
+
+@contextmanager
 def locked_connection(url: str) -> Iterator[Connection]:
     """A connection inside one transaction that holds the migration lock."""
-    engine = make_engine(url)
-    try:
-        with engine.begin() as conn:
-            if conn.dialect.name == "postgresql":
-                conn.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": _PG_LOCK_ID})
-            yield conn
-    finally:
-        engine.dispose()
+    with _sqlite_file_lock(url):
+        engine = make_engine(url)
+        try:
+            with engine.begin() as conn:
+                if conn.dialect.name == "postgresql":
+                    conn.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": _PG_LOCK_ID})
+                yield conn
+        finally:
+            engine.dispose()
 
 
 def _run(url: str, migrations_dir: Path | None, action: str, revision: str) -> None:

@@ -18,6 +18,7 @@ from sqlalchemy import (
     Dialect,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -264,3 +265,41 @@ class ProvenanceRow(Base):
     model: Mapped[str] = mapped_column(String(200))
     prompt_version: Mapped[str] = mapped_column(String(40))
     written_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+
+
+class ShippedLogRow(Base):
+    """One shipped log generation of a session (``worker.shipping``): how far it is shipped.
+
+    A log DSH rewrote (another file name, a different header, shorter than shipped, or bytes
+    that no longer match) is a new generation, shipped again from byte 0."""
+
+    __tablename__ = "shipped_logs"
+
+    session_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    generation: Mapped[int] = mapped_column(Integer, primary_key=True)
+    log_name: Mapped[str] = mapped_column(Text)
+    """The file name in the session directory (``session.v4.jsonl.zstd``): says the layout."""
+    header: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    """Header facts (as the watcher records them), JSON."""
+    header_sha256: Mapped[str] = mapped_column(String(64))
+    """SHA-256 of the header frame or line as shipped (a rewrite is told by it)."""
+    shipped_end: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))
+    """Exclusive end of the bytes shipped; moves in the transaction that stores them."""
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class LogSegmentRow(Base):
+    """Complete bytes of a shipped log (whole zstd frames or whole lines) at a byte offset.
+
+    The segments of one generation tile ``[0, shipped_end)`` with neither gap nor overlap; the
+    primary key makes shipping a range twice impossible."""
+
+    __tablename__ = "log_segments"
+
+    session_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    generation: Mapped[int] = mapped_column(Integer, primary_key=True)
+    byte_offset: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    length: Mapped[int] = mapped_column(BigInteger)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    shipped_at: Mapped[dt.datetime] = mapped_column(default=utcnow)

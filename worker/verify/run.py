@@ -88,7 +88,10 @@ def shelf_directory(settings: Settings, shelf: str) -> Path | None:
     server as the store binary); ``None`` for any other store."""
     if settings.store_transport != "lite" and Path(settings.store_binary).name != LITE_BINARY:
         return None
-    return shelves.resolve(shelves.lite_home(settings.lite_home), shelf)
+    home = shelves.lite_home(settings.lite_home)
+    if shelves.is_url(shelves.registry(home).get(shelf, "")):
+        return None  # a PostgreSQL shelf has no files here to scan
+    return shelves.resolve(home, shelf)
 
 
 def _files(directory: Path) -> list[Path]:

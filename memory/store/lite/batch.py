@@ -1,4 +1,4 @@
-"""Batched writes for ``LiteStore``: many entries and statements in ONE SQLite transaction.
+"""Batched writes for ``LiteStore``: many entries and statements in ONE transaction.
 
 The outcome equals ``knowledge_create`` for each entry (in order) followed by
 ``statement_create`` for each statement (in order) — same rows, same contents, same FTS
@@ -15,20 +15,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory.store.base import BatchResult, EntryWrite, StatementWrite, csv_triple
-from memory.store.lite import db
+from memory.store.lite.backend import Backend, Connection
 from memory.store.lite.embed import Embedder, EmbeddingError, embed_text, pack
-from memory.store.lite.fts import put_docs
 from memory.store.lite.rows import content_text, make_content, well_formed
-from memory.store.lite.sqlitelib import sqlite3
 
-_NOW = "strftime('%Y-%m-%d %H:%M:%f', 'now')"
 _INSERT_KNOWLEDGE = (
     "INSERT INTO knowledge(name, content, created_at, embed_wanted, embedding, embedding_model)"
-    f" VALUES (?, ?, {_NOW}, ?, ?, ?) ON CONFLICT(name) DO NOTHING"
+    " VALUES (?, ?, {now}, ?, ?, ?) ON CONFLICT(name) DO NOTHING"
 )
 _INSERT_STATEMENT = (
     "INSERT INTO statement(triple, head, relation, tail, content, created_at, embed_wanted,"
-    f" embedding, embedding_model) VALUES (?, ?, ?, ?, ?, {_NOW}, ?, ?, ?)"
+    " embedding, embedding_model) VALUES (?, ?, ?, ?, ?, {now}, ?, ?, ?)"
     " ON CONFLICT(triple) DO NOTHING"
 )
 _LOOKUP = 500  # names per existence probe (below SQLite's bound-parameter limit)
@@ -72,18 +69,18 @@ def _statement_rows(statements: Sequence[StatementWrite]) -> list[_Row]:
     return rows
 
 
-def _existing(conn: sqlite3.Connection, catalog: str, keys: list[str]) -> set[str]:
+def _existing(conn: Connection, catalog: str, keys: list[str]) -> set[str]:
     column = "name" if catalog == "knowledge" else "triple"
     found: set[str] = set()
     for i in range(0, len(keys), _LOOKUP):
         chunk = keys[i : i + _LOOKUP]
         marks = ", ".join("?" for _ in chunk)
         found.update(r[0] for r in conn.execute(
-            f"SELECT {column} FROM {catalog} WHERE {column} IN ({marks})", chunk))
+            f"SELECT {column} FROM {catalog} WHERE {column} IN ({marks})", chunk).fetchall())
     return found
 
 
-def _embed(rows: list[_Row], embedder: Embedder | None, conn: sqlite3.Connection,
+def _embed(rows: list[_Row], embedder: Embedder | None, backend: Backend,
            run: Callable[[Callable[[], set[str]]], set[str]]) -> None:
     """Vectors for the rows that want one and do not exist yet, in one embedder call."""
     wanted = [r for r in rows if r.embed]
@@ -93,7 +90,7 @@ def _embed(rows: list[_Row], embedder: Embedder | None, conn: sqlite3.Connection
     for catalog in ("knowledge", "statement"):
         keys = [r.key for r in wanted if r.catalog == catalog]
         present[catalog] = run(
-            lambda c=catalog, k=keys: _existing(conn, c, k)  # type: ignore[misc]
+            lambda c=catalog, k=keys: _existing(backend.conn, c, k)  # type: ignore[misc]
         ) if keys else set()
     todo = [r for r in wanted if r.key not in present[r.catalog]]
     if not todo:
@@ -108,23 +105,26 @@ def _embed(rows: list[_Row], embedder: Embedder | None, conn: sqlite3.Connection
 
 
 def write_batch(
-    conn: db.ShelfConnection,
+    backend: Backend,
     embedder: Embedder | None,
     run: Callable[[Callable[[], Any]], Any],
     entries: Sequence[EntryWrite],
     statements: Sequence[StatementWrite],
 ) -> BatchResult:
     """Create the absent ``entries`` then ``statements`` in one transaction (see module doc).
-    ``run`` is the store's locked runner (lock retries, SQLite errors as ``StoreError``)."""
+    ``run`` is the store's locked runner (lock retries, database errors as ``StoreError``)."""
     rows = [_entry_row(e) for e in entries] + _statement_rows(statements)
     if not rows:
         return BatchResult()
-    _embed(rows, embedder, conn, run)
+    _embed(rows, embedder, backend, run)
 
     def _insert() -> list[_Row]:
-        with db.write(conn):
-            # Existence is decided inside the write transaction (no other writer can slip in
-            # between), so every remaining row inserts: one statement per table, not per row.
+        conn = backend.conn
+        with backend.write():
+            # Existence is decided inside the write transaction, so every remaining row inserts
+            # (one statement per table, not per row) unless a concurrent writer — possible on
+            # PostgreSQL, whose writers run in parallel — created it meanwhile: ``insert_new``
+            # says which rows this transaction created.
             present = {
                 catalog: _existing(conn, catalog, [r.key for r in rows if r.catalog == catalog])
                 for catalog in ("knowledge", "statement")
@@ -137,13 +137,15 @@ def write_batch(
                     continue  # exists already, or an earlier row of this batch creates it
                 seen.add(ident)
                 created.append(row)
-            for catalog, sql in (("knowledge", _INSERT_KNOWLEDGE),
-                                 ("statement", _INSERT_STATEMENT)):
+            for catalog, sql, key in (("knowledge", _INSERT_KNOWLEDGE, "name"),
+                                      ("statement", _INSERT_STATEMENT, "triple")):
                 todo = [(*r.params, int(r.embed), r.blob, r.model)
                         for r in created if r.catalog == catalog]
-                if todo and conn.executemany(sql, todo).rowcount != len(todo):
-                    raise sqlite3.IntegrityError(f"{catalog} rows changed during a batch write")
-            put_docs(conn, [(r.catalog, r.key, r.content) for r in created])
+                if todo:
+                    new = backend.insert_new(sql.format(now=backend.dialect.now), todo, key)
+                    if len(new) != len(todo):  # keep this transaction's rows only
+                        created = [r for r in created if r.catalog != catalog or r.key in new]
+            backend.put_docs([(r.catalog, r.key, r.content) for r in created])
         return created
 
     created: list[_Row] = run(_insert)

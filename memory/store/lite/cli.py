@@ -117,7 +117,7 @@ def _build() -> _Parser:
     p = cmd("query", "Run a JSE query")
     p.add_argument("jse")
     cmd("list", "List registered shelves", shelf=False)
-    p = cmd("connect", "Register a directory as a shelf", shelf=False)
+    p = cmd("connect", "Register a directory (or a postgresql:// URL) as a shelf", shelf=False)
     p.add_argument("path")
     p.add_argument("-n", "--name", help="Shelf name [default: the directory name]")
     p = cmd("disconnect", "Unregister a shelf", shelf=False)
@@ -275,7 +275,8 @@ def _shelves(args: argparse.Namespace) -> int:
             _out("No shelves registered.")
         return 0
     if args.command == "connect":
-        name = shelves.connect(home, Path(args.path), args.name)
+        location = args.path if shelves.is_url(args.path) else Path(args.path)
+        name = shelves.connect(home, location, args.name)
         _out(f"Shelf '{name}' connected and registered.")
         return 0
     if args.command == "disconnect":

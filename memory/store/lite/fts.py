@@ -1,8 +1,9 @@
 """Full-text search helpers: Hypatia's query clean-up and its FTS document columns.
 
 Columns (weights as in Hypatia's ``bm25``): key 10, data 1, tags 5, synonyms 3; tokenizer
-``porter unicode61``. Unlike Hypatia, CJK text is not segmented with jieba: a run of CJK
-characters is one token.
+``porter unicode61`` (a PostgreSQL shelf: the same weights for ``ts_rank`` and an English
+snowball stemmer without stop words, see ``pg/schema.py``). Unlike Hypatia, CJK text is not
+segmented with jieba: a run of CJK characters is one token.
 """
 
 from __future__ import annotations
@@ -11,18 +12,22 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from memory.store.lite.dialect import SQLITE
 from memory.store.lite.sqlitelib import sqlite3
 
 BM25 = "bm25(docs_fts, 10.0, 1.0, 5.0, 3.0)"
 _PUNCT = re.compile(r"[:\"'*^+\-().?!,/\\`{}\[\]~@#%;&|<>]")
 
 
+def fts_words(query: str) -> list[str]:
+    """The words of a search query, Hypatia's punctuation removed (all of them must match)."""
+    return _PUNCT.sub(" ", query).split()
+
+
 def fts_match(query: str) -> str | None:
     """An FTS5 MATCH expression ANDing the words of ``query``; None when no word is left."""
-    words = _PUNCT.sub(" ", query).split()
-    if not words:
-        return None
-    return " ".join('"' + w.replace('"', '""') + '"' for w in words)
+    words = fts_words(query)
+    return SQLITE.fts_param(words) if words else None
 
 
 def _synonym_words(synonyms: Any) -> list[str]:

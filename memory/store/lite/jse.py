@@ -5,7 +5,8 @@ form (``{"$op": [args…], "limit": N, "offset": M}``); conditions ``$and``, ``$
 ``$eq``, ``$ne``, ``$gt``, ``$lt``, ``$gte``, ``$lte``, ``$like``, ``$contains``, ``$has``,
 ``$content``, ``$triple``, ``$search`` and ``$k-hop``. Field names are columns (``name``,
 ``created_at``, ``head``, ``relation``, ``tail``, ``triple``) or paths into the content object
-(``data``, ``tags``, ``meta.author``, ``tags[0]``). The main table is always aliased ``t``.
+(``data``, ``tags``, ``meta.author``, ``tags[0]``). The main table is always aliased ``t``; the
+SQL that differs between SQLite and PostgreSQL comes from a ``dialect.Dialect``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from memory.store.base import FatalStoreError, csv_triple
-from memory.store.lite.fts import fts_match
+from memory.store.lite.dialect import SQLITE, Dialect, segments
+from memory.store.lite.fts import fts_words
 from memory.store.lite.rows import well_formed
 
 Catalog = Literal["knowledge", "statement"]
@@ -28,13 +30,14 @@ _COLUMNS: dict[str, frozenset[str]] = {
 }
 _NULL_COLUMNS = frozenset({"tr_start", "tr_end"})  # statement columns never set here
 _PATH = re.compile(r"^[A-Za-z_][\w-]*(\[\d+\])*(\.[A-Za-z_][\w-]*(\[\d+\])*)*$")
-_COMPARE = {"$eq": "=", "$ne": "IS NOT", "$gt": ">", "$lt": "<", "$gte": ">=", "$lte": "<="}
+_COMPARE = {"$eq": "=", "$ne": "<>", "$gt": ">", "$lt": "<", "$gte": ">=", "$lte": "<="}
 _CONDITIONS = frozenset(
     {"$and", "$or", "$not", "$like", "$contains", "$has", "$content", "$triple", "$search",
      "$k-hop", *_COMPARE}
 )
 _TOP = frozenset({"$knowledge", "$statement", "$not-summaried"})
 OPERATORS = _CONDITIONS | _TOP | {"$quote", "$similar", "$json-contains"}
+_TRUE, _FALSE = "1 = 1", "1 = 0"  # portable (PostgreSQL has no integer truth values)
 
 
 class JSEError(FatalStoreError):
@@ -87,7 +90,7 @@ def _non_negative(name: str, value: Any) -> int:
     return value
 
 
-def compile_query(jse: Any) -> Plan:
+def compile_query(jse: Any, d: Dialect = SQLITE) -> Plan:
     """Compile a top-level JSE (value or JSON text) into a ``Plan``."""
     node = parse(jse)
     limit, offset = DEFAULT_LIMIT, 0
@@ -120,33 +123,35 @@ def compile_query(jse: Any) -> Plan:
         if not args or not isinstance(args[0], str):
             raise _eval_error("$not-summaried needs a tag string as its first argument")
         tag, conds = args[0], args[1:]
-        where, params = _conjunction(conds, "knowledge")
+        where, params = _conjunction(conds, "knowledge", d)
+        tagged, tag_params = d.has_any(("tags",), [tag], strings_only=True)
         summaried = (
-            "EXISTS (SELECT 1 FROM json_each(t.content, '$.tags') AS je"
-            " WHERE je.type = 'text' AND je.value = ?)"
-            " AND NOT EXISTS (SELECT 1 FROM statement AS s"
+            f"{tagged} AND NOT EXISTS (SELECT 1 FROM statement AS s"
             " WHERE s.relation = 'summary' AND s.tail = t.name)"
         )
-        return Plan("knowledge", f"{summaried} AND {where}", (tag, *params), limit, offset, True)
+        return Plan("knowledge", f"{summaried} AND {where}", (*tag_params, *params), limit,
+                    offset, True)
     catalog: Catalog = "knowledge" if op == "$knowledge" else "statement"
-    where, params = _conjunction(args, catalog)
+    where, params = _conjunction(args, catalog, d)
     return Plan(catalog, where, params, limit, offset, False)
 
 
-def compile_condition(node: Any, catalog: Catalog) -> tuple[str, tuple[Any, ...]]:
+def compile_condition(
+    node: Any, catalog: Catalog, d: Dialect = SQLITE
+) -> tuple[str, tuple[Any, ...]]:
     """One JSE condition as an SQL boolean expression over alias ``t``."""
-    return _condition(parse(node), catalog)
+    return _condition(parse(node), catalog, d)
 
 
-def _conjunction(conds: list[Any], catalog: Catalog) -> tuple[str, tuple[Any, ...]]:
-    parts = [_condition(c, catalog) for c in conds]
+def _conjunction(conds: list[Any], catalog: Catalog, d: Dialect) -> tuple[str, tuple[Any, ...]]:
+    parts = [_condition(c, catalog, d) for c in conds]
     if not parts:
-        return "1", ()
+        return _TRUE, ()
     sql = " AND ".join(f"({p})" for p, _ in parts)
     return sql, tuple(v for _, ps in parts for v in ps)
 
 
-def _condition(node: Any, catalog: Catalog) -> tuple[str, tuple[Any, ...]]:
+def _condition(node: Any, catalog: Catalog, d: Dialect) -> tuple[str, tuple[Any, ...]]:
     if not (isinstance(node, list) and node and node[0] in _CONDITIONS):
         hint = ""
         if isinstance(node, str) and node in OPERATORS:
@@ -161,44 +166,40 @@ def _condition(node: Any, catalog: Catalog) -> tuple[str, tuple[Any, ...]]:
     if op in ("$and", "$or"):
         if not args:
             raise _eval_error(f"{op} needs at least one condition")
-        parts = [_condition(a, catalog) for a in args]
+        parts = [_condition(a, catalog, d) for a in args]
         joiner = " AND " if op == "$and" else " OR "
         return joiner.join(f"({p})" for p, _ in parts), tuple(v for _, ps in parts for v in ps)
     if op == "$not":
         if len(args) != 1:
             raise _eval_error("$not takes exactly one condition")
-        sql, params = _condition(args[0], catalog)
+        sql, params = _condition(args[0], catalog, d)
         return f"NOT ({sql})", params
     if op == "$triple":
         return _triple(args, catalog)
     if op == "$search":
         if len(args) != 1 or not isinstance(args[0], str):
             raise _eval_error("$search takes one query string")
-        match = fts_match(args[0])
-        if match is None:
-            return "0", ()
+        words = fts_words(args[0])
+        if not words:
+            return _FALSE, ()
         key = "t.name" if catalog == "knowledge" else "t.triple"
-        return (
-            f"{key} IN (SELECT d.key FROM docs_fts JOIN docs AS d ON d.id = docs_fts.rowid"
-            " WHERE docs_fts MATCH ? AND d.catalog = ?)",
-            (match, catalog),
-        )
+        return d.fts_keys(key), (d.fts_param(words), catalog)
     if op == "$k-hop":
-        return _k_hop(args, catalog)
+        return _k_hop(args, catalog, d)
     if op == "$content":
         if len(args) != 1 or not isinstance(args[0], dict) or not args[0]:
             raise _eval_error("$content takes one non-empty object of field: value")
-        parts = [_compare("$eq", [k, v], catalog) for k, v in args[0].items()]
+        parts = [_compare("$eq", [k, v], catalog, d) for k, v in args[0].items()]
         return " AND ".join(f"({p})" for p, _ in parts), tuple(v for _, ps in parts for v in ps)
     if len(args) != 2 or not isinstance(args[0], str):
         raise _eval_error(f"{op} takes a field name and a value, got {_show(node)}")
     if op == "$like":
         if not isinstance(args[1], str):
             raise _eval_error(f"$like needs a string pattern, got {_show(args[1])}")
-        return f"{_field(args[0], catalog)} LIKE ?", (args[1],)
+        return d.like(_field(args[0], catalog, d)), (args[1],)
     if op in ("$contains", "$has"):
-        return _membership(op, args[0], args[1], catalog)
-    return _compare(op, args, catalog)
+        return _membership(op, args[0], args[1], catalog, d)
+    return _compare(op, args, catalog, d)
 
 
 def _field_name(raw: str) -> str:
@@ -207,7 +208,7 @@ def _field_name(raw: str) -> str:
     return raw[1:] if raw.startswith("$") else raw
 
 
-def _field(raw: str, catalog: Catalog) -> str:
+def _field(raw: str, catalog: Catalog, d: Dialect) -> str:
     name = _field_name(raw)
     if name in _COLUMNS[catalog]:
         return f"t.{name}"
@@ -218,58 +219,50 @@ def _field(raw: str, catalog: Catalog) -> str:
         raise _eval_error(f"{catalog} entries do not have '{name}'")
     if not _PATH.match(name):
         raise _eval_error(f"invalid field path '{name}'")
-    return f"json_extract(t.content, '{_json_path(name)}')"
+    return d.json_field(segments(name))
 
 
-def _json_path(name: str) -> str:
-    out = "$"
-    for segment in name.split("."):
-        key, _, rest = segment.partition("[")
-        out += f'."{key}"' if "-" in key else f".{key}"
-        if rest:
-            out += "[" + rest
-    return out
-
-
-def _value(value: Any, catalog: Catalog) -> tuple[str, tuple[Any, ...]]:
-    if isinstance(value, str):
-        if value.startswith("$$"):
-            return "?", (value[1:],)
-        if value.startswith("$") and value != "$":
-            return _field(value, catalog), ()
-        return "?", (value,)
-    if isinstance(value, list | dict):
-        return "?", (json.dumps(value, ensure_ascii=False, separators=(",", ":")),)
+def _value(value: str, catalog: Catalog, d: Dialect) -> tuple[str, tuple[Any, ...]]:
+    if value.startswith("$$"):
+        return "?", (value[1:],)
+    if value.startswith("$") and value != "$":
+        return _field(value, catalog, d), ()
     return "?", (value,)
 
 
-def _compare(op: str, args: list[Any], catalog: Catalog) -> tuple[str, tuple[Any, ...]]:
-    lhs = _field(str(args[0]), catalog)
+def _compare(
+    op: str, args: list[Any], catalog: Catalog, d: Dialect
+) -> tuple[str, tuple[Any, ...]]:
+    lhs = _field(str(args[0]), catalog, d)
     if args[1] is None:
         return (f"{lhs} IS NULL", ()) if op == "$eq" else (f"{lhs} IS NOT NULL", ())
-    rhs, params = _value(args[1], catalog)
-    return f"{lhs} {_COMPARE[op]} {rhs}", params
+    sql_op = d.distinct if op == "$ne" else _COMPARE[op]
+    if not isinstance(args[1], str):
+        if lhs.startswith("t.") or lhs == "NULL":
+            value = args[1]
+            if isinstance(value, list | dict):
+                value = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+            return f"{lhs} {sql_op} ?", (value,)
+        return d.json_compare(segments(_field_name(str(args[0]))), sql_op, args[1])
+    rhs, params = _value(args[1], catalog, d)
+    return f"{lhs} {sql_op} {rhs}", params
 
 
-def _membership(op: str, raw: str, value: Any, catalog: Catalog) -> tuple[str, tuple[Any, ...]]:
+def _membership(
+    op: str, raw: str, value: Any, catalog: Catalog, d: Dialect
+) -> tuple[str, tuple[Any, ...]]:
     name = _field_name(raw)
     values = value if isinstance(value, list) else [value]
     if not values:
-        return "0", ()
-    marks = ", ".join("?" for _ in values)
+        return _FALSE, ()
     if op == "$contains" and name not in ARRAY_FIELDS:
         if not isinstance(value, str):
             raise _eval_error(f"$contains on '{name}' needs a string, got {_show(value)}")
-        return f"instr({_field(raw, catalog)}, ?) > 0", (value,)
-    column = _field(raw, catalog)
+        return d.contains_text(_field(raw, catalog, d)), (value,)
+    column = _field(raw, catalog, d)
     if column.startswith("t."):
-        return f"{column} IN ({marks})", tuple(values)
-    path = _json_path(name)
-    return (
-        f"EXISTS (SELECT 1 FROM json_each(t.content, '{path}') AS je"
-        f" WHERE je.type IN ('text', 'integer', 'real') AND je.value IN ({marks}))",
-        tuple(values),
-    )
+        return f"{column} IN ({', '.join('?' for _ in values)})", tuple(values)
+    return d.has_any(segments(name), values)
 
 
 def _triple(args: list[Any], catalog: Catalog) -> tuple[str, tuple[Any, ...]]:
@@ -290,7 +283,7 @@ def _triple(args: list[Any], catalog: Catalog) -> tuple[str, tuple[Any, ...]]:
     return " AND ".join(p for p, _ in parts), tuple(a for _, a in parts)
 
 
-def _k_hop(args: list[Any], catalog: Catalog) -> tuple[str, tuple[Any, ...]]:
+def _k_hop(args: list[Any], catalog: Catalog, d: Dialect) -> tuple[str, tuple[Any, ...]]:
     if catalog != "statement":
         raise _eval_error("$k-hop applies to statements only")
     if len(args) == 1 and isinstance(args[0], list):
@@ -307,7 +300,7 @@ def _k_hop(args: list[Any], catalog: Catalog) -> tuple[str, tuple[Any, ...]]:
     head, relation, depth = args
     rel_sql, rel_params = ("", ()) if relation == "$*" else (" AND s.relation = ?", (relation,))
     sql = (
-        "t.id IN (WITH RECURSIVE hop(node, depth) AS (SELECT ?, 0 UNION"
+        f"t.id IN (WITH RECURSIVE hop(node, depth) AS (SELECT {d.text_param}, 0 UNION"
         f" SELECT s.tail, hop.depth + 1 FROM statement AS s JOIN hop ON s.head = hop.node"
         f" WHERE hop.depth < ?{rel_sql})"
         f" SELECT s.id FROM statement AS s JOIN hop ON s.head = hop.node"

@@ -1,4 +1,7 @@
-"""The shelf registry: ``<home>/shelves.json`` = ``{"shelves": {name: absolute path}}``.
+"""The shelf registry: ``<home>/shelves.json`` = ``{"shelves": {name: location}}``.
+
+A location is a shelf directory's absolute path (a SQLite shelf) or a PostgreSQL URL
+(``postgresql://…``, a PostgreSQL shelf: :mod:`memory.store.lite.pg`); ``connect`` takes either.
 
 hypatia-lite's home is its own (``~/.hypatia-lite``, or ``$HYPATIA_LITE_HOME``) so it never
 touches a real Hypatia's ``~/.hypatia``. Every change to the registry happens under an exclusive
@@ -17,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from memory.store.base import FatalStoreError
+from memory.store.lite.pg import url as pg_url
 
 DEFAULT_SHELF = "default"
 HOME_ENV = "HYPATIA_LITE_HOME"
@@ -97,16 +101,70 @@ def registry(home: Path) -> dict[str, str]:
     return shelves
 
 
-def resolve(home: Path, name: str) -> Path:
-    """The directory of a registered shelf; ``ShelfError`` when it is not connected."""
-    path = registry(home).get(name)
-    if path is None:
+def is_url(location: str | Path) -> bool:
+    """True for a PostgreSQL shelf location."""
+    return str(location).startswith(("postgresql://", "postgres://"))
+
+
+def locate(home: Path, name: str) -> str:
+    """The location of a registered shelf (directory or URL); ``ShelfError`` when unknown."""
+    location = registry(home).get(name)
+    if location is None:
         raise not_connected(name)
-    return Path(path)
+    return location
 
 
-def connect(home: Path, directory: Path, name: str | None = None) -> str:
-    """Register ``directory`` (created if needed) as a shelf; returns the shelf name."""
+def resolve(home: Path, name: str) -> Path:
+    """The directory of a registered SQLite shelf; ``ShelfError`` when it is not connected or
+    is a PostgreSQL shelf (which has no directory)."""
+    location = locate(home, name)
+    if is_url(location):
+        raise ShelfError(f"shelf error: shelf '{name}' is stored in PostgreSQL "
+                         f"({pg_url.redact(location)}), not in a directory")
+    return Path(location)
+
+
+def ensure(home: Path, name: str, url: str) -> None:
+    """Make shelf ``name`` the PostgreSQL shelf at ``url``: registered if it is not, accepted
+    if it already is; ``ShelfError`` when ``name`` is registered elsewhere."""
+    found = registry(home).get(name)
+    if found is None:
+        try:
+            _connect_url(home, url, name)
+            return
+        except ShelfError:
+            found = registry(home).get(name)  # another process registered it meanwhile
+    if found != url:
+        shown = pg_url.redact(found) if found is not None and is_url(found) else found
+        raise ShelfError(f"shelf error: shelf '{name}' is registered as {shown}, not as "
+                         f"{pg_url.redact(url)}; disconnect it or choose another shelf name")
+
+
+def _connect_url(home: Path, url: str, name: str | None) -> str:
+    try:
+        pg_url.split(url)
+        shelf = name if name else pg_url.default_name(url)
+    except ValueError as err:
+        raise ShelfError(f"shelf error: {err}") from err
+    registry(home)
+    with _locked(home):
+        shelves = _read(home)
+        if shelf in shelves:
+            raise ShelfError(f"shelf error: shelf '{shelf}' is already connected")
+        for other, location in shelves.items():
+            if location == url:
+                raise ShelfError(f"shelf error: {pg_url.redact(url)} is already connected as "
+                                 f"'{other}'")
+        shelves[shelf] = url
+        _write(home, shelves)
+    return shelf
+
+
+def connect(home: Path, directory: Path | str, name: str | None = None) -> str:
+    """Register ``directory`` (created if needed) or a PostgreSQL URL as a shelf; returns the
+    shelf name."""
+    if is_url(directory):
+        return _connect_url(home, str(directory), name)
     target = Path(directory).expanduser().absolute()
     shelf = name if name else (target.name or DEFAULT_SHELF)
     registry(home)
@@ -140,8 +198,9 @@ def disconnect(home: Path, name: str) -> None:
 
 
 def listing(home: Path) -> list[tuple[str, str, bool]]:
-    """``(name, path, connected)`` for every registered shelf, sorted by name."""
+    """``(name, location, connected)`` for every registered shelf, sorted by name (a URL
+    without its password; a PostgreSQL shelf counts as connected: it is not probed)."""
     return [
-        (name, path, Path(path).is_dir())
+        (name, pg_url.redact(path), True) if is_url(path) else (name, path, Path(path).is_dir())
         for name, path in sorted(registry(home).items())
     ]

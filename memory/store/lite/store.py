@@ -1,8 +1,10 @@
-"""``LiteStore``: the in-process hypatia-lite store (one shelf, SQLite + FTS5)."""
+"""``LiteStore``: the in-process hypatia-lite store (one shelf: a SQLite file or PostgreSQL).
+
+The protocol logic lives here once; what the two databases do differently is behind
+:class:`~memory.store.lite.backend.Backend`."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import random
 import threading
@@ -27,9 +29,10 @@ from memory.store.base import (
     TransientStoreError,
     csv_triple,
 )
-from memory.store.lite import batch, db, purge, shelves
+from memory.store.lite import batch, shelves
+from memory.store.lite.backend import Backend, Connection, open_backend
 from memory.store.lite.embed import Embedder, embedder_from_env
-from memory.store.lite.fts import BM25, fts_match, put_docs
+from memory.store.lite.fts import fts_words
 from memory.store.lite.jse import compile_query
 from memory.store.lite.rows import (
     content_text,
@@ -39,7 +42,6 @@ from memory.store.lite.rows import (
     to_entry,
     well_formed,
 )
-from memory.store.lite.sqlitelib import sqlite3
 from memory.store.lite.vectors import NO_MODEL, VectorSearch
 
 T = TypeVar("T")
@@ -64,7 +66,7 @@ class LiteStore(VectorSearch):
     ) -> None:
         self.shelf = shelf
         self.home = shelves.lite_home(home)
-        self.path = shelves.resolve(self.home, shelf)
+        self.location = shelves.locate(self.home, shelf)
         self._no_model = NO_MODEL
         if embedder is _DEFAULT:
             try:
@@ -73,12 +75,8 @@ class LiteStore(VectorSearch):
                 embedder, self._no_model = None, str(err)
         self.embedder: Embedder | None = embedder
         self._lock = threading.RLock()
-        try:
-            self._conn: db.ShelfConnection | None = db.connect(self.path)
-        except sqlite3.Error as err:
-            raise shelves.ShelfError(
-                f"shelf error: cannot open shelf '{shelf}' at {self.path}: {err}"
-            ) from err
+        self._db: Backend | None = open_backend(shelf, self.location)
+        self.dialect = self._db.dialect
 
     # ----------------------------------------------------------------------------- plumbing
 
@@ -90,31 +88,34 @@ class LiteStore(VectorSearch):
 
     def close(self) -> None:
         with self._lock:
-            if self._conn is not None:
-                if self._conn.checkpoint_owed:  # a purge's checkpoint was blocked: try again
-                    with contextlib.suppress(sqlite3.Error):  # still owed in ``meta``: the
-                        purge.after_purge(self._conn, True)  # next open of the shelf does it
-                self._conn.close()
-                self._conn = None
+            if self._db is not None:
+                self._db.close()
+                self._db = None
 
     @property
-    def conn(self) -> db.ShelfConnection:
-        if self._conn is None:
+    def backend(self) -> Backend:
+        if self._db is None:
             raise StoreError(f"hypatia-lite store for shelf '{self.shelf}' is closed")
-        return self._conn
+        return self._db
+
+    @property
+    def conn(self) -> Connection:
+        return self.backend.conn
+
+    @property
+    def path(self) -> Path:
+        """The directory of a SQLite shelf (a PostgreSQL shelf has none: ``ShelfError``)."""
+        return shelves.resolve(self.home, self.shelf)
 
     def _run(self, action: Callable[[], T]) -> T:
         with self._lock:
-            try:
-                return db.retry_locked(action)
-            except sqlite3.Error as err:
-                raise StoreError(f"storage error: SQLite error: {err}") from err
+            return self.backend.run(action)
 
     def features(self) -> Features:
         return Features(no_embed=True, similar_filters=True, delete=True, update=True)
 
     def _put_doc(self, catalog: str, key: str, content: dict[str, Any]) -> None:
-        put_docs(self.conn, [(catalog, key, content)])
+        self.backend.put_docs([(catalog, key, content)])
 
     # ---------------------------------------------------------------------------- knowledge
 
@@ -141,10 +142,10 @@ class LiteStore(VectorSearch):
         blob, model = self._vector(embed, name, content)
 
         def _insert() -> bool:
-            with db.write(self.conn):
+            with self.backend.write():
                 cur = self.conn.execute(
                     "INSERT INTO knowledge(name, content, created_at, embed_wanted, embedding,"
-                    " embedding_model) VALUES (?, ?, strftime('%Y-%m-%d %H:%M:%f', 'now'), ?, ?, ?)"
+                    f" embedding_model) VALUES (?, ?, {self.dialect.now}, ?, ?, ?)"
                     " ON CONFLICT(name) DO NOTHING",
                     (name, content_text(content), int(embed), blob, model),
                 )
@@ -191,7 +192,7 @@ class LiteStore(VectorSearch):
             def _update(stored: str = stored, new: dict[str, Any] = new,
                         blob: bytes | None = blob, model: Any = model) -> bool:
                 # compare-and-swap: a concurrent update in between makes this attempt retry
-                with db.write(self.conn, purge_text=True):
+                with self.backend.write(purge_text=True):
                     cur = self.conn.execute(
                         "UPDATE knowledge SET content = ?, embedding = ?, embedding_model = ?"
                         " WHERE name = ? AND content = ?",
@@ -210,7 +211,7 @@ class LiteStore(VectorSearch):
         name = well_formed(name)
 
         def _delete() -> bool:
-            with db.write(self.conn, purge_text=True):
+            with self.backend.write(purge_text=True):
                 cur = self.conn.execute("DELETE FROM knowledge WHERE name = ?", (name,))
                 self.conn.execute(
                     "DELETE FROM docs WHERE catalog = 'knowledge' AND key = ?", (name,))
@@ -226,7 +227,7 @@ class LiteStore(VectorSearch):
         """Create the absent ``entries`` then ``statements`` in ONE transaction (all or
         nothing); the same rows as one ``knowledge_create`` / ``statement_create`` per item."""
         with self._lock:
-            return batch.write_batch(self.conn, self.embedder, self._run, entries, statements)
+            return batch.write_batch(self.backend, self.embedder, self._run, entries, statements)
 
     # --------------------------------------------------------------------------- statements
 
@@ -242,11 +243,11 @@ class LiteStore(VectorSearch):
         blob, model = self._vector(embed, triple, content)
 
         def _insert() -> bool:
-            with db.write(self.conn):
+            with self.backend.write():
                 cur = self.conn.execute(
                     "INSERT INTO statement(triple, head, relation, tail, content, created_at,"
                     " embed_wanted, embedding, embedding_model) VALUES (?, ?, ?, ?, ?,"
-                    " strftime('%Y-%m-%d %H:%M:%f', 'now'), ?, ?, ?)"
+                    f" {self.dialect.now}, ?, ?, ?)"
                     " ON CONFLICT(triple) DO NOTHING",
                     (triple, head, relation, tail, content_text(content), int(embed), blob,
                      model),
@@ -262,7 +263,7 @@ class LiteStore(VectorSearch):
         triple = csv_triple(well_formed(head), well_formed(relation), well_formed(tail))
 
         def _delete() -> bool:
-            with db.write(self.conn, purge_text=True):
+            with self.backend.write(purge_text=True):
                 cur = self.conn.execute("DELETE FROM statement WHERE triple = ?", (triple,))
                 self.conn.execute(
                     "DELETE FROM docs WHERE catalog = 'statement' AND key = ?", (triple,))
@@ -276,17 +277,12 @@ class LiteStore(VectorSearch):
         self, query: str, *, catalog: Catalog | None = None, limit: int = 100, offset: int = 0
     ) -> list[dict[str, Any]]:
         """Printed rows ``{id, catalog, key, content:<JSON text>, rank}``, best (lowest) first."""
-        match = fts_match(well_formed(query))
-        if match is None or limit <= 0:
+        words = fts_words(well_formed(query))
+        if not words or limit <= 0:
             return []
+        match = self.dialect.fts_param(words)
         where, params = ("", ()) if catalog is None else (" AND d.catalog = ?", (catalog,))
-        sql = (
-            f"SELECT d.id, d.catalog, d.key, {BM25} AS rank,"
-            " COALESCE(k.content, s.content) FROM docs_fts JOIN docs AS d ON d.id = docs_fts.rowid"
-            " LEFT JOIN knowledge AS k ON d.catalog = 'knowledge' AND k.name = d.key"
-            " LEFT JOIN statement AS s ON d.catalog = 'statement' AND s.triple = d.key"
-            f" WHERE docs_fts MATCH ?{where} ORDER BY rank ASC, d.id ASC LIMIT ? OFFSET ?"
-        )
+        sql = self.dialect.search(where)
         found = self._run(lambda: self.conn.execute(
             sql, (match, *params, limit, offset)).fetchall())
         return [
@@ -307,7 +303,7 @@ class LiteStore(VectorSearch):
 
     def query_rows(self, jse: Any) -> list[dict[str, Any]]:
         """Printed rows for a JSE expression (value or JSON text)."""
-        plan = compile_query(jse)
+        plan = compile_query(jse, self.dialect)
         order = "ASC" if plan.ascending else "DESC"
         cols = _K_COLS if plan.catalog == "knowledge" else _S_COLS
         sql = (f"SELECT {cols} FROM {plan.catalog} AS t WHERE {plan.where}"

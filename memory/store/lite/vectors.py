@@ -7,7 +7,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar
 
 from memory.store.base import Content, ModelUnavailableError, SimilarRow, Target
-from memory.store.lite import db
+from memory.store.lite.backend import Backend, Connection
+from memory.store.lite.dialect import Dialect
 from memory.store.lite.embed import (
     Embedder,
     EmbeddingError,
@@ -40,9 +41,14 @@ class VectorSearch:
 
     embedder: Embedder | None
     _no_model: str
+    dialect: Dialect
 
     @property
-    def conn(self) -> db.ShelfConnection:
+    def conn(self) -> Connection:
+        raise NotImplementedError
+
+    @property
+    def backend(self) -> Backend:
         raise NotImplementedError
 
     def _run(self, action: Callable[[], T]) -> T:
@@ -76,7 +82,7 @@ class VectorSearch:
             while True:
                 todo = self._run(lambda t=table, k=key: self.conn.execute(  # type: ignore[misc]
                     f"SELECT {k}, content FROM {t} WHERE embed_wanted = 1 AND (embedding IS NULL"
-                    " OR embedding_model IS NOT ?) ORDER BY id LIMIT ?",
+                    f" OR embedding_model {self.dialect.distinct} ?) ORDER BY id LIMIT ?",
                     (self.embedder.identity if self.embedder else "", batch)).fetchall())
                 if not todo:
                     break
@@ -90,7 +96,7 @@ class VectorSearch:
 
                 def _store(t: str = table, k: str = key, rows: Any = todo,
                            vecs: Any = vectors, model: str = model) -> None:
-                    with db.write(self.conn):
+                    with self.backend.write():
                         self.conn.executemany(
                             f"UPDATE {t} SET embedding = ?, embedding_model = ? WHERE {k} = ?",
                             [(pack(v), model, r[0]) for r, v in zip(rows, vecs, strict=True)])
@@ -115,15 +121,14 @@ class VectorSearch:
         for catalog in catalogs:
             key = "name" if catalog == "knowledge" else "triple"
             conds, params = ["t.embedding_model = ?"], [model]
-            for field, values, negate in (("tags", tags, False), ("tags", exclude_tags, True)):
+            for values, negate in ((tags, False), (exclude_tags, True)):
                 if values:
-                    marks = ", ".join("?" for _ in values)
-                    conds.append(
-                        ("NOT " if negate else "") + "EXISTS (SELECT 1 FROM json_each(t.content,"
-                        f" '$.{field}') AS je WHERE je.type = 'text' AND je.value IN ({marks}))")
-                    params.extend(well_formed(v) for v in values)
+                    sql, tparams = self.dialect.has_any(
+                        ("tags",), [well_formed(v) for v in values], strings_only=True)
+                    conds.append(("NOT " if negate else "") + sql)
+                    params.extend(tparams)
             if where is not None:
-                sql, wparams = compile_condition(where, catalog)
+                sql, wparams = compile_condition(where, catalog, self.dialect)
                 conds.append(f"({sql})")
                 params.extend(wparams)
             found = self._run(lambda c=catalog, k=key, cs=conds, ps=params:  # type: ignore[misc]

@@ -1,8 +1,10 @@
 """Open a ``MemoryStore`` per transport over a throwaway home.
 
 hypatia-lite runs in-process, as a ``hypatia-lite`` subprocess per call (CLI adapter) and as
-``hypatia-lite mcp`` (MCP adapter); a real ``hypatia`` on PATH is driven the same two ways with
-``HOME`` pointed at a temp dir and a throwaway shelf made by ``hypatia connect``.
+``hypatia-lite mcp`` (MCP adapter), each over a SQLite shelf and (the ``-pg`` transports) over a
+PostgreSQL shelf in a throwaway database of the local server; a real ``hypatia`` on PATH is
+driven the same two ways with ``HOME`` pointed at a temp dir and a throwaway shelf made by
+``hypatia connect``.
 """
 
 from __future__ import annotations
@@ -12,17 +14,22 @@ import shutil
 import subprocess
 import sys
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from state_db_support import throwaway_pg_database
 
 from memory.store.base import MemoryStore
 from memory.store.cli import CliStore
 from memory.store.factory import StoreConfig, open_store
+from memory.store.lite import shelves
 from memory.store.mcp import McpStore
 
-LITE_TRANSPORTS = ("lite", "cli-lite", "mcp-lite")
+PG_SHELF = "pg"
+LITE_TRANSPORTS = ("lite", "cli-lite", "mcp-lite", "lite-pg", "cli-lite-pg", "mcp-lite-pg")
 REAL_TRANSPORTS = ("cli-hypatia", "mcp-hypatia")
 ALL_TRANSPORTS = LITE_TRANSPORTS + REAL_TRANSPORTS
 
@@ -57,6 +64,21 @@ class Harness:
     store: MemoryStore
     semantic: bool  # True when `similar` has an embedder (hypatia-lite's hashing embedder)
     max_data_bytes: int | None  # the CLI's --data cap; None when content is stored whole
+    cleanups: list[Callable[[], None]] = field(default_factory=list)
+
+    def close(self) -> None:
+        """Close the store, then drop what the transport made (a PostgreSQL database)."""
+        self.store.close()
+        for cleanup in reversed(self.cleanups):
+            cleanup()
+
+
+@contextmanager
+def pg_shelf(home: Path, name: str = PG_SHELF) -> Iterator[str]:
+    """Connect shelf ``name`` of ``home`` to a throwaway PostgreSQL database; dropped after."""
+    with throwaway_pg_database() as url:
+        shelves.connect(home, url, name)
+        yield name
 
 
 def _lite_env(home: Path) -> dict[str, str]:
@@ -81,7 +103,19 @@ def real_shelf(binary: str, home: Path) -> tuple[str, dict[str, str]]:
 
 
 def open_harness(transport: str, home: Path, *, shelf: str = "default") -> Harness:
-    """A store over ``home`` for one transport (the same home gives the same shelf contents)."""
+    """A store over ``home`` for one transport (the same home gives the same shelf contents);
+    a ``-pg`` transport first connects ``home``'s shelf ``pg`` to a new PostgreSQL database."""
+    if transport.endswith("-pg"):
+        stack = ExitStack()
+        name = stack.enter_context(pg_shelf(home))
+        try:
+            opened = open_harness(transport[: -len("-pg")], home, shelf=name)
+        except BaseException:
+            stack.close()
+            raise
+        opened.transport = transport
+        opened.cleanups.append(stack.close)
+        return opened
     if transport == "lite":
         store = open_store(StoreConfig(transport="lite", shelf=shelf, lite_home=home))
         return Harness(transport, store, semantic=True, max_data_bytes=None)
@@ -101,10 +135,10 @@ def open_harness(transport: str, home: Path, *, shelf: str = "default") -> Harne
     return Harness(transport, mcp, semantic=False, max_data_bytes=None)
 
 
-def open_pair(family: str, home: Path) -> tuple[CliStore, McpStore]:
+def open_pair(family: str, home: Path, shelf: str = "default") -> tuple[CliStore, McpStore]:
     """A CLI adapter and an MCP adapter over the same shelf (``lite`` or ``hypatia``)."""
     if family == "lite":
-        env, binary, shelf = _lite_env(home), lite_binary(), "default"
+        env, binary = _lite_env(home), lite_binary()
     else:
         binary = require_real_hypatia()
         shelf, env = real_shelf(binary, home)
