@@ -5,9 +5,10 @@ once against a :class:`Backend`: a DB-API-like connection (``execute`` / ``execu
 ``?`` placeholders), short write transactions that keep other writers out, a runner that retries
 transient lock / connection failures and turns database errors into one-line ``StoreError`` s,
 the full-text document writer, and the :class:`~memory.store.lite.dialect.Dialect` for the SQL
-that differs. :func:`open_backend` picks one from a shelf's registered location: a directory is
-a SQLite shelf (:mod:`memory.store.lite.sqlite_backend`), a ``postgresql://`` URL a PostgreSQL
-shelf (:mod:`memory.store.lite.pg`, imported only then, so an install without psycopg works).
+that differs. :func:`memory.store.lite.backends.open_backend` picks one from a shelf's registered
+location: a directory is a SQLite shelf (:mod:`memory.store.lite.sqlite_backend`), a
+``postgresql://`` URL a PostgreSQL shelf (:mod:`memory.store.lite.pg`, imported only then, so an
+install without psycopg works).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypeVar
 
 from memory.store.lite.dialect import Dialect
-from memory.store.lite.shelves import is_url
 
 T = TypeVar("T")
 #: ``(catalog, key, content)`` of one full-text document.
@@ -76,17 +76,6 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
-def open_backend(shelf: str, location: str) -> Backend:
-    """Open the backend of a registered shelf (``ShelfError`` when it cannot be opened)."""
-    if is_url(location):
-        from memory.store.lite.pg.backend import PgBackend
-
-        return PgBackend.open(shelf, location)
-    from memory.store.lite.sqlite_backend import SqliteBackend
-
-    return SqliteBackend.open(shelf, location)
-
-
 def first_line(err: BaseException) -> str:
     """An exception's message on one line (drivers add DETAIL / HINT lines)."""
     text = str(err).strip()
@@ -94,4 +83,4 @@ def first_line(err: BaseException) -> str:
 
 
 __all__: Sequence[str] = (
-    "Backend", "Connection", "Doc", "Rows", "first_line", "open_backend")
+    "Backend", "Connection", "Doc", "Rows", "first_line")

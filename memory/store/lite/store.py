@@ -30,7 +30,8 @@ from memory.store.base import (
     csv_triple,
 )
 from memory.store.lite import batch, shelves
-from memory.store.lite.backend import Backend, Connection, open_backend
+from memory.store.lite.backend import Backend, Connection
+from memory.store.lite.backends import open_backend
 from memory.store.lite.embed import Embedder, embedder_from_env
 from memory.store.lite.fts import fts_words
 from memory.store.lite.jse import compile_query
