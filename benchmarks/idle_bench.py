@@ -1,0 +1,303 @@
+"""Idle cost: CPU and memory of a worker following a DSH home where nothing happens.
+
+For each ``--sessions`` N (default 300 and 3,000) the benchmark generates a DSH home of N small,
+finished sessions (``--turns`` chat turns each, zstd, last written two days ago), settles it with
+``memory-worker run --once`` (so every log is processed and every session idle-closed), then
+follows it, one process at a time, with
+
+- ``memory-worker run`` (embedded mode: watcher + in-process runner, SQLite state, hypatia-lite);
+- ``memory-worker daemon`` (distributed mode: watcher sending hints to Celery over Redis at
+  127.0.0.1:6379 on a throwaway queue; state in a throwaway PostgreSQL database on
+  127.0.0.1:5432, or with ``--daemon-state sqlite`` in SQLite, which the daemon accepts too).
+  No Celery worker runs: an idle daemon should send no hints, and the number it sent is printed.
+
+After ``--warmup`` seconds (start-up, the first poll and the start-up reconcile), it measures
+``--seconds`` seconds: CPU as % of one core from ``/proc/<pid>/stat`` (utime + stime of the
+process and its live descendants, plus the time of children it has reaped), and RSS (sum of
+``VmRSS`` over the process tree, sampled every 0.5 s: the peak since start and the median of the
+measured window). Goals (issue 16): < 0.5 % of a core and < 100 MB RSS at 3,000 sessions.
+The worker's own defaults apply (poll interval 1 s, reconcile every 30 s), printed with the
+figures. Results go to ``benchmarks/out/idle_bench.json``.
+
+    .venv/bin/python benchmarks/idle_bench.py [--sessions 300 3000] [--seconds 60] [--warmup 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from worker_dshgen import conversation
+
+BIN = Path(sys.executable).parent
+OUT = Path(__file__).resolve().parent / "out"
+TICK = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+BROKER_URL = "redis://127.0.0.1:6379/13"
+
+
+def generate(home: Path, sessions: int, turns: int) -> None:
+    """N finished, titled sessions of ``turns`` turns, last written two days ago."""
+    two_days_ago = int(time.time() * 1000) - 2 * 86_400_000
+    for i in range(sessions):
+        conversation(home, f"idle-{i:05d}", f"/home/dev/project-{i % 11}", turns,
+                     compressed=True, title=f"Idle session {i}", batch_turns=2,
+                     created_at=two_days_ago + i * 1000)
+
+
+# ------------------------------------------------------------------------------------ /proc
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        tree.setdefault(ppid, []).append(int(entry))
+    return tree
+
+
+def process_tree(pid: int) -> list[int]:
+    tree, out, todo = _children(), [], [pid]
+    while todo:
+        current = todo.pop()
+        out.append(current)
+        todo.extend(tree.get(current, []))
+    return out
+
+
+def cpu_ticks(pids: list[int]) -> int:
+    """utime + stime (+ cutime + cstime: reaped children) summed over ``pids``."""
+    total = 0
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        total += sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
+    return total
+
+
+def rss_bytes(pids: list[int]) -> int:
+    total = 0
+    for pid in pids:
+        try:
+            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def hwm_bytes(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+# ------------------------------------------------------------------------------- the homes
+
+
+def _env(home: Path, data: Path, lite: Path, state_url: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_WORKER_")}
+    env.update({
+        "MEMORY_WORKER_DSH_HOME": str(home),
+        "MEMORY_WORKER_DATA_DIR": str(data),
+        "MEMORY_WORKER_LITE_HOME": str(lite),
+        "MEMORY_WORKER_BROKER_URL": BROKER_URL,
+        "MEMORY_WORKER_LOG_LEVEL": "WARNING",
+    })
+    if state_url:
+        env["MEMORY_WORKER_STATE_URL"] = state_url
+    return env
+
+
+def settle(env: dict[str, str]) -> float:
+    """``memory-worker run --once`` over the home; returns its wall time."""
+    started = time.perf_counter()
+    done = subprocess.run([str(BIN / "memory-worker"), "run", "--once"], env=env,
+                          capture_output=True, text=True, timeout=3600)
+    if done.returncode != 0:
+        raise SystemExit(f"run --once failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+    return time.perf_counter() - started
+
+
+def follow(args: list[str], env: dict[str, str], warmup: float, seconds: float,
+           sample_s: float = 0.5) -> dict[str, Any]:
+    """Start ``memory-worker ARGS``, wait ``warmup`` s, measure ``seconds`` s, stop it."""
+    proc = subprocess.Popen([str(BIN / "memory-worker"), *args], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    samples: list[int] = []
+    peak = 0
+    try:
+        started = time.monotonic()
+        while time.monotonic() - started < warmup:
+            if proc.poll() is not None:
+                raise SystemExit(f"memory-worker {' '.join(args)} exited during warm-up: "
+                                 f"{proc.stderr.read().strip()[-2000:] if proc.stderr else ''}")
+            peak = max(peak, rss_bytes(process_tree(proc.pid)))
+            time.sleep(sample_s)
+        warmup_ticks = cpu_ticks(process_tree(proc.pid))
+        t0, ticks0 = time.monotonic(), warmup_ticks
+        while time.monotonic() - t0 < seconds:
+            time.sleep(sample_s)
+            rss = rss_bytes(process_tree(proc.pid))
+            samples.append(rss)
+            peak = max(peak, rss)
+        pids = process_tree(proc.pid)
+        ticks1, wall = cpu_ticks(pids), time.monotonic() - t0
+        if proc.poll() is not None:
+            raise SystemExit(f"memory-worker {' '.join(args)} exited while measured")
+        hwm = hwm_bytes(proc.pid)
+        processes = len(pids)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            _, stderr = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, stderr = proc.communicate()
+    hints = re.search(r"(\d+) hints sent, (\d+) dropped", stderr or "")
+    cpu_s = (ticks1 - ticks0) / TICK
+    return {
+        "command": " ".join(args), "warmup_s": warmup, "seconds": wall,
+        "warmup_cpu_s": warmup_ticks / TICK, "cpu_s": cpu_s,
+        "cpu_percent_of_core": cpu_s / wall * 100,
+        "rss_peak_mb": max(peak, hwm) / 2**20, "rss_steady_mb": statistics.median(samples) / 2**20,
+        "rss_last_mb": samples[-1] / 2**20, "processes": processes,
+        "hints_sent": int(hints.group(1)) if hints else None,
+        "hints_dropped": int(hints.group(2)) if hints else None,
+    }
+
+
+def _drop_queue(queue: str) -> None:
+    try:
+        import redis
+    except ImportError:  # pragma: no cover - the distributed extra brings it
+        return
+    client = redis.Redis.from_url(BROKER_URL)
+    client.delete(queue, f"_kombu.binding.{queue}")
+
+
+def measure(root: Path, sessions: int, args: argparse.Namespace) -> dict[str, Any]:
+    home = root / "dsh"
+    started = time.perf_counter()
+    generate(home, sessions, args.turns)
+    generated = time.perf_counter() - started
+    size = sum(p.stat().st_size for p in home.rglob("session.v4.jsonl.zstd"))
+    print(f"[{sessions}] generated {sessions} idle sessions ({size / 2**20:.1f} MB of logs) in "
+          f"{generated:.1f} s", flush=True)
+    result: dict[str, Any] = {"sessions": sessions, "turns": args.turns, "log_bytes": size}
+    if "run" in args.modes:
+        env = _env(home, root / "run-data", root / "run-lite", None)
+        settled = settle(env)
+        print(f"[{sessions}] run --once settled the home in {settled:.1f} s", flush=True)
+        res = follow(["run"], env, args.warmup, args.seconds)
+        res["settle_s"] = settled
+        result["run"] = res
+        _print(sessions, "run (embedded, SQLite state)", res)
+    if "daemon" in args.modes:
+        database = None
+        if args.daemon_state == "postgres":
+            import psycopg
+
+            database = f"bench_idle_{uuid.uuid4().hex[:8]}"
+            with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
+                admin.execute(f'CREATE DATABASE "{database}"')
+            state_url = f"postgresql://postgres@127.0.0.1:5432/{database}"
+        else:
+            state_url = None
+        queue = f"bench-idle-{uuid.uuid4().hex[:8]}"
+        env = _env(home, root / "daemon-data", root / "daemon-lite", state_url)
+        try:
+            settled = settle(env)
+            print(f"[{sessions}] run --once settled the home ({args.daemon_state} state) in "
+                  f"{settled:.1f} s", flush=True)
+            res = follow(["daemon", "--queue", queue], env, args.warmup, args.seconds)
+        finally:
+            _drop_queue(queue)
+            if database is not None:
+                import psycopg
+
+                with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
+                    admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        res["settle_s"] = settled
+        res["state"] = args.daemon_state
+        result["daemon"] = res
+        _print(sessions, f"daemon ({args.daemon_state} state, Redis, no Celery worker)", res)
+    return result
+
+
+def _print(sessions: int, label: str, res: dict[str, Any]) -> None:
+    hints = "" if res["hints_sent"] is None else f"; {res['hints_sent']} hints sent"
+    print(f"[{sessions}] {label}: {res['cpu_percent_of_core']:.2f} % of a core over "
+          f"{res['seconds']:.0f} s (goal < 0.5 %); RSS steady {res['rss_steady_mb']:.0f} MB, "
+          f"peak {res['rss_peak_mb']:.0f} MB (goal < 100 MB); start-up + warm-up "
+          f"{res['warmup_cpu_s']:.1f} CPU s{hints}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, nargs="+", default=[300, 3000])
+    parser.add_argument("--turns", type=int, default=3, help="turns per session (6 events)")
+    parser.add_argument("--seconds", type=float, default=60.0, help="measured window")
+    parser.add_argument("--warmup", type=float, default=20.0, help="seconds before measuring")
+    parser.add_argument("--modes", nargs="+", choices=("run", "daemon"),
+                        default=["run", "daemon"])
+    parser.add_argument("--daemon-state", choices=("postgres", "sqlite"), default="postgres")
+    parser.add_argument("--out", type=Path, default=OUT / "idle_bench.json")
+    args = parser.parse_args(argv)
+    from worker.settings import load_settings
+
+    defaults = load_settings(None)
+    result: dict[str, Any] = {
+        "cpus": os.cpu_count(), "load_average_start": os.getloadavg(),
+        "poll_interval_s": defaults.poll_interval_s,
+        "reconcile_interval_s": defaults.reconcile_interval_s, "runs": [],
+    }
+    root = Path(tempfile.mkdtemp(prefix="idle-bench-"))
+    try:
+        for sessions in args.sessions:
+            result["runs"].append(measure(root / str(sessions), sessions, args))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    result["load_average_end"] = os.getloadavg()
+    runs = result["runs"]
+    if len(runs) > 1:
+        small, large = runs[0], runs[-1]
+        for mode in args.modes:
+            a, b = small[mode], large[mode]
+            print(f"{mode}: {large['sessions']} / {small['sessions']} sessions: CPU "
+                  f"{b['cpu_percent_of_core'] / max(a['cpu_percent_of_core'], 1e-9):.1f}x, "
+                  f"steady RSS {b['rss_steady_mb'] / a['rss_steady_mb']:.2f}x")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    main()
