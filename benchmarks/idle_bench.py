@@ -11,7 +11,8 @@ follows it, one process at a time, with
   127.0.0.1:5432, or with ``--daemon-state sqlite`` in SQLite, which the daemon accepts too).
   No Celery worker runs: an idle daemon should send no hints, and the number it sent is printed.
 
-After ``--warmup`` seconds (start-up, the first poll and the start-up reconcile), it measures
+Once the command prints ``following …`` (start-up, migrations and the start-up reconcile are
+done) and ``--warmup`` seconds more have passed (the first polls), it measures
 ``--seconds`` seconds: CPU as % of one core from ``/proc/<pid>/stat`` (utime + stime of the
 process and its live descendants, plus the time of children it has reaped), and RSS (sum of
 ``VmRSS`` over the process tree, sampled every 0.5 s: the peak since start and the median of the
@@ -34,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -147,20 +149,39 @@ def settle(env: dict[str, str]) -> float:
 
 
 def follow(args: list[str], env: dict[str, str], warmup: float, seconds: float,
-           sample_s: float = 0.5) -> dict[str, Any]:
-    """Start ``memory-worker ARGS``, wait ``warmup`` s, measure ``seconds`` s, stop it."""
+           sample_s: float = 0.5, ready_timeout_s: float = 600.0) -> dict[str, Any]:
+    """Start ``memory-worker ARGS``, wait until it prints ``following …`` (its loop has
+    started) and ``warmup`` s more, measure ``seconds`` s, stop it with SIGTERM."""
     proc = subprocess.Popen([str(BIN / "memory-worker"), *args], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    ready = threading.Event()
+
+    def _read() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line.rstrip("\n"))
+            if line.startswith("following "):
+                ready.set()
+
+    reader = threading.Thread(target=_read, daemon=True)
+    reader.start()
     samples: list[int] = []
     peak = 0
     try:
         started = time.monotonic()
-        while time.monotonic() - started < warmup:
+        ready_at: float | None = None
+        while ready_at is None or time.monotonic() - ready_at < warmup:
             if proc.poll() is not None:
                 raise SystemExit(f"memory-worker {' '.join(args)} exited during warm-up: "
-                                 f"{proc.stderr.read().strip()[-2000:] if proc.stderr else ''}")
+                                 + "\n".join(lines[-20:]))
+            if ready_at is None and ready.is_set():
+                ready_at = time.monotonic()
+            if ready_at is None and time.monotonic() - started > ready_timeout_s:
+                raise SystemExit(f"memory-worker {' '.join(args)} did not start following")
             peak = max(peak, rss_bytes(process_tree(proc.pid)))
-            time.sleep(sample_s)
+            time.sleep(min(sample_s, 0.1) if ready_at is None else sample_s)
+        start_s = ready_at - started
         warmup_ticks = cpu_ticks(process_tree(proc.pid))
         t0, ticks0 = time.monotonic(), warmup_ticks
         while time.monotonic() - t0 < seconds:
@@ -177,20 +198,25 @@ def follow(args: list[str], env: dict[str, str], warmup: float, seconds: float,
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
-            _, stderr = proc.communicate(timeout=30)
+            proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
-            _, stderr = proc.communicate()
-    hints = re.search(r"(\d+) hints sent, (\d+) dropped", stderr or "")
+            proc.wait()
+        reader.join(timeout=10)
+    text = "\n".join(lines)
+    hints = re.search(r"(\d+) hints sent, (\d+) dropped", text)
+    written = re.search(r"stopped; (\d+) entries written", text)
     cpu_s = (ticks1 - ticks0) / TICK
     return {
-        "command": " ".join(args), "warmup_s": warmup, "seconds": wall,
-        "warmup_cpu_s": warmup_ticks / TICK, "cpu_s": cpu_s,
+        "command": " ".join(args), "start_s": start_s, "warmup_s": warmup, "seconds": wall,
+        "start_and_warmup_cpu_s": warmup_ticks / TICK, "cpu_s": cpu_s,
         "cpu_percent_of_core": cpu_s / wall * 100,
         "rss_peak_mb": max(peak, hwm) / 2**20, "rss_steady_mb": statistics.median(samples) / 2**20,
         "rss_last_mb": samples[-1] / 2**20, "processes": processes,
         "hints_sent": int(hints.group(1)) if hints else None,
         "hints_dropped": int(hints.group(2)) if hints else None,
+        "entries_written": int(written.group(1)) if written else None,
+        "stderr_tail": lines[-5:],
     }
 
 
@@ -254,10 +280,13 @@ def measure(root: Path, sessions: int, args: argparse.Namespace) -> dict[str, An
 
 def _print(sessions: int, label: str, res: dict[str, Any]) -> None:
     hints = "" if res["hints_sent"] is None else f"; {res['hints_sent']} hints sent"
+    written = ("" if res["entries_written"] is None
+               else f"; {res['entries_written']} entries written")
     print(f"[{sessions}] {label}: {res['cpu_percent_of_core']:.2f} % of a core over "
           f"{res['seconds']:.0f} s (goal < 0.5 %); RSS steady {res['rss_steady_mb']:.0f} MB, "
-          f"peak {res['rss_peak_mb']:.0f} MB (goal < 100 MB); start-up + warm-up "
-          f"{res['warmup_cpu_s']:.1f} CPU s{hints}", flush=True)
+          f"peak {res['rss_peak_mb']:.0f} MB (goal < 100 MB); start-up {res['start_s']:.1f} s, "
+          f"start-up + warm-up {res['start_and_warmup_cpu_s']:.1f} CPU s{hints}{written}",
+          flush=True)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -291,9 +320,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         small, large = runs[0], runs[-1]
         for mode in args.modes:
             a, b = small[mode], large[mode]
+            cpu = (f"{b['cpu_percent_of_core'] / a['cpu_percent_of_core']:.1f}x"
+                   if a["cpu_percent_of_core"] > 0 else "n/a (no CPU measured at the smaller N)")
             print(f"{mode}: {large['sessions']} / {small['sessions']} sessions: CPU "
-                  f"{b['cpu_percent_of_core'] / max(a['cpu_percent_of_core'], 1e-9):.1f}x, "
-                  f"steady RSS {b['rss_steady_mb'] / a['rss_steady_mb']:.2f}x")
+                  f"{b['cpu_percent_of_core']:.2f} % / {a['cpu_percent_of_core']:.2f} % = {cpu}, "
+                  f"steady RSS {b['rss_steady_mb']:.0f} / {a['rss_steady_mb']:.0f} MB = "
+                  f"{b['rss_steady_mb'] / a['rss_steady_mb']:.2f}x")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
     return result
