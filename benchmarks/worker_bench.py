@@ -320,7 +320,8 @@ def profile(root: Path, sessions: int, turns: int, top: int = 25) -> dict[str, A
         charge(func, tt)
     total = sum(areas.values())
     text = io.StringIO()
-    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(top)
+    for order in ("tottime", "cumulative"):
+        pstats.Stats(profiler, stream=text).sort_stats(order).print_stats(top)
     return {"sessions": sessions, "messages": messages, "seconds_profiled": e2e["seconds"],
             "self_seconds": total,
             "areas": {k: {"seconds": v, "share": v / total, "us_per_message": v / messages * 1e6}
