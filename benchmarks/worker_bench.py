@@ -2,7 +2,7 @@
 
 1. Throughput: end-to-end messages/s of the embedded pipeline (watcher + in-process runner +
    in-process hypatia-lite, as ``memory-worker run --once`` does it) against the bare
-   decode + parse rate of the same logs (goal: ratio ≥ 0.4), on two generated homes of
+   decode + parse rate of the same logs (and against the floor below), on two generated homes of
    ``--sessions`` sessions × ``--turns × 6`` events: chat turns (titled sessions, so a
    ``belongTo`` edge per message) and tool turns (the reader's synthetic generator). Each
    workload is also run as ``memory-worker run --once --jobs N`` does it, with N =
@@ -10,11 +10,23 @@
    :func:`~worker.once_parallel.run_once` in a fresh Python process, so the children are forked
    before anything is opened; child start-up and the final pass included), on a fresh state and
    store, against the same bare figure.
+   The floor, measured in the same run: bare decode + parse (above) plus a bulk load of exactly
+   the rows the one-process run wrote (entries, statements, full-text documents, read back from
+   its shelf) into a fresh shelf with the same schema in one transaction (``executemany``, then
+   one ``INSERT … SELECT`` into the FTS table; :func:`bulk_floor`). Printed: end to end against
+   the floor (goal ≥ 0.8) and against bare decode, and ``--jobs N`` against one process (goal:
+   never slower; ≥ 1.6× with 2 free cores). ``--profile SESSIONS`` adds a cProfile breakdown of
+   a one-process chat run by area (decode, plan + render, state DB, store, job bookkeeping,
+   watcher) and writes the top functions to ``worker_profile.txt`` beside the JSON.
 2. Latency: ``turn/end`` appended to a followed log → its entries in the store, through
    ``memory-worker daemon`` + a Celery ``memory-worker worker`` + Redis, state in PostgreSQL
    (goal: p95 < 1 s). The daemon's poll interval is part of this latency and is printed.
 
 .venv/bin/python benchmarks/worker_bench.py [--sessions 300] [--turns 117] [--samples 60]
+    [--jobs N] [--profile SESSIONS] [--skip-latency] [--out benchmarks/out/worker_bench.json]
+
+The idle cost (CPU and RSS of ``run`` and ``daemon`` following N idle sessions) is measured by
+``benchmarks/idle_bench.py``.
 """
 
 from __future__ import annotations
