@@ -220,6 +220,44 @@ def follow(args: list[str], env: dict[str, str], warmup: float, seconds: float,
     }
 
 
+def poll_costs(root: Path, polls: int = 5, reconciles: int = 2) -> dict[str, Any]:
+    """In this process, on the settled embedded home: CPU time of one watcher poll (and of its
+    session discovery alone) and of one reconcile, after a first poll that fills the watcher's
+    unchanged-file cache, as the follower's loop has after its first second. The CPU % these
+    predict at the default intervals is printed beside the measured one."""
+    from worker_dshgen import embedded_runtime
+
+    from worker.watch import Watcher
+
+    runtime = embedded_runtime(root, dsh_home=root / "dsh", data_dir=root / "run-data",
+                               lite_home=root / "run-lite")
+    hints: list[tuple[str, str, str]] = []
+    try:
+        watcher = Watcher(runtime, lambda job, sid, shelf: hints.append((job, sid, shelf)))
+        t = time.process_time()
+        watcher.poll_once()
+        first = time.process_time() - t
+        t = time.process_time()
+        for _ in range(polls):
+            watcher.discover()
+        discover = (time.process_time() - t) / polls
+        t = time.process_time()
+        for _ in range(polls):
+            watcher.poll_once()
+        poll = (time.process_time() - t) / polls
+        t = time.process_time()
+        for _ in range(reconciles):
+            watcher.reconcile()
+        reconcile = (time.process_time() - t) / reconciles
+    finally:
+        runtime.close()
+    settings = runtime.settings
+    return {"first_poll_cpu_s": first, "poll_cpu_s": poll, "discover_cpu_s": discover,
+            "reconcile_cpu_s": reconcile, "hints": len(hints),
+            "predicted_cpu_percent": (poll / settings.poll_interval_s
+                                      + reconcile / settings.reconcile_interval_s) * 100}
+
+
 def _drop_queue(queue: str) -> None:
     try:
         import redis
@@ -246,6 +284,14 @@ def measure(root: Path, sessions: int, args: argparse.Namespace) -> dict[str, An
         res["settle_s"] = settled
         result["run"] = res
         _print(sessions, "run (embedded, SQLite state)", res)
+        costs = poll_costs(root)
+        result["poll_costs"] = costs
+        print(f"[{sessions}] in process: one poll {costs['poll_cpu_s'] * 1000:.1f} ms CPU "
+              f"(discovery {costs['discover_cpu_s'] * 1000:.1f} ms, first poll "
+              f"{costs['first_poll_cpu_s'] * 1000:.0f} ms), one reconcile "
+              f"{costs['reconcile_cpu_s'] * 1000:.1f} ms: predicts "
+              f"{costs['predicted_cpu_percent']:.2f} % of a core; {costs['hints']} hints",
+              flush=True)
     if "daemon" in args.modes:
         database = None
         if args.daemon_state == "postgres":

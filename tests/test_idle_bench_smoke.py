@@ -34,4 +34,8 @@ def test_idle_bench_reports_cpu_and_rss(tmp_path: Path) -> None:
             assert m["processes"] >= 1 and m["settle_s"] > 0
         assert run["daemon"]["hints_sent"] is not None  # parsed from the daemon's last line
         assert run["run"]["hints_sent"] is None and run["run"]["entries_written"] == 0
+        costs = run["poll_costs"]
+        assert costs["discover_cpu_s"] >= 0 and 0 <= costs["poll_cpu_s"] < 60
+        assert 0 < costs["reconcile_cpu_s"] < 60 and costs["predicted_cpu_percent"] > 0
+        assert costs["hints"] == 0  # settled: nothing owed
     assert "run: 4 / 2 sessions" in done.stdout and "daemon: 4 / 2 sessions" in done.stdout
