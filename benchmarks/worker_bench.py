@@ -24,9 +24,11 @@
 
 .venv/bin/python benchmarks/worker_bench.py [--sessions 300] [--turns 117] [--samples 60]
     [--jobs N] [--profile SESSIONS] [--skip-latency] [--out benchmarks/out/worker_bench.json]
+    [--idle 300 3000 [--idle-seconds 60]]
 
 The idle cost (CPU and RSS of ``run`` and ``daemon`` following N idle sessions) is measured by
-``benchmarks/idle_bench.py``.
+``benchmarks/idle_bench.py``; ``--idle N…`` runs it at the end of this run too (its figures go
+into this JSON under ``idle`` and into ``idle_bench.json``).
 """
 
 from __future__ import annotations
@@ -368,6 +370,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="processes for the --jobs run (default: the number of CPUs)")
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--out", type=Path, default=OUT / "worker_bench.json")
+    parser.add_argument("--idle", type=int, nargs="*", default=[], metavar="SESSIONS",
+                        help="also run benchmarks/idle_bench.py for these session counts")
+    parser.add_argument("--idle-seconds", type=float, default=60.0)
+    parser.add_argument("--idle-warmup", type=float, default=20.0)
     parser.add_argument("--profile", type=int, default=0, metavar="SESSIONS",
                         help="also cProfile a one-process chat run of SESSIONS sessions")
     args = parser.parse_args(argv)
@@ -440,6 +446,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                   f"max {lat['max_s'] * 1000:.0f} ms over {lat['samples']} turns "
                   "(goal p95 < 1 s)")
             result["latency"] = lat
+        if args.idle:
+            import idle_bench
+
+            result["idle"] = idle_bench.main([
+                "--sessions", *map(str, args.idle), "--seconds", str(args.idle_seconds),
+                "--warmup", str(args.idle_warmup),
+                "--out", str(args.out.with_name("idle_bench.json"))])
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=2))
         return result
