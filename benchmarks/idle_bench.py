@@ -224,7 +224,8 @@ def poll_costs(root: Path, polls: int = 5, reconciles: int = 2) -> dict[str, Any
     """In this process, on the settled embedded home: CPU time of one watcher poll (and of its
     session discovery alone) and of one reconcile, after a first poll that fills the watcher's
     unchanged-file cache, as the follower's loop has after its first second. The CPU % these
-    predict at the default intervals is printed beside the measured one."""
+    predict at the default intervals (the loop sleeps ``poll_interval_s`` after each poll) is
+    printed beside the measured one."""
     from worker_dshgen import embedded_runtime
 
     from worker.watch import Watcher
@@ -254,7 +255,8 @@ def poll_costs(root: Path, polls: int = 5, reconciles: int = 2) -> dict[str, Any
     settings = runtime.settings
     return {"first_poll_cpu_s": first, "poll_cpu_s": poll, "discover_cpu_s": discover,
             "reconcile_cpu_s": reconcile, "hints": len(hints),
-            "predicted_cpu_percent": (poll / settings.poll_interval_s
+            # the loop waits poll_interval_s after each poll: one cycle is poll + interval
+            "predicted_cpu_percent": (poll / (poll + settings.poll_interval_s)
                                       + reconcile / settings.reconcile_interval_s) * 100}
 
 
