@@ -228,7 +228,7 @@ def poll_costs(root: Path, polls: int = 5, reconciles: int = 2) -> dict[str, Any
     printed beside the measured one."""
     from worker_dshgen import embedded_runtime
 
-    from worker.watch import Watcher
+    from worker.watch.watcher import Watcher
 
     runtime = embedded_runtime(root, dsh_home=root / "dsh", data_dir=root / "run-data",
                                lite_home=root / "run-lite")
