@@ -17,11 +17,11 @@ from kombu import Connection
 from worker.run import tasks
 from worker.settings import load_settings
 
-REDIS_DB = 13
+REDIS_DB = 15  # each module has its own Redis database (xdist runs modules side by side)
 
 
 def test_delivery_settings() -> None:
-    settings = load_settings(None, broker_url="redis://127.0.0.1:6379/13", lease_ttl_s=300)
+    settings = load_settings(None, broker_url="redis://127.0.0.1:6379/15", lease_ttl_s=300)
     app = tasks.configure(settings, queue="q-config")
     conf = app.conf
     assert conf.task_acks_late is True

@@ -21,7 +21,7 @@ from worker.commands.worker_cmd import Pool, celery_argv
 from worker.run import tasks
 from worker.settings import load_settings
 
-REDIS_DB = 11
+REDIS_DB = 9  # each module has its own Redis database (xdist runs modules side by side)
 BIN = Path(sys.executable).parent
 
 
