@@ -11,22 +11,12 @@ from pathlib import Path
 
 import pytest
 import zstandard
+from dsh_fixture_logs import fixture_logs
 
 from memory.dsh.complete import complete_pieces
 from memory.dsh.reader import build_index, iter_log, read_log, read_range, scan_log
 from memory.dsh.source import FileSource, SegmentSource, as_source
 from memory.dsh.synthetic import synthetic_rows, write_log
-
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "tests" / "fixtures"  # copies of shared/fixtures/dsh and dsh-0.2
-DEMO = REPO / "worker" / "demo" / "dsh"
-
-
-def fixture_logs() -> list[Path]:
-    roots = [FIXTURES / "dsh", FIXTURES / "dsh-0.2", DEMO]
-    logs = {root: sorted(root.rglob("session*.jsonl*")) for root in roots}
-    assert all(logs.values()), f"a fixture root holds no log: {logs}"
-    return sorted(p for found in logs.values() for p in found)
 
 
 def memory_source(data: bytes, name: str, piece: int = 7) -> SegmentSource:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import zstandard
+from dsh_fixture_logs import fixture_logs
 from sqlalchemy import select
 
 from memory.dsh.reader import build_index, read_log, read_range, scan_log
@@ -24,18 +25,6 @@ from worker.shipping.store import ShipConflict, ShippedLog
 from worker.state import StateDB
 
 pytest_plugins = ["state_db_support"]
-
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "tests" / "fixtures"  # copies of shared/fixtures/dsh and dsh-0.2
-DEMO = REPO / "worker" / "demo" / "dsh"
-
-
-def fixture_logs() -> list[Path]:
-    roots = [FIXTURES / "dsh", FIXTURES / "dsh-0.2", DEMO]
-    logs = {root: sorted(root.rglob("session*.jsonl*")) for root in roots}
-    assert all(logs.values()), f"a fixture root holds no log: {logs}"
-    return sorted(p for found in logs.values() for p in found)
-
 
 @pytest.fixture
 def store(state_db: StateDB) -> Iterator[SqlSegmentStore]:
