@@ -341,6 +341,13 @@ class Settings(BaseSettings):
         return data
 
 
+def environment_without(names: Iterable[str]) -> dict[str, str]:
+    """This process's environment without ``names``: a child process's (``git``'s in the project
+    scope), read here like every other value of the environment."""
+    dropped = frozenset(names)
+    return {k: v for k, v in os.environ.items() if k not in dropped}
+
+
 def mask_url(url: str) -> str:
     """``url`` with any password replaced by ``***`` (``redis://:***@host:6379/0``)."""
     try:

@@ -1,7 +1,7 @@
 """One commit for one fact: a finished consolidation advances ``last_consolidated_seq`` and
 settles its reconsolidation request in the same state transaction, so no reader can see the
 watermark moved while the request still says ``queued`` (what made
-``tests/watch/test_daemon_reconcile_lost_hints.py`` flaky on a loaded machine). Every statement the
+``tests/e2e/test_daemon_reconcile_lost_hints.py`` flaky on a loaded machine). Every statement the
 state engine runs is recorded with the transaction it ran in."""
 
 from __future__ import annotations

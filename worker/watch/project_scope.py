@@ -3,7 +3,6 @@ watcher runs ``git`` (a subprocess, so it stays out of the pure :mod:`memory` do
 
 from __future__ import annotations
 
-import os
 import subprocess
 import threading
 from pathlib import PurePosixPath
@@ -11,6 +10,7 @@ from typing import Final
 
 from memory.constants import ROOT_PROJECT
 from memory.content.slugs import normalise_project
+from worker.settings import environment_without
 
 _GIT_LOCATION_VARS: Final = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")
 GIT_TIMEOUT_S: Final = 3.0
@@ -21,7 +21,7 @@ _project_lock = threading.Lock()
 
 def _git_toplevel(cwd: str) -> tuple[str | None, bool]:
     """(top-level path or None, whether the answer may be cached)."""
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
+    env = environment_without(_GIT_LOCATION_VARS)
     try:
         done = subprocess.run(
             ["git", "-C", cwd, "rev-parse", "--show-toplevel"],
