@@ -32,7 +32,7 @@ from pathlib import Path
 from memory.dsh.events import Event, Header, Problem
 from memory.dsh.locate import SessionLocation
 from memory.dsh.position import CheckpointIndex, ScanPosition
-from memory.dsh.reader import read_range
+from memory.dsh.reader import Log, read_range
 from memory.dsh.scanner import LogScan
 from memory.messages import base_ordinal
 from worker.jobs.logread import SHARED_MAX_EVENTS, checkpoint_index, file_identity
@@ -44,6 +44,7 @@ from worker.watch.owed import BACKED_OFF_JOBS, owed_work
 from worker.watch.project_scope import project_scope
 from worker.watch.scan_digest import ScanDigest
 from worker.watch.scan_problems import SCAN_TASK, ProblemBook, storable_text
+from worker.watch.ship_poll import resume_at, resume_shipped, ship_poll
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,9 @@ class Watcher:
         self._next_idle_check = 0.0
         self._unchanged: dict[str, tuple[str, int, int, int]] = {}  # sid → _stamp()
         self._owed_hinted: dict[tuple[str, str], tuple[tuple[int, ...], float]] = {}
+        #: Log shipping: the daemon ships each log, then scans what was shipped (the jobs read
+        #: the same bytes), so nothing is recorded that a worker cannot read.
+        self._segments = runtime.segments
 
     # --------------------------------------------------------------------------------- public
 
@@ -190,25 +194,26 @@ class Watcher:
         if state is not None and state.forgotten:
             return
         path = str(location.path)
-        generation = state.generation if state is not None else 0
-        position: ScanPosition | None = None
-        if state is not None and state.path == path and state.durable_end_seq > 0:
-            if _size(location.path) < state.scan_offset:
-                generation += 1  # truncated or replaced: read it again from the start
+        log: Log
+        if self._segments is not None:
+            shipped = ship_poll(self._segments, location, self.runtime.settings, self.problems)
+            report.problems += shipped is not None and not shipped[2]
+            if shipped is None:
+                return  # nothing shipped yet (no complete header) or a problem, said
+            log, stamp = shipped[0], stamp if shipped[2] else None
+            generation, position = resume_shipped(state, shipped[1])
+            if state is not None and position is None:
                 self._ordinal_at_end.pop(sid, None)
-            else:
-                resume = state.scan_seq if state.scan_seq < state.durable_end_seq else None
-                position = ScanPosition(state.scan_offset, state.durable_end_seq, resume)
-        elif state is not None and state.path != path:
-            generation += 1
-            self._ordinal_at_end.pop(sid, None)
+        else:
+            log = location.path
+            generation, position = self._resume_file(location, state)
         known = state if position is not None else None
         index = checkpoint_index(known) if known is not None else None
-        scan = LogScan(location.path, position, index)
-        digest = ScanDigest.start(lambda: self._ordinal_at(location.path, known), known,
+        scan = LogScan(log, position, index)
+        digest = ScanDigest.start(lambda: self._ordinal_at(log, known), known,
                                   self.runtime.settings.withdrawal_kinds)
         # A whole-log read (from the start) is kept for the jobs about to run (embedded mode).
-        hand_off = self.after_session is not None and position is None
+        hand_off = self.after_session is not None and position is None and self._segments is None
         identity = file_identity(path) if hand_off else None
         kept: list[Event] | None = [] if hand_off else None
         for event in scan:
@@ -258,6 +263,22 @@ class Watcher:
         report.new_events += digest.count
         report.enqueued += self._hints(sid, digest)
 
+    def _resume_file(
+        self, location: SessionLocation, state: SessionState | None
+    ) -> tuple[int, ScanPosition | None]:
+        """The generation and resume position of a scan of the file (embedded mode)."""
+        sid, path = location.session_id, str(location.path)
+        generation = state.generation if state is not None else 0
+        if state is not None and state.path == path and state.durable_end_seq > 0:
+            if _size(location.path) < state.scan_offset:
+                self._ordinal_at_end.pop(sid, None)
+                return generation + 1, None  # truncated or replaced: read it again
+            return generation, resume_at(state)
+        if state is not None and state.path != path:
+            self._ordinal_at_end.pop(sid, None)
+            return generation + 1, None
+        return generation, None
+
     def _record(
         self,
         location: SessionLocation,
@@ -302,7 +323,7 @@ class Watcher:
             if healthy:  # a log that reads again is healthy again
                 repos.failures.clear(SCAN_TASK, sid)
 
-    def _ordinal_at(self, path: Path, state: SessionState | None) -> int:
+    def _ordinal_at(self, path: Log, state: SessionState | None) -> int:
         """The message ordinal at ``state``'s durable end (cached; else counted from the
         nearest checkpoint)."""
         if state is None or state.durable_end_seq <= 0:
