@@ -231,3 +231,61 @@ def test_the_shipped_bytes_equal_the_files_and_the_forgotten_are_gone(hosts: Two
         data = path.read_bytes()
         assert shipped.shipped_end == len(data), sid
         assert store.read_exact(sid, shipped.generation, 0, len(data)) == data, sid
+
+
+def _count(url: str, prefix: str) -> int:
+    """Entries named ``prefix…`` in the PostgreSQL shelf at ``url`` (cheap, for polling)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM hypatia_lite.knowledge WHERE name LIKE %s",
+                           (prefix + "%",)).fetchone()
+    return int(row[0]) if row else 0
+
+
+@pytest.mark.timeout(900)
+def test_kill_9_of_the_daemon_shipping_and_of_a_worker_then_restarts(
+    hosts: TwoHosts, tmp_path: Path
+) -> None:
+    cluster = hosts.cluster
+    store = SqlSegmentStore(cluster.state)
+    long = SessionLogWriter(cluster.home, "g-long", CWD)
+    first = long.turn("start a long session", "ok")
+    long.title("A long session", first.user_seq)
+    for i in range(3000):
+        long.turn(f"question {i}", f"answer {i}")
+    long.flush()
+    path = next(cluster.home.glob("sessions/*/g-long/session.*"))
+    size = path.stat().st_size
+
+    def mid_shipping() -> bool:
+        shipped = store.latest("g-long")
+        return shipped is not None and 0 < shipped.shipped_end < size
+
+    wait_for(mid_shipping, 120, "the daemon to be mid-way through shipping g-long", every=0.005)
+    daemon = cluster.procs["daemon"]
+    daemon.kill()
+    assert daemon.wait(timeout=10) == -9
+    shipped = store.latest("g-long")
+    assert shipped is not None and shipped.shipped_end < size  # killed with bytes left to ship
+    cluster.start("daemon-b", "daemon")
+
+    expected = 2 * 3001
+
+    def mid_job() -> int | None:
+        with cluster.state.read() as repos:
+            lease = repos.leases.holder("session:g-long")
+        if lease is None or not lease.owner.startswith("celery:"):
+            return None
+        return int(lease.owner.split(":")[2]) if 0 < _count(hosts.shelf_url, "msg-g-long-") \
+            < expected else None
+
+    pid = wait_for(mid_job, 300, "a worker mid-way through g-long", every=0.01)
+    victim = next(name for name, p in cluster.procs.items() if p.pid == pid)
+    os.kill(pid, 9)
+    assert cluster.procs[victim].wait(timeout=10) == -9
+    hosts.start_worker(f"{victim}b")
+    wait_for(lambda: hosts.settled(10), 600, "the restarted processes to converge", every=0.5)
+    assert _count(hosts.shelf_url, "msg-g-long-") == expected
+    assert hosts.dump() == _embedded(cluster.home, tmp_path)
+    final = store.latest("g-long")
+    assert final is not None and final.generation == 0 and final.shipped_end == size
+    assert store.read_exact("g-long", 0, 0, size) == path.read_bytes()
