@@ -41,10 +41,10 @@ from worker.names import JOB_LOG_SPAN, JOB_SESSION_NODE
 from worker.state.sessions import Checkpoint, SessionState
 from worker.watch.discovery import SessionFinder
 from worker.watch.owed import BACKED_OFF_JOBS, owed_work
+from worker.watch.poll_source import poll_source
 from worker.watch.project_scope import project_scope
 from worker.watch.scan_digest import ScanDigest
 from worker.watch.scan_problems import SCAN_TASK, ProblemBook, storable_text
-from worker.watch.ship_poll import resume_at, resume_shipped, ship_poll
 
 log = logging.getLogger(__name__)
 
@@ -194,19 +194,16 @@ class Watcher:
         if state is not None and state.forgotten:
             return
         path = str(location.path)
-        log: Log
-        if self._segments is not None:
-            shipped = ship_poll(self._segments, location, self.runtime.settings, self.problems)
-            report.problems += shipped is not None and not shipped[2]
-            if shipped is None:
-                return  # nothing shipped yet (no complete header) or a problem, said
-            log, stamp = shipped[0], stamp if shipped[2] else None
-            generation, position = resume_shipped(state, shipped[1])
-            if state is not None and position is None:
-                self._ordinal_at_end.pop(sid, None)
-        else:
-            log = location.path
-            generation, position = self._resume_file(location, state)
+        opened = poll_source(self._segments, location, state, self.runtime.settings,
+                             self.problems)
+        if opened is None:
+            return  # shipping: nothing shipped yet (no complete header), or a problem, said
+        log, generation, position = opened.log, opened.generation, opened.position
+        if opened.restarted:
+            self._ordinal_at_end.pop(sid, None)  # read from the start: count again
+        if not opened.complete:
+            stamp = None  # shipping stopped at a problem: try the file again next poll
+            report.problems += 1
         known = state if position is not None else None
         index = checkpoint_index(known) if known is not None else None
         scan = LogScan(log, position, index)
@@ -262,22 +259,6 @@ class Watcher:
         report.changed += 1
         report.new_events += digest.count
         report.enqueued += self._hints(sid, digest)
-
-    def _resume_file(
-        self, location: SessionLocation, state: SessionState | None
-    ) -> tuple[int, ScanPosition | None]:
-        """The generation and resume position of a scan of the file (embedded mode)."""
-        sid, path = location.session_id, str(location.path)
-        generation = state.generation if state is not None else 0
-        if state is not None and state.path == path and state.durable_end_seq > 0:
-            if _size(location.path) < state.scan_offset:
-                self._ordinal_at_end.pop(sid, None)
-                return generation + 1, None  # truncated or replaced: read it again
-            return generation, resume_at(state)
-        if state is not None and state.path != path:
-            self._ordinal_at_end.pop(sid, None)
-            return generation + 1, None
-        return generation, None
 
     def _record(
         self,
@@ -403,13 +384,6 @@ def _stamp(path: Path) -> tuple[str, int, int, int] | None:
     except OSError:
         return None
     return (str(path), info.st_size, info.st_mtime_ns, info.st_ino)
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 def _mtime(path: Path) -> dt.datetime:
