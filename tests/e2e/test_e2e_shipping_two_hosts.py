@@ -195,9 +195,12 @@ def test_workers_as_another_user_equal_an_embedded_run(hosts: TwoHosts, tmp_path
     assert forgot.returncode == 0, forgot.stdout + forgot.stderr
     wait_for(lambda: hosts.settled(9), 300, "every session logged after the withdrawal")
 
-    for command in (["status"], ["verify-forgetting"]):
+    for command in (["status"], ["verify-forgetting"], ["retract", "--all"]):
         done = hosts.command(*command)
         assert done.returncode == 0, f"{command}: {done.stdout}{done.stderr}"
+    planned = hosts.command("reconsolidate", "--replace", "--all", "--dry-run")  # reads logs
+    assert "Permission denied" not in planned.stdout + planned.stderr
+    assert "Traceback" not in planned.stdout + planned.stderr
     assert hosts.names("msg-g-forget-") == set()
     assert hosts.dump() == _embedded(cluster.home, tmp_path)
 
