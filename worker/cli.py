@@ -54,6 +54,7 @@ COMMANDS = {
     "relog": ("relog", "relog"),
     "retract": ("retract", "retract"),
     "run": ("run", "run"),
+    "segments": ("segments", "segments_app"),
     "status": ("status", "status"),
     "verify-forgetting": ("verify_forgetting", "verify_forgetting"),
     "worker": ("worker_cmd", "worker_command"),
@@ -68,7 +69,10 @@ def _register(only: str | None = None) -> None:
     for name, (module, function) in COMMANDS.items():
         if only is None or name == only:
             implementation = getattr(importlib.import_module(f"worker.commands.{module}"), function)
-            app.command(name)(implementation)
+            if isinstance(implementation, typer.Typer):  # a group: `segments prune`
+                app.add_typer(implementation, name=name)
+            else:
+                app.command(name)(implementation)
 
 
 def main() -> None:

@@ -152,6 +152,12 @@ class Settings(BaseSettings):
     migrations_dir: Path | None = None
     """Alembic script directory; ``None`` → the packaged one (see ``worker.state.migrate``)."""
 
+    shipping: bool = False
+    """Log shipping (docs/shipping.md): the daemon ships each log's complete bytes into the state
+    database and every job reads them from there; workers never open the DSH home."""
+    shipping_segment_bytes: int = Field(default=256 << 10, ge=1 << 12, le=64 << 20)
+    """About how many bytes one shipped segment holds (at least one whole frame or line)."""
+
     # --- broker -------------------------------------------------------------------------------
     broker_url: str = "redis://127.0.0.1:6379/0"
     result_backend: str | None = None

@@ -54,23 +54,24 @@ def test_a_whole_read_is_shared_until_the_file_changes(tmp_path: Path) -> None:
     state = _session(runtime, "shared")
     runtime.hand_off.forget()
     assert runtime.hand_off.whole_log(state.path) is None
-    window = read_window(state, 0, hand_off=runtime.hand_off)
+    window = read_window(state, 0, hand_off=runtime.hand_off, segments=None)
     shared = runtime.hand_off.whole_log(state.path)
     assert shared is window.events
     assert [e.seq for e in shared] == [e.seq for e in read_log(Path(state.path)).events]
     assert runtime.hand_off.whole_log(state.path) is None  # handed out once
-    read_window(state, 0, hand_off=runtime.hand_off)
+    read_window(state, 0, hand_off=runtime.hand_off, segments=None)
     # Another file (and now forgotten).
     assert runtime.hand_off.whole_log(state.path + ".other") is None
     # A partial read is not kept.
-    read_window(state, 0, to_seq=3, hand_off=runtime.hand_off)
+    read_window(state, 0, to_seq=3, hand_off=runtime.hand_off, segments=None)
     assert runtime.hand_off.whole_log(state.path) is None
     # The log grows: the kept decode no longer describes it.
-    read_window(state, 0, hand_off=runtime.hand_off)
+    read_window(state, 0, hand_off=runtime.hand_off, segments=None)
     log.turn("one more", "answer")
     log.flush()
     assert runtime.hand_off.whole_log(state.path) is None
-    assert [e.seq for e in read_window(state, 0, hand_off=runtime.hand_off).events] == [
+    window = read_window(state, 0, hand_off=runtime.hand_off, segments=None)
+    assert [e.seq for e in window.events] == [
         e.seq for e in read_log(Path(state.path)).events]
     assert runtime.hand_off.whole_log(state.path) is not None
     runtime.close()
@@ -92,7 +93,7 @@ def test_the_session_node_survey_is_the_same_from_the_kept_decode(tmp_path: Path
     ctx: Any = Ctx()
     runtime.hand_off.forget()
     from_file = session_node.survey_node(ctx, state, state.durable_end_seq)
-    read_window(state, 0, END, runtime.hand_off)
+    read_window(state, 0, END, runtime.hand_off, segments=None)
     assert runtime.hand_off.kept_path() == state.path
     calls: list[Any] = []
     real = session_node.LogScan
@@ -119,7 +120,7 @@ def test_a_kept_decode_of_another_copy_is_not_used(tmp_path: Path) -> None:
     shutil.copytree(tmp_path / "a" / "dsh", tmp_path / "b" / "dsh")
     watcher = _scan(tmp_path / "a")
     state = _session(watcher.runtime, "shared")
-    read_window(state, 0, hand_off=watcher.runtime.hand_off)
+    read_window(state, 0, hand_off=watcher.runtime.hand_off, segments=None)
     copy = str(state.path).replace(str(tmp_path / "a"), str(tmp_path / "b"))
     assert Path(copy).is_file()
     assert watcher.runtime.hand_off.whole_log(copy) is None

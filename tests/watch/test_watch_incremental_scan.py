@@ -68,7 +68,7 @@ def test_checkpoints_carry_the_message_ordinal_so_spans_read_from_near_their_sta
     events = read_log(log.path).events
     for point in state.checkpoints:
         assert point.ordinal == sum(1 for e in events if e.seq < point.seq and is_loggable(e))
-    window = read_window(state, 1200)
+    window = read_window(state, 1200, segments=None)
     assert window.first_seq == state.checkpoint_at_or_before(1200).seq > 0
     assert window.base_ordinal(1200) == sum(1 for e in events if e.seq < 1200 and is_loggable(e))
     runtime.close()

@@ -60,7 +60,7 @@ def _plan(runtime: Runtime, shelf: str, sid: str, kinds: list[str],
     if state.forgotten:
         return None, None, "session is forgotten"
     try:
-        log_ = read_session_log(state, kinds, runtime.hand_off)
+        log_ = read_session_log(state, kinds, runtime.hand_off, segments=runtime.segments)
         tz = zoneinfo.ZoneInfo(runtime.settings.timezone) if runtime.settings.timezone else None
         plan = plan_session(runtime.store(shelf), log_, pending, model=model, tz=tz)
         return log_, plan, ""

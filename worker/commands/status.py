@@ -43,7 +43,9 @@ def audit_trail(runtime: Runtime, session_id: str | None = None) -> list[dict[st
 def add_unrecorded(found: dict[str, Any], settings: Settings) -> None:
     """Add a row for every session (and refused entry) in the DSH home listing that the state
     database has no record of: not scanned yet, a scan that failed, or an id it cannot store.
-    Every row gets ``recorded`` (the state database holds its scan) and ``problem``."""
+    Every row gets ``recorded`` (the state database holds its scan) and ``problem``. With log
+    shipping the home is not listed (it may be on another host; the daemon records what it
+    could not read as a failure)."""
     from memory.dsh.locate import survey_sessions
     from worker.watch.scan_problems import session_id_problem, subject_key
 
@@ -52,6 +54,9 @@ def add_unrecorded(found: dict[str, Any], settings: Settings) -> None:
         row["recorded"] = row["durable_end_seq"] is not None
         row["problem"] = None
     listed = {row["session_id"] for row in rows}
+    if settings.shipping:  # the DSH home is the daemon's, on another host: the state has it all
+        found["total"]["not_recorded"] = 0
+        return
     survey = survey_sessions(settings.sessions_root)
     missing: dict[str, str] = {}
     for location in survey.sessions:

@@ -60,6 +60,7 @@ from worker.jobs.reconsolidate import pending_request, settle_request
 from worker.jobs.runtime import Runtime
 from worker.jobs.work_units import WorkUnitOptions, WorkUnitOutcome, extract_work_units
 from worker.names import JOB_CASCADE, JOB_CONSOLIDATE
+from worker.shipping.store import SegmentStore
 from worker.state.progress import Progress
 from worker.state.sessions import SessionState
 
@@ -95,15 +96,16 @@ class SpanSummary:
 
 def read_span(session: SessionState, from_seq: int, to_seq: int,
               whitelist: list[str] | tuple[str, ...],
-              hand_off: LogHandOff | None = None) -> SpanEvents:
+              hand_off: LogHandOff | None = None, *,
+              segments: SegmentStore | None) -> SpanEvents:
     """Read ``[from_seq - 1, to_seq)`` — the span and its predecessor — and stream the rest of the
     log to its durable end for withdrawal markers only (a marker comes after what it withdraws,
     so one written long after the span still excludes its messages)."""
-    window = read_window(session, max(0, from_seq - 1), to_seq, hand_off)
+    window = read_window(session, max(0, from_seq - 1), to_seq, hand_off, segments=segments)
     events = window.tail(from_seq)
     markers = [e for e in events if is_marker(e, whitelist)]
     if session.durable_end_seq > to_seq:
-        markers += survey_log(session, to_seq, whitelist).markers
+        markers += survey_log(session, to_seq, whitelist, segments=segments).markers
     return SpanEvents(
         events=[e for e in events if e.seq < to_seq],
         before=window.event_at(from_seq - 1) if from_seq > 0 else None,
@@ -144,7 +146,7 @@ def write_span_summary(
     """
     settings = runtime.settings
     span = span or read_span(session, from_seq, to_seq, settings.withdrawal_kinds,
-                             runtime.hand_off)
+                             runtime.hand_off, segments=runtime.segments)
     transcript = span_transcript(runtime, session, span)
     result = SpanSummary(from_seq, to_seq, to_seq)
     if transcript.empty:
@@ -272,7 +274,7 @@ def consolidate(ctx: JobContext) -> JobOutput:
         _settle(ctx, request, "empty")
         return skipped("nothing to consolidate", from_seq=from_seq, to_seq=max(from_seq, to_seq))
     span = read_span(session, from_seq, to_seq, runtime.settings.withdrawal_kinds,
-                     runtime.hand_off)
+                     runtime.hand_off, segments=runtime.segments)
     tokens = pending_tokens(runtime, session, span)
     turn = progress.last_check_turn
     if not waived:

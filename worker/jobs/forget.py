@@ -29,6 +29,7 @@ from worker.jobs.storeview import (
     message_entries,
     span_summaries,
 )
+from worker.shipping.sql import delete_session
 
 ACTION_FORGET = "forget"
 
@@ -69,8 +70,10 @@ def forget_session(ctx: JobContext, *, dry_run: bool = False) -> ForgetResult:
     with ctx.state() as repos:
         repos.sessions.set_forgotten(sid, True)
         repos.sessions.scrub_title(sid)
+        shipped = delete_session(repos.conn, sid)  # its shipped log bytes go with the mark
         repos.audit.record(ACTION_FORGET, "started", shelf=ctx.shelf, session_id=sid,
-                           detail=f"{len(result.items)} entries planned")
+                           detail=f"{len(result.items)} entries planned"
+                           + (f"; {shipped} shipped segments deleted" if shipped else ""))
     ctx.runtime.state.after_purge()  # the scrubbed title leaves the state database's files
     repairer = Repairer(ctx, store, _project(ctx), client)
     if not repairer.usable():

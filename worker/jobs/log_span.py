@@ -91,9 +91,10 @@ def log_span(ctx: JobContext) -> JobOutput:
     limit = ctx.runtime.max_span_events
     window: LogWindow | None = None
     if session.durable_end_seq - start > limit:
-        survey = survey_log(session, start, whitelist)
+        survey = survey_log(session, start, whitelist, segments=ctx.runtime.segments)
     else:
-        window = read_window(session, start, hand_off=ctx.runtime.hand_off)
+        window = read_window(session, start, hand_off=ctx.runtime.hand_off,
+                             segments=ctx.runtime.segments)
         survey = Survey.of(window.tail(start), window.durable_end, whitelist)
     clock = timing(ctx, ms_of(session.last_activity_at))
     cut = cut_span(survey.boundaries, start=start, durable_end=survey.durable_end, timing=clock,
@@ -120,12 +121,14 @@ def log_span(ctx: JobContext) -> JobOutput:
         first = number == 0
         if first:
             piece = window if window is not None else read_window(
-                session, start, upper, ctx.runtime.hand_off)
+                session, start, upper, ctx.runtime.hand_off, segments=ctx.runtime.segments)
             if withdrawn_before:
-                piece = extend_back(session, piece, min(withdrawn_before))
+                piece = extend_back(session, piece, min(withdrawn_before),
+                                    segments=ctx.runtime.segments)
             next_ordinal = piece.base_ordinal(start)
         else:
-            piece = read_window(session, lower - 1, upper, ctx.runtime.hand_off)
+            piece = read_window(session, lower - 1, upper, ctx.runtime.hand_off,
+                                segments=ctx.runtime.segments)
         plan = plan_span(
             piece.events,
             survey.markers,

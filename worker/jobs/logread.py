@@ -15,9 +15,11 @@ from pathlib import Path
 
 from memory.dsh.events import Event, Problem
 from memory.dsh.position import CheckpointIndex, ScanPosition
-from memory.dsh.reader import iter_log, read_range
+from memory.dsh.reader import Log, iter_log, read_range
 from memory.messages import base_ordinal, message_ordinals
 from memory.withdrawal import is_marker
+from worker.shipping.source import shipped_source
+from worker.shipping.store import SegmentStore
 from worker.state.sessions import Checkpoint, SessionState
 
 #: Read "to the end of the log".
@@ -32,6 +34,19 @@ class PermanentJobError(Exception):
 
 class TransientJobError(Exception):
     """Worth retrying later (the log could not be read, the watermark race was lost)."""
+
+
+def log_source(state: SessionState, segments: SegmentStore | None) -> Log:
+    """Where a job reads ``state``'s log: the file at ``state.path`` (embedded mode, ``segments``
+    None), or with log shipping the shipped generation ``state.generation`` from the segment
+    store (the DSH home is never touched). Not shipped yet → :class:`TransientJobError`."""
+    if segments is None:
+        return Path(state.path)
+    shipped = segments.get(state.session_id, state.generation)
+    if shipped is None:
+        raise TransientJobError(
+            f"session {state.session_id}: generation {state.generation} is not shipped")
+    return shipped_source(segments, shipped)
 
 
 def checkpoint_index(state: SessionState) -> CheckpointIndex:
@@ -90,7 +105,8 @@ def _start_point(state: SessionState, seq: int) -> Checkpoint:
 
 
 def read_window(
-    state: SessionState, from_seq: int, to_seq: int = END, hand_off: LogHandOff | None = None
+    state: SessionState, from_seq: int, to_seq: int = END, hand_off: LogHandOff | None = None,
+    *, segments: SegmentStore | None,
 ) -> LogWindow:
     """Read ``state``'s log from the checkpoint at or before ``from_seq`` up to ``to_seq`` (by
     default its durable end). With a ``hand_off`` (the runtime's), a whole-log read takes the
@@ -99,7 +115,11 @@ def read_window(
 
     A corrupt or unsupported log raises :class:`PermanentJobError`; a log that cannot be read
     (gone, permissions) raises :class:`TransientJobError`. A torn tail is simply not returned.
+    With ``segments`` (log shipping) the shipped bytes are read and nothing is handed off.
     """
+    if segments is not None:
+        hand_off = None  # the hand-off compares file identities: no file here
+    log = log_source(state, segments)
     point = _start_point(state, from_seq)
     whole = hand_off is not None and point.seq == 0 and to_seq == END
     handed = hand_off.take_kept(state.path) if hand_off is not None and whole else None
@@ -111,13 +131,13 @@ def read_window(
     if hand_off is not None:
         hand_off.forget()  # never hold two decodes at once
     before = _identity(state.path) if whole else None
-    result = read_range(Path(state.path), point.seq, to_seq, index)
+    result = read_range(log, point.seq, to_seq, index)
     raise_for_problems(state, result.problems)
     events = result.events
     if events and events[0].seq != point.seq:
         # The index no longer matches the file (replaced or rewritten): count from the start.
         point = Checkpoint(0, 0, 0)
-        result = read_range(Path(state.path), 0, to_seq, CheckpointIndex())
+        result = read_range(log, 0, to_seq, CheckpointIndex())
         events = result.events
     if hand_off is not None and before is not None and not result.problems:
         hand_off.remember(state.path, before, events)
@@ -239,13 +259,15 @@ class Survey:
         )
 
 
-def survey_log(state: SessionState, start: int, whitelist: Iterable[str]) -> Survey:
+def survey_log(
+    state: SessionState, start: int, whitelist: Iterable[str], *, segments: SegmentStore | None
+) -> Survey:
     """Stream ``[start, durable end)`` once in constant memory, keeping only what a
     :class:`Survey` holds (for spans too large to hold in memory at once)."""
     allowed = frozenset(whitelist)
     point = _start_point(state, start)
     position = ScanPosition(point.offset, max(start, point.seq), point.seq)
-    scan, events = iter_log(Path(state.path), position)
+    scan, events = iter_log(log_source(state, segments), position)
     boundaries: list[Event] = []
     markers: list[Event] = []
     end = start
@@ -282,13 +304,16 @@ def slice_span(
     return slices
 
 
-def extend_back(state: SessionState, window: LogWindow, to_seq: int) -> LogWindow:
+def extend_back(
+    state: SessionState, window: LogWindow, to_seq: int, *, segments: SegmentStore | None
+) -> LogWindow:
     """``window`` extended backwards so it starts at or before ``to_seq`` (for retractions of
     messages written long ago)."""
     if to_seq >= window.first_seq:
         return window
     point = _start_point(state, to_seq)
-    result = read_range(Path(state.path), point.seq, window.first_seq, checkpoint_index(state))
+    log = log_source(state, segments)
+    result = read_range(log, point.seq, window.first_seq, checkpoint_index(state))
     raise_for_problems(state, result.problems)
     ordinal = point.ordinal if point.seq >= state.inherited_cut else 0
     return LogWindow(

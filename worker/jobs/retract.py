@@ -209,7 +209,8 @@ def retract_job(ctx: JobContext) -> JobOutput:
         state = repos.sessions.get(ctx.session_id)
     if state is None or not state.path:
         return skipped("session not seen by the watcher yet")
-    log_ = read_session_log(state, kinds_for(ctx.runtime), ctx.runtime.hand_off)
+    log_ = read_session_log(state, kinds_for(ctx.runtime), ctx.runtime.hand_off,
+                            segments=ctx.runtime.segments)
     result = execute_plan(ctx, log_)
     node_changed = result.node is not None and result.node.status == "done"
     return JobOutput(
@@ -235,7 +236,8 @@ def repair_after_log_span(ctx: JobContext, withdrew_earlier: bool,
     try:
         if not repair:
             return reconcile_session_node(ctx) if node_written(ctx) else None
-        log_ = read_session_log(state, kinds_for(ctx.runtime), ctx.runtime.hand_off)
+        log_ = read_session_log(state, kinds_for(ctx.runtime), ctx.runtime.hand_off,
+                                segments=ctx.runtime.segments)
         result = execute_plan(ctx, log_)
     except (TransientJobError, StoreError) as exc:
         # The span is logged and its watermark advanced: hand the repair (its intent is
@@ -299,7 +301,8 @@ def resume_repairs(runtime: Runtime, shelf: str) -> list[str]:
             with_session_lease(
                 runtime, state.session_id, shelf, JOB_RETRACT,
                 lambda ctx, state=state: execute_plan(  # type: ignore[misc]
-                    ctx, read_session_log(state, kinds_for(runtime), runtime.hand_off)),
+                    ctx, read_session_log(state, kinds_for(runtime), runtime.hand_off,
+                                          segments=runtime.segments)),
             )
             resumed.append(state.session_id)
         except (StoreError, TransientJobError, OSError) as exc:

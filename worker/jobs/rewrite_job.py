@@ -58,7 +58,8 @@ def plan_session(runtime: Runtime, store: MemoryStore, shelf: str, session_id: s
                        "session")
     if state.forgotten:
         return Planned(session_id, error="unknown-session — the session was forgotten")
-    log_ = read_session_log(state, kinds_for(runtime), runtime.hand_off)
+    log_ = read_session_log(state, kinds_for(runtime), runtime.hand_off,
+                            segments=runtime.segments)
     logged = progress.last_logged_seq if progress is not None else 0
 
     def provenance(names: list[str]) -> dict[str, Provenance]:

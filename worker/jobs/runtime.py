@@ -16,6 +16,8 @@ from memory.store.base import MemoryStore
 from memory.store.factory import StoreConfig, open_store
 from worker.jobs.logread import LogHandOff
 from worker.settings import Settings
+from worker.shipping.sql import SqlSegmentStore
+from worker.shipping.store import SegmentStore
 from worker.state.database import StateDB
 from worker.state.owners import owner_id
 
@@ -57,6 +59,7 @@ class Runtime:
     #: ``log_span`` to ``session_node`` (:class:`~worker.jobs.logread.LogHandOff`).
     hand_off: LogHandOff = field(default_factory=LogHandOff)
     _stores: dict[str, MemoryStore] = field(default_factory=dict)
+    _segments: SegmentStore | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def store(self, shelf: str) -> MemoryStore:
@@ -80,6 +83,16 @@ class Runtime:
                 shelf_url=s.store_shelf_url if shelf == s.store_shelf else None,
             )
         )
+
+    @property
+    def segments(self) -> SegmentStore | None:
+        """With log shipping (``settings.shipping``): the segment store jobs read logs from
+        (:func:`worker.jobs.logread.log_source`); ``None`` in embedded mode (files)."""
+        if not self.settings.shipping:
+            return None
+        if self._segments is None:
+            self._segments = SqlSegmentStore(self.state)
+        return self._segments
 
     def drop_store(self, shelf: str) -> None:
         """Forget a store handle (after a fatal error, so the next job reopens it)."""

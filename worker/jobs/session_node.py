@@ -17,7 +17,6 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final, cast
 
 from memory import constants as C
@@ -33,6 +32,7 @@ from worker.jobs.context import JobContext, JobOutput, skipped
 from worker.jobs.logread import (
     TransientJobError,
     checkpoint_index,
+    log_source,
     raise_for_problems,
 )
 from worker.jobs.store_writes import settle_edges
@@ -79,9 +79,11 @@ def survey_node(ctx: JobContext, state: SessionState, logged: int,
     point = state.checkpoint_at_or_before(cut) or Checkpoint(0, 0, 0)
     position = ScanPosition(point.offset, point.seq) if point.seq > 0 else None
     # From the log's start, the decode ``log_span`` just made of the unchanged file is reused.
-    shared = ctx.runtime.hand_off.whole_log(state.path) if position is None else None
+    segments = ctx.runtime.segments
+    whole = position is None and segments is None  # the hand-off is of files only
+    shared = ctx.runtime.hand_off.whole_log(state.path) if whole else None
     scan = None if shared is not None else LogScan(
-        Path(state.path), position, checkpoint_index(state))
+        log_source(state, segments), position, checkpoint_index(state))
     events: Iterable[Event] = shared if shared is not None else cast(LogScan, scan)
     base = point.ordinal if point.seq >= cut else 0
     ordinal = base

@@ -16,6 +16,7 @@ from memory.entries import message_name
 from memory.messages import message_ordinals
 from memory.withdrawal import Marker, find_markers
 from worker.jobs.logread import LogHandOff, read_window
+from worker.shipping.store import SegmentStore
 from worker.state.sessions import SessionState
 
 
@@ -74,11 +75,12 @@ class SessionLog:
 
 
 def read_session_log(
-    state: SessionState, kinds: Iterable[str], hand_off: LogHandOff | None = None
+    state: SessionState, kinds: Iterable[str], hand_off: LogHandOff | None = None, *,
+    segments: SegmentStore | None,
 ) -> SessionLog:
     """Read ``state``'s log from its start to the durable end and decide its withdrawals with the
     whitelist ``kinds``. Raises the log readers' job errors (permanent / transient)."""
-    window = read_window(state, 0, hand_off=hand_off)
+    window = read_window(state, 0, hand_off=hand_off, segments=segments)
     events = window.events
     cut = state.inherited_cut
     ordinals = message_ordinals(events, cut)

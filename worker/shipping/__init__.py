@@ -7,5 +7,5 @@ into the state database as segments; workers on any machine read them through th
 - :mod:`worker.shipping.shipper`: ship what a log file gained since its shipped position;
 - :mod:`worker.shipping.source`: a shipped log generation as a reader source;
 - :mod:`worker.shipping.prune`: what no job can still need, removed on an operator's request;
-- :mod:`worker.shipping.follow`: a standalone shipping loop (the daemon's seam, until wired).
+- :mod:`worker.shipping.follow`: a standalone shipping loop (tests, backfilling a home).
 """

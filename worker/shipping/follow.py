@@ -1,8 +1,8 @@
 """A standalone shipping loop: ship the given logs every ``--interval`` seconds until stopped.
 
-The daemon's watcher will call :func:`worker.shipping.shipper.ship_log` from its poll instead
-(docs/shipping.md, "Wiring"); this entry point ships without a watcher, for the tests that kill
-a shipper mid-run and for an operator backfilling a home::
+The daemon's watcher calls :func:`worker.shipping.shipper.ship_log` from its poll (the
+``shipping`` setting, docs/shipping.md, "Wiring"); this entry point ships without a watcher, for
+the tests that kill a shipper mid-run and for an operator backfilling a home::
 
     python -m worker.shipping.follow STATE_URL SESSION_ID=PATH [...] [--once] [--segment-bytes N]
 """

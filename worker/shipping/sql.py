@@ -10,7 +10,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, Integer, Table, case, cast, func, insert, select, update
+from sqlalchemy import (
+    Connection,
+    Integer,
+    Table,
+    case,
+    cast,
+    delete,
+    func,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 
 from worker.shipping.store import ShipConflict, ShippedLog
@@ -118,6 +129,14 @@ def read_span(conn: Connection, session_id: str, generation: int, offset: int, s
         .order_by(row.byte_offset.desc()).limit(1)
     ).scalar()
     return b"" if found is None or size <= 0 else bytes(found)
+
+
+def delete_session(conn: Connection, session_id: str) -> int:
+    """Remove every shipped generation and segment of ``session_id`` (``forget``, in its
+    transaction); returns how many segments went."""
+    gone = conn.execute(delete(SEGMENTS).where(SEGMENTS.c.session_id == session_id)).rowcount
+    conn.execute(delete(LOGS).where(LOGS.c.session_id == session_id))
+    return int(gone or 0)
 
 
 def _insert_segment(

@@ -105,7 +105,7 @@ def verify(runtime: Runtime, shelf: str, meter: Meter | None = None) -> Report:
     with runtime.state.read() as repos:
         sessions = repos.sessions.list(include_forgotten=True)
     meter.phase("reading logs", len(sessions))
-    sources = collect(settings, sessions)
+    sources = collect(settings, sessions, runtime.segments)
     report = Report(shelf, sources)
     store = runtime.store(shelf)
     meter.phase("searching the store", None)

@@ -26,6 +26,7 @@ from worker.jobs.log_span import span_options_for
 from worker.jobs.logread import PermanentJobError, TransientJobError
 from worker.jobs.withdrawals import SessionLog, read_session_log
 from worker.settings import Settings
+from worker.shipping.store import SegmentStore
 from worker.state.sessions import SessionState
 from worker.verify.fragments import Fragments, fragments_of
 
@@ -126,8 +127,11 @@ def _node_texts(log_: SessionLog, options: SpanOptions, kinds: list[str],
             for summary in sorted(summaries, key=lambda s: s.seq) if summary.text]
 
 
-def collect(settings: Settings, sessions: Iterable[SessionState]) -> Sources:
-    """Read every session's log and collect what must be gone (see the module docstring)."""
+def collect(
+    settings: Settings, sessions: Iterable[SessionState], segments: SegmentStore | None = None
+) -> Sources:
+    """Read every session's log and collect what must be gone (see the module docstring); with
+    log shipping (``segments``) the shipped bytes are read, not the DSH home."""
     options = span_options_for(settings)
     kinds = list(settings.withdrawal_kinds)
     sources = Sources()
@@ -140,7 +144,7 @@ def collect(settings: Settings, sessions: Iterable[SessionState]) -> Sources:
                 sources.forgotten_without_log.append(sid)
             continue
         try:
-            log_ = read_session_log(state, kinds)
+            log_ = read_session_log(state, kinds, segments=segments)
         except (PermanentJobError, TransientJobError, OSError) as exc:
             if state.forgotten:
                 sources.forgotten_without_log.append(sid)

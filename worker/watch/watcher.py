@@ -32,7 +32,7 @@ from pathlib import Path
 from memory.dsh.events import Event, Header, Problem
 from memory.dsh.locate import SessionLocation
 from memory.dsh.position import CheckpointIndex, ScanPosition
-from memory.dsh.reader import read_range
+from memory.dsh.reader import Log, read_range
 from memory.dsh.scanner import LogScan
 from memory.messages import base_ordinal
 from worker.jobs.logread import SHARED_MAX_EVENTS, checkpoint_index, file_identity
@@ -41,6 +41,7 @@ from worker.names import JOB_LOG_SPAN, JOB_SESSION_NODE
 from worker.state.sessions import Checkpoint, SessionState
 from worker.watch.discovery import SessionFinder
 from worker.watch.owed import BACKED_OFF_JOBS, owed_work
+from worker.watch.poll_source import poll_source
 from worker.watch.project_scope import project_scope
 from worker.watch.scan_digest import ScanDigest
 from worker.watch.scan_problems import SCAN_TASK, ProblemBook, storable_text
@@ -100,6 +101,9 @@ class Watcher:
         self._next_idle_check = 0.0
         self._unchanged: dict[str, tuple[str, int, int, int]] = {}  # sid → _stamp()
         self._owed_hinted: dict[tuple[str, str], tuple[tuple[int, ...], float]] = {}
+        #: Log shipping: the daemon ships each log, then scans what was shipped (the jobs read
+        #: the same bytes), so nothing is recorded that a worker cannot read.
+        self._segments = runtime.segments
 
     # --------------------------------------------------------------------------------- public
 
@@ -190,25 +194,23 @@ class Watcher:
         if state is not None and state.forgotten:
             return
         path = str(location.path)
-        generation = state.generation if state is not None else 0
-        position: ScanPosition | None = None
-        if state is not None and state.path == path and state.durable_end_seq > 0:
-            if _size(location.path) < state.scan_offset:
-                generation += 1  # truncated or replaced: read it again from the start
-                self._ordinal_at_end.pop(sid, None)
-            else:
-                resume = state.scan_seq if state.scan_seq < state.durable_end_seq else None
-                position = ScanPosition(state.scan_offset, state.durable_end_seq, resume)
-        elif state is not None and state.path != path:
-            generation += 1
-            self._ordinal_at_end.pop(sid, None)
+        opened = poll_source(self._segments, location, state, self.runtime.settings,
+                             self.problems)
+        if opened is None:
+            return  # shipping: nothing shipped yet (no complete header), or a problem, said
+        log, generation, position = opened.log, opened.generation, opened.position
+        if opened.restarted:
+            self._ordinal_at_end.pop(sid, None)  # read from the start: count again
+        if not opened.complete:
+            stamp = None  # shipping stopped at a problem: try the file again next poll
+            report.problems += 1
         known = state if position is not None else None
         index = checkpoint_index(known) if known is not None else None
-        scan = LogScan(location.path, position, index)
-        digest = ScanDigest.start(lambda: self._ordinal_at(location.path, known), known,
+        scan = LogScan(log, position, index)
+        digest = ScanDigest.start(lambda: self._ordinal_at(log, known), known,
                                   self.runtime.settings.withdrawal_kinds)
         # A whole-log read (from the start) is kept for the jobs about to run (embedded mode).
-        hand_off = self.after_session is not None and position is None
+        hand_off = self.after_session is not None and position is None and self._segments is None
         identity = file_identity(path) if hand_off else None
         kept: list[Event] | None = [] if hand_off else None
         for event in scan:
@@ -302,7 +304,7 @@ class Watcher:
             if healthy:  # a log that reads again is healthy again
                 repos.failures.clear(SCAN_TASK, sid)
 
-    def _ordinal_at(self, path: Path, state: SessionState | None) -> int:
+    def _ordinal_at(self, path: Log, state: SessionState | None) -> int:
         """The message ordinal at ``state``'s durable end (cached; else counted from the
         nearest checkpoint)."""
         if state is None or state.durable_end_seq <= 0:
@@ -382,13 +384,6 @@ def _stamp(path: Path) -> tuple[str, int, int, int] | None:
     except OSError:
         return None
     return (str(path), info.st_size, info.st_mtime_ns, info.st_ino)
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 def _mtime(path: Path) -> dt.datetime:
