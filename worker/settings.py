@@ -180,6 +180,12 @@ class Settings(BaseSettings):
     idle_close_s: float = Field(default=600.0, gt=0, le=86_400)
     poll_interval_s: float = Field(default=1.0, gt=0, le=60)
     reconcile_interval_s: float = Field(default=30.0, gt=0, le=3600)
+    watch_notifications: bool = True
+    """Follow the sessions root through file-system notifications (watchdog: inotify, FSEvents)
+    and re-scan only the sessions whose files changed; polling every ``poll_interval_s`` is the
+    fallback when they are unavailable or fail."""
+    safety_scan_s: float = Field(default=300.0, gt=0, le=86_400)
+    """With notifications: every this many seconds, list and scan the whole home anyway."""
     tool_ledger: bool = False
     log_max_frame_bytes: int = Field(default=64 << 20, ge=1 << 16, le=1 << 32)
     """The most bytes one zstd frame of a log may decode to, and one raw line may hold; a log

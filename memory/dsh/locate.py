@@ -7,8 +7,11 @@ names are lossy hints: the header's ``cwd`` and ``id`` are the authority.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -210,3 +213,129 @@ def discover_sessions(root: Path) -> list[SessionLocation]:
     """Every readable session under a sessions root (:func:`survey_sessions` without the
     problems)."""
     return survey_sessions(root).sessions
+
+
+#: A directory listed less than this long after its last change is listed again next time: a
+#: change in the same timestamp tick as the listing would not move the mtime (the "racy" case).
+_RACY_S = 2.0
+
+
+@dataclass(slots=True)
+class _Listed:
+    key: tuple[int, int, int]  # (st_dev, st_ino, st_mtime_ns) of the directory when listed
+    value: object
+
+
+class CachedSurvey:
+    """:func:`survey_sessions` with each directory's listing kept until its mtime changes.
+
+    A directory's entries change only when one is created, removed or renamed, which moves its
+    mtime; a log growing does not. So a poll ``stat``\\ s the root, each project and each session
+    directory and lists only those whose ``(device, inode, mtime)`` moved (or that changed too
+    recently to trust the mtime). ``stale`` marks directories to list again regardless (a
+    file-system notification named them); ``trust`` skips the ``stat`` of every directory not
+    marked (notifications are live: nothing else changed). What a symbolic link points to is not
+    part of the key: :meth:`forget` (the periodic safety scan) drops everything."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._cache: dict[str, _Listed] = {}
+
+    def forget(self) -> None:
+        self._cache.clear()
+
+    def survey(self, *, stale: set[str] | frozenset[str] = frozenset(),
+               trust: bool = False) -> Survey:
+        """The same result as ``survey_sessions(self.root)``, from the cache where it holds."""
+        survey = Survey()
+        root = str(self.root)
+        if not self.root.is_dir():
+            self._cache.clear()
+            return survey
+        real_root = os.path.realpath(root)
+        try:
+            projects = self._listed(root, stale, trust,
+                                    functools.partial(_subdirectories, self.root, real_root))
+        except OSError as exc:
+            survey.problems.append(LocationProblem("/", self.root,
+                                                   f"cannot be listed ({exc.strerror})"))
+            return survey
+        for project_name, project_path, why in projects:
+            subject = f"{project_name}/"
+            if why is not None:
+                survey.problems.append(LocationProblem(subject, Path(project_path), why))
+                continue
+            try:
+                children = self._listed(project_path, stale, trust,
+                                        functools.partial(_subdirectories, Path(project_path),
+                                                          real_root))
+            except OSError as exc:
+                reason = f"cannot be listed ({exc.strerror})"
+                survey.problems.append(LocationProblem(subject, Path(project_path), reason))
+                continue
+            for session_name, session_path, why in children:
+                session_id = decode_segment(session_name)
+                if why is None:
+                    location, why = self._session(session_path, session_id, project_path,
+                                                  stale, trust)
+                else:
+                    location = None
+                if why is not None:
+                    survey.problems.append(LocationProblem(session_id, Path(session_path), why))
+                if location is not None:
+                    survey.sessions.append(location)
+        return survey
+
+    def _key(self, path: str) -> tuple[int, int, int] | None:
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
+        return (info.st_dev, info.st_ino, info.st_mtime_ns)
+
+    def _get(self, path: str, stale: set[str] | frozenset[str],
+             trust: bool) -> tuple[_Listed | None, tuple[int, int, int] | None]:
+        """The cached listing of ``path`` when it still holds, and the key to store a new one
+        under (``None``: do not cache)."""
+        cached = self._cache.get(path)
+        if path in stale:
+            cached = None
+        elif trust and cached is not None:
+            return cached, None
+        key = self._key(path)
+        if cached is not None and key is not None and cached.key == key:
+            return cached, None
+        if key is not None and time.time() - key[2] / 1e9 < _RACY_S:
+            key = None  # changed a moment ago: list it again next time too
+        return None, key
+
+    def _listed(self, path: str, stale: set[str] | frozenset[str], trust: bool,
+                walk: Callable[[], list[tuple[os.DirEntry[str], str | None]]],
+                ) -> list[tuple[str, str, str | None]]:
+        cached, key = self._get(path, stale, trust)
+        if cached is not None:
+            return cached.value  # type: ignore[return-value]
+        self._cache.pop(path, None)
+        found = [(entry.name, entry.path, why) for entry, why in walk()]
+        if key is not None:
+            self._cache[path] = _Listed(key, found)
+        return found
+
+    def _session(self, path: str, session_id: str, project_path: str,
+                 stale: set[str] | frozenset[str], trust: bool,
+                 ) -> tuple[SessionLocation | None, str | None]:
+        cached, key = self._get(path, stale, trust)
+        if cached is not None:
+            return cached.value  # type: ignore[return-value]
+        self._cache.pop(path, None)
+        chosen, why = _choose(Path(path))
+        location = None
+        if chosen is not None:
+            log_path, generation, compressed = chosen
+            location = SessionLocation(
+                path=log_path, directory=Path(path), project_dir=Path(project_path),
+                session_id=session_id, generation=generation, compressed=compressed,
+            )
+        if key is not None and why is None:  # a problem is looked at again every time
+            self._cache[path] = _Listed(key, (location, why))
+        return location, why

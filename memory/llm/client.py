@@ -9,15 +9,17 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
-import openai
 from tenacity import (
     Retrying,
     retry_if_exception,
     stop_after_attempt,
     wait_exponential,
 )
+
+if TYPE_CHECKING:
+    import openai
 
 from memory.llm.routes import (
     ModelRoute,
@@ -29,6 +31,7 @@ from memory.llm.stream import (
     Completion,
     ReplyTimeout,
     Usage,
+    is_sdk_error,
     is_transient,
     provider_message,
     streamed_reply,
@@ -275,13 +278,15 @@ class ModelClient:
             detail = f"timed out after {self.timeout_s:g}s"
             record("error", detail)
             raise RetryableModelError(f"{label} model call failed: {detail}") from None
-        except openai.OpenAIError as exc:
-            detail = one_line(provider_message(exc))
-            record("error", detail)
-            raise RetryableModelError(f"{label} model call failed: {detail}") from None
-        except (ValueError, OSError, TypeError, AttributeError, LookupError) as exc:
-            # a malformed body or stream (the SDK does not validate replies) or a transport surprise
-            detail = f"unreadable reply ({type(exc).__name__})"
+        except Exception as exc:
+            if is_sdk_error(exc):  # `openai.OpenAIError`, without importing the SDK here
+                detail = one_line(provider_message(exc))
+            elif isinstance(exc, (ValueError, OSError, TypeError, AttributeError, LookupError)):
+                # a malformed body or stream (the SDK does not validate replies) or a transport
+                # surprise
+                detail = f"unreadable reply ({type(exc).__name__})"
+            else:
+                raise
             record("error", detail)
             raise RetryableModelError(f"{label} model call failed: {detail}") from None
 
@@ -311,6 +316,10 @@ class ModelClient:
     def _client(self, index: int, route: ModelRoute, key: str) -> openai.OpenAI:
         client = self._clients.get(index)
         if client is None or client.api_key != key:
+            # Imported here, not at module level: `openai` costs ~23 MB and ~0.2 s, and a worker
+            # without model routes (an idle follower) never builds a client (issue 16, idle RSS).
+            import openai
+
             client = openai.OpenAI(
                 api_key=key,
                 base_url=route.base_url,

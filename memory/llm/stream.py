@@ -8,12 +8,14 @@ a stream is read to its end (usage arrives in the last chunk) and abandoned with
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
+if TYPE_CHECKING:
+    import openai
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +46,25 @@ def usage_from(raw: Any) -> Usage:
     )
 
 
+def _sdk() -> Any:
+    """The ``openai`` module when it is loaded, else ``None``. An SDK error can only exist once a
+    client was built, which imports it (:meth:`memory.llm.client.ModelClient._client`); looking
+    it up here keeps ``openai`` (~23 MB) out of a worker that never calls a model."""
+    return sys.modules.get("openai")
+
+
+def is_sdk_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is an ``openai`` SDK error."""
+    openai = _sdk()
+    return openai is not None and isinstance(exc, openai.OpenAIError)
+
+
 def is_transient(exc: BaseException) -> bool:
     """A transport error worth retrying in the same attempt (connection, timeout, 408/409/429,
     5xx)."""
+    openai = _sdk()
+    if openai is None:
+        return False
     if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
         return True
     if isinstance(exc, openai.APIStatusError):
@@ -56,6 +74,9 @@ def is_transient(exc: BaseException) -> bool:
 
 def provider_message(exc: BaseException) -> str:
     """A short description of an SDK error (status and the provider's message)."""
+    openai = _sdk()
+    if openai is None:
+        return type(exc).__name__
     if isinstance(exc, openai.APITimeoutError):
         return "request timed out"
     if isinstance(exc, openai.APIConnectionError):

@@ -9,7 +9,6 @@ from typing import Any, Literal, cast
 
 from memory.store.base import FatalStoreError, MemoryStore
 from memory.store.cli import CliStore
-from memory.store.mcp import McpStore
 
 Transport = Literal["lite", "cli", "mcp"]
 TRANSPORTS: tuple[Transport, ...] = ("lite", "cli", "mcp")
@@ -65,6 +64,10 @@ def open_store(config: StoreConfig) -> MemoryStore:
     if config.transport == "cli":
         return CliStore(config.shelf, config.binary, timeout_s=config.timeout_s, env=env)
     if config.transport == "mcp":
+        # Imported here, not at module level: the MCP client (`mcp`, `anyio`) costs ~27 MB and
+        # start-up time that a worker on the lite or cli transport never needs (issue 16, idle RSS).
+        from memory.store.mcp import McpStore
+
         return McpStore(
             config.shelf,
             config.binary,

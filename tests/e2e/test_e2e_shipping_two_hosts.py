@@ -9,9 +9,10 @@ after its messages were written; the shipped bytes equal the files; the forgotte
 no segment left.
 
 The worker user must be able to run a Python with this project installed: `sys.executable`
-when it can, else the venv named by `MEMORY_WORKER_TEST_OTHER_USER_VENV` (here the project's
-own venv lives under `/root`, mode 700: `python3 -m venv /opt/w && /opt/w/bin/pip install -e .`
-with a system Python). Without either, the test says so and skips.
+when it can, else the venv named by `MEMORY_WORKER_TEST_OTHER_USER_VENV`, else one the test
+builds (the project's own venv may live under `/root`, mode 700, as on CI): a venv of the
+system's Python in a world-readable temporary directory, with this tree installed into it (not
+editable: the checkout may be unreadable to that user too).
 """
 
 from __future__ import annotations
@@ -50,15 +51,40 @@ KEPT = {f"msg-g-live-{n}" for n in (0, 1, 2, 3, 6, 7)}
 _IMPORTS = "import celery, psycopg, redis, worker.run.tasks, worker.cli; redis.Redis"
 
 
+def _usable(bindir: Path) -> bool:
+    ok = subprocess.run(_as_nobody(bindir / "python", "-c", _IMPORTS),
+                        capture_output=True, cwd="/", timeout=120)
+    return ok.returncode == 0
+
+
 def _other_user_bin() -> Path | None:
     """A bin directory whose `memory-worker` uid 65534 can run, if any."""
     venv = os.environ.get("MEMORY_WORKER_TEST_OTHER_USER_VENV")
     for candidate in ([BIN] + ([Path(venv) / "bin"] if venv else [])):
-        ok = subprocess.run(_as_nobody(candidate / "python", "-c", _IMPORTS),
-                            capture_output=True, cwd="/", timeout=120)
-        if ok.returncode == 0:
+        if _usable(candidate):
             return candidate
     return None
+
+
+def _build_other_user_venv(root: Path) -> Path:
+    """A venv of the system's Python under ``root`` (world-readable) with a copy of this tree
+    installed, built by this environment's pip (no bootstrap); its bin directory."""
+    system_python = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
+    source = root / "src"
+    for part in ("memory", "worker"):
+        shutil.copytree(REPO / part, source / part,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for part in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / part, source / part)
+    venv = root / "venv"
+    subprocess.run([system_python, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   capture_output=True, timeout=300)
+    done = subprocess.run(
+        [str(BIN / "python"), "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
+         "-q", "--no-compile", f"{source}[distributed]"],
+        capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return venv / "bin"
 
 
 def _as_nobody(program: Path, *args: str) -> list[str]:
@@ -115,11 +141,14 @@ class TwoHosts:
 
 @pytest.fixture(scope="module")
 def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoHosts]:
-    if shutil.which("setpriv") is None:
-        pytest.skip("setpriv is not installed: cannot run the workers as another user")
+    assert shutil.which("setpriv"), "setpriv (util-linux) runs the workers as another user"
+    built = None
     bin_ = _other_user_bin()
     if bin_ is None:
-        pytest.skip("uid 65534 cannot run memory-worker (set MEMORY_WORKER_TEST_OTHER_USER_VENV)")
+        built = Path(tempfile.mkdtemp(prefix="mw-other-user-", dir="/tmp"))
+        built.chmod(0o755)
+        bin_ = _build_other_user_venv(built)
+        assert _usable(bin_), "uid 65534 cannot run the venv built for it"
     root = tmp_path_factory.mktemp("two-hosts")
     home = root / "dsh"
     subprocess.run([str(BIN / "memory-worker"), "demo-home", str(home)], check=True,
@@ -154,6 +183,8 @@ def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoHosts]:
             yield two
     finally:
         shutil.rmtree(other, ignore_errors=True)
+        if built is not None:
+            shutil.rmtree(built, ignore_errors=True)
         with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{shelf_db}" WITH (FORCE)')
 

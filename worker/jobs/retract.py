@@ -25,7 +25,13 @@ from worker.jobs.context import JobContext, JobOutput, skipped
 from worker.jobs.lease_keeper import wait_for_lease
 from worker.jobs.logread import TransientJobError
 from worker.jobs.repair import Repairer, RepairReport
-from worker.jobs.repair_plan import SummaryRepair, find_repairs, model_client, pending_intents
+from worker.jobs.repair_plan import (
+    ACTION_INTENT,
+    SummaryRepair,
+    find_repairs,
+    model_client,
+    pending_intents,
+)
 from worker.jobs.runtime import Runtime
 from worker.jobs.session_node import reconcile_session_node
 from worker.jobs.store_writes import existing_names
@@ -285,8 +291,14 @@ def with_session_lease(runtime: Runtime, session_id: str, shelf: str, job: str,
 def sessions_with_pending_repairs(runtime: Runtime) -> list[str]:
     """Sessions with a repair a crash interrupted (intent recorded, not finished)."""
     with runtime.state.transaction() as repos:
+        # One query for every recorded intent; only sessions that have one are looked at (the
+        # reconcile asks every interval: a query per session cost ~200 µs each at rest).
+        started = {e.session_id for e in repos.audit.entries(action=ACTION_INTENT)
+                   if e.subject is not None}
+        if not started:
+            return []
         return [s.session_id for s in repos.sessions.list()
-                if s.path and pending_intents(repos, s.session_id)]
+                if s.session_id in started and s.path and pending_intents(repos, s.session_id)]
 
 
 def resume_repairs(runtime: Runtime, shelf: str) -> list[str]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from memory.dsh.locate import SessionLocation, survey_sessions
+from memory.dsh.locate import CachedSurvey, SessionLocation
 from worker.watch.scan_problems import ProblemBook, session_id_problem
 
 log = logging.getLogger("memory_worker")
@@ -25,10 +25,18 @@ class SessionFinder:
         self.only_sessions = only_sessions
         self._root_missing = False
         self._location_problems: set[str] = set()  # subjects with a problem in the listing
+        self._survey = CachedSurvey(root)
 
-    def discover(self) -> list[SessionLocation]:
+    def discover(self, *, stale: set[str] | frozenset[str] = frozenset(), trust: bool = False,
+                 full: bool = False) -> list[SessionLocation]:
         """The sessions a poll reads: one per session id (the first found), only
-        ``only_sessions`` when given; ids that cannot be stored are refused."""
+        ``only_sessions`` when given; ids that cannot be stored are refused.
+
+        Directory listings are cached by mtime (:class:`memory.dsh.locate.CachedSurvey`);
+        ``stale`` / ``trust`` are passed to it (file-system notifications), ``full`` lists
+        everything again (the periodic safety scan)."""
+        if full:
+            self._survey.forget()
         if not self.root.is_dir():
             if not self._root_missing:
                 log.warning(
@@ -39,7 +47,7 @@ class SessionFinder:
                 self._root_missing = True
             return []
         self._root_missing = False
-        survey = survey_sessions(self.root)
+        survey = self._survey.survey(stale=stale, trust=trust)
         if self.only_sessions is None:  # with a share of the home, its owner reported them
             self._location_report({str(p.subject): str(p) for p in survey.problems})
         seen: dict[str, SessionLocation] = {}

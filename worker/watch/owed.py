@@ -80,25 +80,41 @@ def owed_work(runtime: Runtime, shelf: str) -> list[Owed]:
     idle_ms = int(settings.idle_close_s * 1000)
     owed: list[Owed] = []
     closed_tails: dict[str, list[tuple[int, Owed]]] = {}
-    readable: dict[str, SessionState] = {}
+    by_id = {state.session_id: state for state in sessions}
+    checked: dict[str, bool] = {}
+
+    def readable(sid: str) -> SessionState | None:
+        """The session when its log is there and not permanently failing (checked once, and
+        only for a session that owes something: a settled one is not touched)."""
+        state = by_id.get(sid)
+        if state is None:
+            return None
+        ok = checked.get(sid)
+        if ok is None:
+            # With shipping on, the log lives in the shipped segments, not at ``state.path``.
+            ok = checked[sid] = (settings.shipping or Path(state.path).exists()) and not any(
+                backing_off(failures.get((task, sid)), state, now, permanent_only=True)
+                for task in _LOG_TASKS)
+        return state if ok else None
+
     for state in sessions:
         sid = state.session_id
-        if not settings.shipping and not Path(state.path).exists():
-            continue  # the log is gone (deleted or moved): nothing can be read for it
-        if any(backing_off(failures.get((task, sid)), state, now, permanent_only=True)
-               for task in _LOG_TASKS):
-            continue  # a permanent problem reading or logging it, no growth since
-        readable[sid] = state
         row = progress.get(sid) or Progress(shelf, sid)
         logged = max(row.last_logged_seq, state.inherited_cut)
+        start = max(row.last_consolidated_seq, state.inherited_cut)
+        end = min(state.durable_end_seq, row.last_logged_seq)
+        if (state.durable_end_seq <= logged and state.closed_at is not None
+                and (row.has_session_node or not _owes_node(state))
+                and not (consolidating and end > start)):
+            continue  # settled: logged to its durable end, closed, noded, consolidated
+        if readable(sid) is None:
+            continue  # the log is gone, or a permanent problem reading / logging it
         if state.durable_end_seq > logged:
             owed.append(Owed(JOB_LOG_SPAN, sid, "log lag", (logged, state.durable_end_seq)))
         elif state.closed_at is None and _idle(runtime, state, idle_ms):
             owed.append(Owed(JOB_LOG_SPAN, sid, "idle-close", (logged,)))
         if not row.has_session_node and _owes_node(state):
             owed.append(Owed(JOB_SESSION_NODE, sid, "session node", ()))
-        start = max(row.last_consolidated_seq, state.inherited_cut)
-        end = min(state.durable_end_seq, row.last_logged_seq)
         if (consolidating and state.closed_at is not None and end > start
                 and not backing_off(failures.get((JOB_CONSOLIDATE, sid)), state, now)):
             item = Owed(JOB_CONSOLIDATE, sid, "consolidation", (start, end))
@@ -109,16 +125,16 @@ def owed_work(runtime: Runtime, shelf: str) -> list[Owed]:
     hinted = {(o.job, o.session_id) for o in owed}
     if settings.model_routes:  # a request needs a route; queued_sessions backs off failures
         for sid in queued_sessions(runtime, shelf):
-            if sid in readable and (JOB_CONSOLIDATE, sid) not in hinted:
+            if readable(sid) is not None and (JOB_CONSOLIDATE, sid) not in hinted:
                 row = progress.get(sid) or Progress(shelf, sid)
                 owed.append(Owed(JOB_CONSOLIDATE, sid, "reconsolidate request",
                                  (row.last_consolidated_seq, row.last_logged_seq)))
     for sid in sessions_with_pending_repairs(runtime):
-        found = readable.get(sid)
+        found = readable(sid)
         if found is not None and not backing_off(failures.get((JOB_RETRACT, sid)), found, now):
             owed.append(Owed(JOB_RETRACT, sid, "repair", ()))
     for sid, request in queued_rewrites(runtime, shelf).items():  # --replace / relog
-        found = readable.get(sid)
+        found = readable(sid)
         if found is not None and not backing_off(failures.get((JOB_REWRITE, sid)), found, now):
             owed.append(Owed(JOB_REWRITE, sid, "rewrite request", (request,)))
     return owed

@@ -40,6 +40,7 @@ from worker.jobs.runtime import Runtime, long_lived_frozen, ms_of
 from worker.names import JOB_LOG_SPAN, JOB_SESSION_NODE
 from worker.state.sessions import Checkpoint, SessionState
 from worker.watch.discovery import SessionFinder
+from worker.watch.notify import Notifier
 from worker.watch.owed import BACKED_OFF_JOBS, owed_work
 from worker.watch.poll_source import poll_source
 from worker.watch.project_scope import project_scope
@@ -99,6 +100,7 @@ class Watcher:
         self._finder = SessionFinder(self.root, self.problems, self.only_sessions)
         self._next_reconcile = 0.0
         self._next_idle_check = 0.0
+        self._idle_check_needed = True  # some session may be open (not idle-closed yet)
         self._unchanged: dict[str, tuple[str, int, int, int]] = {}  # sid → _stamp()
         self._owed_hinted: dict[tuple[str, str], tuple[tuple[int, ...], float]] = {}
         #: Log shipping: the daemon ships each log, then scans what was shipped (the jobs read
@@ -107,11 +109,14 @@ class Watcher:
 
     # --------------------------------------------------------------------------------- public
 
-    def poll_once(self) -> ScanReport:
-        """Scan every session once and send the hints that are due."""
-        report = ScanReport()
-        locations = self.discover()
-        report.sessions = len(locations)
+    def poll_once(self, *, full: bool = False) -> ScanReport:
+        """Scan every session once and send the hints that are due. Directory listings come
+        from the mtime cache (:class:`memory.dsh.locate.CachedSurvey`) unless ``full``."""
+        locations = self._finder.discover(full=full)
+        return self._poll_locations(locations, ScanReport(sessions=len(locations)))
+
+    def _poll_locations(self, locations: list[SessionLocation], report: ScanReport,
+                        ) -> ScanReport:
         with long_lived_frozen():
             for location in locations:
                 changed = report.changed
@@ -125,6 +130,8 @@ class Watcher:
                     report.unscanned.append(location.session_id)
                 if self.after_session is not None and report.changed > changed:
                     self.after_session(location.session_id)
+        if report.changed:
+            self._idle_check_needed = True
         self._send_due_step_flushes(report)
         return report
 
@@ -157,24 +164,117 @@ class Watcher:
         *,
         after_poll: Callable[[ScanReport], None] | None = None,
     ) -> None:
-        """Poll until ``stop`` is set; reconcile every ``reconcile_interval_s``."""
+        """Follow until ``stop`` is set; reconcile every ``reconcile_interval_s``.
+
+        With ``watch_notifications`` (and the whole home to follow) the loop waits on
+        file-system notifications (:class:`worker.watch.notify.Notifier`) and re-scans only the
+        sessions whose files changed (:meth:`poll_changed`), with a whole poll every
+        ``safety_scan_s``; otherwise, or while notifications are unavailable or failed, it polls
+        every ``poll_interval_s``."""
         settings = self.runtime.settings
-        while not stop.is_set():
-            try:
-                report = self.poll_once()
-                now = time.monotonic()
-                if now >= self._next_reconcile:
-                    report.enqueued += self.reconcile()
-                    self._next_reconcile = now + settings.reconcile_interval_s
-                if after_poll is not None:
-                    after_poll(report)
-                if self.problems.healed(_LOOP):
-                    log.warning("watching again after the error above")
-            except Exception as exc:  # e.g. the state database is down: say so once, go on
-                line = " ".join(str(exc).split())[:300]
-                self.problems.say(
-                    _LOOP, f"watch loop error (retrying): {type(exc).__name__}: {line}")
-            stop.wait(settings.poll_interval_s)
+        notifier = (Notifier(self.root)
+                    if settings.watch_notifications and self.only_sessions is None else None)
+        live = False  # notifications running, and a whole poll done since they started
+        next_try = 0.0  # when to (re)start notifications
+        next_safety = 0.0
+        if notifier is not None:  # `stop` ends a wait on notifications too
+            def wake_on_stop(notifier: Notifier = notifier) -> None:
+                stop.wait()
+                notifier.wake()
+
+            threading.Thread(target=wake_on_stop, daemon=True, name="watch-stop").start()
+        try:
+            while not stop.is_set():
+                try:
+                    now = time.monotonic()
+                    if notifier is not None and not notifier.running and now >= next_try:
+                        if live:
+                            log.warning("file-system notifications stopped (%s); polling every "
+                                        "%gs", notifier.failed, settings.poll_interval_s)
+                        live = False
+                        if notifier.start():
+                            next_safety = 0.0  # the whole poll below covers the start-up gap
+                        else:
+                            retry = (settings.poll_interval_s if not self.root.is_dir()
+                                     else settings.safety_scan_s)
+                            next_try = now + retry
+                    changed = notifier.take() if live and notifier is not None else set()
+                    if notifier is not None and live and not notifier.running:
+                        continue  # failed between two looks: fall back to polling above
+                    if not live or now >= next_safety:
+                        report = self.poll_once(full=live)
+                        if notifier is not None and notifier.running:
+                            live = True
+                            next_safety = now + settings.safety_scan_s
+                    elif changed:
+                        report = self.poll_changed(changed)
+                    else:
+                        report = ScanReport()
+                        self._send_due_step_flushes(report, skip_idle_when_closed=True)
+                    now = time.monotonic()
+                    if now >= self._next_reconcile:
+                        report.enqueued += self.reconcile()
+                        self._next_reconcile = now + settings.reconcile_interval_s
+                    if after_poll is not None:
+                        after_poll(report)
+                    if self.problems.healed(_LOOP):
+                        log.warning("watching again after the error above")
+                except Exception as exc:  # e.g. the state database is down: say so once, go on
+                    line = " ".join(str(exc).split())[:300]
+                    self.problems.say(
+                        _LOOP, f"watch loop error (retrying): {type(exc).__name__}: {line}")
+                    if notifier is not None and live:
+                        stop.wait(settings.poll_interval_s)  # no busy loop on a failing poll
+                        continue
+                if notifier is not None and live:
+                    notifier.wait(self._live_timeout(next_safety))
+                else:
+                    stop.wait(settings.poll_interval_s)
+        finally:
+            if notifier is not None:
+                notifier.stop()
+
+    def _live_timeout(self, next_safety: float) -> float:
+        """How long a notified loop may sleep: until the next reconcile, safety scan, step
+        flush or idle check (whichever is first), at most a minute."""
+        now = time.monotonic()
+        due = [self._next_reconcile, next_safety, now + 60.0]
+        if self._step_deadline:
+            due.append(now + (min(self._step_deadline.values()) - self.runtime.now_ms()) / 1000)
+        if self._idle_check_needed:
+            due.append(self._next_idle_check)
+        return max(0.0, min(due) - now)
+
+    def poll_changed(self, paths: Collection[str]) -> ScanReport:
+        """Scan only the sessions under the changed ``paths`` (file-system notifications) and
+        send the hints that are due; a change of the root's own entries (a project directory
+        added or removed) lists everything (from the mtime cache) and scans every session."""
+        root = str(self.root)
+        stale: set[str] = set()
+        touched: set[str] = set()
+        whole = False
+        for path in paths:
+            rel = os.path.relpath(path, root)
+            if rel == "." or rel.startswith(".."):
+                whole = whole or rel == "."
+                continue
+            parts = rel.split(os.sep)
+            project = os.path.join(root, parts[0])
+            if len(parts) == 1:  # a project directory (or a file at the root) came or went
+                whole = True
+                stale.update((root, project))
+                continue
+            session = os.path.join(project, parts[1])
+            if len(parts) == 2:  # a session directory came, went or was renamed
+                stale.add(project)
+            stale.add(session)
+            touched.add(session)
+        if whole:
+            stale.add(root)
+        locations = self._finder.discover(stale=stale, trust=True)
+        if not whole:
+            locations = [loc for loc in locations if str(loc.directory) in touched]
+        return self._poll_locations(locations, ScanReport(sessions=len(locations)))
 
     # ------------------------------------------------------------------------------ discovery
 
@@ -336,13 +436,16 @@ class Watcher:
             sent += 1
         return sent
 
-    def _send_due_step_flushes(self, report: ScanReport) -> None:
+    def _send_due_step_flushes(self, report: ScanReport, *,
+                               skip_idle_when_closed: bool = False) -> None:
         now = self.runtime.now_ms()
         for sid, deadline in list(self._step_deadline.items()):
             if now >= deadline:
                 del self._step_deadline[sid]
                 self.enqueue(JOB_LOG_SPAN, sid, self.shelf)
                 report.enqueued += 1
+        if skip_idle_when_closed and not self._idle_check_needed:
+            return  # every session was closed at the last check and none grew since
         self._send_idle_closes(report, now)
 
     def _send_idle_closes(self, report: ScanReport, now_ms: int) -> None:
@@ -351,11 +454,12 @@ class Watcher:
         self._next_idle_check = time.monotonic() + min(5.0, self.runtime.settings.idle_close_s / 4)
         idle_ms = int(self.runtime.settings.idle_close_s * 1000)
         with self.runtime.state.read() as repos:
-            candidates = [
-                s for s in repos.sessions.list()
-                if s.closed_at is None and s.last_activity_at is not None
-                and now_ms - (ms_of(s.last_activity_at) or 0) >= idle_ms
-            ]
+            open_ = [s for s in repos.sessions.list()
+                     if s.closed_at is None and s.last_activity_at is not None]
+        # No open session: a notified loop need not look again until a session grows (a
+        # session the jobs re-open is found by the reconcile's idle-close all the same).
+        self._idle_check_needed = bool(open_)
+        candidates = [s for s in open_ if now_ms - (ms_of(s.last_activity_at) or 0) >= idle_ms]
         for state in candidates:
             if self._idle_hinted.get(state.session_id) == state.durable_end_seq:
                 continue
