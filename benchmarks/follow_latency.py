@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from worker_bench import _store_names
+from worker_bench import _store_names, turn_latencies
 from worker_dshgen import SessionLogWriter
 
 BIN = Path(sys.executable).parent
@@ -48,19 +48,7 @@ def main() -> None:
                 if time.monotonic() > deadline or proc.poll() is not None:
                     raise SystemExit("memory-worker run did not start within 120 s")
                 time.sleep(0.05)
-            waits: list[float] = []
-            for n in range(args.samples):
-                log = logs[n % len(logs)]
-                log.turn(f"question {n}", f"answer {n}")
-                wanted = f"msg-{log.session_id}-{2 * log.turn_no - 1}"
-                log.flush()
-                started = time.perf_counter()
-                while wanted not in _store_names(lite, wanted):
-                    if time.perf_counter() - started > 30:
-                        raise SystemExit(f"{wanted} did not appear within 30 s")
-                    time.sleep(0.002)
-                waits.append(time.perf_counter() - started)
-                time.sleep(0.05)
+            waits = turn_latencies(logs, lite, args.samples, every=0.002)
         finally:
             proc.terminate()
             proc.wait(timeout=15)

@@ -200,6 +200,27 @@ def _parallel_run(home: Path, root: Path, jobs: int) -> dict[str, float]:
             "edges": totals.edges, "failed": totals.failed}
 
 
+def turn_latencies(logs: list[SessionLogWriter], lite: Path, samples: int,
+                   every: float) -> list[float]:
+    """Append ``samples`` turns round-robin to ``logs`` (followed by a running worker writing the
+    lite home ``lite``); for each, the seconds from the flushed ``turn/end`` until its assistant
+    message is in the store, checked every ``every`` seconds."""
+    waits: list[float] = []
+    for n in range(samples):
+        log = logs[n % len(logs)]
+        log.turn(f"question {n}", f"answer {n}")
+        wanted = f"msg-{log.session_id}-{2 * log.turn_no - 1}"
+        log.flush()
+        started = time.perf_counter()
+        while wanted not in _store_names(lite, wanted):
+            if time.perf_counter() - started > 30:
+                raise SystemExit(f"{wanted} did not appear within 30 s")
+            time.sleep(every)
+        waits.append(time.perf_counter() - started)
+        time.sleep(0.05)
+    return waits
+
+
 def _store_names(lite: Path, prefix: str) -> set[str]:
     try:
         path = shelves.resolve(shelves.lite_home(lite), "default") / db.DB_FILE
@@ -248,20 +269,7 @@ def latency(root: Path, samples: int, poll_s: float) -> dict[str, Any]:
             if time.monotonic() > deadline:
                 raise SystemExit("the daemon and worker did not start within 60 s")
             time.sleep(0.05)
-        waits: list[float] = []
-        for n in range(samples):
-            log = logs[n % len(logs)]
-            log.turn(f"question {n}", f"answer {n}")
-            ordinal = 2 * log.turn_no - 1
-            wanted = f"msg-{log.session_id}-{ordinal}"
-            log.flush()
-            started = time.perf_counter()
-            while wanted not in _store_names(lite, wanted):
-                if time.perf_counter() - started > 30:
-                    raise SystemExit(f"{wanted} did not appear within 30 s")
-                time.sleep(0.005)
-            waits.append(time.perf_counter() - started)
-            time.sleep(0.05)
+        waits = turn_latencies(logs, lite, samples, every=0.005)
     finally:
         for proc in procs:
             proc.terminate()
