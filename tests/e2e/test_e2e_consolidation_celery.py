@@ -87,9 +87,18 @@ def test_live_sessions_are_consolidated_by_celery_workers(
     second.flush()
     two = f"sum-c-two-0-{second.seq}"
     archive = archive_name(2, [one, two])
-    wait_for(lambda: archive in names(cluster, "sum2-"), 30, "the tier-2 archive")
+    wanted = {(archive, "summary", one), (archive, "summary", two)}
 
-    edges = statements(cluster)
+    def cascaded() -> set[tuple[str, str, str]] | None:
+        # The cascade writes the archive entry, then its edges, then the work unit and its
+        # edges: wait for the last of them, not for the first (a reader can come in between).
+        edges = statements(cluster)
+        units = names(cluster, "wu-")
+        done = wanted <= edges and any(
+            {(u, "derivedFrom", one), (u, "derivedFrom", two)} <= edges for u in units)
+        return edges if done else None
+
+    edges = wait_for(cascaded, 30, "the tier-2 archive, its edges and the work unit's")
     assert {(one, "summary", f"msg-c-one-{n}") for n in range(4)} <= edges
     assert {(archive, "summary", one), (archive, "summary", two)} <= edges
     (unit,) = names(cluster, "wu-")
