@@ -46,8 +46,8 @@ def slow_b(request: dict[str, Any]) -> Reply:
 
 
 def holder(cluster: Cluster, workers: dict[int, subprocess.Popen[bytes]]) -> Any:
-    """The worker process holding a session's lease (owner ``celery:<host>:<pid>:<random>``),
-    if any."""
+    """``(session, worker process)`` for a worker holding a session's lease (owner
+    ``celery:<host>:<pid>:<random>``), if any."""
     with cluster.state.read() as repos:
         for sid in SESSIONS:
             lease = repos.leases.holder(session_lease_key(sid))
@@ -55,7 +55,7 @@ def holder(cluster: Cluster, workers: dict[int, subprocess.Popen[bytes]]) -> Any
                 pid = local_pid(lease.owner)
                 found = workers.get(pid) if pid is not None else None
                 if found is not None:
-                    return found
+                    return sid, found
     return None
 
 
@@ -94,7 +94,8 @@ def test_replace_on_celery_workers_survives_a_killed_worker(
         )
         try:
             wait_for(lambda: b_written() >= 2, 120, "the first summary rewritten")
-            busy = wait_for(lambda: holder(cluster, workers), 30, "a worker holding a lease")
+            killed, busy = wait_for(lambda: holder(cluster, workers), 30,
+                                    "a worker holding a lease")
             busy.send_signal(signal.SIGKILL)  # mid-session: its summary is B's, its archive not
             busy.wait(timeout=10)
             out, err = follow.communicate(timeout=300)
@@ -102,14 +103,20 @@ def test_replace_on_celery_workers_survives_a_killed_worker(
             if follow.poll() is None:
                 follow.kill()
         assert follow.returncode == 0, err + cluster.worker_logs()[-3000:]
-        lines = out.splitlines()
-        assert lines[0].startswith("s-1: rewrote 1 summary, 1 archive, 1 work unit"), out
-        assert lines[1:] == [
-            "s-2: rewrote 1 summary, 1 archive, 1 work unit; removed 2 entries the new pass no "
-            "longer produces",
-            "s-3: rewrote 1 summary, 0 archives, 1 work unit; removed 2 entries the new pass no "
-            "longer produces",
-        ]
+        wanted = {
+            "s-1": "s-1: rewrote 1 summary, 1 archive, 1 work unit",
+            "s-2": "s-2: rewrote 1 summary, 1 archive, 1 work unit; removed 2 entries the new "
+                   "pass no longer produces",
+            "s-3": "s-3: rewrote 1 summary, 0 archives, 1 work unit; removed 2 entries the new "
+                   "pass no longer produces",
+        }
+        lines = dict(zip(SESSIONS, out.splitlines(), strict=True))
+        for sid, line in lines.items():
+            if sid == killed and line == f"{sid}: already current: nothing to do":
+                # The kill landed after the worker's last write, before it reported: the retry
+                # finds the session current and says so (the dump below proves the rewrite).
+                continue
+            assert line.startswith(wanted[sid]) if sid == "s-1" else line == wanted[sid], out
         assert cluster.dump() == expected
 
         calls = len(model_server.requests)
