@@ -5,6 +5,8 @@ home, a FIFO or a directory where the log should be, an id no state database can
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Collection
 from pathlib import Path
 
 from memory.dsh.locate import CachedSurvey, SessionLocation
@@ -78,3 +80,33 @@ class SessionFinder:
             self.problems.note(subject, line)
         self.problems.clear(self._location_problems - set(found))
         self._location_problems = set(found)
+
+
+def changed_directories(root: Path, paths: Collection[str]) -> tuple[set[str], set[str], bool]:
+    """What notified ``paths`` below the sessions ``root`` mean for discovery:
+    ``(stale, touched, whole)`` — the directories whose cached listing is out of date, the
+    session directories to scan, and whether the root's own entries changed (a project
+    directory came or went: every session is scanned)."""
+    base = str(root)
+    stale: set[str] = set()
+    touched: set[str] = set()
+    whole = False
+    for path in paths:
+        rel = os.path.relpath(path, base)
+        if rel == "." or rel.startswith(".."):
+            whole = whole or rel == "."
+            continue
+        parts = rel.split(os.sep)
+        project = os.path.join(base, parts[0])
+        if len(parts) == 1:  # a project directory (or a file at the root) came or went
+            whole = True
+            stale.update((base, project))
+            continue
+        session = os.path.join(project, parts[1])
+        if len(parts) == 2:  # a session directory came, went or was renamed
+            stale.add(project)
+        stale.add(session)
+        touched.add(session)
+    if whole:
+        stale.add(base)
+    return stale, touched, whole

@@ -39,7 +39,7 @@ from worker.jobs.logread import SHARED_MAX_EVENTS, checkpoint_index, file_identi
 from worker.jobs.runtime import Runtime, long_lived_frozen, ms_of
 from worker.names import JOB_LOG_SPAN, JOB_SESSION_NODE
 from worker.state.sessions import Checkpoint, SessionState
-from worker.watch.discovery import SessionFinder
+from worker.watch.discovery import SessionFinder, changed_directories
 from worker.watch.notify import Notifier
 from worker.watch.owed import BACKED_OFF_JOBS, owed_work
 from worker.watch.poll_source import poll_source
@@ -249,28 +249,7 @@ class Watcher:
         """Scan only the sessions under the changed ``paths`` (file-system notifications) and
         send the hints that are due; a change of the root's own entries (a project directory
         added or removed) lists everything (from the mtime cache) and scans every session."""
-        root = str(self.root)
-        stale: set[str] = set()
-        touched: set[str] = set()
-        whole = False
-        for path in paths:
-            rel = os.path.relpath(path, root)
-            if rel == "." or rel.startswith(".."):
-                whole = whole or rel == "."
-                continue
-            parts = rel.split(os.sep)
-            project = os.path.join(root, parts[0])
-            if len(parts) == 1:  # a project directory (or a file at the root) came or went
-                whole = True
-                stale.update((root, project))
-                continue
-            session = os.path.join(project, parts[1])
-            if len(parts) == 2:  # a session directory came, went or was renamed
-                stale.add(project)
-            stale.add(session)
-            touched.add(session)
-        if whole:
-            stale.add(root)
+        stale, touched, whole = changed_directories(self.root, paths)
         locations = self._finder.discover(stale=stale, trust=True)
         if not whole:
             locations = [loc for loc in locations if str(loc.directory) in touched]
