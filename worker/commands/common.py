@@ -9,13 +9,13 @@ from __future__ import annotations
 import re
 import shutil
 import signal
+import sys
 import threading
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import typer
-from alembic.util.exc import CommandError as AlembicCommandError
 from rich.markup import escape
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -73,11 +73,20 @@ def open_runtime_or_exit(settings: Settings, kind: str, *, force_idle: bool = Fa
     except MigrationsNotFound as exc:
         err.print(f"memory-worker: {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
-    except (StateURLError, SQLAlchemyError, OSError, AlembicCommandError) as exc:
-        # AlembicCommandError: e.g. the database is at a revision this install does not have.
+    except Exception as exc:
+        if not isinstance(exc, (StateURLError, SQLAlchemyError, OSError)) \
+                and not _alembic_command_error(exc):
+            raise
         line = db_error_line(exc)
         err.print(f"memory-worker: cannot open the state database: {escape(line)}", soft_wrap=True)
         raise typer.Exit(2) from None
+
+
+def _alembic_command_error(exc: BaseException) -> bool:
+    """An Alembic ``CommandError`` (e.g. the database is at a revision this install does not
+    have). Alembic is imported only by a process that migrates: no Alembic, no such error."""
+    errors = sys.modules.get("alembic.util.exc")
+    return errors is not None and isinstance(exc, errors.CommandError)
 
 
 def check_store_binary_or_exit(settings: Settings) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 from worker.commands.options import (
     ConfigOption,
@@ -28,9 +29,14 @@ log = logging.getLogger(__name__)
 
 
 class BrokerHints:
-    """Sends hints to Celery; a broker outage is reported once per outage, not per hint."""
+    """Sends hints to Celery; a broker outage is reported once per outage, not per hint.
 
-    def __init__(self, retry_after_s: float = 5.0) -> None:
+    ``setup`` (the daemon: :func:`worker.run.tasks.configure`) runs once, before the first
+    hint: a daemon at rest sends none, and then never imports Celery and kombu (about 6 MB)."""
+
+    def __init__(self, retry_after_s: float = 5.0, *,
+                 setup: Callable[[], object] | None = None) -> None:
+        self._setup = setup
         self.sent = 0
         self.dropped = 0
         self.retry_after_s = retry_after_s
@@ -43,6 +49,9 @@ class BrokerHints:
             return
         from worker.run import tasks
 
+        if self._setup is not None:
+            setup, self._setup = self._setup, None
+            setup()
         try:
             tasks.enqueue(job, session_id, shelf)
         except Exception as exc:  # kombu raises several types for an unreachable broker
@@ -85,12 +94,15 @@ def daemon(
     from worker.watch.watcher import Watcher
 
     require_distributed("daemon")
-    from worker.run import tasks
-
     settings = load_or_exit(config, dsh_home=dsh_home, store_shelf=shelf,
                             metrics_port=metrics_port)
     setup_logging(settings)
-    tasks.configure(settings, queue=queue)
+
+    def configure_broker() -> None:
+        from worker.run import tasks
+
+        tasks.configure(settings, queue=queue)
+
     runtime = open_runtime_or_exit(settings, "daemon")
     serve_metrics(settings, runtime.state)
     if settings.reconcile_on_startup:
@@ -98,7 +110,7 @@ def daemon(
     # Owed consolidation becomes queued requests; the first reconcile hints them together with
     # the repairs a crash interrupted (and every other owed job).
     backfill_consolidation(runtime, settings.store_shelf)
-    hints = BrokerHints()
+    hints = BrokerHints(setup=configure_broker)  # Celery is loaded with the first hint
     watcher = Watcher(runtime, hints, shelf=settings.store_shelf)
     stop = stop_on_signals()
     err.print(

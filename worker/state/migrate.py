@@ -7,22 +7,29 @@ explicit ``migrations_dir`` (setting ``migrations_dir``) replaces it. Migrations
 the first connection: on a brand-new file, SQLite's switch to WAL and the first schema write can
 answer "database is locked" at once, without waiting out the busy timeout, to a second
 connection that opened the file in the same instant.
+
+A database already at the newest revision is not touched by Alembic: :func:`upgrade_to_head`
+reads ``alembic_version`` with one query and compares it with the head found in the revision
+files (:func:`script_head`), so a process that starts on a migrated database never imports
+Alembic (and Mako; about 8 MB of a follower's memory). Anything unusual — a revision file it
+cannot read, a merge, a missing table, a SQLite file that does not exist yet — takes Alembic's
+path as before.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import re
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, text
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 from worker.state.db import make_engine, normalize_url
 
@@ -55,6 +62,8 @@ def find_migrations_dir(explicit: Path | None = None) -> Path:
 
 def alembic_config(url: str, migrations_dir: Path | None = None) -> Config:
     """An Alembic config for ``url`` without reading ``alembic.ini``."""
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(find_migrations_dir(migrations_dir)))
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
@@ -99,6 +108,8 @@ def locked_connection(url: str) -> Iterator[Connection]:
 
 
 def _run(url: str, migrations_dir: Path | None, action: str, revision: str) -> None:
+    from alembic import command
+
     config = alembic_config(url, migrations_dir)
     with locked_connection(url) as conn:
         config.attributes["connection"] = conn
@@ -114,8 +125,57 @@ def upgrade(url: str, revision: str = "head", migrations_dir: Path | None = None
 
 
 def upgrade_to_head(url: str, migrations_dir: Path | None = None) -> None:
-    """Migrate the database at ``url`` to the newest revision (safe to call on every start)."""
+    """Migrate the database at ``url`` to the newest revision (safe to call on every start;
+    a database already there is only read, without Alembic: see the module docstring)."""
+    if _at_head(url, find_migrations_dir(migrations_dir)):
+        return
     upgrade(url, "head", migrations_dir)
+
+
+_REVISION = re.compile(r"^revision(?:\s*:\s*str)?\s*=\s*[\"']([^\"']+)[\"']\s*$", re.M)
+_DOWN = re.compile(
+    r"^down_revision(?:\s*:[^=]*)?\s*=\s*(?:None|[\"']([^\"']+)[\"'])\s*$", re.M)
+
+
+def script_head(migrations_dir: Path) -> str | None:
+    """The one head of the revision files in ``migrations_dir/versions``, read as text (each
+    file's ``revision = "…"`` and ``down_revision = "…" | None``); None when a file does not
+    read that way (a merge, a tuple) or there is not exactly one head."""
+    revisions: set[str] = set()
+    parents: set[str] = set()
+    for path in sorted((migrations_dir / "versions").glob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        revision, down = _REVISION.findall(source), _DOWN.findall(source)
+        if len(revision) != 1 or len(down) != 1:
+            return None
+        revisions.add(revision[0])
+        if down[0]:
+            parents.add(down[0])
+    heads = revisions - parents
+    return heads.pop() if len(heads) == 1 else None
+
+
+def _at_head(url: str, migrations_dir: Path) -> bool:
+    """True when the database at ``url`` exists and ``alembic_version`` holds exactly the
+    head of :func:`script_head`; False (let Alembic look) on anything else."""
+    head = script_head(migrations_dir)
+    if head is None:
+        return False
+    parsed = normalize_url(url)
+    database = parsed.database or ""
+    if parsed.get_backend_name() == "sqlite" and (
+            not database or database == ":memory:" or database.startswith("file:")
+            or not Path(database).expanduser().is_file()):
+        return False  # a new file is created under the migration lock, not here
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(text("SELECT version_num FROM alembic_version")).all()
+    except Exception:  # no table, no database, no server: Alembic's path says what is wrong
+        return False
+    finally:
+        engine.dispose()
+    return [row[0] for row in rows] == [head]
 
 
 def downgrade(url: str, revision: str, migrations_dir: Path | None = None) -> None:
@@ -125,6 +185,8 @@ def downgrade(url: str, revision: str, migrations_dir: Path | None = None) -> No
 
 def current_revision(url: str) -> str | None:
     """The revision the database at ``url`` is at, or ``None`` when never migrated."""
+    from alembic.runtime.migration import MigrationContext
+
     engine = make_engine(url)
     try:
         with engine.connect() as conn:
@@ -135,6 +197,9 @@ def current_revision(url: str) -> str | None:
 
 def head_revision(migrations_dir: Path | None = None) -> str:
     """The newest revision in the script directory."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
     config = Config()
     config.set_main_option("script_location", str(find_migrations_dir(migrations_dir)))
     head = ScriptDirectory.from_config(config).get_current_head()
@@ -144,6 +209,9 @@ def head_revision(migrations_dir: Path | None = None) -> str:
 
 def revisions(migrations_dir: Path | None = None) -> list[str]:
     """Every revision id, oldest first."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
     config = Config()
     config.set_main_option("script_location", str(find_migrations_dir(migrations_dir)))
     script = ScriptDirectory.from_config(config)

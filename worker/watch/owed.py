@@ -33,6 +33,7 @@ from worker.names import JOB_CONSOLIDATE, JOB_LOG_SPAN, JOB_RETRACT, JOB_REWRITE
 from worker.state.failures import Failure
 from worker.state.progress import Progress
 from worker.state.sessions import SessionState
+from worker.state.unsettled import sessions_by_id, unsettled_sessions
 
 #: Jobs whose owed work comes from a lagging watermark that only the job itself can move.
 BACKED_OFF_JOBS: Final = frozenset({JOB_CONSOLIDATE, JOB_RETRACT, JOB_REWRITE})
@@ -69,18 +70,35 @@ def backing_off(failure: Failure | None, state: SessionState, now: dt.datetime, 
 
 
 def owed_work(runtime: Runtime, shelf: str) -> list[Owed]:
-    """Every job owed on ``shelf``, in a stable order (sessions sorted, jobs in pipeline order)."""
+    """Every job owed on ``shelf``, in a stable order (sessions sorted, jobs in pipeline order).
+
+    Only the sessions the database does not find settled are read
+    (:func:`worker.state.unsettled.unsettled_sessions`), plus those a queued request or an
+    interrupted repair names: a reconcile of a settled home reads no session row."""
     settings = runtime.settings
     now = runtime.now()
-    with runtime.state.read() as repos:
-        sessions = sorted(repos.sessions.list(), key=lambda s: s.session_id)
-        progress = {p.session_id: p for p in repos.progress.list(shelf)}
-        failures = {(f.task, f.session_id): f for f in repos.failures.list()}
     consolidating = settings.consolidation_enabled and bool(settings.model_routes)
+    with runtime.state.read() as repos:
+        found = unsettled_sessions(repos.conn, shelf, consolidating=consolidating)
+        failures = {(f.task, f.session_id): f for f in repos.failures.list()}
+    # Requests and repairs may name settled sessions: those are read too (one query).
+    queued = queued_sessions(runtime, shelf) if settings.model_routes else []
+    repairs = sessions_with_pending_repairs(runtime)
+    rewrites = queued_rewrites(runtime, shelf)
+    named = {*queued, *repairs, *rewrites}
+    by_id = {state.session_id: state for state, _ in found}
+    progress = {state.session_id: row for state, row in found if row is not None}
+    missing = named.difference(by_id)
+    if missing:
+        with runtime.state.read() as repos:
+            for state, row in sessions_by_id(repos.conn, shelf, missing):
+                by_id[state.session_id] = state
+                if row is not None:
+                    progress[state.session_id] = row
+    sessions = sorted((state for state, _ in found), key=lambda s: s.session_id)
     idle_ms = int(settings.idle_close_s * 1000)
     owed: list[Owed] = []
     closed_tails: dict[str, list[tuple[int, Owed]]] = {}
-    by_id = {state.session_id: state for state in sessions}
     checked: dict[str, bool] = {}
 
     def readable(sid: str) -> SessionState | None:
@@ -123,19 +141,18 @@ def owed_work(runtime: Runtime, shelf: str) -> list[Owed]:
         tails.sort(key=lambda pair: (-pair[0], pair[1].session_id))
         owed.extend(item for _, item in tails[: settings.consolidation_backfill_per_scope])
     hinted = {(o.job, o.session_id) for o in owed}
-    if settings.model_routes:  # a request needs a route; queued_sessions backs off failures
-        for sid in queued_sessions(runtime, shelf):
-            if readable(sid) is not None and (JOB_CONSOLIDATE, sid) not in hinted:
-                row = progress.get(sid) or Progress(shelf, sid)
-                owed.append(Owed(JOB_CONSOLIDATE, sid, "reconsolidate request",
-                                 (row.last_consolidated_seq, row.last_logged_seq)))
-    for sid in sessions_with_pending_repairs(runtime):
-        found = readable(sid)
-        if found is not None and not backing_off(failures.get((JOB_RETRACT, sid)), found, now):
+    for sid in queued:  # a request needs a route; queued_sessions backs off failures
+        if readable(sid) is not None and (JOB_CONSOLIDATE, sid) not in hinted:
+            row = progress.get(sid) or Progress(shelf, sid)
+            owed.append(Owed(JOB_CONSOLIDATE, sid, "reconsolidate request",
+                             (row.last_consolidated_seq, row.last_logged_seq)))
+    for sid in repairs:
+        known = readable(sid)
+        if known is not None and not backing_off(failures.get((JOB_RETRACT, sid)), known, now):
             owed.append(Owed(JOB_RETRACT, sid, "repair", ()))
-    for sid, request in queued_rewrites(runtime, shelf).items():  # --replace / relog
-        found = readable(sid)
-        if found is not None and not backing_off(failures.get((JOB_REWRITE, sid)), found, now):
+    for sid, request in rewrites.items():  # --replace / relog
+        known = readable(sid)
+        if known is not None and not backing_off(failures.get((JOB_REWRITE, sid)), known, now):
             owed.append(Owed(JOB_REWRITE, sid, "rewrite request", (request,)))
     return owed
 

@@ -39,6 +39,7 @@ from worker.jobs.logread import SHARED_MAX_EVENTS, checkpoint_index, file_identi
 from worker.jobs.runtime import Runtime, long_lived_frozen, ms_of
 from worker.names import JOB_LOG_SPAN, JOB_SESSION_NODE
 from worker.state.sessions import Checkpoint, SessionState
+from worker.state.unsettled import open_sessions
 from worker.watch.discovery import SessionFinder, changed_directories
 from worker.watch.notify import Notifier
 from worker.watch.owed import BACKED_OFF_JOBS, owed_work
@@ -433,8 +434,7 @@ class Watcher:
         self._next_idle_check = time.monotonic() + min(5.0, self.runtime.settings.idle_close_s / 4)
         idle_ms = int(self.runtime.settings.idle_close_s * 1000)
         with self.runtime.state.read() as repos:
-            open_ = [s for s in repos.sessions.list()
-                     if s.closed_at is None and s.last_activity_at is not None]
+            open_ = sorted(open_sessions(repos.conn), key=lambda s: s.session_id)
         # No open session: a notified loop need not look again until a session grows (a
         # session the jobs re-open is found by the reconcile's idle-close all the same).
         self._idle_check_needed = bool(open_)

@@ -1,0 +1,77 @@
+"""A state database already at the newest revision opens without Alembic; any other state
+still goes through Alembic (a new file, an older revision, an unreadable revision file)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from worker.state.migrate import (
+    PACKAGED_MIGRATIONS,
+    current_revision,
+    downgrade,
+    head_revision,
+    revisions,
+    script_head,
+    upgrade_to_head,
+)
+
+pytest_plugins = ["state_db_support"]
+
+OPEN_AND_REPORT = """
+import sys
+from worker.state.database import StateDB
+StateDB.open(sys.argv[1])
+print("alembic" in sys.modules, "mako" in sys.modules)
+"""
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
+def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    from state_db_support import sqlite_url, throwaway_pg_database
+
+    if request.param == "sqlite":
+        yield sqlite_url(tmp_path)
+    else:
+        with throwaway_pg_database() as url:
+            yield url
+
+
+def _opened_with_alembic(url: str) -> bool:
+    done = subprocess.run([sys.executable, "-c", OPEN_AND_REPORT, url], capture_output=True,
+                          text=True, timeout=120, check=True)
+    alembic, mako = done.stdout.split()
+    return alembic == "True" or mako == "True"
+
+
+def test_the_head_read_from_the_files_is_alembics() -> None:
+    assert script_head(PACKAGED_MIGRATIONS) == head_revision()
+
+
+def test_a_database_at_head_opens_without_alembic(empty_url: str) -> None:
+    assert _opened_with_alembic(empty_url)  # a new database: Alembic creates the schema
+    assert current_revision(empty_url) == head_revision()
+    assert not _opened_with_alembic(empty_url)  # at head: one query, no Alembic
+
+
+def test_an_older_database_is_still_upgraded(empty_url: str) -> None:
+    upgrade_to_head(empty_url)
+    downgrade(empty_url, revisions()[-2])
+    assert _opened_with_alembic(empty_url)
+    assert current_revision(empty_url) == head_revision()
+
+
+def test_revision_files_it_cannot_read_leave_the_work_to_alembic(tmp_path: Path) -> None:
+    versions = tmp_path / "versions"
+    versions.mkdir()
+    (versions / "a.py").write_text('revision = "a"\ndown_revision = None\n')
+    (versions / "b.py").write_text('revision = "b"\ndown_revision = "a"\n')
+    assert script_head(tmp_path) == "b"
+    (versions / "c.py").write_text('revision = "c"\ndown_revision = ("a", "b")\n')
+    assert script_head(tmp_path) is None  # a merge: Alembic decides
+    (versions / "c.py").write_text('revision = "c"\ndown_revision = "a"\n')
+    assert script_head(tmp_path) is None  # two heads
