@@ -82,6 +82,10 @@ class Event:
     source_seqs: tuple[int, ...] = ()  # decoded sourceEventSeqs; () when absent
     ignorable: bool = False
     message: Message | None = None  # for surface types (None when the payload derives none)
+    #: Whether the event is a loggable message, once something asked
+    #: (:func:`memory.span.loggable_once`): in one run the scan, the span planner and the
+    #: session node's survey see the same objects and classify each event once between them.
+    loggable_memo: bool | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def turn(self) -> int | None:
