@@ -26,6 +26,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.engine.url import URL
 from sqlalchemy.exc import ArgumentError
 
+from worker.state.prepared import driver_execute
+
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
@@ -69,7 +71,7 @@ def _sqlite_setup(engine: Engine, *, read_only: bool = False) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql(begin)
+        driver_execute(conn, begin)
 
 
 def make_engine(url: str, *, read_only: bool = False) -> Engine:
