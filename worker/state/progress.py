@@ -160,7 +160,11 @@ class ProgressRepo:
             params["v_pending_tokens"] = pending_tokens
         statement = _advance_statement(tuple(given), has_session_node, pending_tokens is not None)
         if expected_version == 0:  # a first advance may find no row yet: version 0 is implied
-            self.get(shelf, session_id)
+            insert_ignore(
+                self._conn,
+                ProgressRow.__table__,  # type: ignore[arg-type]
+                {"shelf": shelf, "session_id": session_id, "updated_at": now},
+            )
         return prepared.first(self._conn, statement, params) is not None
 
     def reset(self, shelf: str, session_id: str) -> Progress:
