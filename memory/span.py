@@ -157,6 +157,7 @@ def plan_span(
 
     items: list[MessageItem] = []
     ordinal = base_ordinal
+    scopes = scopes_for(project)
     for event in events:
         if not loggable_once(event):
             continue
@@ -171,7 +172,7 @@ def plan_span(
                 markdown="" if withdrawn else format_message(event, options, ledger),
                 project=project,
                 withdrawn=withdrawn,
-                scopes=scopes_for(project),
+                scopes=scopes,
                 marker_seq=cited_by.seq if cited_by is not None else None,
                 marker_kind=cited_by.kind if cited_by is not None else "",
             )

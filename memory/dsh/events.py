@@ -89,13 +89,18 @@ class Event:
 
     @property
     def turn(self) -> int | None:
-        value = self.data.get("turn") if isinstance(self.data, Mapping) else None
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        data = self.data
+        # ``type(…) is`` first: decoded data is a dict, and the ABC check costs more.
+        value = data.get("turn") if type(data) is dict or isinstance(data, Mapping) else None
+        return value if type(value) is int or (
+            isinstance(value, int) and not isinstance(value, bool)) else None
 
     @property
     def step(self) -> int | None:
-        value = self.data.get("step") if isinstance(self.data, Mapping) else None
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        data = self.data
+        value = data.get("step") if type(data) is dict or isinstance(data, Mapping) else None
+        return value if type(value) is int or (
+            isinstance(value, int) and not isinstance(value, bool)) else None
 
     @property
     def is_replace(self) -> bool:
