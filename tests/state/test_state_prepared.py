@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from sqlalchemy import Table
+from sqlalchemy import Table, event
 from sqlalchemy.exc import IntegrityError
 
 from worker.state import StateDB, prepared
@@ -97,3 +97,22 @@ def test_statements_with_column_defaults_keep_connection_execute(state_db: State
         state = repos.sessions.upsert_scan("s-new", path="/logs/s-new", scan_offset=0,
                                            scan_seq=0, durable_end_seq=0)
     assert (state.generation, state.project, state.header, state.forgotten) == (0, "", {}, False)
+
+
+def test_a_cursor_listener_still_sees_every_statement(state_db: StateDB) -> None:
+    _seed(state_db)
+    seen: list[str] = []
+
+    def record(_conn: object, _cursor: object, statement: str, *_rest: object) -> None:
+        seen.append(" ".join(statement.split())[:30])
+
+    event.listen(state_db.engine, "after_cursor_execute", record)
+    try:
+        with state_db.transaction() as repos:
+            assert repos.sessions.get("s-prep") is not None
+            assert repos.failures.clear("log_span", "s-prep") is False
+    finally:
+        event.remove(state_db.engine, "after_cursor_execute", record)
+    assert [s.split()[0] for s in seen if not s.startswith("BEGIN")] == ["SELECT", "DELETE"]
+    if state_db.engine.dialect.name == "sqlite":
+        assert seen[0] == "BEGIN IMMEDIATE"

@@ -9,8 +9,9 @@ result processors: UTC times, JSON, booleans), skipping the execution machinery 
 values stored and the values read are the ones ``Connection.execute`` would use; a DBAPI error is
 raised as the same SQLAlchemy exception (``OperationalError`` for a locked database, …).
 
-PostgreSQL, and a connection outside a transaction (no ``BEGIN`` was issued yet), go through
-``Connection.execute`` unchanged.
+PostgreSQL, a connection outside a transaction (no ``BEGIN`` was issued yet), and an engine
+someone listens on for cursor executions (a tracer, a test recording statements) go through
+``Connection.execute`` unchanged, so every statement is seen as before.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ def fetch(conn: Connection, statement: Executable, params: Mapping[str, Any]) ->
     """Run ``statement`` (built once: a module constant or a cached shape) with ``params`` and
     return every row it returns, values converted as ``Connection.execute`` converts them."""
     compiled = (_for(statement, conn.dialect)
-                if conn.dialect.name == "sqlite" and conn.in_transaction() else None)
+                if conn.dialect.name == "sqlite" and conn.in_transaction() and not observed(conn)
+                else None)
     if compiled is None:
         return [tuple(row) for row in conn.execute(statement, params)]
     args = compiled.args(params)
@@ -97,6 +99,13 @@ def first(conn: Connection, statement: Executable, params: Mapping[str, Any]) ->
     """The first row :func:`fetch` returns, or ``None``."""
     rows = fetch(conn, statement, params)
     return rows[0] if rows else None
+
+
+def observed(conn: Connection) -> bool:
+    """Whether a listener wants to see ``conn``'s cursor executions (they must then go through
+    SQLAlchemy's execution, which fires those events)."""
+    dispatch = conn.dispatch
+    return bool(dispatch.before_cursor_execute or dispatch.after_cursor_execute)
 
 
 def driver_execute(conn: Connection, sql: str, args: list[Any] | tuple[Any, ...] = ()) -> list[Row]:
