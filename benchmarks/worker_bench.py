@@ -9,7 +9,9 @@
    ``os.cpu_count()`` processes (:class:`worker.run.once_parallel.OnceChildren` +
    :func:`~worker.run.once_parallel.run_once` in a fresh Python process, so the children are forked
    before anything is opened; child start-up and the final pass included), on a fresh state and
-   store, against the same bare figure.
+   store, against the same bare figure. That run adapts as ``run --once --jobs N`` does (fewer
+   processes when fewer cores are free: :mod:`worker.run.cpu_budget`) and prints how many it
+   used; ``MEMORY_WORKER_JOBS_ADAPT=false`` in the environment forces exactly N.
    The floor, measured in the same run: bare decode + parse (above) plus a bulk load of exactly
    the rows the one-process run wrote (entries, statements, full-text documents, read back from
    its shelf) into a fresh shelf with the same schema in one transaction (``executemany``, then
@@ -195,7 +197,8 @@ def _parallel_run(home: Path, root: Path, jobs: int) -> dict[str, float]:
         children.stop()
     seconds = time.perf_counter() - started
     runtime.close()
-    return {"jobs": jobs, "seconds": seconds, "children_seconds": totals.children_seconds,
+    return {"jobs": jobs, "processes": totals.processes, "seconds": seconds,
+            "children_seconds": totals.children_seconds,
             "final_pass_seconds": totals.final_seconds, "written": totals.written,
             "edges": totals.edges, "failed": totals.failed}
 
@@ -423,7 +426,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             par_rate = bare["messages"] / par["seconds"]
             par_ratio = par_rate / bare["messages_per_s"]
             speedup = e2e["seconds"] / par["seconds"]
-            print(f"[{name}] end to end, run --once --jobs {jobs} ({jobs} processes + final pass, "
+            used = (f"{jobs} processes" if par["processes"] == jobs else
+                    f"{par['processes']} of {jobs} processes: fewer cores free")
+            print(f"[{name}] end to end, run --once --jobs {jobs} ({used} + final pass, "
                   f"hypatia-lite): {par['written']} entries + {par['edges']} edges in "
                   f"{par['seconds']:.2f} s (from the fork: processes "
                   f"{par['children_seconds']:.2f} s, final pass {par['final_pass_seconds']:.2f} s)"

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -12,6 +13,10 @@ SUPPORT = REPO / "tests" / "support"
 if str(SUPPORT) not in sys.path:
     sys.path.insert(0, str(SUPPORT))
 FIXTURES = REPO / "tests" / "fixtures" / "dsh"
+# `run --once --jobs N` would use fewer processes whenever the suite keeps the cores busy; the
+# tests of N processes (kills of a child, identical dumps) need exactly N. The adaptation itself
+# is tested with the setting on, in tests/run/test_run_jobs_adapt.py.
+os.environ.setdefault("MEMORY_WORKER_JOBS_ADAPT", "false")
 
 
 @pytest.fixture(scope="session")

@@ -186,6 +186,9 @@ class Settings(BaseSettings):
     fallback when they are unavailable or fail."""
     safety_scan_s: float = Field(default=300.0, gt=0, le=86_400)
     """With notifications: every this many seconds, list and scan the whole home anyway."""
+    jobs_adapt: bool = True
+    """``run --once --jobs N`` uses fewer processes (down to one) when fewer cores are free, or
+    the home is too small to pay for them (:mod:`worker.run.cpu_budget`); ``false``: exactly N."""
     tool_ledger: bool = False
     log_max_frame_bytes: int = Field(default=64 << 20, ge=1 << 16, le=1 << 32)
     """The most bytes one zstd frame of a log may decode to, and one raw line may hold; a log

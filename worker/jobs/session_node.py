@@ -26,7 +26,7 @@ from memory.dsh.position import ScanPosition
 from memory.dsh.scanner import LogScan
 from memory.entries import SESSION_POLICY, scopes_for
 from memory.span import loggable_once
-from memory.store.base import MemoryStore, NotFoundError
+from memory.store.base import EntryWrite, MemoryStore, NotFoundError
 from memory.titles import TitleChoice, TitleSurvey
 from worker.jobs.context import JobContext, JobOutput, skipped
 from worker.jobs.logread import (
@@ -35,7 +35,7 @@ from worker.jobs.logread import (
     log_source,
     raise_for_problems,
 )
-from worker.jobs.store_writes import settle_edges
+from worker.jobs.store_writes import create_node_with_edges, settle_edges
 from worker.jobs.storeview import edges as store_edges
 from worker.state.sessions import Checkpoint, SessionState
 from worker.watch.scan_problems import storable_text
@@ -147,22 +147,25 @@ def reconcile_session_node(ctx: JobContext, whitelist: Iterable[str] | None = No
     written = 0
     link_from = progress.last_belong_to_index
     if current is None:
-        if store.knowledge_create(name, text, tags=SESSION_POLICY.tags,
-                                  scopes=scopes_for(session.project),
-                                  embed=SESSION_POLICY.embed):
+        # A node (re)created links everything logged so far, in the node's own write batch.
+        node = EntryWrite(name, text, tags=SESSION_POLICY.tags,
+                          scopes=scopes_for(session.project), embed=SESSION_POLICY.embed)
+        created, edges = create_node_with_edges(
+            ctx, store, node, project=session.project, link_to=survey.link_to,
+            skip=survey.skip_from(0))
+        written = int(created)
+    else:
+        if current != text:
+            _rewrite_node(store, name, text, session.project)
+            _audit(ctx, name, choice, "rewritten")
             written = 1
-        link_from = 0  # a node (re)created links everything logged so far
-    elif current != text:
-        _rewrite_node(store, name, text, session.project)
-        _audit(ctx, name, choice, "rewritten")
-        written = 1
-        link_from = 0
-    elif progress.has_session_node and link_from >= survey.link_to:
-        return skipped("session node is current; log_span settles its edges")
-    edges = settle_edges(
-        ctx, store, project=session.project,
-        link_from=link_from, link_to=survey.link_to, skip=survey.skip_from(link_from),
-    )
+            link_from = 0
+        elif progress.has_session_node and link_from >= survey.link_to:
+            return skipped("session node is current; log_span settles its edges")
+        edges = settle_edges(
+            ctx, store, project=session.project,
+            link_from=link_from, link_to=survey.link_to, skip=survey.skip_from(link_from),
+        )
     ctx.heartbeat()
     with ctx.state() as repos:
         advanced = repos.progress.advance(

@@ -44,6 +44,8 @@ class OnceTotals(Tally):
 
     sessions: int = 0
     new_events: int = 0
+    #: Processes the sessions were split over (``--jobs`` may use fewer: ``cpu_budget``).
+    processes: int = 1
     #: Sessions whose scan failed (named in the summary; the run fails).
     unscanned: list[str] = field(default_factory=list)
     #: Seconds from the discovery to the last child's exit, and in this process's pass.

@@ -33,6 +33,7 @@ from worker.jobs.context import JobResult
 from worker.jobs.reconsolidate import queued_sessions
 from worker.jobs.runtime import Runtime, owe_consolidation
 from worker.names import JOB_CONSOLIDATE, archive_lease_key, session_lease_key
+from worker.run.cpu_budget import CpuProbe, ProcessPlan, plan_processes
 from worker.run.once_children import ChildProcess, OnceChildren, OnceTotals, set_signal
 from worker.run.runner import InProcessRunner, JobKey
 from worker.watch.watcher import Watcher
@@ -57,7 +58,8 @@ def run_once(
     """Process what is on disk: in this process alone, or with ``children`` (created before
     ``runtime`` was opened) first in those processes and then in a final pass here.
 
-    ``say`` gets the one line about a child that failed or was killed (default: a warning)."""
+    ``say`` gets the one line about a child that failed or was killed, and the one that says
+    why fewer processes than ``--jobs`` asked for are used (default: a warning)."""
     totals = OnceTotals()
     hints: list[JobKey] = []
     rescan: set[str] | None = None  # None: scan every session
@@ -144,13 +146,26 @@ def _children_phase(
     totals: OnceTotals,
     progress: ProgressHook | None,
     say: Callable[[str], None],
-) -> tuple[list[JobKey], set[str]]:
+) -> tuple[list[JobKey], set[str] | None]:
     """Discover, split, let the children work; returns the hints they handed back and the
-    sessions of the children that did not finish."""
+    sessions of the children that did not finish (``None``: the final pass scans every session,
+    because the machine or the home was too small for the children and they were sent none)."""
+    probe = CpuProbe() if runtime.settings.jobs_adapt else None
     locations = Watcher(runtime, _no_hint, shelf=shelf).discover()
     totals.sessions = len(locations)
     sizes = [(location.session_id, _size(location.path)) for location in locations]
-    children.assign(plan_groups(sizes, children.count))
+    plan = ProcessPlan(children.count)
+    if probe is not None:
+        plan = plan_processes(children.count, free_cores=probe.free_cores(),
+                              sessions=len(sizes), log_bytes=sum(size for _sid, size in sizes))
+    totals.processes = plan.count
+    if plan.why is not None:
+        say(f"memory-worker: --jobs {children.count}: {plan.why}; "
+            + ("running in one process" if plan.count == 1 else f"using {plan.count} processes"))
+    if plan.count == 1:
+        children.assign([])  # they exit; this process does it all
+        return [], None
+    children.assign(plan_groups(sizes, plan.count))
     hints: list[JobKey] = []
 
     def _progress() -> None:

@@ -17,7 +17,7 @@ from typing import Any
 from memory.store.base import BatchResult, EntryWrite, StatementWrite, csv_triple
 from memory.store.lite.backend import Backend, Connection
 from memory.store.lite.embed import Embedder, EmbeddingError, embed_text, pack
-from memory.store.lite.rows import content_text, make_content, well_formed
+from memory.store.lite.rows import ContentShape, well_formed
 
 _INSERT_KNOWLEDGE = (
     "INSERT INTO knowledge(name, content, created_at, embed_wanted, embedding, embedding_model)"
@@ -43,11 +43,18 @@ class _Row:
     model: str | None = None
 
 
-def _entry_row(entry: EntryWrite) -> _Row:
-    name = well_formed(entry.name)
-    content = make_content(entry.data, tags=entry.tags, scopes=entry.scopes)
-    return _Row("knowledge", name, (name, content_text(content)), content, entry.embed,
-                entry.name)
+def _entry_rows(entries: Sequence[EntryWrite]) -> list[_Row]:
+    # The entries of one batch mostly share their tags and scopes: clean and print those once.
+    shapes: dict[tuple[tuple[str, ...], tuple[str, ...] | None], ContentShape] = {}
+    rows: list[_Row] = []
+    for entry in entries:
+        shape = shapes.get((entry.tags, entry.scopes))
+        if shape is None:
+            shape = shapes[(entry.tags, entry.scopes)] = ContentShape(entry.tags, entry.scopes)
+        name = well_formed(entry.name)
+        content, text = shape.make(entry.data)
+        rows.append(_Row("knowledge", name, (name, text), content, entry.embed, entry.name))
+    return rows
 
 
 def _statement_rows(statements: Sequence[StatementWrite]) -> list[_Row]:
@@ -56,16 +63,18 @@ def _statement_rows(statements: Sequence[StatementWrite]) -> list[_Row]:
     contents: dict[tuple[str, tuple[str, ...] | None], tuple[dict[str, Any], str]] = {}
     rows: list[_Row] = []
     for statement in statements:
-        head, relation, tail = (well_formed(statement.head), well_formed(statement.relation),
-                                well_formed(statement.tail))
+        given_head, given_relation, given_tail = statement.head, statement.relation, statement.tail
+        head, relation, tail = (well_formed(given_head), well_formed(given_relation),
+                                well_formed(given_tail))
         triple = csv_triple(head, relation, tail)
         shared = contents.get((statement.data, statement.scopes))
         if shared is None:
-            content = make_content(statement.data, scopes=statement.scopes)
-            shared = contents[(statement.data, statement.scopes)] = (
-                content, content_text(content))
+            shared = contents[(statement.data, statement.scopes)] = ContentShape(
+                (), statement.scopes).make(statement.data)
+        given = triple if (head == given_head and relation == given_relation
+                           and tail == given_tail) else statement.triple
         rows.append(_Row("statement", triple, (triple, head, relation, tail, shared[1]),
-                         shared[0], statement.embed, statement.triple))
+                         shared[0], statement.embed, given))
     return rows
 
 
@@ -113,7 +122,7 @@ def write_batch(
 ) -> BatchResult:
     """Create the absent ``entries`` then ``statements`` in one transaction (see module doc).
     ``run`` is the store's locked runner (lock retries, database errors as ``StoreError``)."""
-    rows = [_entry_row(e) for e in entries] + _statement_rows(statements)
+    rows = _entry_rows(entries) + _statement_rows(statements)
     if not rows:
         return BatchResult()
     _embed(rows, embedder, backend, run)

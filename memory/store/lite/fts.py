@@ -40,12 +40,12 @@ def _synonym_words(synonyms: Any) -> list[str]:
 
 def doc_columns(key: str, content: Mapping[str, Any]) -> tuple[str, str, str, str]:
     """``(fts_key, fts_data, fts_tags, fts_synonyms)`` for one entry."""
-    tags = content.get("tags") or []
+    synonyms = content.get("synonyms")
     return (
         key,
         str(content.get("data") or ""),
-        " ".join(str(t) for t in tags),
-        " ".join(_synonym_words(content.get("synonyms"))),
+        " ".join(map(str, content.get("tags") or ())),
+        "" if synonyms is None else " ".join(_synonym_words(synonyms)),
     )
 
 

@@ -63,6 +63,30 @@ def content_text(content: Mapping[str, Any]) -> str:
     return _COMPACT.encode(ordered)
 
 
+class ContentShape:
+    """What the Content objects of a batch's rows share: everything but ``data`` (tags, scopes;
+    no synonyms or figures, format ``markdown``), cleaned and printed once. ``make(data)``
+    returns what ``make_content(data, tags=tags, scopes=scopes)`` and its :func:`content_text`
+    return, without rebuilding the shared fields for every row (the ``tags`` and ``scopes``
+    lists are shared: treat them as read-only)."""
+
+    __slots__ = ("_tail", "scopes", "tags")
+
+    def __init__(self, tags: Sequence[str] = (), scopes: Sequence[str] | None = None) -> None:
+        self.tags: list[str] = clean_list(tags) or []
+        self.scopes: list[str] | None = clean_list(scopes) or None
+        self._tail = (',"tags":' + _COMPACT.encode(self.tags)
+                      + ',"synonyms":null,"figures":null,"scopes":'
+                      + _COMPACT.encode(self.scopes) + "}")
+
+    def make(self, data: str) -> tuple[dict[str, Any], str]:
+        """The Content object with ``data`` and its compact JSON text."""
+        data = well_formed(data)
+        content = {"format": "markdown", "data": data, "tags": self.tags, "synonyms": None,
+                   "figures": None, "scopes": self.scopes}
+        return content, '{"format":"markdown","data":' + _COMPACT.encode(data) + self._tail
+
+
 def knowledge_row(name: str, content: Mapping[str, Any], created_at: str) -> dict[str, Any]:
     return {"name": name, "content": dict(content), "created_at": created_at}
 
