@@ -85,6 +85,17 @@ class SpanPlan:
         return [item for item in self.items if not item.withdrawn]
 
 
+def loggable_once(event: Event) -> bool:
+    """:func:`memory.messages.is_loggable`, decided once per event object and kept on it
+    (:attr:`Event.loggable_memo`): in one run the watcher's scan, this planner and the session
+    node's survey ask about the same decoded events."""
+    memo = event.loggable_memo
+    if memo is None:
+        memo = is_loggable(event)
+        object.__setattr__(event, "loggable_memo", memo)
+    return memo
+
+
 def message_body(event: Event, options: SpanOptions = SpanOptions()) -> str:
     """The cleaned text of a loggable message: flatten → redact → cap (assistant or user limit)
     → absolutise dates against the event's own time."""
@@ -146,8 +157,9 @@ def plan_span(
 
     items: list[MessageItem] = []
     ordinal = base_ordinal
+    scopes = scopes_for(project)
     for event in events:
-        if not is_loggable(event):
+        if not loggable_once(event):
             continue
         withdrawn = event.seq in work.skip
         cited_by = work.marker_of.get(event.seq) if withdrawn else None
@@ -160,7 +172,7 @@ def plan_span(
                 markdown="" if withdrawn else format_message(event, options, ledger),
                 project=project,
                 withdrawn=withdrawn,
-                scopes=scopes_for(project),
+                scopes=scopes,
                 marker_seq=cited_by.seq if cited_by is not None else None,
                 marker_kind=cited_by.kind if cited_by is not None else "",
             )

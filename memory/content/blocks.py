@@ -15,7 +15,7 @@ def flatten_blocks(blocks: Iterable[Any] | None) -> str:
     """
     parts: list[str] = []
     for block in blocks or ():
-        if not isinstance(block, Mapping):
+        if type(block) is not dict and not isinstance(block, Mapping):
             continue
         kind = block.get("type")
         if kind == "text":

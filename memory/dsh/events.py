@@ -82,16 +82,25 @@ class Event:
     source_seqs: tuple[int, ...] = ()  # decoded sourceEventSeqs; () when absent
     ignorable: bool = False
     message: Message | None = None  # for surface types (None when the payload derives none)
+    #: Whether the event is a loggable message, once something asked
+    #: (:func:`memory.span.loggable_once`): in one run the scan, the span planner and the
+    #: session node's survey see the same objects and classify each event once between them.
+    loggable_memo: bool | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def turn(self) -> int | None:
-        value = self.data.get("turn") if isinstance(self.data, Mapping) else None
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        data = self.data
+        # ``type(…) is`` first: decoded data is a dict, and the ABC check costs more.
+        value = data.get("turn") if type(data) is dict or isinstance(data, Mapping) else None
+        return value if type(value) is int or (
+            isinstance(value, int) and not isinstance(value, bool)) else None
 
     @property
     def step(self) -> int | None:
-        value = self.data.get("step") if isinstance(self.data, Mapping) else None
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        data = self.data
+        value = data.get("step") if type(data) is dict or isinstance(data, Mapping) else None
+        return value if type(value) is int or (
+            isinstance(value, int) and not isinstance(value, bool)) else None
 
     @property
     def is_replace(self) -> bool:

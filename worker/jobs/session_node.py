@@ -25,7 +25,7 @@ from memory.dsh.events import Event
 from memory.dsh.position import ScanPosition
 from memory.dsh.scanner import LogScan
 from memory.entries import SESSION_POLICY, scopes_for
-from memory.messages import is_loggable
+from memory.span import loggable_once
 from memory.store.base import EntryWrite, MemoryStore, NotFoundError
 from memory.titles import TitleChoice, TitleSurvey
 from worker.jobs.context import JobContext, JobOutput, skipped
@@ -94,7 +94,7 @@ def survey_node(ctx: JobContext, state: SessionState, logged: int,
             continue
         if link_to is None and event.seq >= logged:
             link_to = ordinal
-        if is_loggable(event):
+        if loggable_once(event):
             if event.seq < logged:
                 loggable.append(event.seq)
             ordinal += 1

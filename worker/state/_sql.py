@@ -13,14 +13,15 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, Executable, Table, bindparam, delete, update
 from sqlalchemy.dialects import postgresql, sqlite
 
+from worker.state import prepared
+
 
 def insert_ignore(
     conn: Connection, table: Table, values: dict[str, Any], conflict: Sequence[str] = ()
 ) -> bool:
     """``INSERT … ON CONFLICT (conflict or the primary key) DO NOTHING``; True when inserted."""
     statement = _insert_ignore(conn.dialect.name, table, tuple(values), tuple(conflict))
-    result = conn.execute(statement, {f"v_{k}": v for k, v in values.items()})
-    return result.first() is not None
+    return prepared.first(conn, statement, {f"v_{k}": v for k, v in values.items()}) is not None
 
 
 @cache
@@ -44,9 +45,8 @@ def update_by_key(conn: Connection, table: Table, key: str, ident: Any,
                   values: dict[str, Any]) -> bool:
     """``UPDATE table SET values WHERE key = ident``; True when the row exists."""
     statement = _update_by_key(table, key, tuple(values))
-    result = conn.execute(
-        statement, {"p_ident": ident, **{f"v_{k}": v for k, v in values.items()}})
-    return result.first() is not None
+    params = {"p_ident": ident, **{f"v_{k}": v for k, v in values.items()}}
+    return prepared.first(conn, statement, params) is not None
 
 
 @cache

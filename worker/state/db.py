@@ -26,6 +26,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.engine.url import URL
 from sqlalchemy.exc import ArgumentError
 
+from worker.state.prepared import driver_execute, observed
+
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
@@ -69,7 +71,10 @@ def _sqlite_setup(engine: Engine, *, read_only: bool = False) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql(begin)
+        if observed(conn):
+            conn.exec_driver_sql(begin)  # a listener sees every statement, BEGIN included
+        else:
+            driver_execute(conn, begin)
 
 
 def make_engine(url: str, *, read_only: bool = False) -> Engine:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, bindparam, delete, select, update
 
+from worker.state import prepared
 from worker.state._sql import insert_ignore, one_line
 from worker.state.leases import Clock
 from worker.state.models import FailureRow, utcnow
@@ -80,8 +81,7 @@ class FailureRepo:
 
     def clear(self, task: str, session_id: str) -> bool:
         """Forget the failure (the task succeeded, or the operator retries it)."""
-        result = self._conn.execute(_CLEAR, {"p_task": task, "p_sid": session_id})
-        return result.first() is not None
+        return prepared.first(self._conn, _CLEAR, {"p_task": task, "p_sid": session_id}) is not None
 
     def list(self, *, permanent: bool | None = None, task: str | None = None) -> list[Failure]:
         """Failures, most recent first; filter on permanence or task when given."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, Table, and_, bindparam, or_, select, update
 from sqlalchemy.sql.elements import ColumnElement
 
+from worker.state import prepared
 from worker.state._sql import insert_ignore
 from worker.state.models import LeaseRow, utcnow
 from worker.state.owners import owner_is_gone
@@ -119,11 +120,11 @@ class LeaseRepo:
             raise ValueError("lease ttl must be positive")
         now = self._clock()
         expires = now + dt.timedelta(seconds=ttl_s)
-        taken = self._conn.execute(
-            _ACQUIRE, {"p_key": key, "p_owner": owner, "p_now": now, "p_expires": expires}
-        ).scalar_one_or_none()
+        taken = prepared.first(
+            self._conn, _ACQUIRE,
+            {"p_key": key, "p_owner": owner, "p_now": now, "p_expires": expires})
         if taken is not None:
-            return Lease(key, owner, int(taken), expires)
+            return Lease(key, owner, int(taken[0]), expires)
         values = {"key": key, "owner": owner, "token": 1, "acquired_at": now,
                   "expires_at": expires}
         if insert_ignore(self._conn, LeaseRow.__table__, values):  # type: ignore[arg-type]
@@ -145,15 +146,13 @@ class LeaseRepo:
         """Extend a lease still held under its token; ``None`` when it expired or was taken."""
         now = self._clock()
         expires = now + dt.timedelta(seconds=ttl_s)
-        result = self._conn.execute(
-            _RENEW, {**self._ident(lease), "p_now": now, "p_expires": expires}
-        ).scalar_one_or_none()
+        result = prepared.first(
+            self._conn, _RENEW, {**self._ident(lease), "p_now": now, "p_expires": expires})
         return Lease(lease.key, lease.owner, lease.token, expires) if result is not None else None
 
     def release(self, lease: Lease) -> bool:
         """Give the lease up; False when it had already been taken over (nothing changes then)."""
-        result = self._conn.execute(_RELEASE, self._ident(lease)).scalar_one_or_none()
-        return result is not None
+        return prepared.first(self._conn, _RELEASE, self._ident(lease)) is not None
 
     def is_held(self, lease: Lease) -> bool:
         """True while ``lease`` is still the current, unexpired holding of its key."""

@@ -15,6 +15,7 @@ from functools import cache
 from sqlalchemy import ColumnElement, Connection, Executable, bindparam, select, update
 
 from worker.names import session_lease_key
+from worker.state import prepared
 from worker.state._sql import delete_where, insert_ignore
 from worker.state.leases import LEASE_IS_HELD, Clock, held_params
 from worker.state.models import ProgressRow, utcnow
@@ -98,8 +99,8 @@ class ProgressRepo:
                                     ProgressRow.session_id == bindparam("p_sid"))
 
     def find(self, shelf: str, session_id: str) -> Progress | None:
-        row = self._conn.execute(self._FIND, {"p_shelf": shelf, "p_sid": session_id}).first()
-        return Progress(**row._asdict()) if row is not None else None
+        row = prepared.first(self._conn, self._FIND, {"p_shelf": shelf, "p_sid": session_id})
+        return Progress(*row) if row is not None else None
 
     def get(self, shelf: str, session_id: str) -> Progress:
         """The row for (shelf, session), created with every watermark at 0 when missing."""
@@ -159,9 +160,12 @@ class ProgressRepo:
             params["v_pending_tokens"] = pending_tokens
         statement = _advance_statement(tuple(given), has_session_node, pending_tokens is not None)
         if expected_version == 0:  # a first advance may find no row yet: version 0 is implied
-            self.get(shelf, session_id)
-        changed = self._conn.execute(statement, params).scalar_one_or_none()
-        return changed is not None
+            insert_ignore(
+                self._conn,
+                ProgressRow.__table__,  # type: ignore[arg-type]
+                {"shelf": shelf, "session_id": session_id, "updated_at": now},
+            )
+        return prepared.first(self._conn, statement, params) is not None
 
     def reset(self, shelf: str, session_id: str) -> Progress:
         """Put every watermark back to 0 (operator reset / reconcile found the store empty).

@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Table, bindparam, select
 
+from worker.state import prepared
 from worker.state._sql import insert_ignore, update_by_key
 from worker.state.leases import Clock
 from worker.state.models import SessionRow, utcnow
@@ -59,8 +60,8 @@ _TABLE: Table = SessionRow.__table__  # type: ignore[assignment]
 _GET = select(*_COLUMNS).where(SessionRow.session_id == bindparam("p_sid"))
 
 
-def _state(row: Any) -> SessionState:
-    data = row._asdict()
+def _state(row: Sequence[Any]) -> SessionState:
+    data = dict(zip(_FIELDS, row, strict=True))
     data["checkpoints"] = tuple(Checkpoint(*point) for point in data["checkpoints"] or ())
     data["header"] = dict(data["header"] or {})
     return SessionState(**data)
@@ -80,7 +81,7 @@ class SessionRepo:
         self._clock = clock
 
     def get(self, session_id: str) -> SessionState | None:
-        row = self._conn.execute(_GET, {"p_sid": session_id}).first()
+        row = prepared.first(self._conn, _GET, {"p_sid": session_id})
         return _state(row) if row is not None else None
 
     def list(self, *, include_forgotten: bool = False) -> list[SessionState]:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from memory.dsh.events import Event, Header
-from memory.messages import is_loggable
+from memory.span import loggable_once
 from memory.withdrawal import is_marker
 from worker.state.sessions import SessionState
 from worker.watch.triggers import SESSION_NODE_EVENTS, STEP_END, TURN_END
@@ -73,7 +73,7 @@ class ScanDigest:
         ):
             self.cut, self.ordinal = event.seq, 0  # all before it was the parent's
         self.ordinals.append(self.ordinal)
-        if event.seq >= self.cut and is_loggable(event):
+        if event.seq >= self.cut and loggable_once(event):
             self.ordinal += 1
         if event.type == TURN_END:
             self.last_turn_end = event.seq
