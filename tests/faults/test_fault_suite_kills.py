@@ -38,15 +38,19 @@ def _kill_at(proc: subprocess.Popen[bytes], at: float, *, child: bool) -> bool:
         if proc.poll() is not None:
             return False
         time.sleep(0.01)
-    if child:
+    while child:
+        # A child can end between the listing and the kill (one whose sessions were all done,
+        # or a short-lived helper process): then look again.
         kids = children(proc.pid)
-        while not kids:
-            if proc.poll() is not None:
-                return False
-            time.sleep(0.01)
-            kids = children(proc.pid)
-        os.kill(kids[0], signal.SIGKILL)
-        return True
+        if kids:
+            try:
+                os.kill(kids[0], signal.SIGKILL)
+                return True
+            except ProcessLookupError:
+                pass
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.01)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
     return True
