@@ -24,12 +24,19 @@ _PR_SET_PDEATHSIG = 1
 def _prctl() -> Callable[..., int] | None:
     if not sys.platform.startswith("linux"):
         return None
+    # The process's own symbols include libc's: no ``find_library`` (which runs
+    # ``ldconfig -p`` in a child process at every start).
+    try:
+        fn: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+        return fn
+    except (OSError, AttributeError):
+        pass
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    except OSError:
+        found: Callable[..., int] = libc.prctl
+        return found
+    except (OSError, AttributeError):
         return None
-    fn: Callable[..., int] = libc.prctl
-    return fn
 
 
 _PRCTL = _prctl()  # resolved once, in the parent: the child only calls it

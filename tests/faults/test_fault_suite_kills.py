@@ -39,9 +39,9 @@ def _kill_at(proc: subprocess.Popen[bytes], at: float, *, child: bool) -> bool:
             return False
         time.sleep(0.01)
     while child:
-        # A child can end between the listing and the kill (one whose sessions were all done,
-        # or a short-lived helper process): then look again.
-        kids = children(proc.pid)
+        # Only the worker's own processes (forks: the same command line), and one may end
+        # between the listing and the kill: then look again.
+        kids = [kid for kid in children(proc.pid) if _cmdline(kid) == _cmdline(proc.pid)]
         if kids:
             try:
                 os.kill(kids[0], signal.SIGKILL)
@@ -54,6 +54,13 @@ def _kill_at(proc: subprocess.Popen[bytes], at: float, *, child: bool) -> bool:
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
     return True
+
+
+def _cmdline(pid: int) -> bytes | None:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
 
 
 def test_kill9_of_run_once_and_its_children_at_random_points(tmp_path: Path) -> None:
