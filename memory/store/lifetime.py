@@ -12,7 +12,6 @@ once. Elsewhere this is a no-op and the worker kills the group itself when a cal
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import signal
 import sys
@@ -24,19 +23,13 @@ _PR_SET_PDEATHSIG = 1
 def _prctl() -> Callable[..., int] | None:
     if not sys.platform.startswith("linux"):
         return None
-    # The process's own symbols include libc's: no ``find_library`` (which runs
-    # ``ldconfig -p`` in a child process at every start).
+    # The process's own symbols include libc's (no ``ctypes.util.find_library``: it runs
+    # ``ldconfig -p`` in a child process).
     try:
         fn: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
-        return fn
-    except (OSError, AttributeError):
-        pass
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        found: Callable[..., int] = libc.prctl
-        return found
     except (OSError, AttributeError):
         return None
+    return fn
 
 
 _PRCTL = _prctl()  # resolved once, in the parent: the child only calls it

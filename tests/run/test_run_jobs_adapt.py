@@ -122,38 +122,47 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, OnceTotal
     return home, one, totals
 
 
-def test_busy_cores_run_in_one_process(big: tuple[Path, Path, OnceTotals], tmp_path: Path,
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    home, one, reference = big
+@pytest.fixture
+def probe(monkeypatch: pytest.MonkeyPatch) -> type[_Probe]:
+    """:class:`_Probe` in place of the real probe; its ``FREE`` and ``made`` are put back after
+    the test."""
     monkeypatch.setattr(once_parallel, "CpuProbe", _Probe)
-    monkeypatch.setattr(_Probe, "FREE", 0.6)
+    monkeypatch.setattr(_Probe, "FREE", 0.0)
+    monkeypatch.setattr(_Probe, "made", 0)
+    return _Probe
+
+
+def _did_the_same(totals: OnceTotals, reference: OnceTotals) -> None:
+    assert (totals.sessions, totals.new_events, totals.written, totals.edges, totals.failed) \
+        == (reference.sessions, reference.new_events, reference.written, reference.edges, 0)
+
+
+def test_busy_cores_run_in_one_process(big: tuple[Path, Path, OnceTotals], tmp_path: Path,
+                                       probe: type[_Probe]) -> None:
+    home, one, reference = big
+    probe.FREE = 0.6
     totals, said, codes = _run(tmp_path, home, 2, adapt=True)
     assert said == [f"memory-worker: --jobs 2: 0.6 of {CORES} cores free; "
                     "running in one process"]
     # Sent no sessions, they ended (or were ended by the stop) without doing anything.
     assert totals.processes == 1 and None not in codes and len(codes) == 2
-    assert (totals.sessions, totals.new_events, totals.written, totals.edges, totals.failed) \
-        == (6, reference.new_events, reference.written, reference.edges, 0)
+    _did_the_same(totals, reference)
     assert len(_same(tmp_path, one)["knowledge"]) == reference.written
 
 
 def test_free_cores_split_the_home(big: tuple[Path, Path, OnceTotals], tmp_path: Path,
-                                   monkeypatch: pytest.MonkeyPatch) -> None:
+                                   probe: type[_Probe]) -> None:
     home, one, reference = big
-    monkeypatch.setattr(once_parallel, "CpuProbe", _Probe)
-    monkeypatch.setattr(_Probe, "FREE", 2.0)
+    probe.FREE = 2.0
     totals, said, codes = _run(tmp_path, home, 2, adapt=True)
     assert said == [] and totals.processes == 2 and codes == [0, 0]
-    assert (totals.sessions, totals.new_events, totals.written, totals.edges) \
-        == (6, reference.new_events, reference.written, reference.edges)
+    _did_the_same(totals, reference)
     _same(tmp_path, one)
 
 
-def test_a_small_home_runs_in_one_process(tmp_path: Path,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_small_home_runs_in_one_process(tmp_path: Path, probe: type[_Probe]) -> None:
     home = _home(tmp_path / "src", sessions=3, turns=4)
-    monkeypatch.setattr(once_parallel, "CpuProbe", _Probe)
-    monkeypatch.setattr(_Probe, "FREE", 2.0)
+    probe.FREE = 2.0
     totals, said, _codes = _run(tmp_path / "two", home, 2, adapt=True)
     assert said == ["memory-worker: --jobs 2: 0.0 MiB of logs; running in one process"]
     # Two messages per turn, and the nodes of the two titled sessions.
@@ -161,10 +170,9 @@ def test_a_small_home_runs_in_one_process(tmp_path: Path,
 
 
 def test_without_adapt_exactly_n_processes(big: tuple[Path, Path, OnceTotals], tmp_path: Path,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    home, one, _reference = big
-    monkeypatch.setattr(once_parallel, "CpuProbe", _Probe)
-    monkeypatch.setattr(_Probe, "made", 0)
+                                           probe: type[_Probe]) -> None:
+    home, one, reference = big
     totals, said, _codes = _run(tmp_path, home, 2, adapt=False)
-    assert _Probe.made == 0 and said == [] and totals.processes == 2
+    assert probe.made == 0 and said == [] and totals.processes == 2
+    _did_the_same(totals, reference)
     _same(tmp_path, one)

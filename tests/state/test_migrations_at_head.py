@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from worker.state.migrate import (
     PACKAGED_MIGRATIONS,
@@ -28,17 +25,6 @@ from worker.state.database import StateDB
 StateDB.open(sys.argv[1])
 print("alembic" in sys.modules, "mako" in sys.modules)
 """
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
-def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    from state_db_support import sqlite_url, throwaway_pg_database
-
-    if request.param == "sqlite":
-        yield sqlite_url(tmp_path)
-    else:
-        with throwaway_pg_database() as url:
-            yield url
 
 
 def _opened_with_alembic(url: str) -> bool:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,17 +31,6 @@ pytest_plugins = ["state_db_support"]
 REPO = Path(__file__).resolve().parents[2]
 TABLES = {"sessions", "progress", "leases", "retractions", "audit", "failures", "model_calls",
           "provenance", "shipped_logs", "log_segments"}
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
-def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    from state_db_support import sqlite_url, throwaway_pg_database
-
-    if request.param == "sqlite":
-        yield sqlite_url(tmp_path)
-    else:
-        with throwaway_pg_database() as url:
-            yield url
 
 
 def _tables(url: str) -> set[str]:

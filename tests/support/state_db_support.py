@@ -51,6 +51,17 @@ def pg_state_url() -> Iterator[str]:
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
+def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A state database URL on each dialect that was never migrated (no SQLite file yet; an
+    empty PostgreSQL database of its own)."""
+    if request.param == "sqlite":
+        yield sqlite_url(tmp_path)
+    else:
+        with throwaway_pg_database() as url:
+            yield url
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
 def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A migrated, empty state database URL on each dialect."""
     if request.param == "sqlite":

@@ -42,7 +42,8 @@ class Progress:
     version: int = 0
 
 
-_COLUMNS = (
+#: The columns a :class:`Progress` is read from, in field order (``Progress(*row)``).
+COLUMNS = (
     ProgressRow.shelf,
     ProgressRow.session_id,
     ProgressRow.last_logged_seq,
@@ -95,7 +96,7 @@ class ProgressRepo:
         self._clock = clock
 
     # Read by every job: built once, with bound parameters.
-    _FIND = select(*_COLUMNS).where(ProgressRow.shelf == bindparam("p_shelf"),
+    _FIND = select(*COLUMNS).where(ProgressRow.shelf == bindparam("p_shelf"),
                                     ProgressRow.session_id == bindparam("p_sid"))
 
     def find(self, shelf: str, session_id: str) -> Progress | None:
@@ -198,7 +199,7 @@ class ProgressRepo:
 
     def list(self, shelf: str | None = None) -> list[Progress]:
         """Every progress row (of one shelf when given), ordered by shelf then session."""
-        query = select(*_COLUMNS).order_by(ProgressRow.shelf, ProgressRow.session_id)
+        query = select(*COLUMNS).order_by(ProgressRow.shelf, ProgressRow.session_id)
         if shelf is not None:
             query = query.where(ProgressRow.shelf == shelf)
         return [Progress(**row._asdict()) for row in self._conn.execute(query)]

@@ -54,13 +54,15 @@ class SessionState:
 
 
 _FIELDS = tuple(f.name for f in fields(SessionState))
-_COLUMNS = tuple(getattr(SessionRow, name) for name in _FIELDS)
+#: The columns a :class:`SessionState` is read from, in field order (:func:`session_state`).
+COLUMNS = tuple(getattr(SessionRow, name) for name in _FIELDS)
 _TABLE: Table = SessionRow.__table__  # type: ignore[assignment]
 # Read by every scan and every job: built once, with a bound parameter.
-_GET = select(*_COLUMNS).where(SessionRow.session_id == bindparam("p_sid"))
+_GET = select(*COLUMNS).where(SessionRow.session_id == bindparam("p_sid"))
 
 
-def _state(row: Sequence[Any]) -> SessionState:
+def session_state(row: Sequence[Any]) -> SessionState:
+    """The session read from the values of :data:`COLUMNS`, in that order."""
     data = dict(zip(_FIELDS, row, strict=True))
     data["checkpoints"] = tuple(Checkpoint(*point) for point in data["checkpoints"] or ())
     data["header"] = dict(data["header"] or {})
@@ -82,13 +84,13 @@ class SessionRepo:
 
     def get(self, session_id: str) -> SessionState | None:
         row = prepared.first(self._conn, _GET, {"p_sid": session_id})
-        return _state(row) if row is not None else None
+        return session_state(row) if row is not None else None
 
     def list(self, *, include_forgotten: bool = False) -> list[SessionState]:
-        query = select(*_COLUMNS).order_by(SessionRow.session_id)
+        query = select(*COLUMNS).order_by(SessionRow.session_id)
         if not include_forgotten:
             query = query.where(SessionRow.forgotten.is_(False))
-        return [_state(row) for row in self._conn.execute(query)]
+        return [session_state(row) for row in self._conn.execute(query)]
 
     def upsert_scan(
         self,

@@ -21,13 +21,13 @@ Forgotten sessions are left out, like :meth:`worker.state.sessions.SessionRepo.l
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from dataclasses import fields
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
     Connection,
+    Select,
     SQLColumnExpression,
     and_,
     case,
@@ -38,17 +38,13 @@ from sqlalchemy import (
     select,
 )
 
+from worker.state import progress, sessions
 from worker.state.models import ProgressRow, SessionRow
 from worker.state.progress import Progress
-from worker.state.sessions import Checkpoint, SessionState
+from worker.state.sessions import SessionState, session_state
 
 _Int = SQLColumnExpression[int]
-_SESSION_FIELDS = tuple(f.name for f in fields(SessionState))
-_PROGRESS_FIELDS = tuple(f.name for f in fields(Progress))
-_SESSION_COLUMNS = tuple(getattr(SessionRow, name) for name in _SESSION_FIELDS)
-# Progress columns under a prefix (``session_id`` is in both tables); NULL without a row.
-_PROGRESS_COLUMNS = tuple(getattr(ProgressRow, name).label(f"p_{name}")
-                          for name in _PROGRESS_FIELDS)
+_SPLIT = len(sessions.COLUMNS)
 
 
 def _greatest(a: _Int, b: _Int) -> ColumnElement[Any]:
@@ -80,14 +76,8 @@ def unsettled_sessions(
 ) -> list[tuple[SessionState, Progress | None]]:
     """Every session (not forgotten) that is not settled on ``shelf``, with its progress row
     (None when it has none), in no particular order."""
-    joined = SessionRow.__table__.outerjoin(
-        ProgressRow.__table__,
-        and_(ProgressRow.shelf == shelf, ProgressRow.session_id == SessionRow.session_id),
-    )
-    query = (select(*_SESSION_COLUMNS, *_PROGRESS_COLUMNS).select_from(joined)
-             .where(SessionRow.forgotten.is_(False),
-                    not_(settled_condition(consolidating=consolidating))))
-    return [_pair(row._asdict()) for row in conn.execute(query)]
+    query = _with_progress(shelf).where(not_(settled_condition(consolidating=consolidating)))
+    return [_pair(row) for row in conn.execute(query)]
 
 
 def sessions_by_id(
@@ -97,36 +87,32 @@ def sessions_by_id(
     ``shelf``, in no particular order."""
     if not session_ids:
         return []
-    joined = SessionRow.__table__.outerjoin(
-        ProgressRow.__table__,
-        and_(ProgressRow.shelf == shelf, ProgressRow.session_id == SessionRow.session_id),
-    )
-    query = (select(*_SESSION_COLUMNS, *_PROGRESS_COLUMNS).select_from(joined)
-             .where(SessionRow.forgotten.is_(False),
-                    SessionRow.session_id.in_(sorted(session_ids))))
-    return [_pair(row._asdict()) for row in conn.execute(query)]
+    query = _with_progress(shelf).where(SessionRow.session_id.in_(sorted(session_ids)))
+    return [_pair(row) for row in conn.execute(query)]
 
 
 def open_sessions(conn: Connection) -> list[SessionState]:
     """The sessions (not forgotten) that grew and are not idle-closed yet."""
-    query = select(*_SESSION_COLUMNS).where(
+    query = select(*sessions.COLUMNS).where(
         SessionRow.forgotten.is_(False), SessionRow.closed_at.is_(None),
         SessionRow.last_activity_at.is_not(None))
-    return [_session(row._asdict()) for row in conn.execute(query)]
+    return [session_state(row) for row in conn.execute(query)]
 
 
-def _pair(data: dict[str, Any]) -> tuple[SessionState, Progress | None]:
-    progress = None
-    if data["p_shelf"] is not None:
-        progress = Progress(**{name: data[f"p_{name}"] for name in _PROGRESS_FIELDS})
-    return _session(data), progress
+def _with_progress(shelf: str) -> Select[Any]:
+    """Sessions (not forgotten) outer-joined with their progress rows on ``shelf``: the session
+    columns, then the progress columns (all NULL without a row)."""
+    joined = SessionRow.__table__.outerjoin(
+        ProgressRow.__table__,
+        and_(ProgressRow.shelf == shelf, ProgressRow.session_id == SessionRow.session_id),
+    )
+    return (select(*sessions.COLUMNS, *progress.COLUMNS).select_from(joined)
+            .where(SessionRow.forgotten.is_(False)))
 
 
-def _session(data: dict[str, Any]) -> SessionState:
-    values = {name: data[name] for name in _SESSION_FIELDS}
-    values["checkpoints"] = tuple(Checkpoint(*point) for point in values["checkpoints"] or ())
-    values["header"] = dict(values["header"] or {})
-    return SessionState(**values)
+def _pair(row: Sequence[Any]) -> tuple[SessionState, Progress | None]:
+    rest = row[_SPLIT:]
+    return session_state(row[:_SPLIT]), (Progress(*rest) if rest[0] is not None else None)
 
 
 __all__ = ["open_sessions", "sessions_by_id", "settled_condition", "unsettled_sessions"]
