@@ -70,6 +70,15 @@ class Message:
     is_error: bool = False
 
 
+def _int_field(data: Any, key: str) -> int | None:
+    """``data[key]`` when ``data`` is a mapping and the value an int (not a bool), else None.
+    ``type(…) is`` first: decoded data is a dict and the value an int, and the ABC checks
+    cost more."""
+    value = data.get(key) if type(data) is dict or isinstance(data, Mapping) else None
+    return value if type(value) is int or (
+        isinstance(value, int) and not isinstance(value, bool)) else None
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
     """One normalised log event."""
@@ -89,18 +98,11 @@ class Event:
 
     @property
     def turn(self) -> int | None:
-        data = self.data
-        # ``type(…) is`` first: decoded data is a dict, and the ABC check costs more.
-        value = data.get("turn") if type(data) is dict or isinstance(data, Mapping) else None
-        return value if type(value) is int or (
-            isinstance(value, int) and not isinstance(value, bool)) else None
+        return _int_field(self.data, "turn")
 
     @property
     def step(self) -> int | None:
-        data = self.data
-        value = data.get("step") if type(data) is dict or isinstance(data, Mapping) else None
-        return value if type(value) is int or (
-            isinstance(value, int) and not isinstance(value, bool)) else None
+        return _int_field(self.data, "step")
 
     @property
     def is_replace(self) -> bool:

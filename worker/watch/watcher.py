@@ -7,7 +7,8 @@ durable end, the last ``turn/end``, the seq of the latest title and the time of 
 hints:
 
 * ``log_span`` at a ``turn/end`` (immediately), when a pending ``step/end`` is older than the
-  flush window, and when the session went idle (idle-close flushes the tail);
+  flush window, and when the session went idle (idle-close flushes the tail; these two by the
+  clock: :mod:`worker.watch.timed_hints`);
 * ``log_span`` at a whitelisted withdrawal marker too (it acts at once, not at the next cut);
 * ``session_node`` at a ``session/title`` / ``compaction/summary``.
 
@@ -36,10 +37,9 @@ from memory.dsh.reader import Log, read_range
 from memory.dsh.scanner import LogScan
 from memory.messages import base_ordinal
 from worker.jobs.logread import SHARED_MAX_EVENTS, checkpoint_index, file_identity
-from worker.jobs.runtime import Runtime, long_lived_frozen, ms_of
+from worker.jobs.runtime import Enqueue, Runtime, long_lived_frozen
 from worker.names import JOB_LOG_SPAN, JOB_SESSION_NODE
 from worker.state.sessions import Checkpoint, SessionState
-from worker.state.unsettled import open_sessions
 from worker.watch.discovery import SessionFinder, changed_directories
 from worker.watch.notify import Notifier
 from worker.watch.owed import BACKED_OFF_JOBS, owed_work
@@ -47,10 +47,10 @@ from worker.watch.poll_source import poll_source
 from worker.watch.project_scope import project_scope
 from worker.watch.scan_digest import ScanDigest
 from worker.watch.scan_problems import SCAN_TASK, ProblemBook, storable_text
+from worker.watch.timed_hints import TimedHints
 
 log = logging.getLogger(__name__)
 
-Enqueue = Callable[[str, str, str], None]  # (job, session id, shelf)
 _LOOP = "<watch loop>"
 _FATAL = frozenset({"corrupt", "unsupported", "io"})
 
@@ -95,13 +95,10 @@ class Watcher:
         self.shelf = shelf or runtime.settings.store_shelf
         self.root = runtime.settings.sessions_root
         self._ordinal_at_end: dict[str, int] = {}
-        self._step_deadline: dict[str, int] = {}
-        self._idle_hinted: dict[str, int] = {}
+        self._timed = TimedHints(runtime, enqueue, self.shelf)
         self.problems = ProblemBook(runtime.state)
         self._finder = SessionFinder(self.root, self.problems, self.only_sessions)
         self._next_reconcile = 0.0
-        self._next_idle_check = 0.0
-        self._idle_check_needed = True  # some session may be open (not idle-closed yet)
         self._unchanged: dict[str, tuple[str, int, int, int]] = {}  # sid → _stamp()
         self._owed_hinted: dict[tuple[str, str], tuple[tuple[int, ...], float]] = {}
         #: Log shipping: the daemon ships each log, then scans what was shipped (the jobs read
@@ -132,8 +129,8 @@ class Watcher:
                 if self.after_session is not None and report.changed > changed:
                     self.after_session(location.session_id)
         if report.changed:
-            self._idle_check_needed = True
-        self._send_due_step_flushes(report)
+            self._timed.grew()
+        report.enqueued += self._timed.send_due()
         return report
 
     def reconcile(self) -> int:
@@ -211,7 +208,7 @@ class Watcher:
                         report = self.poll_changed(changed)
                     else:
                         report = ScanReport()
-                        self._send_due_step_flushes(report, skip_idle_when_closed=True)
+                        report.enqueued += self._timed.send_due(skip_idle_when_closed=True)
                     now = time.monotonic()
                     if now >= self._next_reconcile:
                         report.enqueued += self.reconcile()
@@ -240,10 +237,9 @@ class Watcher:
         flush or idle check (whichever is first), at most a minute."""
         now = time.monotonic()
         due = [self._next_reconcile, next_safety, now + 60.0]
-        if self._step_deadline:
-            due.append(now + (min(self._step_deadline.values()) - self.runtime.now_ms()) / 1000)
-        if self._idle_check_needed:
-            due.append(self._next_idle_check)
+        timed = self._timed.next_due(now)
+        if timed is not None:
+            due.append(timed)
         return max(0.0, min(due) - now)
 
     def poll_changed(self, paths: Collection[str]) -> ScanReport:
@@ -405,46 +401,15 @@ class Watcher:
         if digest.last_turn_end is not None or digest.last_marker is not None:
             # A withdrawal marker is its own trigger: log_span retracts and repairs at once.
             if digest.last_turn_end is not None:
-                self._step_deadline.pop(sid, None)
+                self._timed.turn_ended(sid)
             self.enqueue(JOB_LOG_SPAN, sid, self.shelf)
             sent += 1
-        if digest.step_end_after_turn and sid not in self._step_deadline:
-            first = digest.step_end_time or self.runtime.now_ms()
-            self._step_deadline[sid] = first + int(self.runtime.settings.flush_window_s * 1000)
+        if digest.step_end_after_turn:
+            self._timed.step_pending(sid, digest.step_end_time)
         if digest.saw_node_event:
             self.enqueue(JOB_SESSION_NODE, sid, self.shelf)
             sent += 1
         return sent
-
-    def _send_due_step_flushes(self, report: ScanReport, *,
-                               skip_idle_when_closed: bool = False) -> None:
-        now = self.runtime.now_ms()
-        for sid, deadline in list(self._step_deadline.items()):
-            if now >= deadline:
-                del self._step_deadline[sid]
-                self.enqueue(JOB_LOG_SPAN, sid, self.shelf)
-                report.enqueued += 1
-        if skip_idle_when_closed and not self._idle_check_needed:
-            return  # every session was closed at the last check and none grew since
-        self._send_idle_closes(report, now)
-
-    def _send_idle_closes(self, report: ScanReport, now_ms: int) -> None:
-        if time.monotonic() < self._next_idle_check:
-            return
-        self._next_idle_check = time.monotonic() + min(5.0, self.runtime.settings.idle_close_s / 4)
-        idle_ms = int(self.runtime.settings.idle_close_s * 1000)
-        with self.runtime.state.read() as repos:
-            open_ = sorted(open_sessions(repos.conn), key=lambda s: s.session_id)
-        # No open session: a notified loop need not look again until a session grows (a
-        # session the jobs re-open is found by the reconcile's idle-close all the same).
-        self._idle_check_needed = bool(open_)
-        candidates = [s for s in open_ if now_ms - (ms_of(s.last_activity_at) or 0) >= idle_ms]
-        for state in candidates:
-            if self._idle_hinted.get(state.session_id) == state.durable_end_seq:
-                continue
-            self._idle_hinted[state.session_id] = state.durable_end_seq
-            self.enqueue(JOB_LOG_SPAN, state.session_id, self.shelf)
-            report.enqueued += 1
 
     # ------------------------------------------------------------------------------ problems
 
