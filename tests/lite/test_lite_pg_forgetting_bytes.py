@@ -109,3 +109,32 @@ def test_a_blocked_purge_is_owed_and_done_by_the_next_open(
                                       (purge.OWED_VACUUM,)).fetchone()[0] == 0
         assert leaks(shelf_table_files(url), [gone]) == []
         assert present(shelf_table_files(url), [kept]) == {kept}
+
+
+def test_dead_rows_a_snapshot_keeps_make_the_purge_owed_until_it_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A snapshot of another connection (here a REPEATABLE READ transaction; on a busy server
+    also a backend starting up) keeps the deleted row version alive through ``VACUUM FULL``:
+    the purge sees it in the rewrite's report, tries again, and stays owed until a rewrite
+    removes it — here the close after the snapshot ended."""
+    monkeypatch.setattr(purge, "KEPT_PAUSE_S", 0.01)
+    home = tmp_path / "home"
+    gone, kept = token("pg-snap-gone"), token("pg-snap-kept")
+    with pg_home(home) as url:
+        store = LiteStore(SHELF, home=home)
+        _filler(store, 20)
+        assert store.knowledge_create("msg-snap-1", f"say {gone}", tags=["message"])
+        assert store.knowledge_create("msg-snap-2", f"say {kept}", tags=["message"])
+        with psycopg.connect(admin_dsn(url)) as reader:
+            reader.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            reader.execute("SELECT count(*) FROM pg_class").fetchone()  # takes the snapshot
+            assert store.knowledge_delete("msg-snap-1") is True
+            assert getattr(store.backend, "vacuum_owed", None) is True
+            assert present(shelf_table_files(url), [gone]) == {gone}
+            reader.rollback()
+        store.close()  # the snapshot is gone: the owed purge runs and removes it
+        assert leaks(shelf_table_files(url), [gone]) == []
+        assert present(shelf_table_files(url), [kept]) == {kept}
+        with LiteStore(SHELF, home=home) as again:
+            assert getattr(again.backend, "vacuum_owed", None) is False
