@@ -70,15 +70,21 @@ def test_kill9_of_run_once_and_its_children_at_random_points(tmp_path: Path) -> 
     root = tmp_path / "faulted"
     lay_home(root, like=tmp_path / "clean")
     points = rng()
+    # Kill points are drawn over a clean run's duration at first; the work left shrinks as kills
+    # land, so a run that ends before its kill point sets the window for the next ones.
+    window = took
     made = lost_lines = 0
     for number in range(kills(6) + kills(14)):
         child = number < kills(6)  # children first, while every session still has work
         argv = run_once_argv(root, "--jobs", "2") if child else run_once_argv(root)
         proc = subprocess.Popen(argv, env=env(root), stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE)
-        # Anywhere from start-up to the end of the work (a clean run's duration).
-        killed = _kill_at(proc, points.uniform(0.05, 1.0) * took, child=child)
+        # Anywhere from start-up to the end of the work.
+        began = time.monotonic()
+        killed = _kill_at(proc, points.uniform(0.05, 1.0) * window, child=child)
         _out, err = proc.communicate(timeout=600)
+        if not killed:
+            window = time.monotonic() - began
         made += killed
         if child and killed:
             # The parent names a lost child (one that had sessions) on one line and finishes
