@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import psycopg
 import pytest
 from bytes_support import leaks, pg_table_file, present, token
 from state_db_support import sqlite_url, throwaway_pg_database
 
+from memory.store.lite.pg import vacuum
 from worker.state import StateDB
 
 
@@ -45,6 +47,34 @@ def test_postgresql_vacuums_the_dead_tuple_of_a_scrubbed_title() -> None:
         finally:
             db.dispose()
 
+
+
+@pytest.mark.integration
+def test_postgresql_title_a_snapshot_still_sees_is_purged_once_the_snapshot_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another connection's snapshot taken before the scrub keeps the old tuple alive through
+    ``VACUUM FULL`` (which copies it into the new file): ``after_purge`` reads that in the
+    rewrite's report, tries again, and reports False; ``dispose`` after the snapshot ended
+    removes it. (A backend starting up on a busy server holds such a horizon for a moment.)"""
+    monkeypatch.setattr(vacuum, "KEPT_PAUSE_S", 0.01)
+    doomed, kept = token("pg-snap-title-doomed"), token("pg-snap-title-kept")
+    with throwaway_pg_database() as url:
+        db = StateDB.open(url)
+        try:
+            _titled(db, ("s-1", f"about {doomed}"), ("s-2", f"about {kept}"))
+            with psycopg.connect(url) as reader:
+                reader.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                reader.execute("SELECT count(*) FROM pg_class").fetchone()  # the snapshot, no lock
+                with db.transaction() as repos:
+                    assert repos.sessions.scrub_title("s-1")
+                assert db.after_purge() is False
+                assert present([pg_table_file(url)], [doomed]) == {doomed}
+                reader.rollback()
+        finally:
+            db.dispose()  # the snapshot is gone: the owed purge runs
+        assert leaks([pg_table_file(url)], [doomed]) == []
+        assert present([pg_table_file(url)], [kept]) == {kept}
 
 def _files(root: Path) -> list[Path]:
     base = root / "state.db"

@@ -18,7 +18,7 @@ from bytes_support import leaks, present, token
 from lite_pg_support import SHELF, admin_dsn, pg_home, shelf_table_files
 
 from memory.store.base import EntryWrite
-from memory.store.lite.pg import purge
+from memory.store.lite.pg import purge, vacuum
 from memory.store.lite.store import LiteStore
 
 pytestmark = pytest.mark.integration
@@ -82,7 +82,7 @@ def test_cli_delete_leaves_no_dead_tuple(tmp_path: Path) -> None:
 def test_a_blocked_purge_is_owed_and_done_by_the_next_open(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(purge, "LOCK_TIMEOUT", "200ms")
+    monkeypatch.setattr(vacuum, "LOCK_TIMEOUT", "200ms")
     home = tmp_path / "home"
     gone, kept = token("pg-owed-gone"), token("pg-owed-kept")
     with pg_home(home) as url:
@@ -118,7 +118,7 @@ def test_dead_rows_a_snapshot_keeps_make_the_purge_owed_until_it_ends(
     also a backend starting up) keeps the deleted row version alive through ``VACUUM FULL``:
     the purge sees it in the rewrite's report, tries again, and stays owed until a rewrite
     removes it — here the close after the snapshot ended."""
-    monkeypatch.setattr(purge, "KEPT_PAUSE_S", 0.01)
+    monkeypatch.setattr(vacuum, "KEPT_PAUSE_S", 0.01)
     home = tmp_path / "home"
     gone, kept = token("pg-snap-gone"), token("pg-snap-kept")
     with pg_home(home) as url:

@@ -14,11 +14,15 @@ then still holds, and what :func:`after_purge` does about it:
   its next transaction.
 * **PostgreSQL.** An ``UPDATE`` writes a new tuple and leaves the old one as a dead tuple (MVCC)
   in the table's file; a plain ``VACUUM`` makes its space reusable but leaves the bytes in the
-  page. :func:`after_purge` runs ``VACUUM FULL`` on the affected tables, which rewrites them into
-  new files (``sessions`` holds one small row per session: milliseconds, under an exclusive lock
-  that waits at most ``LOCK_TIMEOUT``; when the lock is not had, the next ``after_purge`` or
-  ``dispose`` of that ``StateDB`` tries again). PostgreSQL's own WAL (``pg_wal``), WAL archives and
-  backups keep the old row until they are recycled or expire; that is the operator's retention.
+  page. :func:`after_purge` runs ``VACUUM (FULL, VERBOSE)`` on the affected tables, which
+  rewrites them into new files (``sessions`` holds one small row per session: milliseconds,
+  under an exclusive lock that waits at most 5 s). A snapshot that still sees the old tuple
+  (another connection's open transaction, or a backend starting up on a busy server) makes the
+  rewrite keep it; the rewrite's report says so, and it is tried twice more after a short pause
+  (:mod:`memory.store.lite.pg.vacuum`). When the lock is not had or the tuple is still kept, it
+  reports False and the next ``after_purge`` or ``dispose`` of that ``StateDB`` tries again.
+  PostgreSQL's own WAL (``pg_wal``), WAL archives and backups keep the old row until they are
+  recycled or expire; that is the operator's retention.
 """
 
 from __future__ import annotations
@@ -29,7 +33,6 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
 CHECKPOINT_WAIT_MS = 250
-LOCK_TIMEOUT = "5s"
 PURGED_TABLES = ("sessions",)
 
 
@@ -38,19 +41,12 @@ def after_purge(engine: Engine, tables: Sequence[str] = PURGED_TABLES) -> bool:
     True when done, False when another connection kept it from finishing (try again later)."""
     if engine.dialect.name == "sqlite":
         return _sqlite_checkpoint(engine)
-    try:
-        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            conn.exec_driver_sql(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
-            try:
-                for table in tables:
-                    conn.exec_driver_sql(f'VACUUM FULL "{table}"')
-            finally:
-                conn.exec_driver_sql("RESET lock_timeout")
-    except DBAPIError as err:
-        if "lock timeout" in str(err).lower():
-            return False
-        raise
-    return True
+    from memory.store.lite.pg.vacuum import rewrite_clean  # psycopg: PostgreSQL only
+
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        raw = conn.connection.driver_connection
+        assert raw is not None  # a checked-out connection always has one
+        return rewrite_clean(raw, tables)
 
 
 def _sqlite_checkpoint(engine: Engine) -> bool:
