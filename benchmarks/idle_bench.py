@@ -20,7 +20,13 @@ measured window). Goals (issue 16): < 0.5 % of a core and < 100 MB RSS at 3,000 
 The worker's own defaults apply (poll interval 1 s, reconcile every 30 s), printed with the
 figures. Results go to ``benchmarks/out/idle_bench.json``.
 
+``--rewritten K`` first gives the settled state database the audit trail that a finished
+``reconsolidate --replace`` of every session with K summaries leaves behind (requests queued and
+settled, one repair intent and its closing entry per summary). The reconcile reads that history
+every interval, so this shows how the idle cost grows with history, not only with sessions.
+
     .venv/bin/python benchmarks/idle_bench.py [--sessions 300 3000] [--seconds 60] [--warmup 20]
+        [--modes run daemon] [--rewritten K]
 """
 
 from __future__ import annotations
@@ -60,6 +66,37 @@ def generate(home: Path, sessions: int, turns: int) -> None:
         conversation(home, f"idle-{i:05d}", f"/home/dev/project-{i % 11}", turns,
                      compressed=True, title=f"Idle session {i}", batch_turns=2,
                      created_at=two_days_ago + i * 1000)
+
+
+def seed_rewrite_history(state_url: str, summaries: int) -> int:
+    """Write the audit trail a finished ``reconsolidate --replace`` of every session leaves in
+    the state database (a rewrite request and a reconsolidation request, each queued then
+    settled, and ``summaries`` repair intents, each closed by its summary's entry): what the
+    reconcile reads every interval. Returns the number of rows written."""
+    from worker.jobs.reconsolidate import ACTION, QUEUED, REWRITE_ACTION
+    from worker.jobs.repair_plan import ACTION_INTENT, ACTION_SUMMARY
+    from worker.state import StateDB
+
+    db = StateDB.open(state_url)
+    rows = 0
+    try:
+        with db.transaction() as repos:
+            for state in repos.sessions.list():
+                sid, audit = state.session_id, repos.audit
+                for action in (REWRITE_ACTION, ACTION):
+                    audit.record(action, QUEUED, shelf="default", session_id=sid, subject="replace")
+                for k in range(summaries):
+                    audit.record(ACTION_INTENT, "pending", shelf="default", session_id=sid,
+                                 subject=f"{sid}-summary-{k}", detail="replace: model changed")
+                    audit.record(ACTION_SUMMARY, "regenerated", shelf="default", session_id=sid,
+                                 subject=f"{sid}-summary-{k}")
+                for action in (REWRITE_ACTION, ACTION):
+                    audit.record(action, "done", shelf="default", session_id=sid,
+                                 subject="replace")
+                rows += 4 + 2 * summaries
+    finally:
+        db.dispose()
+    return rows
 
 
 # ------------------------------------------------------------------------------------ /proc
@@ -277,11 +314,13 @@ def measure(root: Path, sessions: int, args: argparse.Namespace) -> dict[str, An
     size = sum(p.stat().st_size for p in home.rglob("session.v4.jsonl.zstd"))
     print(f"[{sessions}] generated {sessions} idle sessions ({size / 2**20:.1f} MB of logs) in "
           f"{generated:.1f} s", flush=True)
-    result: dict[str, Any] = {"sessions": sessions, "turns": args.turns, "log_bytes": size}
+    result: dict[str, Any] = {"sessions": sessions, "turns": args.turns, "log_bytes": size,
+                              "rewritten_summaries": args.rewritten}
     if "run" in args.modes:
         env = _env(home, root / "run-data", root / "run-lite", None)
         settled = settle(env)
         print(f"[{sessions}] run --once settled the home in {settled:.1f} s", flush=True)
+        _seed(f"sqlite:///{root / 'run-data' / 'state.db'}", sessions, args)
         res = follow(["run"], env, args.warmup, args.seconds)
         res["settle_s"] = settled
         result["run"] = res
@@ -311,6 +350,7 @@ def measure(root: Path, sessions: int, args: argparse.Namespace) -> dict[str, An
             settled = settle(env)
             print(f"[{sessions}] run --once settled the home ({args.daemon_state} state) in "
                   f"{settled:.1f} s", flush=True)
+            _seed(state_url or f"sqlite:///{root / 'daemon-data' / 'state.db'}", sessions, args)
             res = follow(["daemon", "--queue", queue], env, args.warmup, args.seconds)
         finally:
             _drop_queue(queue)
@@ -324,6 +364,13 @@ def measure(root: Path, sessions: int, args: argparse.Namespace) -> dict[str, An
         result["daemon"] = res
         _print(sessions, f"daemon ({args.daemon_state} state, Redis, no Celery worker)", res)
     return result
+
+
+def _seed(state_url: str, sessions: int, args: argparse.Namespace) -> None:
+    if args.rewritten:
+        rows = seed_rewrite_history(state_url, args.rewritten)
+        print(f"[{sessions}] seeded the audit trail of a rewrite of every session "
+              f"({args.rewritten} summaries each): {rows} rows", flush=True)
 
 
 def _print(sessions: int, label: str, res: dict[str, Any]) -> None:
@@ -346,6 +393,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--modes", nargs="+", choices=("run", "daemon"),
                         default=["run", "daemon"])
     parser.add_argument("--daemon-state", choices=("postgres", "sqlite"), default="postgres")
+    parser.add_argument("--rewritten", type=int, default=0, metavar="SUMMARIES",
+                        help="before following, give the state database the audit trail a "
+                             "finished `reconsolidate --replace` of every session leaves, with "
+                             "SUMMARIES summaries each (what the reconcile reads grows with it)")
     parser.add_argument("--out", type=Path, default=OUT / "idle_bench.json")
     args = parser.parse_args(argv)
     from worker.settings import load_settings

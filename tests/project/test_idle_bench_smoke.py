@@ -18,12 +18,14 @@ def test_idle_bench_reports_cpu_and_rss(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, str(REPO / "benchmarks/idle_bench.py"), "--sessions", "2", "4",
          "--turns", "2", "--seconds", "2", "--warmup", "2", "--daemon-state", "sqlite",
-         "--out", str(out)],
+         "--rewritten", "2", "--out", str(out)],
         capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(out.read_text())
     assert [r["sessions"] for r in result["runs"]] == [2, 4]
+    # The audit trail of a finished rewrite (2 summaries a session) went into each state database.
+    assert done.stdout.count("each): 16 rows") == 2 and done.stdout.count("each): 32 rows") == 2
     assert result["poll_interval_s"] > 0
     for run in result["runs"]:
         for mode in ("run", "daemon"):
@@ -37,5 +39,6 @@ def test_idle_bench_reports_cpu_and_rss(tmp_path: Path) -> None:
         costs = run["poll_costs"]
         assert costs["discover_cpu_s"] >= 0 and 0 <= costs["poll_cpu_s"] < 60
         assert 0 < costs["reconcile_cpu_s"] < 60 and costs["predicted_cpu_percent"] > 0
-        assert costs["hints"] == 0  # settled: nothing owed
+        assert costs["hints"] == 0  # settled, and the seeded history owes nothing
+        assert run["rewritten_summaries"] == 2
     assert "run: 4 / 2 sessions" in done.stdout and "daemon: 4 / 2 sessions" in done.stdout

@@ -107,18 +107,12 @@ def queued_sessions(runtime: Runtime, shelf: str) -> list[str]:
     A session whose last ``consolidate`` run failed is left out for a while (a minute per failed
     attempt, at most an hour), so a broken endpoint is not called in a tight loop.
     """
-    with runtime.state.transaction() as repos:
-        entries = repos.audit.entries(action=ACTION)
+    with runtime.state.read() as repos:
+        newest = repos.audit.newest_with_outcome(ACTION, shelf, QUEUED)
         failures = {f.session_id: f for f in repos.failures.list(task="consolidate")}
-    newest: dict[str, str] = {}
-    for entry in entries:
-        if entry.shelf == shelf and entry.session_id:
-            newest[entry.session_id] = entry.outcome
     now = runtime.now()
     due = []
-    for sid, outcome in sorted(newest.items()):
-        if outcome != QUEUED:
-            continue
+    for sid in newest:
         failure = failures.get(sid)
         if failure is not None:
             wait = dt.timedelta(seconds=min(3600, 60 * failure.attempts))
@@ -224,9 +218,4 @@ def rewrite_result(repos: Repos, session_id: str, shelf: str,
 def queued_rewrites(runtime: Runtime, shelf: str) -> dict[str, int]:
     """Sessions whose newest rewrite request is still queued, with that request's id."""
     with runtime.state.read() as repos:
-        entries = repos.audit.entries(action=REWRITE_ACTION)
-    newest: dict[str, tuple[int, str]] = {}
-    for entry in entries:
-        if entry.shelf == shelf and entry.session_id:
-            newest[entry.session_id] = (entry.id, entry.outcome)
-    return {sid: found[0] for sid, found in sorted(newest.items()) if found[1] == QUEUED}
+        return repos.audit.newest_with_outcome(REWRITE_ACTION, shelf, QUEUED)

@@ -27,6 +27,7 @@ from worker.jobs.logread import TransientJobError
 from worker.jobs.repair import Repairer, RepairReport
 from worker.jobs.repair_plan import (
     ACTION_INTENT,
+    ACTION_SUMMARY,
     SummaryRepair,
     find_repairs,
     model_client,
@@ -290,15 +291,13 @@ def with_session_lease(runtime: Runtime, session_id: str, shelf: str, job: str,
 
 def sessions_with_pending_repairs(runtime: Runtime) -> list[str]:
     """Sessions with a repair a crash interrupted (intent recorded, not finished)."""
-    with runtime.state.transaction() as repos:
-        # One query for every recorded intent; only sessions that have one are looked at (the
-        # reconcile asks every interval: a query per session cost ~200 µs each at rest).
-        started = {e.session_id for e in repos.audit.entries(action=ACTION_INTENT)
-                   if e.subject is not None}
-        if not started:
-            return []
-        return [s.session_id for s in repos.sessions.list()
-                if s.session_id in started and s.path and pending_intents(repos, s.session_id)]
+    with runtime.state.read() as repos:
+        # One query over the recorded intents (the reconcile asks every interval; a rewrite
+        # records one per summary, so the history can be as long as the shelf).
+        unclosed = repos.audit.sessions_with_unclosed(ACTION_INTENT, ACTION_SUMMARY)
+        known = [repos.sessions.get(sid) for sid in unclosed]  # usually none, or a few
+    return [state.session_id for state in known
+            if state is not None and state.path and not state.forgotten]
 
 
 def resume_repairs(runtime: Runtime, shelf: str) -> list[str]:

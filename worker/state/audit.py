@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
 
-from sqlalchemy import Connection, Select, bindparam, insert, select
+from sqlalchemy import Connection, Select, bindparam, func, insert, select
 
 from worker.state._sql import one_line
 from worker.state.leases import Clock
@@ -63,6 +63,39 @@ def _entries_query(by_session: bool, by_action: bool) -> Select[Any]:
     if by_action:
         query = query.where(AuditRow.action == bindparam("p_action"))
     return query
+
+
+@cache
+def _newest_query() -> Select[Any]:
+    """Per session, its newest entry of an action on a shelf, kept when it has an outcome."""
+    newest = (
+        select(AuditRow.session_id, func.max(AuditRow.id).label("id"))
+        .where(AuditRow.action == bindparam("p_action"), AuditRow.shelf == bindparam("p_shelf"),
+               AuditRow.session_id.is_not(None), AuditRow.session_id != "")
+        .group_by(AuditRow.session_id)
+        .subquery()
+    )
+    return (select(AuditRow.session_id, AuditRow.id)
+            .join(newest, AuditRow.id == newest.c.id)
+            .where(AuditRow.outcome == bindparam("p_outcome"))
+            .order_by(AuditRow.session_id))
+
+
+@cache
+def _unclosed_query() -> Select[Any]:
+    """Sessions with a subject whose newest entry among an opening and a closing action is an
+    opening one (ids grow: a recorded intent not followed by its end)."""
+    newest = (
+        select(func.max(AuditRow.id).label("id"))
+        .where(AuditRow.action.in_([bindparam("p_open"), bindparam("p_close")]),
+               AuditRow.subject.is_not(None), AuditRow.session_id.is_not(None))
+        .group_by(AuditRow.session_id, AuditRow.subject)
+        .subquery()
+    )
+    return (select(AuditRow.session_id).distinct()
+            .join(newest, AuditRow.id == newest.c.id)
+            .where(AuditRow.action == bindparam("p_open"))
+            .order_by(AuditRow.session_id))
 
 
 class AuditRepo:
@@ -130,3 +163,17 @@ class AuditRepo:
         query = _entries_query(session_id is not None, action is not None)
         rows = self._conn.execute(query, {"p_sid": session_id, "p_action": action})
         return [AuditEntry(**row._asdict()) for row in rows]
+
+    def newest_with_outcome(self, action: str, shelf: str, outcome: str) -> dict[str, int]:
+        """Sessions whose newest ``action`` entry on ``shelf`` has ``outcome`` (e.g. a request
+        still queued), with that entry's id; one query, whatever the length of the history."""
+        rows = self._conn.execute(_newest_query(),
+                                  {"p_action": action, "p_shelf": shelf, "p_outcome": outcome})
+        return {sid: int(entry_id) for sid, entry_id in rows}
+
+    def sessions_with_unclosed(self, opening: str, closing: str) -> list[str]:
+        """Sessions with a subject whose newest ``opening`` entry (a recorded intent) has no
+        newer ``closing`` entry, in session order; one query, whatever the length of the
+        history."""
+        rows = self._conn.execute(_unclosed_query(), {"p_open": opening, "p_close": closing})
+        return [sid for (sid,) in rows]
