@@ -4,7 +4,8 @@ PostgreSQL, and give what the rules written over the whole history in Python giv
 * :meth:`AuditRepo.newest_with_outcome` — the sessions whose newest entry of an action on a
   shelf has an outcome (a reconsolidation or rewrite request still queued), with that entry's id;
 * :meth:`AuditRepo.sessions_with_unclosed` — the sessions with a subject whose newest opening
-  entry (a repair intent) has no newer closing one (:func:`worker.jobs.repair_plan.pending_intents`).
+  entry (a repair intent) has no newer closing one
+  (:func:`worker.jobs.repair_plan.pending_intents`).
 
 Random histories (seeded) mix actions, shelves, outcomes, subjects, entries without a session or
 subject, and the empty session id."""

@@ -18,6 +18,11 @@ entry was written before the withdrawal. Repair
    (marker seq, source kind) and the outcome.
 
 Everything is get-before-write and idempotent: running it twice, or after a crash, converges.
+What a resumed repair finds its work by is removed last: a work unit's entry goes before its
+edges, its ``derivedFrom`` edges (how a repair finds the units of a summary) after the others;
+an archive's new text is written, or the archive deleted, before its ``summary`` edges to
+changed members go (how a repair finds the archives above a summary).
+``tests/faults/test_rewrite_crash_points.py`` kills a rewrite before each of its store writes.
 Without a model route the text cannot be regenerated, so affected summaries and archives are
 retracted instead (one warning). A store without delete cannot be repaired (one warning, the
 failure audited).
@@ -271,9 +276,14 @@ class Repairer:
                 self.retract_unit(unit, summary)
 
     def retract_unit(self, unit: str, summary: str) -> None:
-        for row in edges(self.store, head=unit) + edges(self.store, tail=unit):
-            self._unlink(row.head, row.relation, row.tail)
+        # The entry goes first, then its edges, its ``derivedFrom`` edges last: those are how
+        # the next repair finds the unit, so after a crash anywhere in between it finds it
+        # again and finishes. (The other order left an unreachable unit, or edge, for good.)
+        named = edges(self.store, head=unit) + edges(self.store, tail=unit)
+        named.sort(key=lambda row: row.relation == C.REL_DERIVED_FROM)
         removed = self.store.knowledge_delete(unit)
+        for row in named:
+            self._unlink(row.head, row.relation, row.tail)
         if removed:
             self.report.retracted.append(unit)
             REPAIRS.labels("work-unit", "retracted").inc()
@@ -339,20 +349,24 @@ class Repairer:
                 self._cause.setdefault(parent, self._cause.get(name))
 
     def _repair_archive(self, name: str, level: int) -> None:
+        # The archive's text is written (or the archive deleted) before any of its ``summary``
+        # edges goes: those edges are how a resumed repair finds the archive above a summary,
+        # so a crash in between must leave them (the next repair redoes the same write).
         present: list[KnowledgeEntry] = []
+        gone: list[str] = []
         for member in summary_members(self.store, name):
             entry = self.store.knowledge_get(member)
             if entry is None or self._changed.get(member) is True:
-                self._unlink(name, C.REL_SUMMARY, member)
+                gone.append(member)
             else:
                 present.append(entry)
         present.sort(key=lambda e: (e.created_at, e.name))
         text = self._archive_text(level, present) if present else None
         cause = self._cause.get(name)
         if text is None:
+            removed = self.store.knowledge_delete(name)
             for row in edges(self.store, C.REL_SUMMARY, head=name):
                 self._unlink(row.head, row.relation, row.tail)
-            removed = self.store.knowledge_delete(name)
             self._changed[name] = True
             if removed:
                 self.report.retracted.append(name)
@@ -361,6 +375,8 @@ class Repairer:
                         "no members left" if not present else "could not be regenerated")
             return
         self._rewrite(name, text, level)
+        for member in gone:
+            self._unlink(name, C.REL_SUMMARY, member)
         record_written(self.ctx.runtime, self.ctx.shelf, "archive", [name], self.writer)
         self._changed[name] = False
         self.report.regenerated.append(name)
