@@ -22,7 +22,8 @@ What a resumed repair finds its work by is removed last: a work unit's entry goe
 edges, its ``derivedFrom`` edges (how a repair finds the units of a summary) after the others;
 an archive's new text is written, or the archive deleted, before its ``summary`` edges to
 changed members go (how a repair finds the archives above a summary).
-``tests/faults/test_rewrite_crash_points.py`` kills a rewrite before each of its store writes.
+``tests/faults/test_withdrawal_crash_points.py`` and ``…/test_rewrite_crash_points.py`` kill a
+repair before each of its store writes.
 Without a model route the text cannot be regenerated, so affected summaries and archives are
 retracted instead (one warning). A store without delete cannot be repaired (one warning, the
 failure audited).

@@ -1,0 +1,74 @@
+"""Crash-point sweeps: run a ``memory-worker`` command that dies just before its N-th
+hypatia-lite write (``crash_points/sitecustomize.py``), for every N a clean run makes, then run it
+again and compare the store with the clean run's.
+
+Every run happens in the same directory (``work``), restored from a snapshot first, so the paths
+the state database and the shelf registry hold stay true."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from conftest import REPO
+from pipeline_support import dump
+
+CRASH_POINTS = REPO / "tests" / "support" / "crash_points"
+KILLED = 137
+
+
+def with_crash_points(env: dict[str, str], **extra: str) -> dict[str, str]:
+    """``env`` with the crash-point hook on the subprocess's path (and ``extra`` settings)."""
+    out = {**env, **extra}
+    out["PYTHONPATH"] = os.pathsep.join(filter(None, [str(CRASH_POINTS),
+                                                      env.get("PYTHONPATH", "")]))
+    return out
+
+
+def restore(snapshot: Path, work: Path) -> None:
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(snapshot, work)
+
+
+def differences(got: dict[str, Any], want: dict[str, Any]) -> tuple[dict[str, str], ...]:
+    """Entries and edges that are extra (``+``), missing (``-``) or changed (``~``)."""
+    out = []
+    for rows, key in (("knowledge", "name"), ("statements", "triple")):
+        have = {row[key]: row for row in got[rows]}
+        need = {row[key]: row for row in want[rows]}
+        out.append({name: "+" if name not in need else "-" if name not in have else "~"
+                    for name in sorted(have.keys() | need.keys())
+                    if have.get(name) != need.get(name)})
+    return tuple(out)
+
+
+def sweep(work: Path, snapshot: Path, argv: Sequence[str], env: dict[str, str],
+          counted: Path, check: Callable[[subprocess.CompletedProcess[str]], None]) -> int:
+    """The clean run (``check`` looks at it; its store is the reference), then one killed run
+    per write it made, each followed by a run that must finish with the reference's store.
+    Returns the number of crash points."""
+    def run(**extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(list(argv), env=with_crash_points(env, **extra),
+                              capture_output=True, text=True, timeout=300)
+
+    restore(snapshot, work)
+    clean = run(MEMORY_WORKER_TEST_CRASH_COUNT=str(counted))
+    assert clean.returncode == 0, clean.stderr
+    check(clean)
+    expected = dump(work)
+    writes = counted.read_text().split()
+    for point in range(1, len(writes) + 1):
+        restore(snapshot, work)
+        crashed = run(MEMORY_WORKER_TEST_CRASH_AT=str(point))
+        assert crashed.returncode == KILLED, (point, crashed.stderr[-2000:])
+        again = run()
+        assert again.returncode == 0, (point, again.stderr[-2000:])
+        got, where = dump(work), f"died before write {point} of {len(writes)} ({writes[point - 1]})"
+        diff = differences(got, expected)
+        assert diff == ({}, {}), f"{where}: entries {diff[0]}, edges {diff[1]}"
+        assert got == expected, where
+    return len(writes)
