@@ -86,8 +86,12 @@ def forget_session(ctx: JobContext, *, dry_run: bool = False) -> ForgetResult:
     for name in sorted(summaries):
         ctx.heartbeat()
         repairer.repair_units(name, summaries)
-        repairer.retract_summary(name)
+        repairer.forget_summary(name)
+    # The archives first, the summaries after: until the archives above a summary are rewritten
+    # without it, the summary is how a ``forget`` run again (after a crash) finds them.
     repairer.repair_archives()
+    for name in sorted(summaries):
+        repairer.retract_summary(name)
     node = session_name(sid)
     for row in edges(store, C.REL_BELONG_TO, tail=node):
         store.statement_delete(row.head, row.relation, row.tail)

@@ -20,8 +20,9 @@ entry was written before the withdrawal. Repair
 Everything is get-before-write and idempotent: running it twice, or after a crash, converges.
 What a resumed repair finds its work by is removed last: a work unit's entry goes before its
 edges, its ``derivedFrom`` edges (how a repair finds the units of a summary) after the others;
-an archive's new text is written, or the archive deleted, before its ``summary`` edges to
-changed members go (how a repair finds the archives above a summary).
+the ``summary`` edges of archives to members that left them (how a repair climbs from a summary
+through every tier of archives) go only once every archive of the pass is written; a summary
+that was deleted is found again by its open intent.
 ``tests/faults/test_withdrawal_crash_points.py`` and ``…/test_rewrite_crash_points.py`` kill a
 repair before each of its store writes.
 Without a model route the text cannot be regenerated, so affected summaries and archives are
@@ -129,6 +130,9 @@ class Repairer:
         self._changed: dict[str, bool] = {}  # summary / archive → removed?
         self.writer = current_writer(ctx.runtime)  # what regenerated text is recorded under
         self._cause: dict[str, Withdrawn | None] = {}
+        #: ``summary`` edges of archives to members that left them, removed only once every
+        #: archive of the pass is written (see :meth:`repair_archives`)
+        self._leaving: list[tuple[str, str]] = []
 
     # ---- the whole run
 
@@ -315,9 +319,18 @@ class Repairer:
 
     # ---- archives
 
+    def forget_summary(self, name: str) -> None:
+        """Count ``name`` as leaving every archive above it (it is deleted afterwards)."""
+        self._changed[name] = True
+
     def repair_archives(self, extra: Iterable[str] = ()) -> None:
         """Regenerate (or retract) every archive above a changed summary (and the ``extra``
         archives), lowest tier first.
+
+        The ``summary`` edges from an archive to the members that left it are what lead a
+        resumed repair from a changed summary up through every tier, so none of them is removed
+        until every archive of the pass is written: a crash before that leaves the whole path,
+        and the next repair walks it again.
 
         Archives are shared by the sessions of a project, so this holds the project's archive
         lease: two sessions repaired at once never interleave their rewrites of one archive."""
@@ -337,6 +350,9 @@ class Repairer:
                 self.ctx.heartbeat()
                 self._repair_archive(name, level)
                 self._queue_parents(name, todo)
+            for head, tail in self._leaving:
+                self._unlink(head, C.REL_SUMMARY, tail)
+            self._leaving.clear()
 
     def _archive_lease(self) -> AbstractContextManager[None]:
         wait_s = self.ctx.runtime.settings.lease_ttl_s
@@ -350,9 +366,7 @@ class Repairer:
                 self._cause.setdefault(parent, self._cause.get(name))
 
     def _repair_archive(self, name: str, level: int) -> None:
-        # The archive's text is written (or the archive deleted) before any of its ``summary``
-        # edges goes: those edges are how a resumed repair finds the archive above a summary,
-        # so a crash in between must leave them (the next repair redoes the same write).
+        # Its ``summary`` edges to members that left go at the end of the pass (_leaving).
         present: list[KnowledgeEntry] = []
         gone: list[str] = []
         for member in summary_members(self.store, name):
@@ -366,8 +380,8 @@ class Repairer:
         cause = self._cause.get(name)
         if text is None:
             removed = self.store.knowledge_delete(name)
-            for row in edges(self.store, C.REL_SUMMARY, head=name):
-                self._unlink(row.head, row.relation, row.tail)
+            self._leaving += [(row.head, row.tail)
+                              for row in edges(self.store, C.REL_SUMMARY, head=name)]
             self._changed[name] = True
             if removed:
                 self.report.retracted.append(name)
@@ -376,8 +390,7 @@ class Repairer:
                         "no members left" if not present else "could not be regenerated")
             return
         self._rewrite(name, text, level)
-        for member in gone:
-            self._unlink(name, C.REL_SUMMARY, member)
+        self._leaving += [(name, member) for member in gone]
         record_written(self.ctx.runtime, self.ctx.shelf, "archive", [name], self.writer)
         self._changed[name] = False
         self.report.regenerated.append(name)

@@ -13,7 +13,12 @@ from memory.llm import ModelClient
 from memory.store.base import MemoryStore
 from worker.jobs.models import model_client as consolidation_client
 from worker.jobs.runtime import Runtime
-from worker.jobs.storeview import SpanSummaryRef, span_summaries, summary_members
+from worker.jobs.storeview import (
+    SpanSummaryRef,
+    parse_span_summary,
+    span_summaries,
+    summary_members,
+)
 from worker.jobs.withdrawals import SessionLog, Withdrawn
 from worker.state.database import Repos
 
@@ -57,7 +62,13 @@ def find_repairs(store: MemoryStore, log_: SessionLog, pending: Iterable[str] = 
     withdrawn = log_.withdrawn_by_name()
     unfinished = set(pending)
     repairs: list[SummaryRepair] = []
-    for ref in span_summaries(store, log_.session_id):
+    refs = span_summaries(store, log_.session_id)
+    # An unfinished repair whose summary is already gone (retracted before a crash) is done
+    # again from the log: that retracts it again (absent) and repairs the archives above it.
+    present = {ref.name for ref in refs}
+    refs += [ref for name in sorted(unfinished - present)
+             if (ref := parse_span_summary(name, log_.session_id)) is not None]
+    for ref in refs:
         dirty = tuple(m for m in summary_members(store, ref.name) if m in withdrawn)
         if not dirty and ref.name not in unfinished:
             continue
