@@ -17,13 +17,12 @@ from typing import Any
 import pytest
 from canary_support import (
     BIN,
-    CanarySession,
     canary_reply,
     cli,
     cli_env,
+    consolidated_pair,
     dump_text,
     names,
-    process,
     runtime_for,
 )
 from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
@@ -46,14 +45,7 @@ def test_kill_9_mid_repair_is_finished_by_the_next_start(
         return canary_reply(request)
 
     model_server.responder = responder
-    runtime = runtime_for(tmp_path, model_server, monkeypatch)
-    a = CanarySession.start(tmp_path, "s-k1")
-    b = CanarySession.start(tmp_path, "s-k2")
-    a.turn("1")
-    doomed = a.turn("2")
-    b.turn("1")
-    process(runtime)
-    runtime.close()
+    a, b, doomed = consolidated_pair(tmp_path, model_server, monkeypatch, ("s-k1", "s-k2"))
     assert len([n for n in names(tmp_path) if n.startswith("sum2-")]) == 1
     _, withdrawn = a.rewind(doomed.user_seq)
 

@@ -4,10 +4,10 @@ Two sessions are logged and consolidated in process (their summaries share one a
 the user rewinds the second turn of ``s-c1`` and the only turn of ``s-c2``. A clean
 ``memory-worker run --once`` retracts the withdrawn messages, regenerates the summary of
 ``s-c1`` and its work unit, retracts the summary of ``s-c2`` (nothing of it is left) and its
-unit, and rewrites the archive; it is the reference, and counts its hypatia-lite writes. For every write N of that run, the same state is run by a
-process that dies just before write N (``os._exit``, like ``kill -9``), then once more: that run
-must exit 0 with a store equal to the reference — no withdrawn canary anywhere, every kept one
-still there — whatever the point."""
+unit, and rewrites the archive; it is the reference, and counts its hypatia-lite writes. For
+every write N of that run, the same state is run by a process that dies just before write N
+(``os._exit``, like ``kill -9``), then once more: that run must exit 0 with a store equal to the
+reference — no withdrawn canary anywhere, every kept one still there — whatever the point."""
 
 from __future__ import annotations
 
@@ -16,10 +16,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from canary_support import BIN, CanarySession, canary_reply, cli_env, dump_text, names, runtime_for
+from canary_support import BIN, canary_reply, cli_env, consolidated_pair, dump_text, names
 from crash_point_support import sweep
 from model_server import ModelServer, model_server_fixture  # noqa: F401
-from pipeline_support import process
 
 pytestmark = pytest.mark.integration
 
@@ -29,14 +28,7 @@ def test_a_withdrawal_repair_that_dies_before_any_store_write_still_forgets(
 ) -> None:
     model_server.responder = canary_reply
     work, snapshot = tmp_path / "work", tmp_path / "withdrawn"
-    runtime = runtime_for(work, model_server, monkeypatch)
-    a = CanarySession.start(work, "s-c1")
-    b = CanarySession.start(work, "s-c2")
-    a.turn("1")
-    doomed = a.turn("2")
-    b.turn("1")
-    process(runtime)
-    runtime.close()
+    a, b, doomed = consolidated_pair(work, model_server, monkeypatch, ("s-c1", "s-c2"))
     assert len([n for n in names(work) if n.startswith("sum2-")]) == 1  # the shared archive
     _, withdrawn = a.rewind(doomed.user_seq)
     _, all_of_b = b.rewind(b.turns[0].user_seq)

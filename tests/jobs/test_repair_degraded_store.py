@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from canary_support import CanarySession, canary_reply, dump, dump_text, process, runtime_for
+from canary_support import canary_reply, consolidated_pair, dump, dump_text, process, runtime_for
 from model_server import ModelServer, model_server_fixture  # noqa: F401
 
 from memory.store.base import Features
@@ -34,19 +34,6 @@ class _Limited(LiteStore):
         return super().knowledge_update(name, **fields)
 
 
-def _consolidated(root: Path, server: ModelServer, monkeypatch: pytest.MonkeyPatch
-                  ) -> tuple[CanarySession, CanarySession, Any]:
-    runtime = runtime_for(root, server, monkeypatch)
-    a = CanarySession.start(root, "s-d1")
-    b = CanarySession.start(root, "s-d2")
-    a.turn("1")
-    doomed = a.turn("2")
-    b.turn("1")
-    process(runtime)
-    runtime.close()
-    return a, b, doomed
-
-
 def _limited_runtime(root: Path, server: ModelServer, monkeypatch: pytest.MonkeyPatch,
                      limits: dict[str, bool], **overrides: Any) -> Any:
     runtime = runtime_for(root, server, monkeypatch, **overrides)
@@ -59,7 +46,7 @@ def test_without_update_summaries_are_deleted_and_created_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_server: ModelServer
 ) -> None:
     model_server.responder = canary_reply
-    a, b, doomed = _consolidated(tmp_path, model_server, monkeypatch)
+    a, b, doomed = consolidated_pair(tmp_path, model_server, monkeypatch, ("s-d1", "s-d2"))
     runtime = _limited_runtime(tmp_path, model_server, monkeypatch, {"update": False})
     _, withdrawn = a.rewind(doomed.user_seq)
     process(runtime)
@@ -80,7 +67,7 @@ def test_without_a_model_route_affected_summaries_are_removed(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     model_server.responder = canary_reply
-    a, _, doomed = _consolidated(tmp_path, model_server, monkeypatch)
+    a, _, doomed = consolidated_pair(tmp_path, model_server, monkeypatch, ("s-d1", "s-d2"))
     calls = len(model_server.requests)
     runtime = runtime_for(tmp_path, model_server, monkeypatch, model_routes=[])
     context._warned.clear()
@@ -104,7 +91,7 @@ def test_without_delete_nothing_is_removed_and_the_refusal_is_audited(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     model_server.responder = canary_reply
-    a, _, doomed = _consolidated(tmp_path, model_server, monkeypatch)
+    a, _, doomed = consolidated_pair(tmp_path, model_server, monkeypatch, ("s-d1", "s-d2"))
     before = dump(tmp_path)
     runtime = _limited_runtime(tmp_path, model_server, monkeypatch, {"delete": False})
     context._warned.clear()

@@ -79,6 +79,15 @@ def test_cli_delete_leaves_no_dead_tuple(tmp_path: Path) -> None:
         assert _cli(home, "search", gone) == "No results found.\n"
 
 
+def _shelf_saying(home: Path, label: str, gone: str, kept: str) -> LiteStore:
+    """The shelf, some filler, and ``msg-<label>-1`` saying ``gone``, ``msg-<label>-2`` ``kept``."""
+    store = LiteStore(SHELF, home=home)
+    _filler(store, 20)
+    assert store.knowledge_create(f"msg-{label}-1", f"say {gone}", tags=["message"])
+    assert store.knowledge_create(f"msg-{label}-2", f"say {kept}", tags=["message"])
+    return store
+
+
 def test_a_blocked_purge_is_owed_and_done_by_the_next_open(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -86,10 +95,7 @@ def test_a_blocked_purge_is_owed_and_done_by_the_next_open(
     home = tmp_path / "home"
     gone, kept = token("pg-owed-gone"), token("pg-owed-kept")
     with pg_home(home) as url:
-        store = LiteStore(SHELF, home=home)
-        _filler(store, 20)
-        assert store.knowledge_create("msg-owed-1", f"say {gone}", tags=["message"])
-        assert store.knowledge_create("msg-owed-2", f"say {kept}", tags=["message"])
+        store = _shelf_saying(home, "owed", gone, kept)
         with psycopg.connect(admin_dsn(url)) as reader:  # a transaction that holds a lock
             reader.execute("SELECT count(*) FROM hypatia_lite.docs").fetchone()
             assert store.knowledge_delete("msg-owed-1") is True
@@ -122,10 +128,7 @@ def test_dead_rows_a_snapshot_keeps_make_the_purge_owed_until_it_ends(
     home = tmp_path / "home"
     gone, kept = token("pg-snap-gone"), token("pg-snap-kept")
     with pg_home(home) as url:
-        store = LiteStore(SHELF, home=home)
-        _filler(store, 20)
-        assert store.knowledge_create("msg-snap-1", f"say {gone}", tags=["message"])
-        assert store.knowledge_create("msg-snap-2", f"say {kept}", tags=["message"])
+        store = _shelf_saying(home, "snap", gone, kept)
         with psycopg.connect(admin_dsn(url)) as reader:
             reader.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             reader.execute("SELECT count(*) FROM pg_class").fetchone()  # takes the snapshot

@@ -3,9 +3,9 @@ PostgreSQL, and give what the rules written over the whole history in Python giv
 
 * :meth:`AuditRepo.newest_with_outcome` — the sessions whose newest entry of an action on a
   shelf has an outcome (a reconsolidation or rewrite request still queued), with that entry's id;
-* :meth:`AuditRepo.sessions_with_unclosed` — the sessions with a subject whose newest opening
-  entry (a repair intent) has no newer closing one
-  (:func:`worker.jobs.repair_plan.pending_intents`).
+* :meth:`AuditRepo.unclosed` / :meth:`AuditRepo.sessions_with_unclosed` — the subjects (and
+  sessions) whose newest opening entry (a repair intent) has no newer closing one; per session,
+  what :func:`worker.jobs.repair_plan.pending_intents` answers.
 
 Random histories (seeded) mix actions, shelves, outcomes, subjects, entries without a session or
 subject, and the empty session id."""
@@ -40,6 +40,19 @@ def _history(state_db: StateDB, seed: int, rows: int) -> list[AuditEntry]:
         return repos.audit.entries()
 
 
+def _unclosed_rule(entries: list[AuditEntry], sid: str) -> set[str]:
+    """The subjects of ``sid`` whose newest intent is newer than their newest closing entry."""
+    opened: dict[str, int] = {}
+    closed: dict[str, int] = {}
+    for entry in entries:  # oldest first
+        if entry.session_id == sid and entry.subject is not None:
+            if entry.action == ACTION_INTENT:
+                opened[entry.subject] = entry.id
+            elif entry.action == ACTION_SUMMARY:
+                closed[entry.subject] = entry.id
+    return {subject for subject, at in opened.items() if closed.get(subject, -1) < at}
+
+
 def _newest_rule(entries: list[AuditEntry], action: str, shelf: str,
                  outcome: str) -> dict[str, int]:
     newest: dict[str, AuditEntry] = {}
@@ -62,8 +75,13 @@ def test_the_sql_reads_match_the_rules_over_the_whole_history(state_db: StateDB,
                 assert got == want
                 assert list(got) == sorted(got)
         unclosed = repos.audit.sessions_with_unclosed(ACTION_INTENT, ACTION_SUMMARY)
-        want_unclosed = [sid for sid in sessions if pending_intents(repos, sid)]
+        pairs = repos.audit.unclosed(ACTION_INTENT, ACTION_SUMMARY)
+        per_session = {sid: pending_intents(repos, sid) for sid in sessions}
+    want = {sid: _unclosed_rule(entries, sid) for sid in sessions}
+    want_unclosed = [sid for sid in sessions if want[sid]]
     assert unclosed == want_unclosed
+    assert pairs == [(sid, subject) for sid in want_unclosed for subject in sorted(want[sid])]
+    assert per_session == want
     # The histories are mixed enough that both answers are neither empty nor everything.
     assert 0 < len(want_unclosed) < len(sessions)
 

@@ -104,6 +104,23 @@ class CanarySession:
         return [c for c in self.canaries.values() if c not in withdrawn]
 
 
+def consolidated_pair(root: Path, server: ModelServer, monkeypatch: pytest.MonkeyPatch,
+                      ids: tuple[str, str], **overrides: Any) -> tuple[CanarySession,
+                                                                       CanarySession, Any]:
+    """Two sessions logged and consolidated in process, the first with two turns and the second
+    with one (with the default cascade their summaries share one archive); returns both and the
+    first session's second turn (the one the tests withdraw)."""
+    runtime = runtime_for(root, server, monkeypatch, **overrides)
+    a = CanarySession.start(root, ids[0])
+    b = CanarySession.start(root, ids[1])
+    a.turn("1")
+    second = a.turn("2")
+    b.turn("1")
+    process(runtime)
+    runtime.close()
+    return a, b, second
+
+
 BIN = Path(sys.executable).parent
 
 

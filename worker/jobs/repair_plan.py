@@ -43,17 +43,8 @@ class SummaryRepair:
 
 def pending_intents(repos: Repos, session_id: str) -> set[str]:
     """Summaries whose repair was started (intent recorded) and not finished."""
-    opened: dict[str, int] = {}
-    for entry in repos.audit.entries(session_id=session_id, action=ACTION_INTENT):
-        if entry.subject is not None:
-            opened[entry.subject] = entry.id
-    if not opened:  # the usual case: one indexed query
-        return set()
-    closed: dict[str, int] = {}
-    for entry in repos.audit.entries(session_id=session_id, action=ACTION_SUMMARY):
-        if entry.subject is not None:
-            closed[entry.subject] = entry.id
-    return {subject for subject, at in opened.items() if closed.get(subject, -1) < at}
+    return {subject for _, subject in
+            repos.audit.unclosed(ACTION_INTENT, ACTION_SUMMARY, session_id=session_id)}
 
 
 def find_repairs(store: MemoryStore, log_: SessionLog, pending: Iterable[str] = ()) -> list[

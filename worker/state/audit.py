@@ -82,20 +82,22 @@ def _newest_query() -> Select[Any]:
 
 
 @cache
-def _unclosed_query() -> Select[Any]:
-    """Sessions with a subject whose newest entry among an opening and a closing action is an
-    opening one (ids grow: a recorded intent not followed by its end)."""
+def _unclosed_query(by_session: bool) -> Select[Any]:
+    """``(session, subject)`` pairs whose newest entry among an opening and a closing action is
+    an opening one (ids grow: a recorded intent not followed by its end)."""
     newest = (
         select(func.max(AuditRow.id).label("id"))
         .where(AuditRow.action.in_([bindparam("p_open"), bindparam("p_close")]),
                AuditRow.subject.is_not(None), AuditRow.session_id.is_not(None))
         .group_by(AuditRow.session_id, AuditRow.subject)
-        .subquery()
     )
-    return (select(AuditRow.session_id).distinct()
-            .join(newest, AuditRow.id == newest.c.id)
+    if by_session:
+        newest = newest.where(AuditRow.session_id == bindparam("p_sid"))
+    found = newest.subquery()
+    return (select(AuditRow.session_id, AuditRow.subject)
+            .join(found, AuditRow.id == found.c.id)
             .where(AuditRow.action == bindparam("p_open"))
-            .order_by(AuditRow.session_id))
+            .order_by(AuditRow.session_id, AuditRow.subject))
 
 
 class AuditRepo:
@@ -171,9 +173,15 @@ class AuditRepo:
                                   {"p_action": action, "p_shelf": shelf, "p_outcome": outcome})
         return {sid: int(entry_id) for sid, entry_id in rows}
 
+    def unclosed(self, opening: str, closing: str, *,
+                 session_id: str | None = None) -> list[tuple[str, str]]:
+        """``(session, subject)`` pairs whose newest ``opening`` entry (a recorded intent) has
+        no newer ``closing`` entry, in order; of one session with ``session_id``. One query,
+        whatever the length of the history."""
+        rows = self._conn.execute(_unclosed_query(session_id is not None),
+                                  {"p_open": opening, "p_close": closing, "p_sid": session_id})
+        return [(sid, subject) for sid, subject in rows]
+
     def sessions_with_unclosed(self, opening: str, closing: str) -> list[str]:
-        """Sessions with a subject whose newest ``opening`` entry (a recorded intent) has no
-        newer ``closing`` entry, in session order; one query, whatever the length of the
-        history."""
-        rows = self._conn.execute(_unclosed_query(), {"p_open": opening, "p_close": closing})
-        return [sid for (sid,) in rows]
+        """The sessions :meth:`unclosed` names, in order."""
+        return list(dict.fromkeys(sid for sid, _ in self.unclosed(opening, closing)))
