@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.store.lite.rows import ContentShape, content_text, make_content
+from hypatia_lite.rows import ContentShape, content_text, make_content
 
 DATA = ["", "plain", "## Role\nuser\n\n\"quoted\", \\back\\slash\t\x00\x1f\x7f", "naïve — 東京 🚀",
         "lone \ud800 surrogate", "pair \ud83d\ude80 joined", "\u2028\u2029</script>"]

@@ -14,10 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory.store.base import BatchResult, EntryWrite, StatementWrite, csv_triple
-from memory.store.lite.backend import Backend, Connection
-from memory.store.lite.embed import Embedder, EmbeddingError, embed_text, pack
-from memory.store.lite.rows import ContentShape, well_formed
+from hypatia_lite.backend import Backend, Connection
+from hypatia_lite.embed import Embedder, EmbeddingError, embed_text, pack
+from hypatia_lite.protocol import BatchResult, EntryWrite, StatementWrite, csv_triple
+from hypatia_lite.rows import ContentShape, well_formed
 
 _INSERT_KNOWLEDGE = (
     "INSERT INTO knowledge(name, content, created_at, embed_wanted, embedding, embedding_model)"

@@ -1,7 +1,7 @@
 """The shelf registry: ``<home>/shelves.json`` = ``{"shelves": {name: location}}``.
 
 A location is a shelf directory's absolute path (a SQLite shelf) or a PostgreSQL URL
-(``postgresql://…``, a PostgreSQL shelf: :mod:`memory.store.lite.pg`); ``connect`` takes either.
+(``postgresql://…``, a PostgreSQL shelf: :mod:`hypatia_lite.pg`); ``connect`` takes either.
 
 hypatia-lite's home is its own (``~/.hypatia-lite``, or ``$HYPATIA_LITE_HOME``) so it never
 touches a real Hypatia's ``~/.hypatia``. Every change to the registry happens under an exclusive
@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from memory.store.base import FatalStoreError
-from memory.store.lite.pg import url as pg_url
+from hypatia_lite.pg import url as pg_url
+from hypatia_lite.protocol import FatalStoreError
 
 DEFAULT_SHELF = "default"
 HOME_ENV = "HYPATIA_LITE_HOME"

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from memory.store.base import Content, KnowledgeEntry, StatementRow
+from hypatia_lite.protocol import Content, KnowledgeEntry, StatementRow
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 #: ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))``, without building an
