@@ -139,7 +139,8 @@ class LiteStore(VectorSearch):
     ) -> bool:
         """True when created; False when ``name`` already existed (left unchanged)."""
         name = well_formed(name)
-        content = make_content(data, tags=tags, scopes=scopes, synonyms=synonyms, figures=figures)
+        content = make_content(data, tags=tags, scopes=scopes, synonyms=synonyms, figures=figures,
+                               embed=embed)
         blob, model = self._vector(embed, name, content)
 
         def _insert() -> bool:
@@ -185,6 +186,7 @@ class LiteStore(VectorSearch):
                 figures=old["figures"] if figures is None else (list(figures) or None),
                 scopes=old["scopes"] if scopes is None else scopes,
                 format=old["format"],
+                embed=bool(wanted),
             )
             if content_text(new) == content_text(old):
                 return False
@@ -240,7 +242,7 @@ class LiteStore(VectorSearch):
         """True when created; False when the triple already existed (left unchanged)."""
         head, relation, tail = well_formed(head), well_formed(relation), well_formed(tail)
         triple = csv_triple(head, relation, tail)
-        content = make_content(data, scopes=scopes, synonyms=synonyms)
+        content = make_content(data, scopes=scopes, synonyms=synonyms, embed=embed)
         blob, model = self._vector(embed, triple, content)
 
         def _insert() -> bool:
