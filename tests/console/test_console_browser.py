@@ -223,3 +223,40 @@ def test_refusals(console: RunningConsole) -> None:
     status, body = http(base + "/retract", method="POST", data=form,
                         headers={**cookie, "Origin": base})
     assert status == 200 and "Nothing to retract" in body
+
+
+def test_cross_site_form_is_refused(browser: Any, console: RunningConsole, home: Home) -> None:
+    """A page of another origin (same host, another port: the browser sends the SameSite cookie)
+    that posts a form to the console, with a guessed CSRF field: refused, nothing changes."""
+    import http.server
+    import threading
+
+    form = (f'<form method="post" action="{console.base}/forget">'
+            '<input type="hidden" name="id" value="s-alpha">'
+            '<input type="hidden" name="confirm" value="yes">'
+            '<input type="hidden" name="csrf" value="guess">'
+            '<button id="go" type="submit">go</button></form>').encode()
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(form)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        before = dump(home.root)
+        page = browser
+        page.goto(f"http://127.0.0.1:{other.server_address[1]}/")
+        with page.expect_response(lambda r: r.url.endswith("/forget")) as answer:
+            page.click("#go")
+        assert answer.value.status == 403
+        assert "cross-site request refused" in page.content()
+        assert dump(home.root) == before
+    finally:
+        other.shutdown()
