@@ -35,7 +35,8 @@ SHOTS = REPO / "docs" / "console"
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgresql",
                                                                marks=pytest.mark.integration)])
-def home(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Home]:
+def home(request: pytest.FixtureRequest,
+         tmp_path_factory: pytest.TempPathFactory) -> Iterator[Home]:
     server = ModelServer(canary_reply).start()
     try:
         if request.param == "sqlite":
@@ -101,7 +102,8 @@ def test_session_as_memory_sees_it(browser: Any, console: RunningConsole, home: 
     assert page.locator("#session-id").inner_text() == "s-alpha"
     rows = {int(r.get_attribute("id")[4:]): r for r in page.locator("#messages tr[id]").all()}
     fates = {seq: r.get_attribute("class") for seq, r in rows.items()}
-    kept = [s for s, c in home.alpha.canaries.items() if c not in home.retracted + home.never_written]
+    gone = home.retracted + home.never_written
+    kept = [s for s, c in home.alpha.canaries.items() if c not in gone]
     for seq in kept:
         assert fates[seq] == "stored"
     retracted = [s for s, c in home.alpha.canaries.items() if c in home.retracted]

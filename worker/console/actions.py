@@ -12,21 +12,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from worker.console.app import Console
+from worker.console.base import Console, session_id
 from worker.console.security import checked_form
 from worker.jobs.forget import forget_sessions
 from worker.jobs.retract_run import audit_run, execute_one, plan_run, undone
 from worker.verify.run import verify
-from worker.watch.scan_problems import session_id_problem
-
-
-def _session_id(value: object) -> str:
-    if not isinstance(value, str) or not value:
-        raise HTTPException(400, "id: which session?")
-    why = session_id_problem(value)
-    if why is not None:
-        raise HTTPException(400, f"the session id {why}; no session has such an id")
-    return value
 
 
 def routes(console: Console) -> list[Route]:
@@ -40,7 +30,7 @@ def routes(console: Console) -> list[Route]:
                 "known": state is not None, "forgotten": bool(state and state.forgotten)}
 
     async def forget_form(request: Request) -> Response:
-        sid = _session_id(request.query_params.get("id"))
+        sid = session_id(request.query_params.get("id"))
         found = await console.run(forget_plan, sid)
         return console.render(request, "forget.html", sid=sid, done=False, **found)
 
@@ -51,7 +41,7 @@ def routes(console: Console) -> list[Route]:
 
     async def forget(request: Request) -> Response:
         form = await checked_form(request, console.access)
-        sid = _session_id(form.get("id"))
+        sid = session_id(form.get("id"))
         if form.get("confirm") != "yes":
             raise HTTPException(400, "confirm: the plan was not confirmed")
         found = await console.run(forget_now, sid)
@@ -70,7 +60,7 @@ def routes(console: Console) -> list[Route]:
 
     async def retract(request: Request) -> Response:
         form = await checked_form(request, console.access)
-        sid = _session_id(form.get("id"))
+        sid = session_id(form.get("id"))
         found = await console.run(retract_now, sid)
         return console.render(request, "retract.html", 500 if found["undone"] else 200,
                               sid=sid, **found)

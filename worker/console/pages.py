@@ -14,7 +14,7 @@ from starlette.routing import Route
 
 from memory.entries import session_name
 from memory.store.base import StoreError
-from worker.console.app import Console
+from worker.console.base import Console, session_id
 from worker.console.plots import bar_plot, buckets, dot_plot
 from worker.console.session_view import PAGE, messages, node_view, page_events, page_range
 from worker.jobs.storeview import archives_above, derived_units, edges, span_summaries
@@ -142,9 +142,7 @@ def routes(console: Console) -> list[Route]:
         return rows, store.knowledge_get(session_name(sid)) is not None
 
     async def session(request: Request) -> Response:
-        sid = request.query_params.get("id")
-        if not sid:
-            raise HTTPException(400, "id: which session?")
+        sid = session_id(request.query_params.get("id"))
         page = _int(request.query_params.get("page"), "page")
         found = await console.run(session_rows, sid, page)
         return console.render(request, "session.html", sid=sid, **found)

@@ -7,7 +7,8 @@ import socket
 
 import uvicorn
 
-from worker.console.app import Console, build_app
+from worker.console.app import build_app
+from worker.console.base import Console
 from worker.console.security import Access
 from worker.jobs.runtime import Runtime
 
