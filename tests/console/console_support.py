@@ -56,7 +56,12 @@ def build_home(root: Path, server: ModelServer, state_url: str | None) -> Home:
         beta = CanarySession.start(root, "s-beta")
         alpha.turn("1")
         second = alpha.turn("2")
-        beta.turn("1")
+        seqs = beta.turn("1")
+        beta.log.title("Fixing the flaky deploy", seqs.user_seq)
+        beta.log.flush()
+        broken = CanarySession.start(root, "s-broken")
+        with broken.log.path.open("ab") as log:  # a corrupt line where an event should be
+            log.write(b'{"type":"user/message","seq":0,"data":\xff\xfe{{{\n')
         hostile = CanarySession.start(root, HOSTILE_ID, cwd=HOSTILE_CWD)
         hostile.log.turn(HOSTILE_TEXT, "a reply about " + HOSTILE_TEXT)
         hostile.log.flush()

@@ -82,11 +82,16 @@ def test_sessions_page(browser: Any, console: RunningConsole, home: Home) -> Non
     rows = page.locator("#sessions tr").all_inner_texts()
     assert [r.split("\t")[0].strip() for r in rows[1:]].count("s-alpha") == 1
     ids = page.locator("#sessions td.id a").all_inner_texts()
-    assert sorted(ids) == sorted(["s-alpha", "s-beta", HOSTILE_ID])
+    assert sorted(ids) == sorted(["s-alpha", "s-beta", "s-broken", HOSTILE_ID])
     no_script_ran(page)
+    beta = page.locator("#sessions tr", has_text="s-beta").inner_text().split("\t")
+    assert beta[2] == "Fixing the flaky deploy" and beta[4:7] == ["0", "0", "to seq 7"]
+    broken = page.locator("#sessions tr", has_text="s-broken").inner_text().split("\t")
+    assert broken[5].startswith("1 session s-broken: damaged: unparsable line")
     page.select_option("select[name=project]", "canaryproj")
     page.click("button:text-is('filter')")
-    assert sorted(page.locator("#sessions td.id a").all_inner_texts()) == ["s-alpha", "s-beta"]
+    assert sorted(page.locator("#sessions td.id a").all_inner_texts()) == [
+        "s-alpha", "s-beta", "s-broken"]
     page.fill("input[name=since]", "2001-01-01")
     page.fill("input[name=until]", "2001-01-02")
     page.click("button:text-is('filter')")
@@ -155,7 +160,9 @@ def test_audit_and_health(browser: Any, console: RunningConsole, home: Home) -> 
     page.goto(console.base + "/health")
     assert page.locator("#plots svg").count() == 4
     assert page.locator("#plots svg rect.bar").count() == 3 * 24
-    assert page.locator("#plots svg circle.dot").count() == 3  # one per session
+    assert page.locator("#plots svg circle.dot").count() == 4  # one per session
+    failures = page.locator("#failures tr").all_inner_texts()[1:]
+    assert len(failures) == 1 and failures[0].startswith("scan\ts-broken\t1\tno\t")
     shot(page, home, "health")
 
 
@@ -177,6 +184,7 @@ def test_forget_then_verify_reports_no_leak(browser: Any, console: RunningConsol
     page.click("text=forget this session…")
     plan = page.locator("#plan").inner_text()
     assert "msg-s-beta-0" in plan and "msg-s-beta-1" in plan and "sum-s-beta-0-" in plan
+    assert "session-s-beta\tretract\tthe session node" in plan
     assert "msg-s-beta-0" in {row["name"] for row in dump(home.root)["knowledge"]}  # unchanged
     shot(page, home, "forget")
     page.check("input[name=confirm]")
