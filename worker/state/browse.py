@@ -25,6 +25,7 @@ from worker.state.models import (
 )
 
 T = TypeVar("T")
+R = TypeVar("R", AuditEntry, Retraction)
 
 #: A session's last activity; a session whose log never grew since it was first seen sorts by
 #: the time it was first seen.
@@ -159,25 +160,24 @@ class BrowseRepo:
     def audit(self, *, session_id: str | None = None, before: int | None = None,
               limit: int = 50) -> Page[AuditEntry]:
         """Audit entries (repairs, forgets, rewrites, runs), newest first, before id ``before``."""
-        columns = [getattr(AuditRow, name) for name in AuditEntry.__dataclass_fields__]
-        query = select(*columns).order_by(AuditRow.id.desc()).limit(limit + 1)
-        if session_id is not None:
-            query = query.where(AuditRow.session_id == session_id)
-        if before is not None:
-            query = query.where(AuditRow.id < before)
-        rows = [AuditEntry(**row._asdict()) for row in self._conn.execute(query)]
-        return Page(rows[:limit], str(rows[limit - 1].id) if len(rows) > limit else None)
+        return self._newest_first(AuditRow, AuditEntry, session_id, before, limit)
 
     def retractions(self, *, session_id: str | None = None, before: int | None = None,
                     limit: int = 50) -> Page[Retraction]:
         """Retractions of withdrawn message entries, newest first, before id ``before``."""
-        columns = [getattr(RetractionRow, name) for name in Retraction.__dataclass_fields__]
-        query = select(*columns).order_by(RetractionRow.id.desc()).limit(limit + 1)
+        return self._newest_first(RetractionRow, Retraction, session_id, before, limit)
+
+    def _newest_first(self, table: Any, record: type[R], session_id: str | None,
+                      before: int | None, limit: int) -> Page[R]:
+        """Rows of an audit table as ``record``s by descending id (of one session when given);
+        the next page's cursor is the last row's id."""
+        columns = [getattr(table, name) for name in record.__dataclass_fields__]
+        query = select(*columns).order_by(table.id.desc()).limit(limit + 1)
         if session_id is not None:
-            query = query.where(RetractionRow.session_id == session_id)
+            query = query.where(table.session_id == session_id)
         if before is not None:
-            query = query.where(RetractionRow.id < before)
-        rows = [Retraction(**row._asdict()) for row in self._conn.execute(query)]
+            query = query.where(table.id < before)
+        rows = [record(**row._asdict()) for row in self._conn.execute(query)]
         return Page(rows[:limit], str(rows[limit - 1].id) if len(rows) > limit else None)
 
     def retractions_of(self, session_id: str, entries: list[str]) -> dict[str, Retraction]:
