@@ -190,6 +190,11 @@ def test_forget_then_verify_reports_no_leak(browser: Any, console: RunningConsol
     page.check("input[name=confirm]")
     page.click("#confirm-forget")
     assert page.locator("#outcome").inner_text().startswith("Removed ")
+    page.click("h1 a.id")  # the session page now: every message removed, no text shown
+    fates = page.locator("#messages tr[id]").evaluate_all("rows => rows.map(r => r.className)")
+    assert fates == ["forgotten", "forgotten"]
+    assert home.beta.canary("1", "ASK") not in page.content()
+    assert "Fixing the flaky deploy" not in page.content()
     page.goto(console.base + "/verify")
     page.click("#run-verify")
     verdict = page.locator("#verdict").inner_text()

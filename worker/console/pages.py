@@ -110,7 +110,7 @@ def routes(console: Console) -> list[Route]:
             rows["messages"] = messages(runtime, state, found, events, logged, browse)
             if page == 0:
                 rows["audit"] = browse.audit(session_id=sid, limit=20).rows
-        rows["node"] = node_view(found)
+        rows["node"] = node_view(found, state.forgotten)
         if page == 0:
             rows["derived"], rows["node_stored"] = derived(sid)
         return rows

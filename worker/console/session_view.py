@@ -167,9 +167,12 @@ def messages(runtime: Runtime, state: SessionState, found: Survey, events: list[
     for event in events:
         if event.type not in ("user/message", "assistant/message") or event.message is None:
             continue
-        body = message_body(event, options)
+        # A forgotten session's text stays off the page: its log is DSH's, but the user asked
+        # memory to forget it.
+        body = "" if state.forgotten else message_body(event, options)
         view = MessageView(event.seq, role_of(event) if is_loggable(event) else source_kind(
-            event) or event.type, _when(event, tz), body, "skipped", redactions=_rules(event, body))
+            event) or event.type, _when(event, tz), body, "skipped",
+            redactions=[] if state.forgotten else _rules(event, body))
         views.append(view)
         marker = found.markers.get(event.seq)
         if event.seq < state.inherited_cut:
@@ -223,12 +226,14 @@ def _retractions(state: SessionState, views: list[MessageView], browse: BrowseRe
                 f" ({record.detail})" if record.detail else "")
 
 
-def node_view(found: Survey) -> dict[str, Any]:
-    """The session node's title source and the host summaries it skipped, with why."""
-    chosen = found.title.chosen
+def node_view(found: Survey, forgotten: bool = False) -> dict[str, Any]:
+    """The session node's title source and the host summaries it skipped, with why (no text of
+    a forgotten session)."""
+    chosen = None if forgotten else found.title.chosen
     return {
         "chosen": None if chosen is None else {
             "seq": chosen.seq, "type": chosen.type, "source": chosen.source, "text": chosen.text},
-        "skipped": [{"seq": s.summary.seq, "type": s.summary.type, "why": s.describe()}
-                    for s in found.title.skipped],
+        "skipped": [] if forgotten else [
+            {"seq": s.summary.seq, "type": s.summary.type, "why": s.describe()}
+            for s in found.title.skipped],
     }
