@@ -6,6 +6,7 @@ from another site, and without the CSRF token. One browser and one console per s
 from __future__ import annotations
 
 import json
+import os
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -64,10 +65,13 @@ def browser(console: RunningConsole) -> Iterator[Any]:
 
 
 def shot(page: Any, home: Home, name: str) -> None:
-    """Keep one screenshot per page in docs/console (from the SQLite run)."""
-    if "console-sqlite" in str(home.root):
+    """A screenshot of the page; with ``CONSOLE_SCREENSHOTS=1`` kept as docs/console/<name>.png
+    (from the SQLite run), so a test run leaves the checkout unchanged otherwise."""
+    image = page.screenshot()
+    assert image.startswith(b"\x89PNG")
+    if os.environ.get("CONSOLE_SCREENSHOTS") == "1" and "console-sqlite" in str(home.root):
         SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SHOTS / f"{name}.png"))
+        (SHOTS / f"{name}.png").write_bytes(image)
 
 
 def no_script_ran(page: Any) -> None:
