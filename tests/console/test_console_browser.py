@@ -179,6 +179,16 @@ def test_hostile_text_renders_as_text(browser: Any, console: RunningConsole) -> 
     texts = page.locator("#messages pre.text").all_inner_texts()
     assert texts[0] == HOSTILE_TEXT
     no_script_ran(page)
+    # The id goes through a link and a hidden form field unchanged.
+    page.click("text=forget this session…")
+    assert page.locator("h1 a.id").inner_text() == HOSTILE_ID
+    assert "msg-" + HOSTILE_ID + "-0" in page.locator("#plan").inner_text()
+    no_script_ran(page)
+    page.click("h1 a.id")
+    page.click("button:text-is('retract now')")
+    assert page.locator("h1 a.id").inner_text() == HOSTILE_ID
+    assert "Nothing to retract" in page.locator("#outcome").inner_text()
+    no_script_ran(page)
 
 
 def test_forget_then_verify_reports_no_leak(browser: Any, console: RunningConsole,
@@ -226,6 +236,15 @@ def test_refusals(console: RunningConsole) -> None:
     assert http(base + "/session?id=s-alpha",
                 headers={"Cookie": f"memory_console_{port}=wrong"})[0] == 401
     assert http(base + "/sessions", headers=cookie)[0] == 200
+    # Bad input: one line, never a crash.
+    for query, status, line in (
+            ("/session?id=s-alpha&page=x", 400, "page: not a number"),
+            ("/session?id=s-alpha&page=99", 404, "the session has 1 page(s)"),
+            ("/session?id=s%00x", 400, "the session id contains a NUL character"),
+            ("/session?id=nobody", 404, "no such session in the state database"),
+            ("/sessions?since=yesterday", 400, "since: not a date (YYYY-MM-DD)")):
+        got, body = http(base + query, headers=cookie)
+        assert got == status and f'<p class="bad">{line}' in body, (query, got, body)
     # DNS rebinding: another name for this address.
     assert http(base + "/sessions", headers={**cookie, "Host": f"evil.example:{port}"})[0] == 403
     form = urllib.parse.urlencode({"id": "s-alpha", "csrf": "c5rf"}).encode()
