@@ -4,6 +4,7 @@ system chose), until SIGINT / SIGTERM."""
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 
 import uvicorn
 
@@ -34,7 +35,7 @@ def url_host(host: str) -> str:
 
 
 def serve(runtime: Runtime, shelf: str, sock: socket.socket, host: str, *, exposed: bool,
-          announce: object) -> None:
+          announce: Callable[[str], None]) -> None:
     """Run the console on ``sock`` until stopped; ``announce(url)`` is called once listening."""
     port = int(sock.getsockname()[1])
     access = Access.local(host, port, exposed=exposed)
@@ -42,7 +43,6 @@ def serve(runtime: Runtime, shelf: str, sock: socket.socket, host: str, *, expos
     config = uvicorn.Config(build_app(console), log_level="warning", access_log=False,
                             lifespan="off", server_header=False)
     server = uvicorn.Server(config)
-    assert callable(announce)
     announce(f"http://{url_host(host)}:{port}/?token={access.token}")
     try:
         server.run(sockets=[sock])
