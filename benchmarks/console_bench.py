@@ -7,7 +7,8 @@ starts ``memory-worker console`` and times GET requests over HTTP, ``--repeat`` 
 one warm-up request (the first view of a session surveys its whole log once: printed apart as
 "first view"). Prints the medians and the ratios measured in this run.
 
-    .venv/bin/python benchmarks/console_bench.py [--repeat 15]
+    .venv/bin/python benchmarks/console_bench.py [--repeat 15] [--messages 100 10000]
+        [--sessions 30 3000]
 """
 
 from __future__ import annotations
@@ -65,15 +66,24 @@ def _time(url: str, cookie: str, repeat: int) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--messages", type=int, nargs=2, default=[100, 10_000],
+                        metavar=("SMALL", "LARGE"), help="messages of the two sessions")
+    parser.add_argument("--sessions", type=int, nargs=2, default=[30, 3000],
+                        metavar=("SMALL", "LARGE"), help="sessions of the two homes")
     args = parser.parse_args()
+    small_n, large_n = args.messages
+    middle = large_n // 100 // 2  # a page in the middle of the large session
+    pages = {"small": (f"session page, {small_n} messages", "/session?id=s-small&page=0"),
+             "large": (f"session page {middle + 1} of {-(-large_n // 100)}, {large_n} messages",
+                       f"/session?id=s-large&page={middle}")}
     results: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "pages"
-        conversation(root / "dsh", "s-small", "/home/dev/bench", 50)     # 100 messages
-        conversation(root / "dsh", "s-large", "/home/dev/bench", 5000)   # 10,000 messages
+        conversation(root / "dsh", "s-small", "/home/dev/bench", small_n // 2)
+        conversation(root / "dsh", "s-large", "/home/dev/bench", large_n // 2)
         _scan(root)
         homes = {}
-        for count in (30, 3000):
+        for count in args.sessions:
             home = Path(tmp) / f"home-{count}"
             for i in range(count):
                 conversation(home / "dsh", f"s-{i:05d}", f"/home/dev/p{i % 7}", 1)
@@ -82,9 +92,7 @@ def main() -> None:
         with running_console(_env(root)) as console:
             port = console.base.rsplit(":", 1)[1]
             cookie = f"memory_console_{port}={console.token}"
-            for name, url in (("session page, 100 messages", "/session?id=s-small&page=0"),
-                              ("session page 50 of 100, 10,000 messages",
-                               "/session?id=s-large&page=49")):
+            for name, url in pages.values():
                 first, warm = _time(console.base + url, cookie, args.repeat)
                 results[f"{name}: first view ms"] = round(first, 1)
                 results[f"{name}: ms"] = round(warm, 1)
@@ -97,14 +105,15 @@ def main() -> None:
                 _, later = _time(console.base + "/sessions?after=" + cursor, cookie, args.repeat)
                 results[f"sessions page, {count} sessions: ms"] = round(warm, 1)
                 results[f"sessions page (cursor), {count} sessions: ms"] = round(later, 1)
-    small = results["session page, 100 messages: ms"]
-    large = results["session page 50 of 100, 10,000 messages: ms"]
-    results["ratio session page 10,000 / 100 messages"] = round(large / small, 2)
-    results["ratio session page 10,000 / 100 messages, first view"] = round(
-        results["session page 50 of 100, 10,000 messages: first view ms"]
-        / results["session page, 100 messages: first view ms"], 2)
-    results["ratio sessions page 3,000 / 30 sessions"] = round(
-        results["sessions page, 3000 sessions: ms"] / results["sessions page, 30 sessions: ms"], 2)
+    small, large = pages["small"][0], pages["large"][0]
+    results[f"ratio session page {large_n} / {small_n} messages"] = round(
+        results[f"{large}: ms"] / results[f"{small}: ms"], 2)
+    results[f"ratio session page {large_n} / {small_n} messages, first view"] = round(
+        results[f"{large}: first view ms"] / results[f"{small}: first view ms"], 2)
+    few, many = args.sessions
+    results[f"ratio sessions page {many} / {few} sessions"] = round(
+        results[f"sessions page, {many} sessions: ms"]
+        / results[f"sessions page, {few} sessions: ms"], 2)
     for key, value in results.items():
         print(f"{key}: {value}")
     out = REPO / "benchmarks" / "out"
