@@ -45,6 +45,7 @@ def _root(
 #: command modules do not know :data:`app`; :func:`_register` adds their functions to it.
 COMMANDS = {
     "config": ("config", "config"),
+    "console": ("console", "console"),
     "daemon": ("daemon", "daemon"),
     "demo-home": ("demo_home", "demo_home"),
     "forget": ("forget", "forget"),

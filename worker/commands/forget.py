@@ -37,16 +37,13 @@ def forget(
     """Remove everything a session put in memory and never ingest it again."""
     refuse_session_ids_or_exit("forget", sessions)
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
-    from memory.store.base import StoreError
     from worker.commands.common import (
         check_store_or_exit,
         load_or_exit,
         open_runtime_or_exit,
         setup_logging,
     )
-    from worker.jobs.forget import ACTION_FORGET, forget_session
-    from worker.jobs.logread import TransientJobError
-    from worker.jobs.retract import with_session_lease
+    from worker.jobs.forget import ACTION_FORGET, forget_sessions
 
     settings = load_or_exit(config, store_shelf=shelf)
     setup_logging(settings)
@@ -57,18 +54,10 @@ def forget(
         check_store_or_exit(runtime, settings.store_shelf)
         with runtime.state.transaction() as repos:
             unseen = {sid for sid in sessions if repos.sessions.get(sid) is None}
-        for sid in sessions:
-            try:
-                results.append(with_session_lease(
-                    runtime, sid, settings.store_shelf, ACTION_FORGET,
-                    lambda ctx: forget_session(ctx, dry_run=dry_run),
-                ))
-            except (TransientJobError, StoreError, OSError) as exc:
-                failed[sid] = " ".join(str(exc).split())
+        results, failed = forget_sessions(runtime, settings.store_shelf, sessions,
+                                          dry_run=dry_run)
     finally:
         runtime.close()
-    failed.update({r.session_id: "store has no knowledge-delete"
-                   for r in results if r.repair.failed})
     if json_:
         payload: dict[str, Any] = {
             "shelf": settings.store_shelf, "dry_run": dry_run,

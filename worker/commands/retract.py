@@ -11,7 +11,6 @@ undone, 1 when something could not be done, 2 on bad usage.
 from __future__ import annotations
 
 import json
-import zoneinfo
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -41,30 +40,6 @@ def _targets(runtime: Runtime, sessions: list[str], all_: bool) -> list[str]:
         with runtime.state.transaction() as repos:
             return [s.session_id for s in repos.sessions.list() if s.path]
     return sessions
-
-
-def _plan(runtime: Runtime, shelf: str, sid: str, kinds: list[str],
-          model: bool) -> tuple[SessionLog | None, SessionPlan | None, str]:
-    """The session's log and plan, or an error line."""
-    from memory.store.base import StoreError
-    from worker.jobs.logread import PermanentJobError, TransientJobError
-    from worker.jobs.retract import plan_session
-    from worker.jobs.withdrawals import read_session_log
-
-    with runtime.state.transaction() as repos:
-        state = repos.sessions.get(sid)
-        pending = repos.audit.pending_repairs(sid)
-    if state is None or not state.path:
-        return None, None, "unknown session (not seen by the watcher)"
-    if state.forgotten:
-        return None, None, "session is forgotten"
-    try:
-        log_ = read_session_log(state, kinds, runtime.hand_off, segments=runtime.segments)
-        tz = zoneinfo.ZoneInfo(runtime.settings.timezone) if runtime.settings.timezone else None
-        plan = plan_session(runtime.store(shelf), log_, pending, model=model, tz=tz)
-        return log_, plan, ""
-    except (PermanentJobError, TransientJobError, StoreError, OSError) as exc:
-        return None, None, " ".join(str(exc).split())
 
 
 def retract(
@@ -110,15 +85,10 @@ def retract(
 
 def _run(runtime: Runtime, shelf: str, targets: list[str], extra: list[str], dry_run: bool,
          json_: bool) -> int:
-    from worker.jobs.repair_plan import model_client
-    from worker.jobs.retract import kinds_for
+    from worker.jobs.retract_run import audit_run, execute_one, plan_run, undone
 
-    kinds = kinds_for(runtime, extra)
-    model = model_client(runtime) is not None
-    planned: list[tuple[str, SessionLog | None, SessionPlan | None, str]] = []
-    for sid in targets:
-        log_, plan, error = _plan(runtime, shelf, sid, kinds, model)
-        planned.append((sid, log_, plan, error))
+    kinds, runs = plan_run(runtime, shelf, targets, extra)
+    planned = [(p.session_id, p.log, p.plan, p.error) for p in runs]
     if not json_:
         _print_plan(planned, dry_run)
     results: dict[str, dict[str, Any]] = {}
@@ -129,11 +99,10 @@ def _run(runtime: Runtime, shelf: str, targets: list[str], extra: list[str], dry
         with Progress(*columns, console=err, transient=json_, disable=not work) as progress:
             bar = progress.add_task("retracting", total=len(work))
             for sid, log_ in work:
-                results[sid] = _execute(runtime, shelf, sid, log_)
+                results[sid] = execute_one(runtime, shelf, sid, log_)
                 progress.advance(bar)
-        _audit_run(runtime, shelf, targets, kinds, results)
-    undone = [sid for sid, _, _, error in planned if error] + [
-        sid for sid, r in results.items() if r["error"] or r["failed"]]
+        audit_run(runtime, shelf, targets, kinds, results)
+    left = undone(runs, results)
     if json_:
         typer.echo(json.dumps({
             "shelf": shelf, "dry_run": dry_run, "kinds": kinds,
@@ -143,52 +112,14 @@ def _run(runtime: Runtime, shelf: str, targets: list[str], extra: list[str], dry
                  "result": results.get(sid)}
                 for sid, _, plan, error in planned
             ],
-            "undone": undone,
+            "undone": left,
         }, indent=2))
     elif not dry_run:
         done = sum(len(r["retracted"]) + len(r["repaired"]) for r in results.values())
         err.print(f"{done} entries retracted or repaired in {len(results)} session(s)"
-                  + (f"; left undone: {shown(', '.join(undone))}" if undone else ""),
+                  + (f"; left undone: {shown(', '.join(left))}" if left else ""),
                   soft_wrap=True)
-    return 1 if undone else 0
-
-
-def _execute(runtime: Runtime, shelf: str, sid: str, log_: SessionLog) -> dict[str, Any]:
-    from memory.store.base import StoreError
-    from worker.jobs.logread import TransientJobError
-    from worker.jobs.retract import execute_plan, with_session_lease
-    from worker.names import JOB_RETRACT
-
-    try:
-        result = with_session_lease(runtime, sid, shelf, JOB_RETRACT,
-                                    lambda ctx: execute_plan(ctx, log_))
-    except (TransientJobError, StoreError, OSError) as exc:
-        return {"retracted": [], "repaired": [], "failed": [],
-                "error": " ".join(str(exc).split())}
-    repair = result.repair
-    return {
-        "retracted": result.retracted + repair.retracted,
-        "repaired": repair.regenerated + repair.unlinked,
-        "written": repair.written,
-        "failed": result.failed,
-        "error": None,
-    }
-
-
-def _audit_run(runtime: Runtime, shelf: str, targets: list[str], kinds: list[str],
-               results: dict[str, dict[str, Any]]) -> None:
-    with runtime.state.transaction() as repos:
-        for sid in targets:
-            found = results.get(sid)
-            if found is None:
-                continue
-            outcome = "failed" if found["error"] or found["failed"] else "done"
-            repos.audit.record(
-                "retract-run", outcome, shelf=shelf, session_id=sid,
-                detail=(f"kinds {', '.join(kinds)}; retracted {len(found['retracted'])}, "
-                        f"repaired {len(found['repaired'])}"
-                        + (f"; {found['error']}" if found["error"] else "")),
-            )
+    return 1 if left else 0
 
 
 def _print_plan(planned: list[tuple[str, SessionLog | None, SessionPlan | None, str]],
