@@ -26,6 +26,9 @@ ACTION_INTENT = "repair-intent"
 ACTION_SUMMARY = "repair-summary"
 ACTION_ARCHIVE = "repair-archive"
 ACTION_UNIT = "repair-work-unit"
+#: a summary over messages a model-less ``relog`` re-rendered: its rewrite waits for a model
+#: route (closed by the ``repair-summary`` of that rewrite)
+ACTION_RELOG_OWED = "relog-owed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +48,12 @@ def pending_intents(repos: Repos, session_id: str) -> set[str]:
     """Summaries whose repair was started (intent recorded) and not finished."""
     return {subject for _, subject in
             repos.audit.unclosed(ACTION_INTENT, ACTION_SUMMARY, session_id=session_id)}
+
+
+def owed_relogs(repos: Repos, session_id: str) -> set[str]:
+    """Summaries a model-less ``relog`` left owed and no rewrite has done since."""
+    return {subject for _, subject in
+            repos.audit.unclosed(ACTION_RELOG_OWED, ACTION_SUMMARY, session_id=session_id)}
 
 
 def find_repairs(store: MemoryStore, log_: SessionLog, pending: Iterable[str] = ()) -> list[
