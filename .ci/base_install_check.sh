@@ -46,8 +46,10 @@ expect() {
   "$MW" "$@" >"$T/out" 2>&1
   local got=$?
   [ -n "${BASE_INSTALL_TIMES:-}" ] && echo "$((SECONDS - began))s memory-worker $*" >&2
+  local what="exited $got (expected $want)"
+  grep -q "Traceback" "$T/out" && what="$what with a traceback"
   if [ "$got" -ne "$want" ] || grep -q "Traceback" "$T/out"; then
-    echo "base install: \`memory-worker $*\` exited $got (expected $want):" >&2
+    echo "base install: \`memory-worker $*\` $what:" >&2
     tail -n 5 "$T/out" | sed 's/^/    /' >&2
     failures=$((failures + 1))
   fi

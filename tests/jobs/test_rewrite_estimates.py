@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
-from rewrite_support import CWD, consolidate_with_a, env_for, tag_of
+from rewrite_support import CWD, archive_or_verdict, consolidate_with_a, env_for, tag_of
 from typer.testing import CliRunner
 from worker_dshgen import SessionLogWriter
 
@@ -31,7 +31,7 @@ TOPICS = ("the flaky login test", "the build cache", "the release notes", "the l
 def responder(request: dict[str, Any]) -> Reply:
     """Consolidation: a summary and two units, one shared by every session of a topic (its
     name exists after the first: no adjudication) and one of the session's own; cascade: one
-    line per member; judge: ``refines`` for odd sessions, ``unrelated`` otherwise."""
+    line per member; judge: ``unrelated``."""
     tag = tag_of(request)
     text = request["messages"][-1]["content"]
     if "memory consolidation engine" in text:
@@ -49,12 +49,7 @@ def responder(request: dict[str, Any]) -> Reply:
              "tags": ["ci"]},
         ]
         return Reply(content=json.dumps({"summary": f"- {tag}: {first}", "workUnits": units}))
-    if "memory archivist" in text:
-        members = [line[2:] for line in text.splitlines()
-                   if line.startswith(("- ALPHA:", "- BRAVO:"))]
-        return Reply(content=json.dumps({
-            "title": f"{tag} digest", "summary": "\n".join(f"- {tag} saw {m}" for m in members)}))
-    return Reply(content=json.dumps({"verdict": "unrelated", "target": ""}))
+    return archive_or_verdict(tag, text)
 
 
 def kind(request: dict[str, Any]) -> str:
