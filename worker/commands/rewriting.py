@@ -9,9 +9,14 @@ Where the work runs:
   a progress bar on stderr; ``--max-calls N`` stops before the call that would exceed N;
 * ``--workers`` — records one request per session and sends a ``rewrite`` job hint to the Celery
   broker (one session per lease, retried by Celery); with ``--wait`` it follows the requests
-  until each is settled;
+  until each is settled. The one form that needs the ``distributed`` extra: without it, one
+  line naming it, exit 2;
 * neither — records the requests and sends the hints; the Celery workers, or a running
-  ``memory-worker run``, pick them up (a lost hint is re-sent by the reconcile loop).
+  ``memory-worker run``, pick them up (a lost hint is re-sent by the reconcile loop). Without
+  the extra there is no broker: the requests are recorded for ``memory-worker run``.
+
+Celery is imported only to send hints, never at module level: every other form runs from the
+base install.
 
 The options and :class:`Selection` live in :mod:`worker.commands.rewrite_options` (imported at
 start-up); this module loads the runtime and is imported only when a command runs.
