@@ -105,7 +105,7 @@ def test_workers_starting_together_migrate_once(empty_url: str) -> None:
 
 
 def test_migrations_are_found_from_the_checkout_and_explicitly(tmp_path: Path) -> None:
-    packaged = REPO / "worker" / "state" / "migrations"
+    packaged = REPO / "migrations"
     assert find_migrations_dir() == packaged
     assert find_migrations_dir(packaged) == packaged
     with pytest.raises(MigrationsNotFound, match=f"{tmp_path} has no env.py"):
