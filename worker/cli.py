@@ -55,6 +55,7 @@ COMMANDS = {
     "retract": ("retract", "retract"),
     "run": ("run", "run"),
     "segments": ("segments", "segments_app"),
+    "service": ("service", "service_app"),
     "status": ("status", "status"),
     "verify-forgetting": ("verify_forgetting", "verify_forgetting"),
     "worker": ("worker_cmd", "worker_command"),
