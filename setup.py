@@ -7,7 +7,7 @@ from setuptools import find_packages, setup
 
 setup(
     packages=[
-        *find_packages(include=["memory*", "worker*"], exclude=["worker.demo*"]),
+        *find_packages(include=["memory*", "worker*", "hypatia_lite*"], exclude=["worker.demo*"]),
         "dsh_memory_worker_migrations",
     ],
     package_dir={"dsh_memory_worker_migrations": "migrations"},

@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-CODE = {"memory", "worker", "migrations", "setup.py"}
+CODE = {"memory", "worker", "hypatia_lite", "migrations", "setup.py"}
 
 
 def instructions(text: str) -> list[tuple[str, str]]:

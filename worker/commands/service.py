@@ -112,10 +112,9 @@ def install(
     if path.exists():
         chosen.unload(path)  # an update: the new file replaces the loaded one
     _write(path, content, chosen.base(environ))
-    if chosen.name == "launchd":  # launchd creates the log file, not its directory
-        from worker.service.launchd import log_file
-
-        log_file(environ).parent.mkdir(parents=True, exist_ok=True)
+    logs = chosen.log_directory(environ)
+    if logs is not None:
+        logs.mkdir(parents=True, exist_ok=True)
     loaded = chosen.load(path)
     if not loaded.ok:
         raise _fail(f"wrote {path}, but {chosen.name} is not reachable here ({loaded.line}); "
@@ -137,12 +136,10 @@ def uninstall(manager: ManagerOption = None) -> None:
     unloaded = chosen.unload(path)
     path.unlink()
     remove_empty_parents(path, chosen.base(environ))
-    if chosen.name == "launchd":  # its log directory, if the service never wrote a log
-        from worker.service.launchd import log_file
-
-        remove_empty_parents(log_file(environ), chosen.base(environ))
-    else:
-        chosen.reload_after_removal()
+    logs = chosen.log_directory(environ)
+    if logs is not None:  # only if the service never wrote a log there
+        remove_empty_parents(logs / "-", chosen.base(environ))
+    chosen.reload_after_removal()
     typer.echo(f"removed {path}")
     if not unloaded.ok:
         typer.echo(f"{SAY}: {chosen.name} was not reachable ({unloaded.line}): nothing was "

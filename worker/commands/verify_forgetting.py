@@ -50,6 +50,7 @@ def verify_forgetting(
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
     from worker.commands.common import load_or_exit, setup_logging
     from worker.commands.fresh import empty_state, missing_state_file, say_nothing_recorded
+    from worker.verify.run import lite_store_absent
 
     settings = load_or_exit(config, store_shelf=shelf, dsh_home=dsh_home)
     setup_logging(settings)
@@ -64,14 +65,6 @@ def verify_forgetting(
         with empty_state(settings) as empty:
             _verify_and_exit(empty, json_)
     _verify_and_exit(settings, json_)
-
-
-def lite_store_absent(settings: Settings) -> bool:
-    """The store is hypatia-lite in a home that does not exist yet (no shelf registered)."""
-    from memory.store.lite.shelves import REGISTRY_FILE, lite_home
-
-    return (settings.store_transport == "lite" and not settings.store_shelf_url
-            and not (lite_home(settings.lite_home) / REGISTRY_FILE).exists())
 
 
 def _verify_and_exit(settings: Settings, json_: bool) -> NoReturn:

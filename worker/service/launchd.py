@@ -56,6 +56,9 @@ class Launchd:
         }
         return plistlib.dumps(agent, sort_keys=False)
 
+    def log_directory(self, environ: Mapping[str, str]) -> Path | None:
+        return log_file(environ).parent  # launchd creates the file, not its directory
+
     def load(self, path: Path) -> Answer:
         return call(["launchctl", "bootstrap", _domain(), str(path)])
 

@@ -67,6 +67,9 @@ class Systemd:
         ]
         return "\n".join(lines).encode()
 
+    def log_directory(self, environ: Mapping[str, str]) -> Path | None:
+        return None  # the journal
+
     def load(self, path: Path) -> Answer:
         reloaded = call(["systemctl", "--user", "daemon-reload"])
         if not reloaded.ok:
