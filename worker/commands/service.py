@@ -61,6 +61,14 @@ def _manager(chosen: str | None) -> Manager:
     return managers[chosen]
 
 
+def _environment() -> dict[str, str]:
+    """This process's environment (read, like every value of it, in :mod:`worker.settings`): the
+    unit gets PATH and the ``--env`` variables from it, the file's place HOME / XDG_CONFIG_HOME."""
+    from worker.settings import environment_without
+
+    return environment_without(())
+
+
 def _write(path: Path, content: bytes, base: Path) -> list[Path]:
     """Write ``content`` to ``path`` (mode 0600: it may hold environment values) through a
     temporary file; the directories it had to create, outermost first."""
@@ -96,7 +104,7 @@ def install(
     from worker.settings import SettingsError, load_settings
 
     chosen = _manager(manager)
-    environ = dict(os.environ)
+    environ = _environment()
     try:
         spec = build_spec(config=config, dsh_home=dsh_home, env_names=list(env or []),
                           environ=environ)
@@ -128,7 +136,7 @@ def uninstall(manager: ManagerOption = None) -> None:
     from worker.service.spec import remove_empty_parents
 
     chosen = _manager(manager)
-    environ = dict(os.environ)
+    environ = _environment()
     path = chosen.file(environ)
     if not path.exists():
         typer.echo(f"not installed (no {path}); nothing to remove")
@@ -150,7 +158,7 @@ def uninstall(manager: ManagerOption = None) -> None:
 def status(manager: ManagerOption = None) -> None:
     """Whether the service is installed and running; exit 0 only when it runs."""
     chosen = _manager(manager)
-    environ = dict(os.environ)
+    environ = _environment()
     path = chosen.file(environ)
     if not path.exists():
         typer.echo(f"not installed (no {path})")

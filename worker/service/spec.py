@@ -15,9 +15,10 @@ from typing import Final
 NAME: Final = "dsh-memory-worker"
 
 #: Seconds the manager waits after the stop signal before it kills the worker. A stop (SIGINT or
-#: SIGTERM: the current store write finishes, the lease is released) measured 0.8-1.2 s idle here
-#: and ~2.4 s busy; 30 s leaves more than ten times that. A kill past it is still safe (every job
-#: is idempotent and crash-safe), it only redoes the interrupted span.
+#: SIGTERM: the current store write finishes, the lease is released) took 0.75-1.15 s here on the
+#: demo home, idle or in its first scan (issue 23 saw ~2.4 s); 30 s leaves more than ten times
+#: that. A kill past it is still safe (every job is idempotent and crash-safe), it only redoes the
+#: interrupted span.
 STOP_TIMEOUT_S: Final = 30
 
 #: Seconds between a failed run and its restart (both managers).
