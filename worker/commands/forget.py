@@ -10,16 +10,18 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from worker.commands.options import (
     ConfigOption,
+    DshHomeOption,
     ShelfOption,
+    WideOption,
     err,
     refuse_session_ids_or_exit,
     shown,
 )
+from worker.commands.tables import print_table
 
 if TYPE_CHECKING:
     from worker.jobs.forget import ForgetResult
@@ -31,7 +33,9 @@ def forget(
         bool, typer.Option("--dry-run", help="Print what would be removed; change nothing.")
     ] = False,
     json_: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    wide: WideOption = False,
     shelf: ShelfOption = None,
+    dsh_home: DshHomeOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Remove everything a session put in memory and never ingest it again."""
@@ -45,7 +49,7 @@ def forget(
     )
     from worker.jobs.forget import ACTION_FORGET, forget_sessions
 
-    settings = load_or_exit(config, store_shelf=shelf)
+    settings = load_or_exit(config, store_shelf=shelf, dsh_home=dsh_home)
     setup_logging(settings)
     runtime = open_runtime_or_exit(settings, ACTION_FORGET)
     results: list[ForgetResult] = []
@@ -77,7 +81,7 @@ def forget(
             for item in r.items:
                 table.add_row(shown(r.session_id), shown(item.entry), item.action,
                               shown(item.why))
-        Console(width=200).print(table)
+        print_table(table, wide=wide)
         for r in results:
             if r.session_id in unseen and not r.items:
                 err.print(f"memory-worker forget: {shown(r.session_id)}: not seen by the watcher "

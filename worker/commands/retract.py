@@ -15,17 +15,19 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from worker.commands.options import (
     ConfigOption,
+    DshHomeOption,
     ShelfOption,
+    WideOption,
     err,
     refuse_session_ids_or_exit,
     shown,
 )
+from worker.commands.tables import print_table
 
 if TYPE_CHECKING:
     from worker.jobs.retract import SessionPlan
@@ -54,7 +56,9 @@ def retract(
         typer.Option("--kind", help="Also treat this marker source kind as a withdrawal "
                      "(this run only; repeatable)."),
     ] = None,
+    wide: WideOption = False,
     shelf: ShelfOption = None,
+    dsh_home: DshHomeOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Find what memory still holds that the user took back, and remove it."""
@@ -71,26 +75,26 @@ def retract(
         setup_logging,
     )
 
-    settings = load_or_exit(config, store_shelf=shelf)
+    settings = load_or_exit(config, store_shelf=shelf, dsh_home=dsh_home)
     setup_logging(settings)
     runtime = open_runtime_or_exit(settings, "retract")
     try:
         check_store_or_exit(runtime, settings.store_shelf)
         code = _run(runtime, settings.store_shelf, _targets(runtime, chosen, all_),
-                    [k.strip() for k in kind or [] if k.strip()], dry_run, json_)
+                    [k.strip() for k in kind or [] if k.strip()], dry_run, json_, wide=wide)
     finally:
         runtime.close()
     raise typer.Exit(code)
 
 
 def _run(runtime: Runtime, shelf: str, targets: list[str], extra: list[str], dry_run: bool,
-         json_: bool) -> int:
+         json_: bool, *, wide: bool = False) -> int:
     from worker.jobs.retract_run import audit_run, execute_one, plan_run, undone
 
     kinds, runs = plan_run(runtime, shelf, targets, extra)
     planned = [(p.session_id, p.log, p.plan, p.error) for p in runs]
     if not json_:
-        _print_plan(planned, dry_run)
+        _print_plan(planned, dry_run, wide)
     results: dict[str, dict[str, Any]] = {}
     if not dry_run:
         work = [(sid, log_) for sid, log_, plan, _ in planned
@@ -123,7 +127,7 @@ def _run(runtime: Runtime, shelf: str, targets: list[str], extra: list[str], dry
 
 
 def _print_plan(planned: list[tuple[str, SessionLog | None, SessionPlan | None, str]],
-                dry_run: bool) -> None:
+                dry_run: bool, wide: bool) -> None:
     table = Table(title="retraction plan" + (" (dry run: nothing changed)" if dry_run else ""))
     for column in ("session", "entry", "action", "why"):
         table.add_column(column)
@@ -137,8 +141,7 @@ def _print_plan(planned: list[tuple[str, SessionLog | None, SessionPlan | None, 
         for item in plan.items:
             table.add_row(shown(sid), shown(item.entry), item.action, shown(item.why))
             rows += 1
-    console = Console(width=200)
     if rows:
-        console.print(table)
+        print_table(table, wide=wide)
     else:
-        console.print("nothing to retract: the store holds nothing the logs withdraw")
+        typer.echo("nothing to retract: the store holds nothing the logs withdraw")

@@ -78,7 +78,7 @@ def select_sessions(runtime: Runtime, chosen: Selection) -> list[str]:
 def rewrite_command(mode: str, chosen: Selection, *, force: bool, dry_run: bool,
                     max_calls: int | None, json_: bool, wait: bool, workers: bool,
                     timeout: float, shelf: str | None, config: Path | None,
-                    queue: str = DEFAULT_QUEUE) -> None:
+                    queue: str = DEFAULT_QUEUE, dsh_home: Path | None = None) -> None:
     """The body of ``reconsolidate --replace`` (mode ``replace``) and ``relog``: settings,
     runtime, selection, then :func:`run_rewrite`; exits with its status."""
     command = "reconsolidate" if mode == "replace" else mode
@@ -88,7 +88,7 @@ def rewrite_command(mode: str, chosen: Selection, *, force: bool, dry_run: bool,
         err.print("memory-worker: --max-calls needs --wait without --workers (this process "
                   "keeps the budget)")
         raise typer.Exit(2)
-    settings = load_or_exit(config, store_shelf=shelf)
+    settings = load_or_exit(config, store_shelf=shelf, dsh_home=dsh_home)
     setup_logging(settings)
     runtime = open_runtime_or_exit(settings, command)
     try:
