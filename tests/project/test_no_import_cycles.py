@@ -19,7 +19,8 @@ MAY_IMPORT = {
     "hypatia_lite": set(), "memory": {"hypatia_lite"}, "worker": {"hypatia_lite", "memory"}}
 #: ``worker``'s floors, top first: a module imports its own floor or the ones below, never above.
 WORKER_FLOORS: tuple[tuple[str, ...], ...] = (
-    ("worker.cli", "worker.__main__", "worker.commands", "worker.console", "worker.tasks"),
+    ("worker.cli", "worker.__main__", "worker.commands", "worker.console", "worker.tasks",
+     "worker.service"),
     ("worker.run",),
     ("worker.watch", "worker.verify"),
     ("worker.jobs",),
