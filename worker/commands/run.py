@@ -7,7 +7,9 @@ treating every session as idle (every tail is flushed), shows a progress bar and
 
 from __future__ import annotations
 
+import signal
 import time
+from types import FrameType
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -89,8 +91,17 @@ def _run(settings: Settings, once: bool, children: OnceChildren | None) -> None:
         runtime.close()
 
 
+class _Stopped(BaseException):  # like KeyboardInterrupt: no `except Exception` stops it
+    """SIGTERM arrived during ``run --once`` (SIGINT arrives as ``KeyboardInterrupt``)."""
+
+
+def _sigterm_stops(_signum: int, _frame: FrameType | None) -> None:
+    raise _Stopped
+
+
 def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> None:
     from worker.logs import quiet_job_lines
+    from worker.run.once_children import OnceTotals
     from worker.run.once_parallel import run_once
 
     # The progress bar and the summary tell the story; per-job lines only when asked (DEBUG).
@@ -118,9 +129,21 @@ def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> No
         def _say(line: str) -> None:
             err.print(line, soft_wrap=True, markup=False)
 
-        totals = run_once(runtime, shelf, children=children, progress=_show, say=_say)
+        totals = OnceTotals()
+        # SIGTERM stops the run like Ctrl-C: the store call in flight is killed with its whole
+        # group (memory.store.cli), and the summary says what was done and what was not.
+        previous = signal.signal(signal.SIGTERM, _sigterm_stops)
+        try:
+            run_once(runtime, shelf, children=children, progress=_show, say=_say, totals=totals)
+        except (KeyboardInterrupt, _Stopped) as exc:
+            name = "SIGINT" if isinstance(exc, KeyboardInterrupt) else "SIGTERM"
+            progress.stop()
+            err.print(f"stopped by {name}: {totals.summary()}", soft_wrap=True, markup=False)
+            raise typer.Exit(1) from None
+        finally:
+            signal.signal(signal.SIGTERM, previous)
     err.print(totals.summary(), soft_wrap=True, markup=False)
-    if totals.failed or totals.unscanned:
+    if totals.failed or totals.unscanned or totals.unfinished:
         raise typer.Exit(1)
 
 

@@ -36,7 +36,7 @@ from worker.names import JOB_CONSOLIDATE, archive_lease_key, session_lease_key
 from worker.run.cpu_budget import CpuProbe, ProcessPlan, plan_processes
 from worker.run.once_children import ChildProcess, OnceChildren, OnceTotals, set_signal
 from worker.run.runner import InProcessRunner, JobKey
-from worker.watch.watcher import Watcher
+from worker.watch.watcher import ScanReport, Watcher
 
 log = logging.getLogger(__name__)
 
@@ -54,13 +54,16 @@ def run_once(
     children: OnceChildren | None = None,
     progress: ProgressHook | None = None,
     say: Callable[[str], None] | None = None,
+    totals: OnceTotals | None = None,
 ) -> OnceTotals:
     """Process what is on disk: in this process alone, or with ``children`` (created before
     ``runtime`` was opened) first in those processes and then in a final pass here.
 
     ``say`` gets the one line about a child that failed or was killed, and the one that says
-    why fewer processes than ``--jobs`` asked for are used (default: a warning)."""
-    totals = OnceTotals()
+    why fewer processes than ``--jobs`` asked for are used (default: a warning). ``totals``
+    (default: new) is filled as the run goes, so a caller stopped by a signal still has what
+    was done and what was not."""
+    totals = OnceTotals() if totals is None else totals
     hints: list[JobKey] = []
     rescan: set[str] | None = None  # None: scan every session
     with _each_warning_once() if children is not None else contextlib.nullcontext():
@@ -106,6 +109,20 @@ def once_pass(
         _show(None)
 
     runner = InProcessRunner(runtime, on_result=_done, single_pass=True)
+    try:
+        _pass(runtime, shelf, totals, runner, _show, hints, only_sessions)
+    except BaseException:  # stopped (SIGINT, SIGTERM): count what is done and name the rest
+        totals.add_tally(runner.stats.tally())
+        unfinished = dict(runner.stats.unfinished)
+        for job, session_id, _shelf in runner.left():
+            unfinished.setdefault((job, session_id), "stopped before it finished")
+        totals.outcomes(unfinished, runner.stats.settled)
+        raise
+
+
+def _pass(runtime: Runtime, shelf: str, totals: OnceTotals, runner: InProcessRunner,
+          _show: Callable[..., None], hints: Iterable[JobKey],
+          only_sessions: Collection[str] | None) -> None:
     owe_consolidation(runtime, runner.submit)
     for job, session_id, hint_shelf in hints:
         runner.submit(job, session_id, hint_shelf)
@@ -119,6 +136,11 @@ def once_pass(
     _show("writing memory", runner.stats.finished + runner.pending())
     runner.drain()
     _show("writing memory", runner.stats.finished)
+    _count_pass(totals, runner, report, only_sessions)
+
+
+def _count_pass(totals: OnceTotals, runner: InProcessRunner, report: ScanReport,
+                only_sessions: Collection[str] | None) -> None:
     if only_sessions is None:
         totals.sessions = report.sessions
     totals.new_events += report.new_events
