@@ -106,7 +106,11 @@ def _guarded(
     except Exception as exc:  # a bug must not kill the worker; it is recorded
         log.exception("%s %s failed unexpectedly", job, session_id)
         result.status, result.detail = "retry", _line(exc)
-        _record_failure(runtime, job, session_id, exc, permanent=False)
+        # Its class only: a bug's message may hold any text it was given (a message's words
+        # included), and the failure row outlives a withdrawal (docs/guarantees.md).
+        _record_failure(runtime, job, session_id,
+                        f"unexpected {type(exc).__name__} (the worker log has the traceback)",
+                        permanent=False)
     finally:
         ctx.keeper.stop()
         ctx.lease = ctx.keeper.lease
@@ -181,7 +185,7 @@ def _line(exc: BaseException) -> str:
 
 
 def _record_failure(
-    runtime: Runtime, job: str, session_id: str, exc: BaseException, *, permanent: bool
+    runtime: Runtime, job: str, session_id: str, exc: BaseException | str, *, permanent: bool
 ) -> None:
     try:
         with runtime.state.transaction() as repos:
