@@ -73,12 +73,12 @@ def _run(settings: Settings, once: bool, children: OnceChildren | None) -> None:
 
     runtime = open_runtime_or_exit(settings, "run", force_idle=once)
     target = settings.store_shelf
-    check_store_or_exit(runtime, target)
-    if settings.reconcile_on_startup:
-        reconcile_with_store(runtime, target)
-    resume_repairs(runtime, target)  # finish repairs a crash interrupted
-    backfill_consolidation(runtime, target)
     try:
+        check_store_or_exit(runtime, target)
+        if settings.reconcile_on_startup:
+            reconcile_with_store(runtime, target)
+        resume_repairs(runtime, target)  # finish repairs a crash interrupted
+        backfill_consolidation(runtime, target)
         if once:
             _run_once(runtime, target, children)
         else:
@@ -100,6 +100,9 @@ def _sigterm_stops(_signum: int, _frame: FrameType | None) -> None:
 
 
 def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> None:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from worker.commands.common import db_error_line
     from worker.logs import quiet_job_lines
     from worker.run.once_children import OnceTotals
     from worker.run.once_parallel import run_once
@@ -139,6 +142,14 @@ def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> No
             name = "SIGINT" if isinstance(exc, KeyboardInterrupt) else "SIGTERM"
             progress.stop()
             err.print(f"stopped by {name}: {totals.summary()}", soft_wrap=True, markup=False)
+            raise typer.Exit(1) from None
+        except SQLAlchemyError as exc:
+            # A state outage mid-run: one line for it, then the summary naming every session
+            # not finished (the fault guarantee), exit 1.
+            progress.stop()
+            err.print(f"memory-worker: the state database failed: {db_error_line(exc)}; "
+                      "stopping", soft_wrap=True, markup=False)
+            err.print(totals.summary(), soft_wrap=True, markup=False)
             raise typer.Exit(1) from None
         finally:
             signal.signal(signal.SIGTERM, previous)

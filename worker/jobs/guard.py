@@ -45,6 +45,7 @@ from worker.observability import (
     RETRACTIONS,
     SPANS_PROCESSED,
 )
+from worker.state.disk_full import disk_full
 from worker.state.failures import describe_error
 
 log = logging.getLogger(__name__)
@@ -180,6 +181,9 @@ def _finish(result: JobResult, started: float) -> JobResult:
 
 
 def _line(exc: BaseException) -> str:
+    full = disk_full(exc)  # "disk full: <where>", not SQLite's "disk I/O error"
+    if full is not None:
+        return full
     text = " ".join(str(exc).split())
     return text or type(exc).__name__
 

@@ -109,44 +109,67 @@ def once_pass(
         _show(None)
 
     runner = InProcessRunner(runtime, on_result=_done, single_pass=True)
-    try:
-        _pass(runtime, shelf, totals, runner, _show, hints, only_sessions)
-    except BaseException:  # stopped (SIGINT, SIGTERM): count what is done and name the rest
-        totals.add_tally(runner.stats.tally())
-        unfinished = dict(runner.stats.unfinished)
-        for job, session_id, _shelf in runner.left():
-            unfinished.setdefault((job, session_id), "stopped before it finished")
-        totals.outcomes(unfinished, runner.stats.settled)
-        raise
-
-
-def _pass(runtime: Runtime, shelf: str, totals: OnceTotals, runner: InProcessRunner,
-          _show: Callable[..., None], hints: Iterable[JobKey],
-          only_sessions: Collection[str] | None) -> None:
-    owe_consolidation(runtime, runner.submit)
-    for job, session_id, hint_shelf in hints:
-        runner.submit(job, session_id, hint_shelf)
     # Each session's jobs run right after its scan, on the scan's decode of the log.
     watcher = Watcher(runtime, runner.submit, shelf=shelf, only_sessions=only_sessions,
                       after_session=lambda _sid: runner.run_ready())
+    scans: list[ScanReport] = []
+    try:
+        _pass(runtime, shelf, runner, watcher, _show, hints, scans)
+    except BaseException:
+        # Stopped (SIGINT, SIGTERM) or the state database failed: count what is done and name
+        # the rest, so the caller's summary says which sessions are not finished.
+        _count_stopped(totals, runner, watcher, scans, only_sessions)
+        raise
+    _count_scan(totals, scans[0], only_sessions)
+    totals.add_tally(runner.stats.tally())
+    totals.outcomes(runner.stats.unfinished, runner.stats.settled)
+
+
+def _count_stopped(totals: OnceTotals, runner: InProcessRunner, watcher: Watcher,
+                   scans: list[ScanReport], only_sessions: Collection[str] | None) -> None:
+    """What a pass that did not end did: its jobs, and as not finished every job left and every
+    session of the home with no finished job (the scan itself may not have reached them)."""
+    unfinished = dict(runner.stats.unfinished)
+    for job, session_id, _shelf in runner.left():
+        unfinished.setdefault((job, session_id), "stopped before it finished")
+    if scans:
+        _count_scan(totals, scans[0], only_sessions)
+    else:
+        try:
+            found = [location.session_id for location in watcher.discover()]
+        except Exception:  # a listing that fails names nothing more
+            found = []
+        if only_sessions is None:
+            totals.sessions = len(found)
+        done = {session_id for _job, session_id in runner.stats.settled}
+        for session_id in found:
+            if session_id not in done:
+                unfinished.setdefault(("scan", session_id), "not scanned")
+    totals.add_tally(runner.stats.tally())
+    totals.outcomes(unfinished, runner.stats.settled)
+
+
+def _pass(runtime: Runtime, shelf: str, runner: InProcessRunner, watcher: Watcher,
+          _show: Callable[..., None], hints: Iterable[JobKey], scans: list[ScanReport]) -> None:
+    owe_consolidation(runtime, runner.submit)
+    for job, session_id, hint_shelf in hints:
+        runner.submit(job, session_id, hint_shelf)
     report = watcher.poll_once()
+    scans.append(report)
     watcher.reconcile()
     for session_id in queued_sessions(runtime, shelf):  # recorded by `reconsolidate`
         runner.submit(JOB_CONSOLIDATE, session_id, shelf)
     _show("writing memory", runner.stats.finished + runner.pending())
     runner.drain()
     _show("writing memory", runner.stats.finished)
-    _count_pass(totals, runner, report, only_sessions)
 
 
-def _count_pass(totals: OnceTotals, runner: InProcessRunner, report: ScanReport,
+def _count_scan(totals: OnceTotals, report: ScanReport,
                 only_sessions: Collection[str] | None) -> None:
     if only_sessions is None:
         totals.sessions = report.sessions
     totals.new_events += report.new_events
     totals.unscanned.extend(report.unscanned)
-    totals.add_tally(runner.stats.tally())
-    totals.outcomes(runner.stats.unfinished, runner.stats.settled)
 
 
 def plan_groups(sizes: Sequence[tuple[str, int]], count: int) -> list[list[str]]:
