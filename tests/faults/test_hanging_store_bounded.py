@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fault_support import LITE, dump, lay_home, not_finished, run_once
+from fault_support import LITE, dump, lay_home, not_finished, run_once, wait_for
 from store_contract.fake_binary import alive, read_pids, write_fake_hypatia
 
 pytestmark = pytest.mark.integration
@@ -53,22 +53,26 @@ def clean(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def test_run_once_on_a_hanging_cli_store_is_bounded(tmp_path: Path, clean: Path) -> None:
-    lay_home(tmp_path, like=clean)
-    wrapper = tmp_path / "hang-hypatia"
-    wrapper.write_text(CLI_WRAPPER)
-    wrapper.chmod(0o755)
+def _bounded_run(root: Path, **extra: str) -> None:
+    """``run --once`` on the hanging store: within the bound, every session named, exit 1, the
+    breaker's line said, and no watermark moved (nothing was written)."""
     started = time.monotonic()
-    hung = run_once(tmp_path, MEMORY_WORKER_STORE_TRANSPORT="cli",
-                    MEMORY_WORKER_STORE_BINARY=str(wrapper),
-                    MEMORY_WORKER_STORE_TIMEOUT_S=str(TIMEOUT_S), HANG_LITE=str(LITE))
+    hung = run_once(root, MEMORY_WORKER_STORE_TIMEOUT_S=str(TIMEOUT_S), **extra)
     elapsed = time.monotonic() - started
     assert hung.returncode == 1, hung.stderr
     assert elapsed < BOUND_S, f"run --once took {elapsed:.1f} s: {hung.stderr}"
     assert not_finished(hung.stderr) == {sid for sid, _, _ in SESSIONS}
     assert "treated as down after 3 timeouts in a row" in hung.stderr
-    # Nothing was written, so no watermark moved.
-    assert all(seq == 0 for seq in _progress(tmp_path).values())
+    assert all(seq == 0 for seq in _progress(root).values())
+
+
+def test_run_once_on_a_hanging_cli_store_is_bounded(tmp_path: Path, clean: Path) -> None:
+    lay_home(tmp_path, like=clean)
+    wrapper = tmp_path / "hang-hypatia"
+    wrapper.write_text(CLI_WRAPPER)
+    wrapper.chmod(0o755)
+    _bounded_run(tmp_path, MEMORY_WORKER_STORE_TRANSPORT="cli",
+                 MEMORY_WORKER_STORE_BINARY=str(wrapper), HANG_LITE=str(LITE))
     _converges(tmp_path, clean)
 
 
@@ -78,19 +82,9 @@ def test_run_once_on_an_mcp_server_that_never_answers_is_bounded(
     lay_home(tmp_path, like=clean)
     fake = write_fake_hypatia(tmp_path, LITE.as_posix())
     pids = tmp_path / "pids"
-    started = time.monotonic()
-    hung = run_once(tmp_path, MEMORY_WORKER_STORE_TRANSPORT="mcp",
-                    MEMORY_WORKER_STORE_BINARY=str(fake),
-                    MEMORY_WORKER_STORE_TIMEOUT_S=str(TIMEOUT_S),
-                    FAKE_MODE="proxy", FAKE_HANG_CALLS="1", FAKE_PIDFILE=str(pids))
-    elapsed = time.monotonic() - started
-    assert hung.returncode == 1, hung.stderr
-    assert elapsed < BOUND_S, f"run --once took {elapsed:.1f} s: {hung.stderr}"
-    assert not_finished(hung.stderr) == {sid for sid, _, _ in SESSIONS}
-    assert "treated as down after 3 timeouts in a row" in hung.stderr
-    assert all(seq == 0 for seq in _progress(tmp_path).values())
-    deadline = time.monotonic() + 30
-    while any(alive(pid) for pid in read_pids(pids)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not any(alive(pid) for pid in read_pids(pids))
+    _bounded_run(tmp_path, MEMORY_WORKER_STORE_TRANSPORT="mcp",
+                 MEMORY_WORKER_STORE_BINARY=str(fake), FAKE_MODE="proxy", FAKE_HANG_CALLS="1",
+                 FAKE_PIDFILE=str(pids))
+    wait_for(lambda: not any(alive(pid) for pid in read_pids(pids)), 30,
+             "the MCP servers to be gone")
     _converges(tmp_path, clean)

@@ -12,7 +12,16 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from fault_support import clean_run, dump, env, lay_home, not_finished, run_once, run_once_argv
+from fault_support import (
+    clean_run,
+    dump,
+    env,
+    lay_home,
+    not_finished,
+    pg_lagging,
+    run_once,
+    run_once_argv,
+)
 from state_db_support import PG_ADMIN_DSN, throwaway_pg_database
 
 pytestmark = pytest.mark.integration
@@ -34,16 +43,6 @@ def _logged(url: str) -> bool:
     except psycopg.Error:  # the tables are not made yet
         return False
     return row is not None and row[0] > 0
-
-
-def _lagging(url: str) -> set[str]:
-    with psycopg.connect(url) as conn:
-        rows = conn.execute(
-            "SELECT s.session_id FROM sessions AS s LEFT JOIN progress AS p "
-            "ON p.session_id = s.session_id AND p.shelf = 'default' "
-            "WHERE s.durable_end_seq > greatest(coalesce(p.last_logged_seq, 0), s.inherited_cut)"
-        ).fetchall()
-    return {sid for (sid,) in rows}
 
 
 def test_a_state_outage_mid_run_ends_with_the_summary_and_exit_1(tmp_path: Path) -> None:
@@ -76,8 +75,8 @@ def test_a_state_outage_mid_run_ends_with_the_summary_and_exit_1(tmp_path: Path)
         assert summary.startswith("4 sessions, "), stderr
         named = not_finished(summary)
         # Every session whose log is not fully logged is named (and the ones never reached).
-        assert named and _lagging(url) <= named, stderr
+        assert named and pg_lagging(url) <= named, stderr
         again = run_once(root, **extra)
         assert again.returncode == 0, again.stderr
-        assert _lagging(url) == set()
+        assert pg_lagging(url) == set()
         assert dump(root) == clean

@@ -10,11 +10,10 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
-from fault_support import BIN, LITE, env
+from fault_support import BIN, LITE, env, wait_for
 from store_contract.fake_binary import alive
 from worker_dshgen import conversation
 
@@ -31,13 +30,6 @@ case "$1" in
 esac
 exec "$HANG_LITE" "$@"
 """
-
-
-def _wait(condition: object, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 def _pids(path: Path) -> list[int]:
@@ -59,12 +51,12 @@ def test_no_process_of_a_hanging_store_call_outlives_run_once(tmp_path: Path,
                 HANG_PIDS=str(pids), HANG_LITE=str(LITE)),
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        _wait(lambda: len(_pids(pids)) >= 2, 120, "the hanging store call and its child")
+        wait_for(lambda: len(_pids(pids)) >= 2, 120, "the hanging store call and its child")
         shell, grandchild = _pids(pids)[:2]
         assert alive(shell) and alive(grandchild)
         os.kill(worker.pid, signum)
         _, stderr = worker.communicate(timeout=60)
-        _wait(lambda: not alive(shell) and not alive(grandchild), 30,
+        wait_for(lambda: not alive(shell) and not alive(grandchild), 30,
               f"store call {shell} and its child {grandchild} to die")
         if signum != signal.SIGKILL:
             summary = stderr.strip().splitlines()[-1]
