@@ -104,7 +104,7 @@ def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> No
 
     from worker.commands.common import db_error_line
     from worker.logs import quiet_job_lines
-    from worker.run.once_children import OnceTotals
+    from worker.run.once_children import OnceTotals, set_signal
     from worker.run.once_parallel import run_once
 
     # The progress bar and the summary tell the story; per-job lines only when asked (DEBUG).
@@ -135,7 +135,7 @@ def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> No
         totals = OnceTotals()
         # SIGTERM stops the run like Ctrl-C: the store call in flight is killed with its whole
         # group (memory.store.cli), and the summary says what was done and what was not.
-        previous = signal.signal(signal.SIGTERM, _sigterm_stops)
+        previous = set_signal(signal.SIGTERM, _sigterm_stops)  # None off the main thread
         try:
             run_once(runtime, shelf, children=children, progress=_show, say=_say, totals=totals)
         except (KeyboardInterrupt, _Stopped) as exc:
@@ -152,7 +152,8 @@ def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> No
             err.print(totals.summary(), soft_wrap=True, markup=False)
             raise typer.Exit(1) from None
         finally:
-            signal.signal(signal.SIGTERM, previous)
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
     err.print(totals.summary(), soft_wrap=True, markup=False)
     if totals.failed or totals.unscanned or totals.unfinished:
         raise typer.Exit(1)
