@@ -167,6 +167,11 @@ class Settings(BaseSettings):
     store_binary: str = Field(default="hypatia", min_length=1)
     store_shelf: str = Field(default="default", pattern=r"^\S+$")
     store_timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    store_down_after_timeouts: int = Field(default=3, ge=1, le=100)
+    """After this many store calls in a row timed out, the store is treated as down: calls fail at
+    once (sessions named, exit 1) instead of each waiting ``store_timeout_s`` (docs/stores.md)."""
+    store_down_retry_s: float = Field(default=300.0, gt=0, le=86_400)
+    """How long a store treated as down is left alone before one call tries it again."""
     lite_home: Path | None = None
     store_shelf_url: str | None = None
     """hypatia-lite on PostgreSQL: ``postgresql://user:pass@host:5432/db[?schema=name]`` is

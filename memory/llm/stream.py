@@ -8,6 +8,7 @@ a stream is read to its end (usage arrives in the last chunk) and abandoned with
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Mapping
@@ -72,8 +73,17 @@ def is_transient(exc: BaseException) -> bool:
     return False
 
 
+#: What an error's ``type`` / ``code`` may be to be kept: a short identifier, never prose.
+_ERROR_LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]{0,63}")
+
+
 def provider_message(exc: BaseException) -> str:
-    """A short description of an SDK error (status and the provider's message)."""
+    """A short, fixed-form description of an SDK error: ``HTTP <status>`` and the provider's
+    error ``type`` / ``code`` when they are identifiers (``HTTP 400 invalid_request_error``).
+
+    Never the provider's message: content-filter and invalid-request errors often quote the
+    request, and this text is stored (``model_calls.detail``, ``failures.last_error``, audit
+    details) and logged, where withdrawn or forgotten text must not survive (docs/guarantees)."""
     openai = _sdk()
     if openai is None:
         return type(exc).__name__
@@ -83,12 +93,15 @@ def provider_message(exc: BaseException) -> str:
         return "connection error"
     if isinstance(exc, openai.APIStatusError):
         body = exc.body
-        detail = ""
-        if isinstance(body, Mapping):
-            inner = body.get("error", body)
-            message = inner.get("message") if isinstance(inner, Mapping) else inner
-            detail = str(message) if message else ""
-        return f"HTTP {exc.status_code}" + (f" {detail}" if detail else "")
+        inner = body.get("error", body) if isinstance(body, Mapping) else None
+        labels: list[str] = []
+        if isinstance(inner, Mapping):
+            for key in ("type", "code"):
+                value = inner.get(key)
+                label = str(value) if isinstance(value, str | int) else ""
+                if _ERROR_LABEL.fullmatch(label) and label not in labels:
+                    labels.append(label)
+        return f"HTTP {exc.status_code}" + (f" {'/'.join(labels)}" if labels else "")
     return type(exc).__name__
 
 

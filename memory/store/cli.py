@@ -39,7 +39,9 @@ from memory.store.base import (
     Target,
     TransientStoreError,
 )
+from memory.store.breaker import Breaker, StoreTimeout
 from memory.store.lifetime import die_with_parent
+from memory.store.reaper import reaper_fd, register_in_child, unregister
 from memory.store.replies import (
     MAX_DATA_BYTES,
     classify_error,
@@ -84,6 +86,7 @@ class CliStore:
         cwd: Path | None = None,
         stdout_cap: int = STDOUT_CAP,
         stderr_cap: int = STDERR_CAP,
+        breaker: Breaker | None = None,
     ) -> None:
         self.shelf = shelf
         self.binary = binary
@@ -96,11 +99,15 @@ class CliStore:
         self._stderr_cap = stderr_cap
         self._features: Features | None = None
         self._failed_probes = 0
+        #: Consecutive timeouts open it: the store is then treated as down (:mod:`.breaker`).
+        self.breaker = breaker or Breaker()
 
     # ---------------------------------------------------------------------------- process
 
     def _run_once(self, argv: list[str]) -> tuple[int, str, str]:
         shown = " ".join(argv[:2])
+        self.breaker.before_call(f"{self.binary} {shown}")
+        reaper = reaper_fd()
         try:
             proc = subprocess.Popen(
                 [self.binary, *argv],
@@ -110,7 +117,7 @@ class CliStore:
                 cwd=self._cwd,
                 env=self._env,
                 start_new_session=True,
-                preexec_fn=die_with_parent(os.getpid()),
+                preexec_fn=_child_setup(os.getpid(), reaper),
             )
         except FileNotFoundError as exc:
             raise FatalStoreError(f"hypatia binary not found: {self.binary}") from exc
@@ -120,12 +127,15 @@ class CliStore:
             out, err = proc.communicate(timeout=self.timeout_s)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
-            raise TransientStoreError(
-                f"{self.binary} {shown} timed out after {self.timeout_s:g} s and was killed"
-            ) from None
+            message = f"{self.binary} {shown} timed out after {self.timeout_s:g} s and was killed"
+            self.breaker.timed_out(message)
+            raise StoreTimeout(message) from None
         except BaseException:  # SIGINT / SIGTERM as an exception: the call dies with us
             _kill_group(proc)
             raise
+        finally:
+            unregister(reaper, proc.pid)
+        self.breaker.answered()
         if len(out) > self._stdout_cap:
             raise FatalStoreError(f"{self.binary} {shown}: stdout exceeds {self._stdout_cap} bytes")
         stderr = err[: self._stderr_cap].decode("utf-8", "replace")
@@ -327,6 +337,21 @@ _PROBES: tuple[tuple[str, ...], ...] = (
     ("statement-create",),
     ("similar",),
 )
+
+
+def _child_setup(parent_pid: int, reaper: int | None) -> Callable[[], None] | None:
+    """The ``preexec_fn`` of a store call: die with the worker (the parent-death signal) and
+    register the call's group with the worker's reaper (:mod:`memory.store.reaper`)."""
+    die = die_with_parent(parent_pid)
+    if reaper is None:
+        return die
+
+    def _setup() -> None:
+        register_in_child(reaper)
+        if die is not None:
+            die()
+
+    return _setup
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Literal, cast
 
 from memory.store.base import FatalStoreError, MemoryStore
+from memory.store.breaker import Breaker
 from memory.store.cli import CliStore
 
 Transport = Literal["lite", "cli", "mcp"]
@@ -29,6 +30,9 @@ class StoreConfig:
     idle_close_s: float = 60.0
     lite_home: Path | None = None
     shelf_url: str | None = None
+    breaker: Breaker | None = None
+    """Counts the ``cli`` / ``mcp`` store's consecutive timeouts (:mod:`memory.store.breaker`);
+    the caller keeps it across reopenings. ``None``: a new one per store."""
 
 
 def _register(config: StoreConfig) -> None:
@@ -55,7 +59,8 @@ def open_store(config: StoreConfig) -> MemoryStore:
 
         return cast(MemoryStore, LiteStore(config.shelf, home=config.lite_home))
     if config.transport == "cli":
-        return CliStore(config.shelf, config.binary, timeout_s=config.timeout_s, env=env)
+        return CliStore(config.shelf, config.binary, timeout_s=config.timeout_s, env=env,
+                        breaker=config.breaker)
     if config.transport == "mcp":
         # Imported here, not at module level: the MCP client (`mcp`, `anyio`) costs ~27 MB and
         # start-up time that a worker on the lite or cli transport never needs (issue 16, idle RSS).
@@ -67,6 +72,7 @@ def open_store(config: StoreConfig) -> MemoryStore:
             timeout_s=config.timeout_s,
             idle_close_s=config.idle_close_s,
             env=env,
+            breaker=config.breaker,
         )
     raise FatalStoreError(
         f"unknown store transport {config.transport!r}: use one of {', '.join(TRANSPORTS)}"

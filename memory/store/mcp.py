@@ -39,6 +39,7 @@ from memory.store.base import (
     StoreError,
     Target,
 )
+from memory.store.breaker import Breaker, StoreTimeout
 from memory.store.cli import CliStore
 from memory.store.mcp_session import REQUIRED_TOOLS, Connection, McpSession, McpUnavailable
 from memory.store.replies import (
@@ -77,6 +78,7 @@ class McpStore(McpSession):
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
         fallback: CliStore | None = None,
+        breaker: Breaker | None = None,
     ) -> None:
         self.shelf = shelf
         self.binary = binary
@@ -86,8 +88,10 @@ class McpStore(McpSession):
         self.max_data_bytes: int | None = None
         self._env = {**os.environ, **(env or {})}
         self._cwd = cwd or Path.home()
+        #: Shared with the CLI fallback: one store, one count of timeouts (:mod:`.breaker`).
+        self.breaker = breaker or Breaker()
         self._fallback = fallback or CliStore(
-            shelf, binary, timeout_s=timeout_s, env=env, cwd=self._cwd
+            shelf, binary, timeout_s=timeout_s, env=env, cwd=self._cwd, breaker=self.breaker
         )
         self._use_cli = False
         self._lock = threading.Lock()
@@ -122,6 +126,7 @@ class McpStore(McpSession):
             if self._use_cli:
                 return fallback()
             args = {"shelf": self.shelf, **arguments}
+            self.breaker.before_call(f"hypatia {tool}")
             try:
                 result = self._submit(self._call(tool, args))
                 if result.is_error and "is not connected" in _text(result):
@@ -131,6 +136,10 @@ class McpStore(McpSession):
             except McpUnavailable as exc:
                 self._switch_to_cli(str(exc))
                 return fallback()
+            except StoreTimeout as exc:
+                self.breaker.timed_out(str(exc))
+                raise
+            self.breaker.answered()
         if result.is_error:
             text = _text(result)
             if _ALREADY_EXISTS.match(text):

@@ -28,6 +28,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, CallToolResult, Implementation
 
 from memory.store.base import FatalStoreError, Features, TransientStoreError
+from memory.store.breaker import StoreTimeout
 from memory.store.replies import features_from_tools
 
 REQUIRED_TOOLS = (
@@ -111,7 +112,7 @@ class McpSession:
             return future.result(timeout=backstop)
         except concurrent.futures.TimeoutError:
             future.cancel()
-            raise TransientStoreError(f"hypatia mcp: no answer within {backstop:g} s") from None
+            raise StoreTimeout(f"hypatia mcp: no answer within {backstop:g} s") from None
 
     # ------------------------------------------------------------------------- connection
 
@@ -162,7 +163,7 @@ class McpSession:
             await ready
         except TimeoutError:  # before OSError, of which it is a subclass
             await self._shutdown(conn)
-            raise TransientStoreError(
+            raise StoreTimeout(
                 f"hypatia mcp handshake timed out after {self.handshake_timeout_s:g} s"
             ) from None
         except OSError as exc:
@@ -222,7 +223,7 @@ class McpSession:
                 return await session.call_tool(tool, arguments)
         except TimeoutError:
             self._abandon(conn)
-            raise TransientStoreError(
+            raise StoreTimeout(
                 f"hypatia {tool}: no answer within {self.timeout_s:g} s; server killed"
             ) from None
         except MCPError as exc:

@@ -18,7 +18,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 from fault_support import (
     LITE,
@@ -28,6 +27,7 @@ from fault_support import (
     lagging,
     lay_home,
     not_finished,
+    pg_lagging,
     run_once,
     run_once_argv,
 )
@@ -145,16 +145,6 @@ def private_pg() -> Iterator[tuple[str, Path, str]]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def _pg_lagging(url: str) -> set[str]:
-    with psycopg.connect(url) as conn:
-        rows = conn.execute(
-            "SELECT s.session_id FROM sessions AS s LEFT JOIN progress AS p "
-            "ON p.session_id = s.session_id AND p.shelf = 'default' "
-            "WHERE s.durable_end_seq > greatest(coalesce(p.last_logged_seq, 0), s.inherited_cut)"
-        ).fetchall()
-    return {sid for (sid,) in rows}
-
-
 def test_a_postgresql_restart_mid_run(tmp_path: Path,
                                       private_pg: tuple[str, Path, str]) -> None:
     url, data, pg_ctl = private_pg
@@ -176,11 +166,11 @@ def test_a_postgresql_restart_mid_run(tmp_path: Path,
     _out, err = proc.communicate(timeout=600)
     text = err.decode()
     # Ridden out, or every session it could not finish is named.
-    assert _pg_lagging(url) <= not_finished(text), text
+    assert pg_lagging(url) <= not_finished(text), text
     if proc.returncode == 0:
         assert not_finished(text) == set()
     again = run_once(root, **extra)
     assert again.returncode == 0, again.stderr
     assert not_finished(again.stderr) == set()
-    assert _pg_lagging(url) == set()
+    assert pg_lagging(url) == set()
     assert dump(root) == clean

@@ -144,9 +144,30 @@ def test_exhausted_transient_retries_are_a_retryable_error(model_server: ModelSe
     model_server.push(Reply(status=500, error="boom"), Reply(status=502, error="bad gateway"))
     with pytest.raises(RetryableModelError) as caught:
         client.complete("memory-adjudication", "s", "u", 0)
-    assert str(caught.value) == "adjudication model call failed: HTTP 502 bad gateway"
+    # The status and the error's type; never the provider's message (it may quote the prompt).
+    assert str(caught.value) == "adjudication model call failed: HTTP 502 scripted"
     assert len(model_server.requests) == 2
-    assert [(r.outcome, r.error) for r in records] == [("error", "HTTP 502 bad gateway")]
+    assert [(r.outcome, r.error) for r in records] == [("error", "HTTP 502 scripted")]
+
+
+def test_an_error_quoting_the_prompt_is_recorded_without_its_words(
+    model_server: ModelServer,
+) -> None:
+    records: list[ModelCallRecord] = []
+    client = client_for(model_server, "m", records=records, transient_tries=1)
+    prompt = "plan the Zq51d0c0ffeeCanary migration"
+    model_server.push(
+        Reply(status=400, error=f"Content Exists Risk: {prompt}",
+              error_type="invalid_request_error"),
+        Reply(status=400, error=f"refused: {prompt}", error_type=f"refused {prompt}"),
+    )
+    with pytest.raises(RetryableModelError) as first:
+        client.complete("memory-consolidation", "s", prompt, 0)
+    with pytest.raises(RetryableModelError) as second:
+        client.complete("memory-consolidation", "s", prompt, 0)
+    assert str(first.value) == "consolidation model call failed: HTTP 400 invalid_request_error"
+    assert str(second.value) == "consolidation model call failed: HTTP 400"  # prose type dropped
+    assert [r.error for r in records] == ["HTTP 400 invalid_request_error", "HTTP 400"]
 
 
 def test_a_client_error_is_not_retried_in_the_attempt(model_server: ModelServer) -> None:

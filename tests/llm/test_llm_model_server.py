@@ -38,7 +38,7 @@ def test_queued_replies_come_first_then_the_responder(model_server: ModelServer)
 def test_without_a_script_the_server_fails_loudly(model_server: ModelServer) -> None:
     with pytest.raises(RetryableModelError) as caught:
         client(model_server).complete("memory-cascade", "s", "u", 0)
-    assert str(caught.value) == "cascade model call failed: HTTP 500 no scripted reply left"
+    assert str(caught.value) == "cascade model call failed: HTTP 500 no_scripted_reply_left"
 
 
 def test_requests_are_recorded_as_bytes_and_json(model_server: ModelServer) -> None:

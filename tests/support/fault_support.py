@@ -11,6 +11,8 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -100,12 +102,30 @@ def not_finished(stderr: str) -> set[str]:
     return set(found.group(1).split(", ")) if found else set()
 
 
+_LAGGING = ("SELECT s.session_id FROM sessions AS s LEFT JOIN progress AS p "
+            "ON p.session_id = s.session_id AND p.shelf = 'default' "
+            "WHERE s.durable_end_seq > {most}(coalesce(p.last_logged_seq, 0), s.inherited_cut)")
+
+
 def lagging(root: Path) -> set[str]:
     """Sessions whose log the state database says is not fully logged (SQLite state)."""
     with sqlite3.connect(root / "data" / "state.db") as conn:
-        rows = conn.execute(
-            "SELECT s.session_id FROM sessions AS s LEFT JOIN progress AS p "
-            "ON p.session_id = s.session_id AND p.shelf = 'default' "
-            "WHERE s.durable_end_seq > max(coalesce(p.last_logged_seq, 0), s.inherited_cut)"
-        ).fetchall()
+        rows = conn.execute(_LAGGING.format(most="max")).fetchall()
     return {sid for (sid,) in rows}
+
+
+def pg_lagging(url: str) -> set[str]:
+    """The same on a PostgreSQL state database at ``url``."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(_LAGGING.format(most="greatest")).fetchall()
+    return {sid for (sid,) in rows}
+
+
+def wait_for(condition: Callable[[], object], seconds: float, what: str) -> None:
+    """Poll ``condition`` until it is true; fail naming ``what`` after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)

@@ -67,6 +67,7 @@ class Reply:
     usage: dict[str, int] | None = None  # prompt_tokens, completion_tokens, reasoning_tokens
     status: int = 200
     error: str = "scripted failure"  # the error message when status != 200
+    error_type: str = "scripted"  # the error's ``type`` (the worker keeps this, not the message)
     delay_s: float = 0.0
     chunks: int = 3
     chunk_delay_s: float = 0.0  # pause before each streamed piece
@@ -116,6 +117,14 @@ def echo_reply(request_json: Any) -> Reply:
         "target": "",
     }
     return Reply(content=json.dumps(payload, ensure_ascii=False))
+
+
+def prompt_quoting_error(request_json: Any, status: int = 400) -> Reply:
+    """An error that quotes the request, as content-filter and invalid-request errors of real
+    providers often do: HTTP ``status`` whose message repeats every transcript line of the
+    request (or the whole last user message when it has no transcript)."""
+    quoted = " | ".join(transcript_lines(request_json))
+    return Reply(status=status, error=f"Content Exists Risk: the request contains {quoted}")
 
 
 class ModelServer:
@@ -190,7 +199,8 @@ class ModelServer:
             return self.responder(request_json)
         if self.echo:
             return echo_reply(request_json)
-        return Reply(status=500, error="no scripted reply left")
+        return Reply(status=500, error="no scripted reply left",
+                     error_type="no_scripted_reply_left")
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -222,7 +232,7 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.delay_s:
             time.sleep(reply.delay_s)
         if reply.status != 200:
-            self._json(reply.status, {"error": {"message": reply.error, "type": "scripted"}})
+            self._json(reply.status, {"error": {"message": reply.error, "type": reply.error_type}})
             return
         if reply.raw is not None:
             stream = bool(parsed.get("stream"))
@@ -369,5 +379,6 @@ __all__ = [
     "Reply",
     "echo_reply",
     "model_server_fixture",
+    "prompt_quoting_error",
     "transcript_lines",
 ]

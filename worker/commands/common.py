@@ -61,7 +61,13 @@ def serve_metrics(settings: Settings, state: StateDB | None = None) -> None:
 
 
 def db_error_line(exc: BaseException) -> str:
-    """One line of a state-database error, without SQLAlchemy's "Background on this error" link."""
+    """One line of a state-database error, without SQLAlchemy's "Background on this error" link;
+    a full disk is named as such, with where (:mod:`worker.state.disk_full`)."""
+    from worker.state.disk_full import disk_full
+
+    full = disk_full(exc)
+    if full is not None:
+        return full
     text = re.sub(r"\s*\(Background on this error at: [^)]*\)", "", str(exc))
     return " ".join(text.split())[:300]
 

@@ -7,7 +7,9 @@ treating every session as idle (every tail is flushed), shows a progress bar and
 
 from __future__ import annotations
 
+import signal
 import time
+from types import FrameType
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -71,12 +73,12 @@ def _run(settings: Settings, once: bool, children: OnceChildren | None) -> None:
 
     runtime = open_runtime_or_exit(settings, "run", force_idle=once)
     target = settings.store_shelf
-    check_store_or_exit(runtime, target)
-    if settings.reconcile_on_startup:
-        reconcile_with_store(runtime, target)
-    resume_repairs(runtime, target)  # finish repairs a crash interrupted
-    backfill_consolidation(runtime, target)
     try:
+        check_store_or_exit(runtime, target)
+        if settings.reconcile_on_startup:
+            reconcile_with_store(runtime, target)
+        resume_repairs(runtime, target)  # finish repairs a crash interrupted
+        backfill_consolidation(runtime, target)
         if once:
             _run_once(runtime, target, children)
         else:
@@ -89,8 +91,20 @@ def _run(settings: Settings, once: bool, children: OnceChildren | None) -> None:
         runtime.close()
 
 
+class _Stopped(BaseException):  # like KeyboardInterrupt: no `except Exception` stops it
+    """SIGTERM arrived during ``run --once`` (SIGINT arrives as ``KeyboardInterrupt``)."""
+
+
+def _sigterm_stops(_signum: int, _frame: FrameType | None) -> None:
+    raise _Stopped
+
+
 def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> None:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from worker.commands.common import db_error_line
     from worker.logs import quiet_job_lines
+    from worker.run.once_children import OnceTotals, set_signal
     from worker.run.once_parallel import run_once
 
     # The progress bar and the summary tell the story; per-job lines only when asked (DEBUG).
@@ -118,9 +132,30 @@ def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> No
         def _say(line: str) -> None:
             err.print(line, soft_wrap=True, markup=False)
 
-        totals = run_once(runtime, shelf, children=children, progress=_show, say=_say)
+        totals = OnceTotals()
+        # SIGTERM stops the run like Ctrl-C: the store call in flight is killed with its whole
+        # group (memory.store.cli), and the summary says what was done and what was not.
+        previous = set_signal(signal.SIGTERM, _sigterm_stops)  # None off the main thread
+        try:
+            run_once(runtime, shelf, children=children, progress=_show, say=_say, totals=totals)
+        except (KeyboardInterrupt, _Stopped) as exc:
+            name = "SIGINT" if isinstance(exc, KeyboardInterrupt) else "SIGTERM"
+            progress.stop()
+            err.print(f"stopped by {name}: {totals.summary()}", soft_wrap=True, markup=False)
+            raise typer.Exit(1) from None
+        except SQLAlchemyError as exc:
+            # A state outage mid-run: one line for it, then the summary naming every session
+            # not finished (the fault guarantee), exit 1.
+            progress.stop()
+            err.print(f"memory-worker: the state database failed: {db_error_line(exc)}; "
+                      "stopping", soft_wrap=True, markup=False)
+            err.print(totals.summary(), soft_wrap=True, markup=False)
+            raise typer.Exit(1) from None
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
     err.print(totals.summary(), soft_wrap=True, markup=False)
-    if totals.failed or totals.unscanned:
+    if totals.failed or totals.unscanned or totals.unfinished:
         raise typer.Exit(1)
 
 

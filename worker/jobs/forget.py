@@ -73,6 +73,9 @@ def forget_session(ctx: JobContext, *, dry_run: bool = False) -> ForgetResult:
     with ctx.state() as repos:
         repos.sessions.set_forgotten(sid, True)
         repos.sessions.scrub_title(sid)
+        # Error records hold no message text (docs/guarantees.md); they go with the session too.
+        repos.failures.forget_session(sid)
+        repos.model_calls.forget_session(sid)
         shipped = delete_session(repos.conn, sid)  # its shipped log bytes go with the mark
         repos.audit.record(ACTION_FORGET, "started", shelf=ctx.shelf, session_id=sid,
                            detail=f"{len(result.items)} entries planned"

@@ -45,6 +45,7 @@ from worker.observability import (
     RETRACTIONS,
     SPANS_PROCESSED,
 )
+from worker.state.disk_full import disk_full
 from worker.state.failures import describe_error
 
 log = logging.getLogger(__name__)
@@ -106,7 +107,11 @@ def _guarded(
     except Exception as exc:  # a bug must not kill the worker; it is recorded
         log.exception("%s %s failed unexpectedly", job, session_id)
         result.status, result.detail = "retry", _line(exc)
-        _record_failure(runtime, job, session_id, exc, permanent=False)
+        # Its class only: a bug's message may hold any text it was given (a message's words
+        # included), and the failure row outlives a withdrawal (docs/guarantees.md).
+        _record_failure(runtime, job, session_id,
+                        f"unexpected {type(exc).__name__} (the worker log has the traceback)",
+                        permanent=False)
     finally:
         ctx.keeper.stop()
         ctx.lease = ctx.keeper.lease
@@ -176,12 +181,15 @@ def _finish(result: JobResult, started: float) -> JobResult:
 
 
 def _line(exc: BaseException) -> str:
+    full = disk_full(exc)  # "disk full: <where>", not SQLite's "disk I/O error"
+    if full is not None:
+        return full
     text = " ".join(str(exc).split())
     return text or type(exc).__name__
 
 
 def _record_failure(
-    runtime: Runtime, job: str, session_id: str, exc: BaseException, *, permanent: bool
+    runtime: Runtime, job: str, session_id: str, exc: BaseException | str, *, permanent: bool
 ) -> None:
     try:
         with runtime.state.transaction() as repos:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from memory.dsh.frames import set_max_frame_bytes
 from memory.redaction import set_extra_redactions
 from memory.store.base import MemoryStore
+from memory.store.breaker import Breaker
 from memory.store.factory import StoreConfig, open_store
 from worker.jobs.logread import LogHandOff
 from worker.settings import Settings
@@ -59,6 +60,8 @@ class Runtime:
     #: ``log_span`` to ``session_node`` (:class:`~worker.jobs.logread.LogHandOff`).
     hand_off: LogHandOff = field(default_factory=LogHandOff)
     _stores: dict[str, MemoryStore] = field(default_factory=dict)
+    #: One per shelf, kept when a store handle is dropped and reopened (memory.store.breaker).
+    _breakers: dict[str, Breaker] = field(default_factory=dict)
     _segments: SegmentStore | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -71,8 +74,23 @@ class Runtime:
                 found = self._stores[shelf] = factory(shelf)
             return found
 
+    def breaker(self, shelf: str) -> Breaker:
+        """The breaker of ``shelf``'s store: open while the store is treated as down."""
+        found = self._breakers.get(shelf)
+        if found is None:  # setdefault: atomic, and callable under ``_lock`` (store → open)
+            s = self.settings
+            found = self._breakers.setdefault(
+                shelf, Breaker(s.store_down_after_timeouts, s.store_down_retry_s))
+        return found
+
+    def store_is_down(self, shelf: str) -> bool:
+        """True while ``shelf``'s store is treated as down (its breaker is open)."""
+        found = self._breakers.get(shelf)
+        return found is not None and found.is_open
+
     def _open_store(self, shelf: str) -> MemoryStore:
         s = self.settings
+        breaker = self.breaker(shelf)
         return open_store(
             StoreConfig(
                 transport=s.store_transport,
@@ -81,6 +99,7 @@ class Runtime:
                 timeout_s=s.store_timeout_s,
                 lite_home=s.lite_home,
                 shelf_url=s.store_shelf_url if shelf == s.store_shelf else None,
+                breaker=breaker,
             )
         )
 

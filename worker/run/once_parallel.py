@@ -36,7 +36,7 @@ from worker.names import JOB_CONSOLIDATE, archive_lease_key, session_lease_key
 from worker.run.cpu_budget import CpuProbe, ProcessPlan, plan_processes
 from worker.run.once_children import ChildProcess, OnceChildren, OnceTotals, set_signal
 from worker.run.runner import InProcessRunner, JobKey
-from worker.watch.watcher import Watcher
+from worker.watch.watcher import ScanReport, Watcher
 
 log = logging.getLogger(__name__)
 
@@ -54,13 +54,16 @@ def run_once(
     children: OnceChildren | None = None,
     progress: ProgressHook | None = None,
     say: Callable[[str], None] | None = None,
+    totals: OnceTotals | None = None,
 ) -> OnceTotals:
     """Process what is on disk: in this process alone, or with ``children`` (created before
     ``runtime`` was opened) first in those processes and then in a final pass here.
 
     ``say`` gets the one line about a child that failed or was killed, and the one that says
-    why fewer processes than ``--jobs`` asked for are used (default: a warning)."""
-    totals = OnceTotals()
+    why fewer processes than ``--jobs`` asked for are used (default: a warning). ``totals``
+    (default: new) is filled as the run goes, so a caller stopped by a signal still has what
+    was done and what was not."""
+    totals = OnceTotals() if totals is None else totals
     hints: list[JobKey] = []
     rescan: set[str] | None = None  # None: scan every session
     with _each_warning_once() if children is not None else contextlib.nullcontext():
@@ -106,25 +109,67 @@ def once_pass(
         _show(None)
 
     runner = InProcessRunner(runtime, on_result=_done, single_pass=True)
-    owe_consolidation(runtime, runner.submit)
-    for job, session_id, hint_shelf in hints:
-        runner.submit(job, session_id, hint_shelf)
     # Each session's jobs run right after its scan, on the scan's decode of the log.
     watcher = Watcher(runtime, runner.submit, shelf=shelf, only_sessions=only_sessions,
                       after_session=lambda _sid: runner.run_ready())
+    scans: list[ScanReport] = []
+    try:
+        _pass(runtime, shelf, runner, watcher, _show, hints, scans)
+    except BaseException:
+        # Stopped (SIGINT, SIGTERM) or the state database failed: count what is done and name
+        # the rest, so the caller's summary says which sessions are not finished.
+        _count_stopped(totals, runner, watcher, scans, only_sessions)
+        raise
+    _count_scan(totals, scans[0], only_sessions)
+    totals.add_tally(runner.stats.tally())
+    totals.outcomes(runner.stats.unfinished, runner.stats.settled)
+
+
+def _count_stopped(totals: OnceTotals, runner: InProcessRunner, watcher: Watcher,
+                   scans: list[ScanReport], only_sessions: Collection[str] | None) -> None:
+    """What a pass that did not end did: its jobs, and as not finished every job left and every
+    session of the home with no finished job (the scan itself may not have reached them)."""
+    unfinished = dict(runner.stats.unfinished)
+    for job, session_id, _shelf in runner.left():
+        unfinished.setdefault((job, session_id), "stopped before it finished")
+    if scans:
+        _count_scan(totals, scans[0], only_sessions)
+    else:
+        try:
+            found = [location.session_id for location in watcher.discover()]
+        except Exception:  # a listing that fails names nothing more
+            found = []
+        if only_sessions is None:
+            totals.sessions = len(found)
+        done = {session_id for _job, session_id in runner.stats.settled}
+        for session_id in found:
+            if session_id not in done:
+                unfinished.setdefault(("scan", session_id), "not scanned")
+    totals.add_tally(runner.stats.tally())
+    totals.outcomes(unfinished, runner.stats.settled)
+
+
+def _pass(runtime: Runtime, shelf: str, runner: InProcessRunner, watcher: Watcher,
+          _show: Callable[..., None], hints: Iterable[JobKey], scans: list[ScanReport]) -> None:
+    owe_consolidation(runtime, runner.submit)
+    for job, session_id, hint_shelf in hints:
+        runner.submit(job, session_id, hint_shelf)
     report = watcher.poll_once()
+    scans.append(report)
     watcher.reconcile()
     for session_id in queued_sessions(runtime, shelf):  # recorded by `reconsolidate`
         runner.submit(JOB_CONSOLIDATE, session_id, shelf)
     _show("writing memory", runner.stats.finished + runner.pending())
     runner.drain()
     _show("writing memory", runner.stats.finished)
+
+
+def _count_scan(totals: OnceTotals, report: ScanReport,
+                only_sessions: Collection[str] | None) -> None:
     if only_sessions is None:
         totals.sessions = report.sessions
     totals.new_events += report.new_events
     totals.unscanned.extend(report.unscanned)
-    totals.add_tally(runner.stats.tally())
-    totals.outcomes(runner.stats.unfinished, runner.stats.settled)
 
 
 def plan_groups(sizes: Sequence[tuple[str, int]], count: int) -> list[list[str]]:

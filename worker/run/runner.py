@@ -91,6 +91,7 @@ class InProcessRunner:
         self._backing_off: set[JobKey] = set()
         self._attempts: dict[JobKey, int] = {}
         self._busy_since: dict[JobKey, float] = {}
+        self._running: JobKey | None = None
 
     # ---------------------------------------------------------------------------------- queue
 
@@ -104,6 +105,12 @@ class InProcessRunner:
 
     def pending(self) -> int:
         return len(self._ready) + len(self._delayed)
+
+    def left(self) -> list[JobKey]:
+        """The jobs not finished yet: the one running (when stopped mid-job), then the queued and
+        the delayed ones."""
+        keys = [self._running] if self._running is not None else []
+        return keys + list(self._ready) + [key for _, key in sorted(self._delayed)]
 
     # ---------------------------------------------------------------------------------- drain
 
@@ -145,7 +152,9 @@ class InProcessRunner:
     def _run(self, key: JobKey) -> None:
         job, session_id, shelf = key
         attempt = self._attempts.get(key, 0)
+        self._running = key
         result = run_job(self.runtime, job, session_id, shelf, attempt=attempt)
+        self._running = None
         settings = self.runtime.settings
         now = time.monotonic()
         if result.status == "busy":
@@ -154,7 +163,9 @@ class InProcessRunner:
             again = waiting < settings.lease_wait_s
         else:
             self._busy_since.pop(key, None)
-            again = result.status == "retry" and attempt < settings.task_max_retries
+            # A store treated as down (memory.store.breaker) fails every call at once: no retry.
+            again = (result.status == "retry" and attempt < settings.task_max_retries
+                     and not self.runtime.store_is_down(shelf))
         if again:
             self._attempts[key] = attempt + 1
             self.stats.retried += 1

@@ -18,6 +18,7 @@ lock, which is what the repositories rely on.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.engine.url import URL
 from sqlalchemy.exc import ArgumentError
 
+from worker.state.disk_full import remember_sqlite_path
+from worker.state.lock_wait import LockWaits
 from worker.state.prepared import driver_execute, observed
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -68,13 +71,16 @@ def _sqlite_setup(engine: Engine, *, read_only: bool = False) -> None:
 
     # Writers take the write lock up front; readers (WAL) never wait for a writer.
     begin = "BEGIN" if read_only else "BEGIN IMMEDIATE"
+    # A writer's wait for another process's lock is said, not silent (worker.state.lock_wait).
+    waits = None if read_only else LockWaits(engine.url.database or "state database")
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
-        if observed(conn):
-            conn.exec_driver_sql(begin)  # a listener sees every statement, BEGIN included
-        else:
-            driver_execute(conn, begin)
+        with waits.waiting() if waits is not None else contextlib.nullcontext():
+            if observed(conn):
+                conn.exec_driver_sql(begin)  # a listener sees every statement, BEGIN included
+            else:
+                driver_execute(conn, begin)
 
 
 def make_engine(url: str, *, read_only: bool = False) -> Engine:
@@ -88,6 +94,7 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
         database = parsed.database or ""
         if database and database != ":memory:" and not database.startswith("file:"):
             Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            remember_sqlite_path(str(Path(database).expanduser()))  # to name a full disk
         engine = create_engine(
             parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}, pool_pre_ping=False
         )

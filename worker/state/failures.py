@@ -83,6 +83,13 @@ class FailureRepo:
         """Forget the failure (the task succeeded, or the operator retries it)."""
         return prepared.first(self._conn, _CLEAR, {"p_task": task, "p_sid": session_id}) is not None
 
+    def forget_session(self, session_id: str) -> int:
+        """Delete every failure row of ``session_id`` (``forget``); returns how many."""
+        result = self._conn.execute(
+            delete(FailureRow).where(FailureRow.session_id == session_id).returning(FailureRow.id)
+        )
+        return len(result.all())
+
     def list(self, *, permanent: bool | None = None, task: str | None = None) -> list[Failure]:
         """Failures, most recent first; filter on permanence or task when given."""
         query = select(*_COLUMNS).order_by(FailureRow.last_at.desc(), FailureRow.id.desc())

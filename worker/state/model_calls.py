@@ -77,6 +77,14 @@ class ModelCallRepo:
         query = select(*_COLUMNS).order_by(ModelCallRow.id.desc()).limit(limit)
         return [ModelCall(**row._asdict()) for row in self._conn.execute(query)]
 
+    def forget_session(self, session_id: str) -> int:
+        """Delete every call made for ``session_id`` (``forget``); returns how many."""
+        result = self._conn.execute(
+            delete(ModelCallRow).where(ModelCallRow.session_id == session_id)
+            .returning(ModelCallRow.id)
+        )
+        return len(result.all())
+
     def prune(self, keep: int = 1000) -> int:
         """Delete all but the newest ``keep`` rows; returns how many were deleted."""
         query = delete(ModelCallRow)

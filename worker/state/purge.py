@@ -2,7 +2,9 @@
 
 Text the worker keeps in the state database and must forget (today: ``sessions.title_text``,
 the session's title, derived from its messages) is *overwritten* by an ``UPDATE`` (see
-:meth:`worker.state.sessions.SessionRepo.scrub_title`), never only flagged. What the engine
+:meth:`worker.state.sessions.SessionRepo.scrub_title`), never only flagged. Error records
+(``failures``, ``model_calls``) never hold message text, and ``forget`` deletes a session's rows
+of them as well; their tables are purged with ``sessions``. What the engine
 then still holds, and what :func:`after_purge` does about it:
 
 * **SQLite.** Every connection sets ``PRAGMA secure_delete = ON`` (:mod:`worker.state.db`), so
@@ -33,7 +35,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
 CHECKPOINT_WAIT_MS = 250
-PURGED_TABLES = ("sessions",)
+PURGED_TABLES = ("sessions", "failures", "model_calls")
 
 
 def after_purge(engine: Engine, tables: Sequence[str] = PURGED_TABLES) -> bool:

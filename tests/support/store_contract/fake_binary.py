@@ -9,8 +9,9 @@ The fake delegates to ``hypatia-lite`` and misbehaves on purpose, by ``FAKE_MODE
 - ``probe-fail``: every ``--help`` records its pid and fails (exit 1) while the file named by
   ``FAKE_FAILFILE`` exists.
 - ``proxy`` (default): ``mcp`` runs ``hypatia-lite mcp`` behind a line proxy that records its pid,
-  hangs forever on a request containing ``HANG-me``, and drops the tool named in
-  ``FAKE_DROP_TOOL`` from ``tools/list``.
+  hangs forever on a request containing ``HANG-me`` (with ``FAKE_HANG_CALLS=1``: on every tool
+  call, after a normal handshake), and drops the tool named in ``FAKE_DROP_TOOL`` from
+  ``tools/list``.
 
 Pids go to ``FAKE_PIDFILE`` (one per line).
 """
@@ -28,6 +29,7 @@ LITE = {lite!r}
 MODE = os.environ.get("FAKE_MODE", "proxy")
 PIDFILE = os.environ.get("FAKE_PIDFILE")
 DROP = os.environ.get("FAKE_DROP_TOOL", "")
+HANG_CALLS = os.environ.get("FAKE_HANG_CALLS") == "1"
 args = sys.argv[1:]
 
 
@@ -76,7 +78,7 @@ def pump_out():
 
 threading.Thread(target=pump_out, daemon=True).start()
 for line in sys.stdin.buffer:
-    if b"HANG-me" in line:
+    if b"HANG-me" in line or (HANG_CALLS and b'"tools/call"' in line):
         time.sleep(600)
     server.stdin.write(line)
     server.stdin.flush()
