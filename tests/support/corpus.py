@@ -408,14 +408,15 @@ def write_session(corpus: Corpus, session_id: str, *, version: int, turns: int,
             kind = book.rng.choice((REWIND, ROLLBACK))
             log.withdraw(seqs[back], kind, legacy=book.rng.random() < 0.5)
             del seqs[back:]
-            _retype(log, book, prompts[back][0], seqs)
+            _retype(log, book, prompts[back][0], seqs, prompts[back][1])
     log.flush()
     corpus.logs.append(log)
     return log
 
 
-def _retype(log: CorpusLog, book: Phrasebook, prompt: str, seqs: list[int]) -> None:
-    seqs.append(_turn(log, book, book.retyped(prompt)))
+def _retype(log: CorpusLog, book: Phrasebook, prompt: str, seqs: list[int],
+            secret_: str | None = None) -> None:
+    seqs.append(_turn(log, book, book.retyped(prompt), secret_=secret_))
 
 
 def late_withdrawal(corpus: Corpus, log: CorpusLog) -> None:
@@ -429,7 +430,7 @@ def late_withdrawal(corpus: Corpus, log: CorpusLog) -> None:
     target = book.rng.choice(prompts[1:])
     log.withdraw(target.seq, book.rng.choice((REWIND, ROLLBACK)),
                  legacy=book.rng.random() < 0.5)
-    _retype(log, book, target.text, [])
+    _retype(log, book, target.text, [], target.secret)
     log.flush()
 
 

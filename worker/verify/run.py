@@ -17,12 +17,15 @@ message is searched in every byte.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from memory.store.lite import shelves
+from memory.store.lite.db import DB_FILE
 from memory.store.lite.pg.url import redact as redact_url
 from worker.jobs.runtime import Runtime
 from worker.settings import Settings
@@ -133,6 +136,28 @@ def bytes_note(settings: Settings, shelf: str) -> str:
             "retention")
 
 
+def shelf_schema_text(directory: Path) -> str:
+    """The lowercased text the shelf's file holds for its own sake: the schema (``sqlite_master``:
+    table, column, index and trigger definitions) and the ``meta`` rows. A term found there (a
+    withdrawn "triggered" stems to ``trigger``) is in the file for that reason."""
+    path = directory / DB_FILE
+    if not path.is_file():
+        return ""
+    try:
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return ""
+    try:
+        rows = conn.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL").fetchall()
+        with contextlib.suppress(sqlite3.Error):
+            rows += conn.execute("SELECT k || ' ' || v FROM meta").fetchall()
+    except sqlite3.Error:
+        return ""
+    finally:
+        conn.close()
+    return "\n".join(str(r[0]) for r in rows).lower()
+
+
 def _files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.rglob("*") if p.is_file())
 
@@ -157,8 +182,10 @@ def verify(runtime: Runtime, shelf: str, meter: Meter | None = None) -> Report:
     if directory is None:
         report.bytes_skipped = bytes_note(settings, shelf)
     else:
+        schema = shelf_schema_text(directory)
         gone = [_in_bytes(m, found.held, distinctive_terms(
-            store, m, found.leaked_keys.get((m.session_id, m.name), ()))) for m in sources.messages]
+            store, m, found.leaked_keys.get((m.session_id, m.name), ())), schema)
+            for m in sources.messages]
         _scan_files(report, ByteMatcher(gone, terms=True), _files(directory), meter)
     state = scan_state(runtime.state, sources, _state_explainer(sources))
     report.leaks += state.leaks
@@ -182,12 +209,14 @@ def _state_explainer(sources: Sources) -> Explain:
     return explain
 
 
-def _in_bytes(message: Gone, held: set[str], terms: list[str] | None = None) -> Gone:
+def _in_bytes(message: Gone, held: set[str], terms: list[str] | None = None,
+              schema: str = "") -> Gone:
     """``message`` as a byte scan looks for it: without the phrases some live entry or state row
-    legitimately holds, and (``terms``) only those terms."""
+    legitimately holds, and (``terms``) only those terms, none that ``schema`` holds."""
     phrases = tuple(p for p in message.fragments.phrases if p not in held)
     kept = message.fragments.terms if terms is None else tuple(
-        group for group in message.fragments.terms if group[0] in terms)
+        group for group in message.fragments.terms
+        if group[0] in terms and not any(t in schema for t in group))
     return dataclasses.replace(message, fragments=dataclasses.replace(
         message.fragments, phrases=phrases, terms=kept))
 
