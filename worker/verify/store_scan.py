@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 
 from memory.store.base import Catalog, Content, KnowledgeEntry, MemoryStore, StatementRow
 from worker.jobs.storeview import parse_span_summary, query_all
@@ -81,10 +82,9 @@ def scan_store(store: MemoryStore, sources: Sources, tick: Tick | None = None) -
     scan = StoreScan()
     matcher = TextMatcher(sources.messages)
     names = _Names(sources)
-    rows = list(_rows(store, scan))
-    provenance = Provenance(sources.kept, ((r.head, r.relation, r.tail) for r in rows
-                                           if isinstance(r, StatementRow)))
-    ends_of = {r.triple: (r.head, r.tail) for r in rows if isinstance(r, StatementRow)}
+    statements = _statements(store, scan)
+    provenance = Provenance(sources.kept, ((r.head, r.relation, r.tail) for r in statements))
+    ends_of = {r.triple: (r.head, r.tail) for r in statements}
 
     def text_leaks(key: str, content: Content, where: str, via: str) -> None:
         ends = ends_of.get(key) if where.startswith("statement") else None
@@ -97,6 +97,7 @@ def scan_store(store: MemoryStore, sources: Sources, tick: Tick | None = None) -
                             message.why, phrase, unexplained))
             scan.leaked_keys.setdefault((message.session_id, message.name), set()).add(key)
 
+    rows: Iterator[KnowledgeEntry | StatementRow] = chain(_entries(store, scan), statements)
     for row in rows:
         key, ends = ((row.name, (row.name,)) if isinstance(row, KnowledgeEntry)
                      else (row.triple, (row.head, row.tail)))
@@ -119,16 +120,21 @@ def scan_store(store: MemoryStore, sources: Sources, tick: Tick | None = None) -
     return scan
 
 
-def _rows(store: MemoryStore, scan: StoreScan) -> Iterator[KnowledgeEntry | StatementRow]:
-    """Every entry, then every statement, of the store (counted in ``scan``)."""
+def _entries(store: MemoryStore, scan: StoreScan) -> Iterator[KnowledgeEntry]:
+    """Every entry of the store, streamed (counted in ``scan``)."""
     for row in query_all(store, "$knowledge", [["$like", "name", "%"]]):
         if isinstance(row, KnowledgeEntry):
             scan.entries += 1
             yield row
-    for row in query_all(store, "$statement", [["$like", "head", "%"]]):
-        if isinstance(row, StatementRow):
-            scan.statements += 1
-            yield row
+
+
+def _statements(store: MemoryStore, scan: StoreScan) -> list[StatementRow]:
+    """Every statement of the store (counted in ``scan``): read first, since the edges are how
+    archives and work units name their sources."""
+    rows = [row for row in query_all(store, "$statement", [["$like", "head", "%"]])
+            if isinstance(row, StatementRow)]
+    scan.statements = len(rows)
+    return rows
 
 
 def distinctive_terms(store: MemoryStore, message: Gone, leaked: Iterable[str]) -> list[str]:
