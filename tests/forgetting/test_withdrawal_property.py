@@ -22,12 +22,13 @@ from canary_support import canary_reply, cli_env
 from corpus import (
     REWIND,
     ROLLBACK,
-    SYLLABLES,
     Corpus,
     CorpusLog,
     Phrasebook,
     SessionRecord,
+    files_holding,
     session_prompts,
+    withdrawn_only_words,
 )
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
@@ -84,14 +85,6 @@ def rendered(text: str, secret: str | None) -> str:
     return text.replace(secret, "[REDACTED:secret:key]") if secret else text
 
 
-def gone_words(records: list[SessionRecord]) -> set[str]:
-    """Made-up words only withdrawn messages hold, whose first six letters no kept text has."""
-    kept = " ".join(m.text for r in records for m in r.kept()).lower()
-    return {w for r in records for m in r.withdrawn() for w in words(m.text)
-            if w.isascii() and w.isalpha() and len(w) >= 6
-            and any(w.startswith(s) for s in SYLLABLES) and w[:6] not in kept}
-
-
 def check_oracle(root: Path, records: list[SessionRecord]) -> None:
     """The store against the generator's record (see the module docstring)."""
     shelf = dump(root)
@@ -113,10 +106,8 @@ def check_oracle(root: Path, records: list[SessionRecord]) -> None:
             said_lines = {line for line in entries[name].splitlines()
                           if line.startswith(("U: ", "A: "))}
             assert said_lines and said_lines <= kept_lines, name
-    gone = gone_words(records)
-    for path in sorted(p for d in ("lite", "data") for p in (root / d).rglob("*") if p.is_file()):
-        data = path.read_bytes().lower()
-        assert [w for w in sorted(gone) if w[:6].encode() in data] == [], path
+    gone = withdrawn_only_words(records)
+    assert files_holding(root / "lite", gone) == files_holding(root / "data", gone) == {}
     secrets = [m.secret for r in records for m in r.said if m.secret]
     assert not any(s in str(shelf) for s in secrets)
 
@@ -162,7 +153,7 @@ def test_random_withdrawals_leave_exactly_the_kept_conversation(
             assert clean.stdout.startswith("0 leaks in ")
 
             planted = next(((r, m) for r in corpus.records for m in r.withdrawn()
-                            if set(words(m.text)) & gone_words(corpus.records)), None)
+                            if set(words(m.text)) & withdrawn_only_words(corpus.records)), None)
             if planted is not None:
                 record, said = planted
                 from memory.store.lite.store import LiteStore

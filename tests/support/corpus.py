@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -444,3 +445,28 @@ def realistic_corpus(home: Path, *, seed: int = 21, sessions: int = 6,
         write_session(corpus, f"corpus-{n:02d}", version=versions[n % 3],
                       turns=turns * 4 if n == 1 else turns)
     return corpus
+
+
+# ----------------------------------------------------------------------------------- checking
+
+
+def withdrawn_only_words(records: list[SessionRecord]) -> set[str]:
+    """Made-up words only withdrawn messages hold (by the generator's own record), whose first
+    six letters are in no kept text (the full-text index keeps stems, so a byte check looks for
+    those six)."""
+    kept = " ".join(m.text for r in records for m in r.kept()).lower()
+    return {w.lower() for r in records for m in r.withdrawn() for w in re.findall(r"\w+", m.text)
+            if w.isascii() and w.isalpha() and len(w) >= 6
+            and any(w.startswith(s) for s in SYLLABLES) and w[:6].lower() not in kept}
+
+
+def files_holding(root: Path, found: set[str]) -> dict[str, list[str]]:
+    """Each file under ``root`` (recursively) whose bytes hold the first six letters of one of
+    ``found``, with those words."""
+    held: dict[str, list[str]] = {}
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        data = path.read_bytes().lower()
+        hits = [w for w in sorted(found) if w[:6].encode() in data]
+        if hits:
+            held[str(path)] = hits
+    return held
