@@ -33,6 +33,7 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "dsh"
 V4 = "7d3c1f0e-2b6a-4c59-9e1d-5a8f3b2c4d10"
 WITHDRAWN_TEXT = "The session is read-only, so I cannot edit files now."
 PHRASES = ["the session is read only", "so i cannot edit files", "i cannot edit files now"]
+NO_SOURCE = "no legitimate source: not an entry the worker derives from a kept message"
 TRANSPORTS = {
     "lite": {},
     "cli": {"store_transport": "cli", "store_binary": str(BIN / "hypatia-lite")},
@@ -120,7 +121,8 @@ def test_command_prints_one_line_or_each_leak_and_exits_by_outcome(tmp_path: Pat
     assert leaked.returncode == 1, leaked.stderr
     lines = leaked.stdout.splitlines()
     assert lines[0] == (f"leak: entry planted-note (query): session {V4}, msg-{V4}-5 "
-                        f'(seq 49, withdrawn): "the session is read only"')
+                        f'(seq 49, withdrawn): "the session is read only" — not explained: '
+                        f"{NO_SOURCE}")
     assert all(line.startswith("leak: ") for line in lines)
     assert re.fullmatch(rf"{len(lines)} leaks in 2 withdrawn messages and 0 forgotten sessions "
                         r"\(\d+ places searched\)", leaked.stderr.strip().splitlines()[-1])
@@ -128,7 +130,7 @@ def test_command_prints_one_line_or_each_leak_and_exits_by_outcome(tmp_path: Pat
     assert report["leaks"][0] == {
         "where": "entry planted-note", "via": "query", "session_id": V4,
         "message": f"msg-{V4}-5", "seq": 49, "why": "withdrawn",
-        "fragment": "the session is read only"}
+        "fragment": "the session is read only", "unexplained": NO_SOURCE}
 
     broken = _cli(tmp_path, MEMORY_WORKER_STORE_TRANSPORT="cli",
                   MEMORY_WORKER_STORE_BINARY="no-such-hypatia")

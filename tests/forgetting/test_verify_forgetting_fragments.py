@@ -82,3 +82,16 @@ def test_a_forgotten_sessions_names_do_not_cover_a_longer_session_id() -> None:
     assert _of_session("msg-s-1-5", "s-1") and _of_session("sum-s-1-0-17", "s-1")
     assert not _of_session("msg-s-1-x-5", "s-1") and not _of_session("sum-s-1-x-0-17", "s-1")
     assert not _of_session("msg-s-1-", "s-1")
+
+
+def test_a_word_of_another_script_is_not_a_separator() -> None:
+    """Found by the property-based withdrawal test: the withdrawn "добавь тесты для разбора
+    логов" matched the kept "добавь тесты для модуля разбора логов" in the shelf's bytes, since
+    every non-ASCII character counted as a separator."""
+    kept = "Пожалуйста, добавь тесты для модуля разбора логов.".encode()
+    assert not re.search(phrase_pattern("добавь тесты для разбора логов"), kept, re.IGNORECASE)
+    assert not re.search(phrase_pattern("请 检查 配置"), "请仔细检查配置".encode(), re.IGNORECASE)
+    for text in ("добавь — тесты «для» разбора… логов", "добавь，тесты！для 🙂 разбора ✅ логов",
+                 "добавь\u00a0тесты\u3001для разбора\\nлогов"):
+        assert re.search(phrase_pattern("добавь тесты для разбора логов"), text.encode(),
+                         re.IGNORECASE), text

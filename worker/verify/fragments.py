@@ -46,9 +46,19 @@ _PLACEHOLDER = re.compile("|".join((
     re.escape(C.INTERRUPTED_SUFFIX),
     re.escape(C.TOOL_CALLS_ONLY),
 )))
-#: between two words of a phrase: a JSON escape, a non-word ASCII byte or a non-ASCII character
-_SEPARATOR = (rb"(?:\\[nrtbf\\/\"]|\\u[0-9a-fA-F]{4}|[^0-9A-Za-z\x80-\xff]"
-              rb"|[\xc2-\xf4][\x80-\xbf]{1,3}){1,16}")
+#: non-ASCII characters that separate words, in UTF-8: Latin-1 punctuation and symbols
+#: (U+0080–U+00BF, × ÷), general punctuation (U+2000–U+206F: dashes, quotes, …), symbols,
+#: arrows, box drawing and dingbats (U+2100–U+2BFF: ✅ ❌), CJK punctuation (U+3000–U+303F),
+#: full-width punctuation (，！？：；) and emoji (U+1F000–U+1FAFF). A letter of another script is
+#: never a separator, so a phrase does not match across a word in Cyrillic or Greek.
+_NON_ASCII_SEPARATORS = (
+    rb"\xc2[\x80-\xbf]|\xc3[\x97\xb7]|\xe2\x80[\x80-\xbf]|\xe2\x81[\x80-\xaf]"
+    rb"|\xe2[\x84-\xaf][\x80-\xbf]|\xe3\x80[\x80-\xbf]|\xef\xbc[\x81-\x8f\x9a-\xa0\xbb-\xbf]"
+    rb"|\xef\xbd[\x80\x9b-\xa5]|\xf0\x9f[\x80-\xab][\x80-\xbf]")
+#: between two words of a phrase: a JSON escape, a non-word ASCII byte or a non-ASCII
+#: punctuation mark or symbol
+_SEPARATOR = (rb"(?:\\[nrtbf\\/\"]|\\u[0-9a-fA-F]{4}|[^0-9A-Za-z\x80-\xff]|"
+              + _NON_ASCII_SEPARATORS + rb"){1,16}")
 
 
 @dataclass(frozen=True, slots=True)

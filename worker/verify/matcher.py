@@ -22,7 +22,9 @@ Progress = Callable[[int], None]
 @dataclass(frozen=True, slots=True)
 class Leak:
     """One trace of a message that must be gone: ``where`` it was found (an entry, a statement,
-    a file, a state-database column), how (``via``), whose text, and which fragment."""
+    a file, a state-database column), how (``via``), whose text, which fragment, and why that
+    place's legitimate sources do not explain it (``unexplained``; empty for a name that must
+    not exist)."""
 
     where: str
     via: str
@@ -31,13 +33,15 @@ class Leak:
     seq: int | None
     why: str
     fragment: str
+    unexplained: str = ""
 
     def line(self) -> str:
         seq = f"seq {self.seq}, " if self.seq is not None else ""
         what = f'"{self.fragment}"' if self.fragment else "the entry itself is still there"
         message = f", {self.message}" if self.message else ""
+        because = f" — not explained: {self.unexplained}" if self.unexplained else ""
         return (f"leak: {self.where} ({self.via}): session {self.session_id}{message} "
-                f"({seq}{self.why}): {what}")
+                f"({seq}{self.why}): {what}{because}")
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -19,16 +19,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from memory.consolidation.transcript import transcript_lines
 from memory.entries import message_name, session_name
 from memory.span import SpanOptions, plan_span
-from memory.titles import survey_titles
+from memory.titles import HostSummary, survey_titles
 from worker.jobs.log_span import span_options_for
 from worker.jobs.logread import PermanentJobError, TransientJobError
 from worker.jobs.withdrawals import SessionLog, read_session_log
 from worker.settings import Settings
 from worker.shipping.store import SegmentStore
 from worker.state.sessions import SessionState
-from worker.verify.fragments import Fragments, fragments_of
+from worker.verify.fragments import Fragments, fragments_of, normalised
+from worker.verify.provenance import KeptText, SessionText
 
 WITHDRAWN = "withdrawn"
 FORGOTTEN = "forgotten"
@@ -63,6 +65,8 @@ class Sources:
     forgotten_without_log: list[str] = field(default_factory=list)
     #: session id → why its log could not be read (its withdrawals are unchecked)
     unreadable: dict[str, str] = field(default_factory=dict)
+    #: what the entries of each readable, not forgotten session may legitimately hold
+    kept: KeptText = field(default_factory=KeptText)
 
     @property
     def withdrawn_count(self) -> int:
@@ -106,8 +110,28 @@ def _gone(log_: SessionLog, bodies: dict[int, str], seqs: Iterable[int], why: st
     return found
 
 
+def _kept_text(log_: SessionLog, options: SpanOptions, bodies: dict[int, str],
+               node: HostSummary | None) -> SessionText:
+    """The session's kept text as its entries render it (:mod:`worker.verify.provenance`):
+    each kept message's content by ordinal, plus by seq its transcript line (what a summary's
+    model saw), and the node's text."""
+    kept = SessionText(log_.session_id)
+    for seq, body in bodies.items():
+        if seq not in log_.withdrawn:
+            kept.messages[log_.ordinals[seq]] = normalised(body)
+            kept.by_seq.append((seq, kept.messages[log_.ordinals[seq]]))
+    created = log_.state.header.get("created_at")
+    lines = transcript_lines(log_.events, withdrawn=log_.cited,
+                             inherited_cut=log_.state.inherited_cut, tz=options.tz,
+                             now_ms=created if isinstance(created, int) else 0)
+    kept.by_seq += [(line.seq, normalised(line.text)) for line in lines]
+    if node is not None and node.text:
+        kept.node = (node.seq, normalised(node.text))
+    return kept
+
+
 def _node_texts(log_: SessionLog, options: SpanOptions, kinds: list[str],
-                bodies: dict[int, str], forgotten: bool) -> list[Gone]:
+                bodies: dict[int, str], forgotten: bool, sources: Sources) -> list[Gone]:
     """Session-node texts that must be gone: every title and compaction summary of a forgotten
     session, and of any other session each one derived from a withdrawn message
     (:func:`memory.titles.survey_titles` decides, as the session node job does)."""
@@ -121,6 +145,8 @@ def _node_texts(log_: SessionLog, options: SpanOptions, kinds: list[str],
     else:
         summaries = [s.summary for s in choice.tainted()]
     kept = [] if forgotten else [t for seq, t in bodies.items() if seq not in log_.withdrawn]
+    if not forgotten:
+        sources.kept.add(_kept_text(log_, options, bodies, choice.chosen))
     return [Gone(log_.session_id, session_name(log_.session_id), summary.seq,
                  FORGOTTEN if forgotten else DERIVED, fragments_of(summary.text, kept),
                  by_name=False)
@@ -156,7 +182,7 @@ def collect(
             sources.messages += _gone(log_, bodies, log_.ordinals, FORGOTTEN)
         else:
             sources.messages += _gone(log_, bodies, log_.withdrawn, WITHDRAWN)
-        sources.messages += _node_texts(log_, options, kinds, bodies, state.forgotten)
+        sources.messages += _node_texts(log_, options, kinds, bodies, state.forgotten, sources)
     return sources
 
 

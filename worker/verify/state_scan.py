@@ -4,6 +4,7 @@ PostgreSQL), and on SQLite the files themselves (``state.db``, ``-wal``, ``-shm`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,12 +17,17 @@ from worker.verify.matcher import Leak, TextMatcher
 from worker.verify.sources import Sources
 
 SQLITE_SUFFIXES = ("", "-wal", "-shm", "-journal")
+#: (``table.column``, the row's primary key, phrase) → ``None`` when the row's own legitimate
+#: source explains the phrase, else why not
+Explain = Callable[[str, dict[str, object], str], "str | None"]
 
 
 @dataclass(slots=True)
 class StateScan:
     leaks: list[Leak] = field(default_factory=list)
     columns: list[str] = field(default_factory=list)
+    #: phrases a row holds that its own source explains
+    held: set[str] = field(default_factory=set)
 
 
 def state_files(url: str) -> list[Path]:
@@ -34,8 +40,9 @@ def state_files(url: str) -> list[Path]:
             if Path(f"{main}{suffix}").is_file()]
 
 
-def scan_state(state: StateDB, sources: Sources) -> StateScan:
-    """Every text value of the state database searched for the phrases of ``sources``."""
+def scan_state(state: StateDB, sources: Sources, explain: Explain | None = None) -> StateScan:
+    """Every text value of the state database searched for the phrases of ``sources``; a phrase
+    ``explain`` accounts for is not a leak."""
     scan = StateScan()
     matcher = TextMatcher(sources.messages)
     with state.read() as repos:
@@ -52,9 +59,16 @@ def scan_state(state: StateDB, sources: Sources) -> StateScan:
                     text = row[-1]
                     if not isinstance(text, str):
                         continue
-                    ident = ", ".join(f"{k.name}={v}" for k, v in zip(keys, row[:-1], strict=True))
+                    key = {k.name: v for k, v in zip(keys, row[:-1], strict=True)}
+                    ident = ", ".join(f"{k}={v}" for k, v in key.items())
+                    place = f"{table.name}.{column.name}"
                     for message, phrase in matcher.find(text):
+                        why = (explain(place, key, phrase) if explain is not None
+                               else "no source of this column holds it")
+                        if why is None:
+                            scan.held.add(phrase)
+                            continue
                         scan.leaks.append(Leak(
-                            f"state {table.name}.{column.name} [{ident}]", "query",
-                            message.session_id, message.name, message.seq, message.why, phrase))
+                            f"state {place} [{ident}]", "query", message.session_id,
+                            message.name, message.seq, message.why, phrase, why))
     return scan

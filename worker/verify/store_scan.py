@@ -1,6 +1,10 @@
 """Searching the store through its adapter (any transport): every entry and statement read back
 with ``query``, and the full-text index asked with ``search`` for every phrase.
 
+A phrase found in an entry or statement is a leak only when the entry's own legitimate sources
+do not explain it (:mod:`worker.verify.provenance`); the phrases some entry legitimately holds are
+collected (``held``) so the byte scans leave them out.
+
 Besides text, names are checked: a withdrawn message's ``msg-*`` entry, any entry of a forgotten
 session (``msg-<sid>-*``, ``sum-<sid>-*``, ``session-<sid>``) and any statement naming one of
 them is a leak even when its text is too short to have fragments.
@@ -10,10 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 
 from memory.store.base import Catalog, Content, KnowledgeEntry, MemoryStore, StatementRow
 from worker.jobs.storeview import parse_span_summary, query_all
 from worker.verify.matcher import Leak, TextMatcher
+from worker.verify.provenance import Provenance
 from worker.verify.sources import FORGOTTEN, Gone, Sources, forgotten_names
 
 _CATALOGS: tuple[Catalog, ...] = ("knowledge", "statement")
@@ -28,6 +34,8 @@ class StoreScan:
     searches: int = 0
     #: (session, message) → keys whose text holds that message's fragments
     leaked_keys: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    #: phrases some entry or statement holds and its own sources explain
+    held: set[str] = field(default_factory=set)
     _seen: set[tuple[str, str, str, str]] = field(default_factory=set)
 
 
@@ -74,14 +82,23 @@ def scan_store(store: MemoryStore, sources: Sources, tick: Tick | None = None) -
     scan = StoreScan()
     matcher = TextMatcher(sources.messages)
     names = _Names(sources)
+    statements = _statements(store, scan)
+    provenance = Provenance(sources.kept, ((r.head, r.relation, r.tail) for r in statements))
+    ends_of = {r.triple: (r.head, r.tail) for r in statements}
 
     def text_leaks(key: str, content: Content, where: str, via: str) -> None:
+        ends = ends_of.get(key) if where.startswith("statement") else None
         for message, phrase in matcher.find(content_text(key, content)):
+            unexplained = provenance.why_not(key, phrase, ends)
+            if unexplained is None:
+                scan.held.add(phrase)
+                continue
             _add(scan, Leak(where, via, message.session_id, message.name, message.seq,
-                            message.why, phrase))
+                            message.why, phrase, unexplained))
             scan.leaked_keys.setdefault((message.session_id, message.name), set()).add(key)
 
-    for row in _rows(store, scan):
+    rows: Iterator[KnowledgeEntry | StatementRow] = chain(_entries(store, scan), statements)
+    for row in rows:
         key, ends = ((row.name, (row.name,)) if isinstance(row, KnowledgeEntry)
                      else (row.triple, (row.head, row.tail)))
         where = f"{'entry' if isinstance(row, KnowledgeEntry) else 'statement'} {key}"
@@ -103,16 +120,21 @@ def scan_store(store: MemoryStore, sources: Sources, tick: Tick | None = None) -
     return scan
 
 
-def _rows(store: MemoryStore, scan: StoreScan) -> Iterator[KnowledgeEntry | StatementRow]:
-    """Every entry, then every statement, of the store (counted in ``scan``)."""
+def _entries(store: MemoryStore, scan: StoreScan) -> Iterator[KnowledgeEntry]:
+    """Every entry of the store, streamed (counted in ``scan``)."""
     for row in query_all(store, "$knowledge", [["$like", "name", "%"]]):
         if isinstance(row, KnowledgeEntry):
             scan.entries += 1
             yield row
-    for row in query_all(store, "$statement", [["$like", "head", "%"]]):
-        if isinstance(row, StatementRow):
-            scan.statements += 1
-            yield row
+
+
+def _statements(store: MemoryStore, scan: StoreScan) -> list[StatementRow]:
+    """Every statement of the store (counted in ``scan``): read first, since the edges are how
+    archives and work units name their sources."""
+    rows = [row for row in query_all(store, "$statement", [["$like", "head", "%"]])
+            if isinstance(row, StatementRow)]
+    scan.statements = len(rows)
+    return rows
 
 
 def distinctive_terms(store: MemoryStore, message: Gone, leaked: Iterable[str]) -> list[str]:
