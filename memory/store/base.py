@@ -136,6 +136,12 @@ class FatalStoreError(StoreError):
     """Not worth retrying: bad arguments, a missing binary, an unknown shelf, a broken reply."""
 
 
+class StoreConfigError(FatalStoreError):
+    """The store cannot be opened as configured — a shelf name or URL, a refused shelf
+    registration, a login the server refuses: nothing heals it until the configuration changes,
+    so a job that meets it is not retried."""
+
+
 # ------------------------------------------------------------------------------------- protocol
 
 
