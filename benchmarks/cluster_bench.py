@@ -39,8 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from worker_dshgen import conversation
 
-from memory.store.lite import db, shelves
-from memory.store.lite.sqlitelib import sqlite3
+from hypatia_lite import db, shelves
+from hypatia_lite.sqlitelib import sqlite3
 from worker.state.database import StateDB
 
 BIN = Path(sys.executable).parent

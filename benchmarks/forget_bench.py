@@ -29,12 +29,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from hypatia_lite import db
+from hypatia_lite.fts import put_docs
+from hypatia_lite.rows import content_text, make_content
+from hypatia_lite.sqlitelib import sqlite3
+from hypatia_lite.store import LiteStore
 from memory.store.base import EntryWrite
-from memory.store.lite import db
-from memory.store.lite.fts import put_docs
-from memory.store.lite.rows import content_text, make_content
-from memory.store.lite.sqlitelib import sqlite3
-from memory.store.lite.store import LiteStore
 
 BATCH = 500
 ROUNDS = 3

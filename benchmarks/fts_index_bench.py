@@ -10,7 +10,7 @@ write transactions:
 - ``insert trigger``: an ``AFTER INSERT`` trigger indexes each row (hypatia-lite before this
   benchmark; Hypatia's own layout);
 - ``insert … select``: the rows first, then one ``INSERT INTO docs_fts … SELECT … WHERE id > ?``
-  per transaction (hypatia-lite now, ``memory.store.lite.fts.put_docs``).
+  per transaction (hypatia-lite now, ``hypatia_lite.fts.put_docs``).
 
 Both indexed variants are checked with FTS5's ``integrity-check`` and the same query, so they
 hold the same index. Prints µs per document and the ratio trigger / insert-select.

@@ -74,8 +74,8 @@ def seed_rewrite_history(state_url: str, summaries: int) -> int:
     settled, and ``summaries`` repair intents, each closed by its summary's entry): what the
     reconcile reads every interval. Returns the number of rows written."""
     from worker.jobs.reconsolidate import ACTION, QUEUED, REWRITE_ACTION
-    from worker.jobs.repair_plan import ACTION_INTENT, ACTION_SUMMARY
     from worker.state import StateDB
+    from worker.state.audit import ACTION_INTENT, ACTION_SUMMARY
 
     db = StateDB.open(state_url)
     rows = 0

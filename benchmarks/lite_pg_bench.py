@@ -30,9 +30,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from hypatia_lite import shelves
+from hypatia_lite.store import LiteStore
 from memory.store.base import EntryWrite, StatementWrite
-from memory.store.lite import shelves
-from memory.store.lite.store import LiteStore
 
 
 def _message(n: int) -> str:

@@ -20,10 +20,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from hypatia_lite.store import LiteStore
 from memory.store.base import EntryWrite, MemoryStore
 from memory.store.cli import CliStore
 from memory.store.factory import StoreConfig, open_store
-from memory.store.lite.store import LiteStore
 from memory.store.mcp import McpStore
 
 

@@ -48,15 +48,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from memory.store.lite.sqlitelib import sqlite3
+from hypatia_lite.sqlitelib import sqlite3
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from worker_dshgen import SessionLogWriter, conversation, embedded_runtime
 
+from hypatia_lite import db, shelves
 from memory.dsh.reader import read_log
 from memory.messages import is_loggable
-from memory.store.lite import db, shelves
 from worker.run.once_children import OnceChildren
 from worker.run.once_parallel import run_once
 from worker.run.runner import InProcessRunner

@@ -10,7 +10,6 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from worker.jobs.repair_plan import pending_intents
 from worker.names import session_lease_key
 from worker.state.database import StateDB
 from worker.state.models import ModelCallRow
@@ -51,7 +50,7 @@ def figures(state: StateDB, shelf: str) -> dict[str, Any]:
             consolidated = row.last_consolidated_seq if row is not None else 0
             start = max(logged, session.inherited_cut)
             lease = repos.leases.holder(session_lease_key(session.session_id))
-            pending = len(pending_intents(repos, session.session_id)) + unretracted.get(
+            pending = len(repos.audit.pending_repairs(session.session_id)) + unretracted.get(
                 session.session_id, 0)
             pending_by_session[session.session_id] = pending
             rows.append({

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 from memory.store.base import FatalStoreError, MemoryStore, StoreConfigError
 from memory.store.cli import CliStore
@@ -37,16 +36,8 @@ class StoreConfig:
     shelf_url: str | None = None
 
 
-def _lite_store_class() -> Any:
-    for module in ("memory.store.lite", "memory.store.lite.store"):
-        cls = getattr(importlib.import_module(module), "LiteStore", None)
-        if cls is not None:
-            return cls
-    raise FatalStoreError("hypatia-lite is not available: no LiteStore in memory.store.lite")
-
-
 def _register(config: StoreConfig) -> None:
-    from memory.store.lite import shelves
+    from hypatia_lite import shelves
 
     url = config.shelf_url or ""
     if not shelves.is_url(url):
@@ -69,9 +60,11 @@ def open_store(config: StoreConfig) -> MemoryStore:
         _register(config)
     env = {LITE_HOME_ENV: str(config.lite_home)} if config.lite_home is not None else None
     if config.transport == "lite":
-        cls = _lite_store_class()
+        # hypatia-lite in process: the store's own class is the adapter (it implements the seam).
+        from hypatia_lite.store import LiteStore
+
         try:
-            return cast(MemoryStore, cls(config.shelf, home=config.lite_home))
+            return cast(MemoryStore, LiteStore(config.shelf, home=config.lite_home))
         except FatalStoreError as err:
             if config.shelf_url is not None and _LOGIN_REFUSED.search(str(err)):
                 raise StoreConfigError(str(err)) from err

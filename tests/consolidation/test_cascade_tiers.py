@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
 
+from hypatia_lite.store import LiteStore
 from memory.entries import archive_name
 from memory.llm import ModelClient, ModelRoute
-from memory.store.lite.store import LiteStore
 from worker.jobs.cascade import run_cascade
 
 pytestmark = pytest.mark.integration

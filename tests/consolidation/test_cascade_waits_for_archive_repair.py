@@ -13,7 +13,7 @@ import pytest
 from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
 from test_consolidate_pipeline import process, runtime_for
 
-from memory.store.lite.store import LiteStore
+from hypatia_lite.store import LiteStore
 from worker.jobs import cascade as cascade_job
 from worker.jobs.guard import run_job
 from worker.names import archive_lease_key

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
 
+from hypatia_lite.store import LiteStore
 from memory.consolidation.extraction import WorkUnit
 from memory.llm import ModelClient, ModelRoute
-from memory.store.lite.store import LiteStore
 from worker.jobs.work_units import WorkUnitOptions, store_work_unit
 
 pytestmark = pytest.mark.integration

@@ -17,7 +17,7 @@ import pytest
 from redaction_cases import NEGATIVE, POSITIVE, expected, secrets_of
 
 from benchmarks.worker_dshgen import SessionLogWriter
-from memory.store.lite.store import LiteStore
+from hypatia_lite.store import LiteStore
 
 pytestmark = pytest.mark.integration
 

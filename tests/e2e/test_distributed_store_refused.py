@@ -25,7 +25,7 @@ from celery_events_support import receiving
 from cluster_support import BIN
 from state_db_support import throwaway_pg_database
 
-from memory.store.lite.store import LiteStore
+from hypatia_lite.store import LiteStore
 from worker.jobs.runtime import build_runtime
 from worker.run import tasks
 from worker.settings import load_settings

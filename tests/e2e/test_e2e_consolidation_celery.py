@@ -16,8 +16,8 @@ from model_server import ModelServer, model_server_fixture  # noqa: F401
 from test_e2e_consolidation_embedded import scripted
 from worker_dshgen import SessionLogWriter
 
+from hypatia_lite.sqlitelib import sqlite3
 from memory.entries import archive_name
-from memory.store.lite.sqlitelib import sqlite3
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from memory.store.lite.store import LiteStore
+from hypatia_lite.store import LiteStore
 from worker.commands.demo_home import demo_session_id
 
 BIN = Path(sys.executable).parent

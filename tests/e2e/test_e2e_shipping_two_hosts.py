@@ -32,8 +32,8 @@ import pytest
 from cluster_support import BIN, PG_ADMIN, Cluster, throwaway_cluster, wait_for
 from conftest import REPO
 
-from memory.store.lite import shelves
-from memory.store.lite.store import LiteStore
+from hypatia_lite import shelves
+from hypatia_lite.store import LiteStore
 from worker.shipping.sql import SqlSegmentStore
 
 sys.path.insert(0, str(REPO / "benchmarks"))

@@ -17,9 +17,9 @@ import pytest
 from store_contract.fake_binary import alive, read_pids, write_fake_hypatia
 from store_contract.transports import lite_binary
 
+from hypatia_lite.store import LiteStore
 from memory.store.base import FatalStoreError, Features, TransientStoreError
 from memory.store.cli import CliStore
-from memory.store.lite.store import LiteStore
 from memory.store.mcp import McpStore
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ import pytest
 from bytes_support import leaks, pg_table_file, present, token
 from state_db_support import sqlite_url, throwaway_pg_database
 
-from memory.store.lite.pg import vacuum
+from hypatia_lite.pg import vacuum
 from worker.state import StateDB
 
 

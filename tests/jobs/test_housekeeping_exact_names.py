@@ -13,7 +13,7 @@ import pytest
 from conftest import REPO
 from pipeline_support import cli_env, dump
 
-from memory.store.lite.store import LiteStore
+from hypatia_lite.store import LiteStore
 from worker.jobs.housekeeping import has_message_entry, is_message_of
 
 sys.path.insert(0, str(REPO / "benchmarks"))

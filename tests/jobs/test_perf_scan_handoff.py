@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from conftest import REPO
 
+from hypatia_lite.store import LiteStore
 from memory.dsh.events import Event
-from memory.store.lite.store import LiteStore
 from worker.jobs import logread
 from worker.run.runner import InProcessRunner
 from worker.watch.watcher import Watcher

@@ -10,7 +10,7 @@ from typing import Any
 
 from conftest import REPO
 
-from memory.store.lite.store import LiteStore
+from hypatia_lite.store import LiteStore
 from worker.run.runner import InProcessRunner
 from worker.watch.watcher import Watcher
 

@@ -4,7 +4,7 @@ window, idle-close flushes the tail, a title owes the node, a fork starts at its
 from __future__ import annotations
 
 from memory.dsh.events import Event
-from worker.watch.triggers import Cut, Timing, cut_span, owes_session_node, span_start
+from memory.span_cut import Cut, Timing, cut_span, owes_session_node, span_start
 
 NOW = 1_800_000_000_000
 

@@ -15,8 +15,8 @@ import pytest
 from canary_support import canary_reply, consolidated_pair, dump, dump_text, process, runtime_for
 from model_server import ModelServer, model_server_fixture  # noqa: F401
 
+from hypatia_lite.store import LiteStore
 from memory.store.base import Features
-from memory.store.lite.store import LiteStore
 from worker.jobs import context
 
 pytestmark = pytest.mark.integration

@@ -11,7 +11,7 @@ import pytest
 from canary_support import CanarySession, canary_reply, names, process, runtime_for, triples
 from model_server import ModelServer, model_server_fixture  # noqa: F401
 
-from memory.store.lite.store import LiteStore
+from hypatia_lite.store import LiteStore
 
 pytestmark = pytest.mark.integration
 

@@ -23,8 +23,8 @@ from rewrite_support import (
 )
 from typer.testing import CliRunner
 
+from hypatia_lite.store import LiteStore
 from memory.entries import archive_name
-from memory.store.lite.store import LiteStore
 from worker.cli import _register, app
 
 pytestmark = pytest.mark.integration

@@ -28,8 +28,8 @@ from rewrite_support import (
 from typer.testing import CliRunner
 from worker_dshgen import embedded_runtime
 
+from hypatia_lite.store import LiteStore
 from memory.entries import archive_name
-from memory.store.lite.store import LiteStore
 from worker.cli import _register, app
 from worker.jobs.reconsolidate import queued_rewrites
 from worker.state.database import StateDB

@@ -18,7 +18,7 @@ from cluster_support import BIN
 from conftest import REPO
 from test_pipeline_session_node import process, store_rows
 
-from memory.store.lite.store import LiteStore
+from hypatia_lite.store import LiteStore
 from worker.watch.owed import owed_work
 
 sys.path.insert(0, str(REPO / "benchmarks"))

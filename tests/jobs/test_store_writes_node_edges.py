@@ -9,10 +9,10 @@ from typing import Any, cast
 
 import pytest
 
+from hypatia_lite import fts as lite_fts
+from hypatia_lite.sqlitelib import sqlite3
+from hypatia_lite.store import LiteStore
 from memory.store.base import EntryWrite, MemoryStore
-from memory.store.lite import fts as lite_fts
-from memory.store.lite.sqlitelib import sqlite3
-from memory.store.lite.store import LiteStore
 from worker.jobs import store_writes
 from worker.jobs.context import JobContext
 from worker.jobs.store_writes import create_node_with_edges, settle_edges

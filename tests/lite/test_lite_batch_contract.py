@@ -13,6 +13,10 @@ from typing import Any
 
 import pytest
 
+from hypatia_lite import fts as lite_fts
+from hypatia_lite.embed import HashingEmbedder
+from hypatia_lite.sqlitelib import sqlite3
+from hypatia_lite.store import LiteStore
 from memory.store.base import (
     BatchResult,
     BatchWriter,
@@ -22,10 +26,6 @@ from memory.store.base import (
     csv_triple,
     write_batch,
 )
-from memory.store.lite import fts as lite_fts
-from memory.store.lite.embed import HashingEmbedder
-from memory.store.lite.sqlitelib import sqlite3
-from memory.store.lite.store import LiteStore
 
 PRE_ENTRIES = [EntryWrite("msg-s-2", "already here", tags=("message",), scopes=("p",),
                           embed=False)]

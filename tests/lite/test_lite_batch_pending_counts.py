@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hypatia_lite.embed import HashingEmbedder
+from hypatia_lite.sqlitelib import sqlite3
+from hypatia_lite.store import LiteStore
+from hypatia_lite.vectors import _PENDING
 from memory.store.base import EntryWrite, StatementWrite
-from memory.store.lite.embed import HashingEmbedder
-from memory.store.lite.sqlitelib import sqlite3
-from memory.store.lite.store import LiteStore
-from memory.store.lite.vectors import _PENDING
 
 _SLOW = ("SELECT count(*) FROM {t} WHERE embed_wanted = 1 AND"
          " (embedding IS NULL OR embedding_model IS NOT ?)")

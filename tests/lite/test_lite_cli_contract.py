@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.store.lite.store import LiteStore
+from hypatia_lite.store import LiteStore
 
 BIN = Path(sys.executable).parent / "hypatia-lite"
 pytestmark = pytest.mark.integration
@@ -43,7 +43,7 @@ def test_version_and_lazy_imports(cli: Cli) -> None:
     done = cli("--version")
     assert done.returncode == 0
     assert done.stdout.startswith("hypatia-lite ")
-    probe = ("import sys; from memory.store.lite.cli import run; run(['--version']); "
+    probe = ("import sys; from hypatia_lite.cli import run; run(['--version']); "
              "print(sorted({m.split('.')[0] for m in sys.modules} & "
              "{'mcp', 'openai', 'pydantic', 'httpx2', 'sqlite3', 'sqlean', 'anyio'}))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from memory.store.lite import shelves
-from memory.store.lite.store import LiteStore
+from hypatia_lite import shelves
+from hypatia_lite.store import LiteStore
 
 WORKERS = 4
 NAMES = 40
@@ -20,7 +20,7 @@ NAMES = 40
 _RACER = r"""
 import json, sys, time
 from pathlib import Path
-from memory.store.lite.store import LiteStore
+from hypatia_lite.store import LiteStore
 
 home, start_at, count = Path(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
 time.sleep(max(0.0, start_at - time.time()))
@@ -37,7 +37,7 @@ print(json.dumps(out))
 _CONNECTOR = r"""
 import sys, time
 from pathlib import Path
-from memory.store.lite import shelves
+from hypatia_lite import shelves
 
 home, start_at, name = Path(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
 time.sleep(max(0.0, start_at - time.time()))
@@ -102,7 +102,7 @@ def test_racing_connects_lose_no_registry_entry(tmp_path: Path) -> None:
 _UPDATER = r"""
 import sys, time
 from pathlib import Path
-from memory.store.lite.store import LiteStore
+from hypatia_lite.store import LiteStore
 
 home, start_at, field = Path(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
 time.sleep(max(0.0, start_at - time.time()))

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hypatia_lite import db
+from hypatia_lite.sqlitelib import sqlite3
+from hypatia_lite.store import LiteStore
 from memory.store.base import EntryWrite, StatementWrite
-from memory.store.lite import db
-from memory.store.lite.sqlitelib import sqlite3
-from memory.store.lite.store import LiteStore
 
 
 def _integrity(store: LiteStore) -> None:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from hypatia_lite.jse import JSEError
+from hypatia_lite.store import LiteStore
 from memory.store.base import StoreError
-from memory.store.lite.jse import JSEError
-from memory.store.lite.store import LiteStore
 
 
 @pytest.fixture

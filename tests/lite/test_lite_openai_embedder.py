@@ -11,14 +11,14 @@ from typing import Any, ClassVar
 
 import pytest
 
-from memory.store.base import ModelUnavailableError
-from memory.store.lite.embed import (
+from hypatia_lite.embed import (
     EmbeddingError,
     HashingEmbedder,
     OpenAIEmbedder,
     embedder_from_env,
 )
-from memory.store.lite.store import LiteStore
+from hypatia_lite.store import LiteStore
+from memory.store.base import ModelUnavailableError
 
 VOCAB = ["cat", "dog", "tax", "car"]
 

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 from lite_pg_support import SHELF, admin_dsn, pg_home
 
-from memory.store.lite.store import LiteStore
+from hypatia_lite.store import LiteStore
 
 pytestmark = pytest.mark.integration
 WORKERS = 4
@@ -26,7 +26,7 @@ _RACER = r"""
 import json, sys, time
 from pathlib import Path
 from memory.store.base import EntryWrite, StatementWrite
-from memory.store.lite.store import LiteStore
+from hypatia_lite.store import LiteStore
 
 home, go, count, me = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 store = LiteStore(sys.argv[5], home=home)
@@ -56,7 +56,7 @@ print(json.dumps(out))
 _UPDATER = r"""
 import sys, time
 from pathlib import Path
-from memory.store.lite.store import LiteStore
+from hypatia_lite.store import LiteStore
 
 home, go, field = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 with LiteStore(sys.argv[4], home=home) as store:

@@ -17,9 +17,9 @@ import pytest
 from bytes_support import leaks, present, token
 from lite_pg_support import SHELF, admin_dsn, pg_home, shelf_table_files
 
+from hypatia_lite.pg import purge, vacuum
+from hypatia_lite.store import LiteStore
 from memory.store.base import EntryWrite
-from memory.store.lite.pg import purge, vacuum
-from memory.store.lite.store import LiteStore
 
 pytestmark = pytest.mark.integration
 BIN = Path(sys.executable).parent / "hypatia-lite"

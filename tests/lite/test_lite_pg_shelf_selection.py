@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 from state_db_support import throwaway_pg_database
 
-from memory.store.lite import shelves
-from memory.store.lite.store import LiteStore
+from hypatia_lite import shelves
+from hypatia_lite.store import LiteStore
 
 pytestmark = pytest.mark.integration
 BIN = Path(sys.executable).parent / "hypatia-lite"
 _NO_PSYCOPG = (
     "import sys; sys.modules['psycopg'] = None; "
-    "from memory.store.lite.cli import main; sys.exit(main())"
+    "from hypatia_lite.cli import main; sys.exit(main())"
 )
 
 

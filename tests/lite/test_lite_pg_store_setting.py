@@ -11,10 +11,10 @@ import pytest
 from state_db_support import throwaway_pg_database
 from store_contract.transports import lite_binary
 
+from hypatia_lite import shelves
+from hypatia_lite.store import LiteStore
 from memory.store.base import FatalStoreError, KnowledgeEntry
 from memory.store.factory import StoreConfig, open_store
-from memory.store.lite import shelves
-from memory.store.lite.store import LiteStore
 from worker.jobs.runtime import Runtime
 from worker.settings import load_settings
 from worker.state import StateDB

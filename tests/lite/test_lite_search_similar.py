@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from hypatia_lite.embed import HashingEmbedder, embed_text
+from hypatia_lite.store import LiteStore
 from memory.store.base import Content, ModelUnavailableError, SearchRow
-from memory.store.lite.embed import HashingEmbedder, embed_text
-from memory.store.lite.store import LiteStore
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from hypatia_lite.store import LiteStore
 from memory.store.base import Content, KnowledgeEntry, MemoryStore, NotFoundError, StatementRow
-from memory.store.lite.store import LiteStore
 
 CREATED_AT = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}$")
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from hypatia_lite import db
+from hypatia_lite.sqlitelib import sqlite3
+from hypatia_lite.store import LiteStore
 from memory.store.base import EntryWrite
-from memory.store.lite import db
-from memory.store.lite.sqlitelib import sqlite3
-from memory.store.lite.store import LiteStore
 from worker.state.database import StateDB
 
 _NORMAL = 1

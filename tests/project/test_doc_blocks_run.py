@@ -61,7 +61,7 @@ from doc_blocks import (
 )
 from state_db_support import throwaway_pg_database
 
-from memory.store.lite.store import LiteStore
+from hypatia_lite.store import LiteStore
 
 pytestmark = pytest.mark.integration
 

@@ -24,7 +24,7 @@ from cluster_support import lite_names
 from conftest import REPO
 from state_db_support import throwaway_pg_database
 
-from memory.store.lite import db, shelves
+from hypatia_lite import db, shelves
 from worker import __version__
 from worker.state.migrate import head_revision
 

@@ -1,6 +1,11 @@
-"""No import cycle among the project's modules (``memory``, ``worker``), counting every import:
-module level, function-local and ``TYPE_CHECKING`` blocks alike (the AST is walked, nothing is
-imported)."""
+"""The import graph of the project's packages (``hypatia_lite``, ``memory``, ``worker``) runs one
+way down, counting every import: module level, function-local and ``TYPE_CHECKING`` blocks alike
+(the AST is walked, nothing is imported).
+
+* no import cycle anywhere;
+* ``hypatia_lite`` (the store) imports nothing of ``memory`` or ``worker``; ``memory`` (the
+  domain) imports nothing of ``worker``;
+* inside ``worker``, no arrow runs from a lower floor to a higher one (:data:`WORKER_FLOORS`)."""
 
 from __future__ import annotations
 
@@ -8,7 +13,19 @@ import ast
 from pathlib import Path
 
 ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
-PACKAGES = ("memory", "worker")
+PACKAGES = ("hypatia_lite", "memory", "worker")
+#: What each package may import of the others.
+MAY_IMPORT = {"hypatia_lite": set(), "memory": {"hypatia_lite"}, "worker": {"hypatia_lite", "memory"}}
+#: ``worker``'s floors, top first: a module imports its own floor or the ones below, never above.
+WORKER_FLOORS: tuple[tuple[str, ...], ...] = (
+    ("worker.cli", "worker.__main__", "worker.commands", "worker.console", "worker.tasks"),
+    ("worker.run",),
+    ("worker.watch", "worker.verify"),
+    ("worker.jobs",),
+    ("worker.observability", "worker.shipping", "worker.figures"),
+    ("worker.state",),
+    ("worker.settings", "worker.logs", "worker.names", "worker.demo"),
+)
 
 
 def _modules() -> dict[str, Path]:
@@ -86,8 +103,44 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_import_graph_is_walked() -> None:
     graph = import_graph()
-    assert "worker.cli" in graph and "memory.span" in graph
+    assert "worker.cli" in graph and "memory.span" in graph and "hypatia_lite.store" in graph
     assert any(graph.values())
+
+
+def _floor(module: str) -> int | None:
+    for level, rooms in enumerate(WORKER_FLOORS):
+        if any(module == room or module.startswith(room + ".") for room in rooms):
+            return level
+    return None
+
+
+def test_packages_import_one_way_down() -> None:
+    wrong = sorted(
+        f"{module} -> {target}"
+        for module, targets in import_graph().items()
+        for target in targets
+        if (pkg := target.split(".")[0]) != (own := module.split(".")[0])
+        and pkg not in MAY_IMPORT[own]
+    )
+    assert not wrong, "imports against the packages' order:\n" + "\n".join(wrong)
+
+
+def test_every_worker_module_has_a_floor() -> None:
+    graph = import_graph()
+    homeless = sorted(m for m in graph if m.startswith("worker.") and _floor(m) is None)
+    assert not homeless, f"give these a floor in WORKER_FLOORS: {homeless}"
+
+
+def test_no_arrow_runs_back_up_inside_worker() -> None:
+    upward = sorted(
+        f"{module} -> {target}"
+        for module, targets in import_graph().items()
+        for target in targets
+        if (low := _floor(module)) is not None and (high := _floor(target)) is not None
+        and high < low
+    )
+    assert not upward, "imports from a lower floor of worker to a higher one:\n" + "\n".join(
+        upward)
 
 
 def test_no_import_cycle() -> None:

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from conftest import REPO
 
-from memory.store.lite.store import LiteStore
+from hypatia_lite.store import LiteStore
 from worker.state import StateDB, session_lease_key
 
 sys.path.insert(0, str(REPO / "benchmarks"))

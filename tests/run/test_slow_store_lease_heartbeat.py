@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from conftest import REPO
 
-from memory.store.lite.store import LiteStore
+from hypatia_lite.store import LiteStore
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import conversation

@@ -5,7 +5,7 @@ PostgreSQL, and give what the rules written over the whole history in Python giv
   shelf has an outcome (a reconsolidation or rewrite request still queued), with that entry's id;
 * :meth:`AuditRepo.unclosed` / :meth:`AuditRepo.sessions_with_unclosed` — the subjects (and
   sessions) whose newest opening entry (a repair intent) has no newer closing one; per session,
-  what :func:`worker.jobs.repair_plan.pending_intents` answers.
+  what :meth:`worker.state.audit.AuditRepo.pending_repairs` answers.
 
 Random histories (seeded) mix actions, shelves, outcomes, subjects, entries without a session or
 subject, and the empty session id."""
@@ -16,9 +16,8 @@ import random
 
 import pytest
 
-from worker.jobs.repair_plan import ACTION_INTENT, ACTION_SUMMARY, pending_intents
 from worker.state import StateDB
-from worker.state.audit import AuditEntry
+from worker.state.audit import ACTION_INTENT, ACTION_SUMMARY, AuditEntry
 
 pytest_plugins = ["state_db_support"]
 
@@ -76,7 +75,7 @@ def test_the_sql_reads_match_the_rules_over_the_whole_history(state_db: StateDB,
                 assert list(got) == sorted(got)
         unclosed = repos.audit.sessions_with_unclosed(ACTION_INTENT, ACTION_SUMMARY)
         pairs = repos.audit.unclosed(ACTION_INTENT, ACTION_SUMMARY)
-        per_session = {sid: pending_intents(repos, sid) for sid in sessions}
+        per_session = {sid: repos.audit.pending_repairs(sid) for sid in sessions}
     want = {sid: _unclosed_rule(entries, sid) for sid in sessions}
     want_unclosed = [sid for sid in sessions if want[sid]]
     assert unclosed == want_unclosed

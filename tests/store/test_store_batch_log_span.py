@@ -19,9 +19,9 @@ import pytest
 from conftest import REPO
 from pipeline_support import process
 
+from hypatia_lite import fts as lite_fts
+from hypatia_lite.store import LiteStore
 from memory.store.base import BatchWriter, MemoryStore, write_batch
-from memory.store.lite import fts as lite_fts
-from memory.store.lite.store import LiteStore
 from worker.jobs import store_writes
 
 sys.path.insert(0, str(REPO / "benchmarks"))

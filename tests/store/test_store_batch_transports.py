@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from store_contract.transports import LITE_TRANSPORTS, PG_SHELF, open_harness
 
+from hypatia_lite.store import LiteStore
 from memory.store.base import BatchResult, BatchWriter, EntryWrite, StatementWrite, write_batch
-from memory.store.lite.store import LiteStore
 
 ENTRIES = [
     EntryWrite("msg-t-0", "## Role\nuser\n\n## Content\nhello", tags=("message",),

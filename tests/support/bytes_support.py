@@ -17,7 +17,7 @@ import psycopg
 from canary_support import CanarySession
 from state_db_support import PG_ADMIN_DSN
 
-from memory.store.lite import db, shelves
+from hypatia_lite import db, shelves
 
 HEAD = 12  # "zq" + 10 hex digits: unique per canary, kept by any stem
 

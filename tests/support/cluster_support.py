@@ -18,9 +18,9 @@ from typing import Any
 import psycopg
 import redis
 
-from memory.store.lite import db, shelves
-from memory.store.lite.sqlitelib import sqlite3
-from memory.store.lite.store import LiteStore
+from hypatia_lite import db, shelves
+from hypatia_lite.sqlitelib import sqlite3
+from hypatia_lite.store import LiteStore
 from worker.state.database import StateDB
 
 BIN = Path(sys.executable).parent

@@ -110,7 +110,7 @@ def _wait4(pid: int, timeout: float) -> tuple[int, int, resource.struct_rusage]:
 
 
 def store_dump(root: Path) -> dict[str, Any]:
-    from memory.store.lite.store import LiteStore
+    from hypatia_lite.store import LiteStore
 
     with LiteStore("default", home=root / "lite") as store:
         return store.dump()

@@ -10,8 +10,8 @@ from pathlib import Path
 import psycopg
 from state_db_support import PG_ADMIN_DSN, throwaway_pg_database
 
-from memory.store.lite import shelves
-from memory.store.lite.pg.url import DEFAULT_SCHEMA
+from hypatia_lite import shelves
+from hypatia_lite.pg.url import DEFAULT_SCHEMA
 
 SHELF = "pg"
 

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from memory.store.lite.store import LiteStore
+from hypatia_lite.store import LiteStore
 from worker.jobs.runtime import owe_consolidation
 from worker.run.runner import InProcessRunner
 from worker.watch.watcher import Watcher

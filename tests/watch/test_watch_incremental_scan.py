@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from conftest import REPO
 
+from hypatia_lite.store import LiteStore
 from memory.dsh.reader import read_log
 from memory.messages import is_loggable
-from memory.store.lite.store import LiteStore
 from worker.jobs.logread import read_window
 from worker.run.runner import InProcessRunner
 from worker.watch.watcher import Watcher

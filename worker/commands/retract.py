@@ -48,13 +48,12 @@ def _plan(runtime: Runtime, shelf: str, sid: str, kinds: list[str],
     """The session's log and plan, or an error line."""
     from memory.store.base import StoreError
     from worker.jobs.logread import PermanentJobError, TransientJobError
-    from worker.jobs.repair_plan import pending_intents
     from worker.jobs.retract import plan_session
     from worker.jobs.withdrawals import read_session_log
 
     with runtime.state.transaction() as repos:
         state = repos.sessions.get(sid)
-        pending = pending_intents(repos, sid)
+        pending = repos.audit.pending_repairs(sid)
     if state is None or not state.path:
         return None, None, "unknown session (not seen by the watcher)"
     if state.forgotten:

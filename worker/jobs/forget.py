@@ -22,7 +22,7 @@ from memory.entries import session_name
 from memory.store.base import MemoryStore
 from worker.jobs.context import JobContext
 from worker.jobs.repair import Repairer, RepairReport
-from worker.jobs.repair_plan import ACTION_SUMMARY, model_client, pending_intents
+from worker.jobs.repair_plan import model_client
 from worker.jobs.retract import PlanItem, downstream_items
 from worker.jobs.storeview import (
     edges,
@@ -30,6 +30,7 @@ from worker.jobs.storeview import (
     span_summaries,
 )
 from worker.shipping.sql import delete_session
+from worker.state.audit import ACTION_SUMMARY
 
 ACTION_FORGET = "forget"
 
@@ -106,7 +107,7 @@ def forget_session(ctx: JobContext, *, dry_run: bool = False) -> ForgetResult:
     result.repair = repairer.report
     result.removed += repairer.report.retracted
     with ctx.state() as repos:
-        for subject in sorted(pending_intents(repos, sid)):  # nothing of it is left to repair
+        for subject in sorted(repos.audit.pending_repairs(sid)):  # nothing of it is left to repair
             repos.audit.record(ACTION_SUMMARY, "retracted", shelf=ctx.shelf, session_id=sid,
                                subject=subject, detail="session forgotten")
         repos.audit.record(

@@ -18,6 +18,7 @@ from memory import entries
 from memory.constants import REL_BELONG_TO
 from memory.entries import MESSAGE_POLICY, scopes_for
 from memory.span import SpanOptions, SpanPlan, plan_span
+from memory.span_cut import Timing, cut_span, span_start
 from memory.store.base import (
     BatchWriter,
     EntryWrite,
@@ -41,7 +42,6 @@ from worker.jobs.runtime import ConsolidationOwed, ms_of
 from worker.jobs.store_writes import existing_names, settle_edges
 from worker.names import JOB_CONSOLIDATE
 from worker.settings import Settings
-from worker.watch.triggers import Timing, cut_span, span_start
 
 
 def span_options(ctx: JobContext) -> SpanOptions:

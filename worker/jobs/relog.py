@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from memory import entries
 from memory.entries import scopes_for
 from memory.span import SpanOptions, plan_span
+from memory.span_cut import SESSION_NODE_EVENTS
 from memory.store.base import KnowledgeEntry, MemoryStore, NotFoundError
 from worker.jobs.runtime import Runtime
 from worker.jobs.storeview import knowledge_like
 from worker.jobs.withdrawals import SessionLog
-from worker.watch.triggers import SESSION_NODE_EVENTS
 
 
 @dataclass(slots=True)

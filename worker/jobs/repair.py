@@ -57,14 +57,7 @@ from worker.jobs.archive_lease import hold_archive_lease
 from worker.jobs.context import JobContext
 from worker.jobs.logread import TransientJobError
 from worker.jobs.provenance import current_writer, record_derived, record_written
-from worker.jobs.repair_plan import (
-    ACTION_ARCHIVE,
-    ACTION_INTENT,
-    ACTION_SUMMARY,
-    ACTION_UNIT,
-    SummaryRepair,
-    rebuilt_transcript,
-)
+from worker.jobs.repair_plan import SummaryRepair, rebuilt_transcript
 from worker.jobs.storeview import (
     archive_level,
     archives_above,
@@ -76,6 +69,7 @@ from worker.jobs.storeview import (
 from worker.jobs.withdrawals import SessionLog, Withdrawn
 from worker.jobs.work_units import WorkUnitOptions, WorkUnitOutcome, extract_work_units
 from worker.observability import REPAIRS
+from worker.state.audit import ACTION_ARCHIVE, ACTION_INTENT, ACTION_SUMMARY, ACTION_UNIT
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

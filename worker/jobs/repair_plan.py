@@ -1,6 +1,7 @@
-"""What a repair of derived memory works on: the audit actions it records, the summaries of a
-session that still point at withdrawn entries (or whose repair a crash interrupted), and the
-model client it regenerates text with. :mod:`worker.jobs.repair` carries the repair out."""
+"""What a repair of derived memory works on: the summaries of a session that still point at
+withdrawn entries (or whose repair a crash interrupted: the audit trail's open intents,
+:meth:`worker.state.audit.AuditRepo.pending_repairs`), and the model client it regenerates text
+with. :mod:`worker.jobs.repair` carries the repair out."""
 
 from __future__ import annotations
 
@@ -20,12 +21,6 @@ from worker.jobs.storeview import (
     summary_members,
 )
 from worker.jobs.withdrawals import SessionLog, Withdrawn
-from worker.state.database import Repos
-
-ACTION_INTENT = "repair-intent"
-ACTION_SUMMARY = "repair-summary"
-ACTION_ARCHIVE = "repair-archive"
-ACTION_UNIT = "repair-work-unit"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,12 +34,6 @@ class SummaryRepair:
 
 
 # ---------------------------------------------------------------------------- what to repair
-
-
-def pending_intents(repos: Repos, session_id: str) -> set[str]:
-    """Summaries whose repair was started (intent recorded) and not finished."""
-    return {subject for _, subject in
-            repos.audit.unclosed(ACTION_INTENT, ACTION_SUMMARY, session_id=session_id)}
 
 
 def find_repairs(store: MemoryStore, log_: SessionLog, pending: Iterable[str] = ()) -> list[

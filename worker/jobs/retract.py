@@ -25,14 +25,7 @@ from worker.jobs.context import JobContext, JobOutput, skipped
 from worker.jobs.lease_keeper import wait_for_lease
 from worker.jobs.logread import TransientJobError
 from worker.jobs.repair import Repairer, RepairReport
-from worker.jobs.repair_plan import (
-    ACTION_INTENT,
-    ACTION_SUMMARY,
-    SummaryRepair,
-    find_repairs,
-    model_client,
-    pending_intents,
-)
+from worker.jobs.repair_plan import SummaryRepair, find_repairs, model_client
 from worker.jobs.runtime import Runtime
 from worker.jobs.session_node import reconcile_session_node
 from worker.jobs.store_writes import existing_names
@@ -40,6 +33,7 @@ from worker.jobs.storeview import archives_above, derived_units, unit_sources
 from worker.jobs.withdrawals import SessionLog, Withdrawn, read_session_log
 from worker.names import JOB_RETRACT, session_lease_key
 from worker.observability import RETRACTIONS
+from worker.state.audit import ACTION_INTENT, ACTION_SUMMARY
 from worker.state.leases import Lease
 
 log = logging.getLogger(__name__)
@@ -171,7 +165,7 @@ def execute_plan(ctx: JobContext, log_: SessionLog) -> RunResult:
     store = ctx.store()
     result = RunResult(ctx.session_id)
     with ctx.state() as repos:
-        pending = pending_intents(repos, ctx.session_id)
+        pending = repos.audit.pending_repairs(ctx.session_id)
     plan = plan_session(store, log_, pending)
     for w in plan.messages:
         ctx.heartbeat()
@@ -236,7 +230,7 @@ def repair_after_log_span(ctx: JobContext, withdrew_earlier: bool,
     span held markers (``saw_markers``), re-decide a written session node. Returns what the
     session node reconciliation did, if it ran."""
     with ctx.read() as repos:
-        repair = withdrew_earlier or bool(pending_intents(repos, ctx.session_id))
+        repair = withdrew_earlier or bool(repos.audit.pending_repairs(ctx.session_id))
         state = repos.sessions.get(ctx.session_id)
     if state is None or not (repair or saw_markers):
         return None

@@ -44,7 +44,7 @@ from worker.jobs.context import JobContext
 from worker.jobs.provenance import is_current
 from worker.jobs.relog import Renderings, rewrite_in_place, stale_renderings
 from worker.jobs.repair import Repairer, RepairReport
-from worker.jobs.repair_plan import ACTION_INTENT, SummaryRepair, model_client, rebuilt_transcript
+from worker.jobs.repair_plan import SummaryRepair, model_client, rebuilt_transcript
 from worker.jobs.runtime import Runtime
 from worker.jobs.storeview import (
     SpanSummaryRef,
@@ -55,6 +55,7 @@ from worker.jobs.storeview import (
     summary_members,
 )
 from worker.jobs.withdrawals import SessionLog
+from worker.state.audit import ACTION_INTENT
 from worker.state.provenance import Provenance, Writer
 
 Mode = Literal["replace", "relog"]

@@ -18,7 +18,6 @@ from worker.jobs.context import JobContext, JobOutput, skipped
 from worker.jobs.logread import PermanentJobError
 from worker.jobs.provenance import current_writer
 from worker.jobs.reconsolidate import RewriteRequest, pending_rewrite, settle_rewrite
-from worker.jobs.repair_plan import pending_intents
 from worker.jobs.retract import kinds_for
 from worker.jobs.rewrite import (
     RewriteOutcome,
@@ -52,7 +51,7 @@ def plan_session(runtime: Runtime, store: MemoryStore, shelf: str, session_id: s
     with runtime.state.read() as repos:
         state = repos.sessions.get(session_id)
         progress = repos.progress.find(shelf, session_id)
-        pending = pending_intents(repos, session_id)
+        pending = repos.audit.pending_repairs(session_id)
     if state is None or not state.path:
         return Planned(session_id, error="unknown-session — the watcher has not seen this "
                        "session")

@@ -38,7 +38,6 @@ from worker.jobs.logread import (
 from worker.jobs.store_writes import create_node_with_edges, settle_edges
 from worker.jobs.storeview import edges as store_edges
 from worker.state.sessions import Checkpoint, SessionState
-from worker.watch.scan_problems import storable_text
 
 #: Audit action of a node rewritten or deleted because a withdrawal tainted its source.
 ACTION_NODE: Final = "repair-session-node"
@@ -129,7 +128,7 @@ def reconcile_session_node(ctx: JobContext, whitelist: Iterable[str] | None = No
     text = choice.text
     with ctx.state() as repos:
         replaced = repos.sessions.set_title_text(
-            ctx.session_id, storable_text(text) if text is not None else None)
+            ctx.session_id, text)
     if replaced and session.title_text is not None:
         ctx.runtime.state.after_purge()  # the replaced text leaves the state database's files
     if text is None:

@@ -16,6 +16,12 @@ from sqlalchemy.dialects import postgresql, sqlite
 from worker.state import prepared
 
 
+def storable_text(text: str) -> str:
+    """``text`` without the NUL characters PostgreSQL refuses in text columns (SQLite keeps
+    them), so both state databases store the same string."""
+    return text.replace("\x00", "\ufffd")
+
+
 def insert_ignore(
     conn: Connection, table: Table, values: dict[str, Any], conflict: Sequence[str] = ()
 ) -> bool:

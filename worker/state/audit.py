@@ -17,6 +17,14 @@ RetractionOutcome = Literal["retracted", "absent", "failed", "would-retract"]
 RETRACTION_OUTCOMES: tuple[str, ...] = ("retracted", "absent", "failed", "would-retract")
 DETAIL_MAX = 2000
 
+#: The audit actions of a repair of derived memory (:mod:`worker.jobs.repair`): an intent is
+#: recorded before a summary is touched and closed by its ``repair-summary`` outcome, so a crash
+#: in between leaves the intent open for the next run.
+ACTION_INTENT = "repair-intent"
+ACTION_SUMMARY = "repair-summary"
+ACTION_ARCHIVE = "repair-archive"
+ACTION_UNIT = "repair-work-unit"
+
 
 @dataclass(frozen=True)
 class Retraction:
@@ -181,6 +189,12 @@ class AuditRepo:
         rows = self._conn.execute(_unclosed_query(session_id is not None),
                                   {"p_open": opening, "p_close": closing, "p_sid": session_id})
         return [(sid, subject) for sid, subject in rows]
+
+    def pending_repairs(self, session_id: str) -> set[str]:
+        """The session's summaries whose repair was started (intent recorded) and not
+        finished."""
+        return {subject for _, subject in
+                self.unclosed(ACTION_INTENT, ACTION_SUMMARY, session_id=session_id)}
 
     def sessions_with_unclosed(self, opening: str, closing: str) -> list[str]:
         """The sessions :meth:`unclosed` names, in order."""

@@ -19,7 +19,7 @@ then still holds, and what :func:`after_purge` does about it:
   under an exclusive lock that waits at most 5 s). A snapshot that still sees the old tuple
   (another connection's open transaction, or a backend starting up on a busy server) makes the
   rewrite keep it; the rewrite's report says so, and it is tried twice more after a short pause
-  (:mod:`memory.store.lite.pg.vacuum`). When the lock is not had or the tuple is still kept, it
+  (:mod:`hypatia_lite.pg.vacuum`). When the lock is not had or the tuple is still kept, it
   reports False and the next ``after_purge`` or ``dispose`` of that ``StateDB`` tries again.
   PostgreSQL's own WAL (``pg_wal``), WAL archives and backups keep the old row until they are
   recycled or expire; that is the operator's retention.
@@ -41,7 +41,7 @@ def after_purge(engine: Engine, tables: Sequence[str] = PURGED_TABLES) -> bool:
     True when done, False when another connection kept it from finishing (try again later)."""
     if engine.dialect.name == "sqlite":
         return _sqlite_checkpoint(engine)
-    from memory.store.lite.pg.vacuum import rewrite_clean  # psycopg: PostgreSQL only
+    from hypatia_lite.pg.vacuum import rewrite_clean  # psycopg: PostgreSQL only
 
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         raw = conn.connection.driver_connection

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, Table, bindparam, select
 
 from worker.state import prepared
-from worker.state._sql import insert_ignore, update_by_key
+from worker.state._sql import insert_ignore, storable_text, update_by_key
 from worker.state.leases import Clock
 from worker.state.models import SessionRow, utcnow
 
@@ -143,7 +143,7 @@ class SessionRepo:
                 old_points = ()
         values["checkpoints"] = _merge(old_points, new_checkpoints)
         if project is not None:
-            values["project"] = project
+            values["project"] = storable_text(project)
         if header is not None:
             values["header"] = header
         if inherited_cut is not None:
@@ -154,7 +154,7 @@ class SessionRepo:
                                   or title[0] >= current.last_title_seq):
             values["last_title_seq"] = title[0]
             if title[1] is not None:
-                values["title_text"] = title[1]
+                values["title_text"] = storable_text(title[1])
         if last_activity_at is not None:
             values["last_activity_at"] = last_activity_at
         if durable_end_seq > current.durable_end_seq:
@@ -166,6 +166,7 @@ class SessionRepo:
 
     def set_title_text(self, session_id: str, text: str | None) -> bool:
         """Overwrite the stored node text (``None`` clears it); True when it changed."""
+        text = storable_text(text) if text is not None else None
         current = self.get(session_id)
         if current is None or current.title_text == text:
             return False
@@ -193,7 +194,9 @@ class SessionRepo:
         session exists. Call :meth:`worker.state.database.StateDB.after_purge` once the
         transaction has committed, so the old text leaves the database files too."""
         seq, text = replacement if replacement is not None else (None, None)
-        return self._update(session_id, {"title_text": text, "last_title_seq": seq})
+        return self._update(session_id, {
+            "title_text": storable_text(text) if text is not None else None,
+            "last_title_seq": seq})
 
     def is_forgotten(self, session_id: str) -> bool:
         found = self._conn.execute(

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from memory.store.lite import shelves
+from hypatia_lite import shelves
 from worker.jobs.runtime import Runtime
 from worker.settings import Settings
 from worker.verify.matcher import ByteMatcher, Leak

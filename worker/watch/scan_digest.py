@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 
 from memory.dsh.events import Event, Header
 from memory.span import loggable_once
+from memory.span_cut import SESSION_NODE_EVENTS, STEP_END, TURN_END
 from memory.withdrawal import is_marker
 from worker.state.sessions import SessionState
-from worker.watch.triggers import SESSION_NODE_EVENTS, STEP_END, TURN_END
 
 
 @dataclass(slots=True)

@@ -47,12 +47,6 @@ def subject_key(subject: str) -> str:
     return f"{shown[:_KEY_HEAD]}…#{digest}"
 
 
-def storable_text(text: str) -> str:
-    """``text`` without the NUL characters PostgreSQL refuses in text columns (SQLite keeps
-    them), so both state databases store the same string."""
-    return text.replace("\x00", "\ufffd")
-
-
 class ProblemBook:
     """Problems said once per subject; recorded as ``scan`` failures once per distinct line."""
 

@@ -46,7 +46,7 @@ from worker.watch.owed import BACKED_OFF_JOBS, owed_work
 from worker.watch.poll_source import poll_source
 from worker.watch.project_scope import project_scope
 from worker.watch.scan_digest import ScanDigest
-from worker.watch.scan_problems import SCAN_TASK, ProblemBook, storable_text
+from worker.watch.scan_problems import SCAN_TASK, ProblemBook
 from worker.watch.timed_hints import TimedHints
 
 log = logging.getLogger(__name__)
@@ -369,7 +369,7 @@ class Watcher:
                 scan_seq=position.start_seq,
                 durable_end_seq=position.next_seq,
                 generation=generation,
-                project=storable_text(project_scope(header.cwd)) if state is None else None,
+                project=project_scope(header.cwd) if state is None else None,
                 header=_header_facts(header) if state is None else None,
                 inherited_cut=digest.cut,
                 new_checkpoints=checkpoints,

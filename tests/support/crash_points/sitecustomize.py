@@ -20,7 +20,7 @@ _WRITES = ("knowledge_create", "knowledge_update", "knowledge_delete", "statemen
            "statement_delete", "write_batch")
 
 if _AT or _COUNT:
-    from memory.store.lite.store import LiteStore
+    from hypatia_lite.store import LiteStore
 
     seen = [0]
 

@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 from state_db_support import throwaway_pg_database
 
+from hypatia_lite import shelves
 from memory.store.base import MemoryStore
 from memory.store.cli import CliStore
 from memory.store.factory import StoreConfig, open_store
-from memory.store.lite import shelves
 from memory.store.mcp import McpStore
 
 PG_SHELF = "pg"

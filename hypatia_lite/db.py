@@ -13,7 +13,7 @@ is held), and :func:`write` then fsyncs the WAL file after the lock is released:
 guarantee as ``FULL``, but another process waiting for the lock does not also wait for the disk.
 (A checkpoint that moved the frames into the database file first has synced that file.)
 
-Deletion leaves no bytes behind (see :mod:`memory.store.lite.purge`): every connection sets
+Deletion leaves no bytes behind (see :mod:`hypatia_lite.purge`): every connection sets
 ``PRAGMA secure_delete = ON`` (freed cells and pages are zeroed), the FTS5 index has its
 ``secure-delete`` option on (a deleted document's terms are removed from the index segments,
 not only marked deleted), and a write that removes text is a *purge* (:func:`write` with
@@ -29,9 +29,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from memory.store.base import TransientStoreError
-from memory.store.lite import purge
-from memory.store.lite.sqlitelib import sqlite3
+from hypatia_lite import purge
+from hypatia_lite.protocol import TransientStoreError
+from hypatia_lite.sqlitelib import sqlite3
 
 DB_FILE = "hypatia.sqlite"
 SCHEMA_VERSION = "1"
@@ -131,7 +131,7 @@ def retry_locked(action: Callable[[], T]) -> T:
 
 class ShelfConnection(sqlite3.Connection):
     """A shelf connection that knows its WAL file (fsynced after every write) and whether a
-    purge still owes its truncating checkpoint (:mod:`memory.store.lite.purge`)."""
+    purge still owes its truncating checkpoint (:mod:`hypatia_lite.purge`)."""
 
     wal_path: str = ""
     checkpoint_owed: bool = False
@@ -187,7 +187,7 @@ def write(conn: ShelfConnection, *, purge_text: bool = False) -> Iterator[None]:
     ``purge_text``: the transaction removes stored text (a delete, or an update that replaces
     content). Once it has committed, the WAL is checkpointed and truncated (the checkpoint
     syncs the WAL and the database); when other connections keep it from finishing, the WAL is
-    fsynced instead and the checkpoint is owed (:mod:`memory.store.lite.purge`)."""
+    fsynced instead and the checkpoint is owed (:mod:`hypatia_lite.purge`)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield

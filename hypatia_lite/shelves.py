@@ -1,7 +1,7 @@
 """The shelf registry: ``<home>/shelves.json`` = ``{"shelves": {name: location}}``.
 
 A location is a shelf directory's absolute path (a SQLite shelf) or a PostgreSQL URL
-(``postgresql://…``, a PostgreSQL shelf: :mod:`memory.store.lite.pg`); ``connect`` takes either.
+(``postgresql://…``, a PostgreSQL shelf: :mod:`hypatia_lite.pg`); ``connect`` takes either.
 
 hypatia-lite's home is its own (``~/.hypatia-lite``, or ``$HYPATIA_LITE_HOME``) so it never
 touches a real Hypatia's ``~/.hypatia``. Every change to the registry happens under an exclusive
@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from memory.store.base import FatalStoreError
-from memory.store.lite.pg import url as pg_url
+from hypatia_lite.pg import url as pg_url
+from hypatia_lite.protocol import FatalStoreError
 
 DEFAULT_SHELF = "default"
 HOME_ENV = "HYPATIA_LITE_HOME"
@@ -175,8 +175,8 @@ def _refuse_taken(name: str, found: str, url: str) -> None:
 def _rows_in(directory: Path) -> int:
     """Knowledge entries plus statements in the SQLite shelf at ``directory`` (0 when it has
     no database yet), read-only."""
-    from memory.store.lite.db import DB_FILE
-    from memory.store.lite.sqlitelib import sqlite3
+    from hypatia_lite.db import DB_FILE
+    from hypatia_lite.sqlitelib import sqlite3
 
     path = directory / DB_FILE
     if not path.exists():

@@ -16,10 +16,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from memory.store.base import FatalStoreError, csv_triple
-from memory.store.lite.dialect import SQLITE, Dialect, segments
-from memory.store.lite.fts import fts_words
-from memory.store.lite.rows import well_formed
+from hypatia_lite.dialect import SQLITE, Dialect, segments
+from hypatia_lite.fts import fts_words
+from hypatia_lite.protocol import FatalStoreError, csv_triple
+from hypatia_lite.rows import well_formed
 
 Catalog = Literal["knowledge", "statement"]
 DEFAULT_LIMIT = 100

@@ -6,10 +6,9 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar
 
-from memory.store.base import Content, ModelUnavailableError, SimilarRow, Target
-from memory.store.lite.backend import Backend, Connection
-from memory.store.lite.dialect import Dialect
-from memory.store.lite.embed import (
+from hypatia_lite.backend import Backend, Connection
+from hypatia_lite.dialect import Dialect
+from hypatia_lite.embed import (
     Embedder,
     EmbeddingError,
     cosine_distance,
@@ -17,8 +16,9 @@ from memory.store.lite.embed import (
     pack,
     unpack,
 )
-from memory.store.lite.jse import compile_condition
-from memory.store.lite.rows import well_formed
+from hypatia_lite.jse import compile_condition
+from hypatia_lite.protocol import Content, ModelUnavailableError, SimilarRow, Target
+from hypatia_lite.rows import well_formed
 
 T = TypeVar("T")
 NO_MODEL = "model unavailable: no embedding provider configured"

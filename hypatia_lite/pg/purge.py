@@ -18,11 +18,11 @@ or the next open of the shelf by any process.
 A row version still visible to some snapshot when the rewrite runs is copied into the new file;
 the rewrite reports it, is tried again, and is then recorded as owed like a blocked one, so the
 next write, close or open finishes it once that snapshot is gone
-(:mod:`memory.store.lite.pg.vacuum`).
+(:mod:`hypatia_lite.pg.vacuum`).
 
 What it cannot reach, and is the operator's to bound: PostgreSQL's write-ahead log (``pg_wal``), WAL
 archives, replicas' WAL and backups keep the row until they are recycled or expire. Column
-statistics of entry text are off (:mod:`memory.store.lite.pg.schema`), so ``pg_statistic``
+statistics of entry text are off (:mod:`hypatia_lite.pg.schema`), so ``pg_statistic``
 samples hold no deleted text.
 
 Cost: a ``VACUUM FULL`` copies the three tables whole, so it grows with the shelf, not with the
@@ -35,8 +35,8 @@ from typing import Any
 
 import psycopg
 
-from memory.store.lite.pg import vacuum as rewrites
-from memory.store.lite.pg.schema import PURGED_TABLES
+from hypatia_lite.pg import vacuum as rewrites
+from hypatia_lite.pg.schema import PURGED_TABLES
 
 OWED_VACUUM = "purge_vacuum_owed"
 

@@ -10,7 +10,7 @@ Readers never wait for writers (MVCC). Only schema creation takes the shelf's ad
 A lost connection, a deadlock, a serialization failure or a lock timeout is retried a few times
 (with a new connection when the old one broke) before it surfaces as a ``TransientStoreError``;
 other database errors are one-line ``StoreError`` s (``storage error: PostgreSQL error: …``).
-Purges: :mod:`memory.store.lite.pg.purge`.
+Purges: :mod:`hypatia_lite.pg.purge`.
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memory.store.base import StoreError, TransientStoreError
-from memory.store.lite.backend import Doc, first_line
-from memory.store.lite.dialect import PG_FTS_CONFIG, POSTGRESQL, pg_words
-from memory.store.lite.fts import doc_columns
-from memory.store.lite.pg import url as pg_url
-from memory.store.lite.shelves import ShelfError
+from hypatia_lite.backend import Doc, first_line
+from hypatia_lite.dialect import PG_FTS_CONFIG, POSTGRESQL, pg_words
+from hypatia_lite.fts import doc_columns
+from hypatia_lite.pg import url as pg_url
+from hypatia_lite.protocol import StoreError, TransientStoreError
+from hypatia_lite.shelves import ShelfError
 
 if TYPE_CHECKING:
     import psycopg
@@ -121,7 +121,7 @@ class PgBackend:
         self._conn = PgConnection(raw)
 
     def _create(self) -> None:
-        from memory.store.lite.pg import schema
+        from hypatia_lite.pg import schema
 
         raw = self.conn.raw
         found = raw.execute("SELECT to_regclass(%s)", (f'"{self.schema}".meta',)).fetchone()
@@ -139,7 +139,7 @@ class PgBackend:
             raw.execute(schema.TABLES)
 
     def _finish_owed(self) -> None:
-        from memory.store.lite.pg import purge
+        from hypatia_lite.pg import purge
 
         if purge.is_owed(self.conn.raw):
             self.vacuum_owed = purge.vacuum(self.conn.raw, True)
@@ -158,7 +158,7 @@ class PgBackend:
         with raw.transaction():
             yield
         if purge_text or self.vacuum_owed:
-            from memory.store.lite.pg import purge
+            from hypatia_lite.pg import purge
 
             try:
                 self.vacuum_owed = purge.vacuum(raw, self.vacuum_owed)
@@ -210,7 +210,7 @@ class PgBackend:
         if self._conn is None:
             return
         if self.vacuum_owed:  # still owed in ``meta``: the next open of the shelf does it
-            from memory.store.lite.pg import purge
+            from hypatia_lite.pg import purge
 
             with contextlib.suppress(self._psycopg.Error):
                 self.vacuum_owed = purge.vacuum(self._conn.raw, True)

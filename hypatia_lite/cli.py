@@ -132,7 +132,7 @@ def _build() -> _Parser:
 
 def _clean(text: str) -> str:
     if any("\ud800" <= ch <= "\udfff" for ch in text):
-        from memory.store.lite.rows import well_formed
+        from hypatia_lite.rows import well_formed
 
         return well_formed(text)
     return text
@@ -143,13 +143,13 @@ def _out(text: str) -> None:
 
 
 def _rows(rows: list[dict[str, Any]]) -> None:
-    from memory.store.lite.rows import to_json_text
+    from hypatia_lite.rows import to_json_text
 
     _out(to_json_text(rows) if rows else NO_RESULTS)
 
 
 def _store(args: argparse.Namespace) -> Any:
-    from memory.store.lite.store import LiteStore
+    from hypatia_lite.store import LiteStore
 
     return LiteStore(args.shelf)
 
@@ -160,7 +160,7 @@ def _fail(message: str) -> int:
 
 
 def _knowledge(args: argparse.Namespace) -> int:
-    from memory.store.lite.store import unique_violation
+    from hypatia_lite.store import unique_violation
 
     if args.command == "knowledge-update" and all(
         getattr(args, f) is None for f in ("data", "tags", "synonyms", "figures", "scopes")
@@ -171,7 +171,7 @@ def _knowledge(args: argparse.Namespace) -> int:
     with _store(args) as store:
         name = args.name
         if args.command == "knowledge-get":
-            from memory.store.lite.rows import to_json_text
+            from hypatia_lite.rows import to_json_text
 
             row = store.knowledge_get_row(name)
             _out(to_json_text(row) if row is not None else f"Knowledge '{name}' not found.")
@@ -207,7 +207,7 @@ def _statement(args: argparse.Namespace) -> int:
     with _store(args) as store:
         if args.command == "statement-delete":
             if not store.statement_delete(args.head, args.relation, args.tail):
-                from memory.store.base import csv_triple
+                from hypatia_lite.protocol import csv_triple
 
                 return _fail(f"not found: statement "
                              f"'{csv_triple(args.head, args.relation, args.tail)}'")
@@ -263,7 +263,7 @@ def _search(args: argparse.Namespace) -> int:
 def _shelves(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from memory.store.lite import shelves
+    from hypatia_lite import shelves
 
     home = shelves.lite_home()
     if args.command == "list":
@@ -295,7 +295,7 @@ def _shelves(args: argparse.Namespace) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     command: str = args.command
     if command == "mcp":
-        from memory.store.lite.mcp_server import serve
+        from hypatia_lite.mcp_server import serve
 
         return serve()
     if command.startswith("knowledge-"):
@@ -342,7 +342,7 @@ def run(argv: list[str]) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    from memory.store.base import StoreError
+    from hypatia_lite.protocol import StoreError
 
     try:
         return _dispatch(args)

@@ -1,19 +1,19 @@
 """Deleted means gone from the bytes: the shelf's secure-delete set-up and its purge checkpoint.
 
 Three places can keep a deleted entry's text after ``DELETE`` commits, and each is closed here
-or in :func:`memory.store.lite.db.connect`:
+or in :func:`hypatia_lite.db.connect`:
 
 * **Table pages.** SQLite only unlinks a deleted cell or page. Every shelf connection sets
   ``PRAGMA secure_delete = ON``: the freed space is overwritten with zeros in the same write.
 * **The FTS5 index.** FTS5's ``delete`` appends a tombstone; the old segment keeps the terms
   until a merge rewrites it. The index has its ``secure-delete`` option on (SQLite 3.42+, hence
-  :mod:`memory.store.lite.sqlitelib`): a delete rewrites the leaf pages holding the document's
+  :mod:`hypatia_lite.sqlitelib`): a delete rewrites the leaf pages holding the document's
   terms without them — work proportional to the document, not to the shelf. A shelf created
   before the option gets it on its first open, with one ``rebuild`` of the index (its old
   segments may hold earlier deletes) and one ``VACUUM`` (its free pages were never zeroed).
 * **The WAL.** Old page images stay in ``hypatia.sqlite-wal`` until a checkpoint copies the
   newest ones into the database and the log is truncated. Once a transaction that removes text
-  has committed, :func:`memory.store.lite.db.write` runs ``PRAGMA wal_checkpoint(TRUNCATE)``
+  has committed, :func:`hypatia_lite.db.write` runs ``PRAGMA wal_checkpoint(TRUNCATE)``
   (which syncs the WAL, then the database file, before it truncates: the write is as durable as
   any other). A checkpoint cannot finish while another connection reads an older snapshot (or
   writes); it then waits at most ``CHECKPOINT_WAIT_MS`` and gives up without losing anything
@@ -29,7 +29,7 @@ or in :func:`memory.store.lite.db.connect`:
 
 from __future__ import annotations
 
-from memory.store.lite.sqlitelib import sqlite3
+from hypatia_lite.sqlitelib import sqlite3
 
 CHECKPOINT_WAIT_MS = 250
 OWED_CHECKPOINT = "purge_checkpoint_owed"

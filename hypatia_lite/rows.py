@@ -13,12 +13,15 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from memory.store.base import Content, KnowledgeEntry, StatementRow
+from hypatia_lite.protocol import Content, KnowledgeEntry, StatementRow
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 #: ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))``, without building an
 #: encoder per call.
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+#: The Content field that marks a write without an embedding (present only then, as ``false``).
+NO_EMBED = "embed"
+_FIELDS = ("format", "data", "tags", "synonyms", "figures", "scopes")
 
 
 def well_formed(text: str) -> str:
@@ -40,13 +43,17 @@ def make_content(
     figures: Sequence[str] | None = None,
     scopes: Sequence[str] | None = None,
     format: str = "markdown",
+    embed: bool = True,
 ) -> dict[str, Any]:
-    """A six-field Content object in Hypatia's struct order; empty scopes become ``null``."""
+    """A six-field Content object in Hypatia's struct order; empty scopes become ``null``.
+
+    A write that asked for no embedding (``--no-embed``, MCP ``embed: false``) carries a seventh
+    field, ``"embed": false``, as the newest Hypatia shows it; an embedded write has none."""
     if isinstance(synonyms, Mapping):
         syn: Any = {str(k): clean_list(v) for k, v in synonyms.items()}
     else:
         syn = clean_list(synonyms)
-    return {
+    content = {
         "format": format,
         "data": well_formed(data),
         "tags": clean_list(tags) or [],
@@ -54,12 +61,16 @@ def make_content(
         "figures": clean_list(figures),
         "scopes": clean_list(scopes) or None,
     }
+    if not embed:
+        content[NO_EMBED] = False
+    return content
 
 
 def content_text(content: Mapping[str, Any]) -> str:
     """Compact JSON text of a Content object (how it is stored and how ``search`` shows it)."""
-    ordered = {k: content.get(k) for k in ("format", "data", "tags", "synonyms", "figures",
-                                           "scopes")}
+    ordered = {k: content.get(k) for k in _FIELDS}
+    if content.get(NO_EMBED) is False:
+        ordered[NO_EMBED] = False
     return _COMPACT.encode(ordered)
 
 
@@ -70,20 +81,24 @@ class ContentShape:
     return, without rebuilding the shared fields for every row (the ``tags`` and ``scopes``
     lists are shared: treat them as read-only)."""
 
-    __slots__ = ("_tail", "scopes", "tags")
+    __slots__ = ("_tail", "embed", "scopes", "tags")
 
-    def __init__(self, tags: Sequence[str] = (), scopes: Sequence[str] | None = None) -> None:
+    def __init__(self, tags: Sequence[str] = (), scopes: Sequence[str] | None = None,
+                 embed: bool = True) -> None:
         self.tags: list[str] = clean_list(tags) or []
         self.scopes: list[str] | None = clean_list(scopes) or None
+        self.embed = embed
         self._tail = (',"tags":' + _COMPACT.encode(self.tags)
                       + ',"synonyms":null,"figures":null,"scopes":'
-                      + _COMPACT.encode(self.scopes) + "}")
+                      + _COMPACT.encode(self.scopes) + ("" if embed else ',"embed":false') + "}")
 
     def make(self, data: str) -> tuple[dict[str, Any], str]:
         """The Content object with ``data`` and its compact JSON text."""
         data = well_formed(data)
-        content = {"format": "markdown", "data": data, "tags": self.tags, "synonyms": None,
-                   "figures": None, "scopes": self.scopes}
+        content: dict[str, Any] = {"format": "markdown", "data": data, "tags": self.tags,
+                                   "synonyms": None, "figures": None, "scopes": self.scopes}
+        if not self.embed:
+            content[NO_EMBED] = False
         return content, '{"format":"markdown","data":' + _COMPACT.encode(data) + self._tail
 
 

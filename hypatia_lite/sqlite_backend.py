@@ -1,7 +1,7 @@
 """The SQLite backend of a shelf: one ``hypatia.sqlite`` file in the shelf's directory.
 
-A thin adapter over :mod:`memory.store.lite.db` (connection, schema, ``BEGIN IMMEDIATE`` writes,
-lock retries), :mod:`memory.store.lite.fts` (FTS5 documents) and :mod:`memory.store.lite.purge`
+A thin adapter over :mod:`hypatia_lite.db` (connection, schema, ``BEGIN IMMEDIATE`` writes,
+lock retries), :mod:`hypatia_lite.fts` (FTS5 documents) and :mod:`hypatia_lite.purge`
 (secure delete and the truncating WAL checkpoint after a purge).
 """
 
@@ -13,13 +13,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from memory.store.base import StoreError, TransientStoreError
-from memory.store.lite import db, purge
-from memory.store.lite.backend import Doc
-from memory.store.lite.dialect import SQLITE
-from memory.store.lite.fts import put_docs
-from memory.store.lite.shelves import ShelfError
-from memory.store.lite.sqlitelib import sqlite3
+from hypatia_lite import db, purge
+from hypatia_lite.backend import Doc
+from hypatia_lite.dialect import SQLITE
+from hypatia_lite.fts import put_docs
+from hypatia_lite.protocol import StoreError, TransientStoreError
+from hypatia_lite.shelves import ShelfError
+from hypatia_lite.sqlitelib import sqlite3
 
 T = TypeVar("T")
 

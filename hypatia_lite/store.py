@@ -1,7 +1,7 @@
 """``LiteStore``: the in-process hypatia-lite store (one shelf: a SQLite file or PostgreSQL).
 
 The protocol logic lives here once; what the two databases do differently is behind
-:class:`~memory.store.lite.backend.Backend`."""
+:class:`~hypatia_lite.backend.Backend`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from memory.store.base import (
+from hypatia_lite import batch, shelves
+from hypatia_lite.backend import Backend, Connection
+from hypatia_lite.backends import open_backend
+from hypatia_lite.embed import Embedder, embedder_from_env
+from hypatia_lite.fts import fts_words
+from hypatia_lite.jse import compile_query
+from hypatia_lite.protocol import (
     BatchResult,
     Catalog,
     Content,
@@ -29,13 +35,7 @@ from memory.store.base import (
     TransientStoreError,
     csv_triple,
 )
-from memory.store.lite import batch, shelves
-from memory.store.lite.backend import Backend, Connection
-from memory.store.lite.backends import open_backend
-from memory.store.lite.embed import Embedder, embedder_from_env
-from memory.store.lite.fts import fts_words
-from memory.store.lite.jse import compile_query
-from memory.store.lite.rows import (
+from hypatia_lite.rows import (
     content_text,
     knowledge_row,
     make_content,
@@ -43,7 +43,7 @@ from memory.store.lite.rows import (
     to_entry,
     well_formed,
 )
-from memory.store.lite.vectors import NO_MODEL, VectorSearch
+from hypatia_lite.vectors import NO_MODEL, VectorSearch
 
 T = TypeVar("T")
 _DEFAULT: Any = object()
@@ -139,7 +139,8 @@ class LiteStore(VectorSearch):
     ) -> bool:
         """True when created; False when ``name`` already existed (left unchanged)."""
         name = well_formed(name)
-        content = make_content(data, tags=tags, scopes=scopes, synonyms=synonyms, figures=figures)
+        content = make_content(data, tags=tags, scopes=scopes, synonyms=synonyms, figures=figures,
+                               embed=embed)
         blob, model = self._vector(embed, name, content)
 
         def _insert() -> bool:
@@ -185,6 +186,7 @@ class LiteStore(VectorSearch):
                 figures=old["figures"] if figures is None else (list(figures) or None),
                 scopes=old["scopes"] if scopes is None else scopes,
                 format=old["format"],
+                embed=bool(wanted),
             )
             if content_text(new) == content_text(old):
                 return False
@@ -240,7 +242,7 @@ class LiteStore(VectorSearch):
         """True when created; False when the triple already existed (left unchanged)."""
         head, relation, tail = well_formed(head), well_formed(relation), well_formed(tail)
         triple = csv_triple(head, relation, tail)
-        content = make_content(data, scopes=scopes, synonyms=synonyms)
+        content = make_content(data, scopes=scopes, synonyms=synonyms, embed=embed)
         blob, model = self._vector(embed, triple, content)
 
         def _insert() -> bool:

@@ -12,8 +12,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from memory.store.lite.dialect import SQLITE
-from memory.store.lite.sqlitelib import sqlite3
+from hypatia_lite.dialect import SQLITE
+from hypatia_lite.sqlitelib import sqlite3
 
 BM25 = "bm25(docs_fts, 10.0, 1.0, 5.0, 3.0)"
 _PUNCT = re.compile(r"[:\"'*^+\-().?!,/\\`{}\[\]~@#%;&|<>]")

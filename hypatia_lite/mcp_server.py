@@ -16,12 +16,12 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
-from memory.store.base import StoreError, csv_triple
-from memory.store.lite import shelves
-from memory.store.lite.mcp_stdio import line_transport
-from memory.store.lite.mcp_tools import TOOLS, ArgumentError, check_arguments
-from memory.store.lite.rows import to_json_text, well_formed
-from memory.store.lite.store import LiteStore, unique_violation
+from hypatia_lite import shelves
+from hypatia_lite.mcp_stdio import line_transport
+from hypatia_lite.mcp_tools import TOOLS, ArgumentError, check_arguments
+from hypatia_lite.protocol import StoreError, csv_triple
+from hypatia_lite.rows import to_json_text, well_formed
+from hypatia_lite.store import LiteStore, unique_violation
 
 INSTRUCTIONS = (
     "hypatia-lite: a Hypatia-compatible memory store. Knowledge entries are named markdown "

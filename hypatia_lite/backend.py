@@ -1,13 +1,13 @@
 """The backend seam of hypatia-lite: where a shelf's rows live (SQLite file or PostgreSQL).
 
-The protocol logic (:mod:`memory.store.lite.store`, ``batch``, ``vectors``, ``jse``) is written
+The protocol logic (:mod:`hypatia_lite.store`, ``batch``, ``vectors``, ``jse``) is written
 once against a :class:`Backend`: a DB-API-like connection (``execute`` / ``executemany`` with
 ``?`` placeholders), short write transactions that keep other writers out, a runner that retries
 transient lock / connection failures and turns database errors into one-line ``StoreError`` s,
-the full-text document writer, and the :class:`~memory.store.lite.dialect.Dialect` for the SQL
-that differs. :func:`memory.store.lite.backends.open_backend` picks one from a shelf's registered
-location: a directory is a SQLite shelf (:mod:`memory.store.lite.sqlite_backend`), a
-``postgresql://`` URL a PostgreSQL shelf (:mod:`memory.store.lite.pg`, imported only then, so an
+the full-text document writer, and the :class:`~hypatia_lite.dialect.Dialect` for the SQL
+that differs. :func:`hypatia_lite.backends.open_backend` picks one from a shelf's registered
+location: a directory is a SQLite shelf (:mod:`hypatia_lite.sqlite_backend`), a
+``postgresql://`` URL a PostgreSQL shelf (:mod:`hypatia_lite.pg`, imported only then, so an
 install without psycopg works).
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypeVar
 
-from memory.store.lite.dialect import Dialect
+from hypatia_lite.dialect import Dialect
 
 T = TypeVar("T")
 #: ``(catalog, key, content)`` of one full-text document.

@@ -14,10 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory.store.base import BatchResult, EntryWrite, StatementWrite, csv_triple
-from memory.store.lite.backend import Backend, Connection
-from memory.store.lite.embed import Embedder, EmbeddingError, embed_text, pack
-from memory.store.lite.rows import ContentShape, well_formed
+from hypatia_lite.backend import Backend, Connection
+from hypatia_lite.embed import Embedder, EmbeddingError, embed_text, pack
+from hypatia_lite.protocol import BatchResult, EntryWrite, StatementWrite, csv_triple
+from hypatia_lite.rows import ContentShape, well_formed
 
 _INSERT_KNOWLEDGE = (
     "INSERT INTO knowledge(name, content, created_at, embed_wanted, embedding, embedding_model)"
@@ -45,12 +45,13 @@ class _Row:
 
 def _entry_rows(entries: Sequence[EntryWrite]) -> list[_Row]:
     # The entries of one batch mostly share their tags and scopes: clean and print those once.
-    shapes: dict[tuple[tuple[str, ...], tuple[str, ...] | None], ContentShape] = {}
+    shapes: dict[tuple[tuple[str, ...], tuple[str, ...] | None, bool], ContentShape] = {}
     rows: list[_Row] = []
     for entry in entries:
-        shape = shapes.get((entry.tags, entry.scopes))
+        key = (entry.tags, entry.scopes, entry.embed)
+        shape = shapes.get(key)
         if shape is None:
-            shape = shapes[(entry.tags, entry.scopes)] = ContentShape(entry.tags, entry.scopes)
+            shape = shapes[key] = ContentShape(entry.tags, entry.scopes, entry.embed)
         name = well_formed(entry.name)
         content, text = shape.make(entry.data)
         rows.append(_Row("knowledge", name, (name, text), content, entry.embed, entry.name))
@@ -60,17 +61,18 @@ def _entry_rows(entries: Sequence[EntryWrite]) -> list[_Row]:
 def _statement_rows(statements: Sequence[StatementWrite]) -> list[_Row]:
     # The edges of one batch mostly share their content (same data and scopes): build each
     # distinct Content object (and its JSON text) once.
-    contents: dict[tuple[str, tuple[str, ...] | None], tuple[dict[str, Any], str]] = {}
+    contents: dict[tuple[str, tuple[str, ...] | None, bool], tuple[dict[str, Any], str]] = {}
     rows: list[_Row] = []
     for statement in statements:
         given_head, given_relation, given_tail = statement.head, statement.relation, statement.tail
         head, relation, tail = (well_formed(given_head), well_formed(given_relation),
                                 well_formed(given_tail))
         triple = csv_triple(head, relation, tail)
-        shared = contents.get((statement.data, statement.scopes))
+        key = (statement.data, statement.scopes, statement.embed)
+        shared = contents.get(key)
         if shared is None:
-            shared = contents[(statement.data, statement.scopes)] = ContentShape(
-                (), statement.scopes).make(statement.data)
+            shared = contents[key] = ContentShape((), statement.scopes, statement.embed).make(
+                statement.data)
         given = triple if (head == given_head and relation == given_relation
                            and tail == given_tail) else statement.triple
         rows.append(_Row("statement", triple, (triple, head, relation, tail, shared[1]),

@@ -7,7 +7,7 @@ that is just starting up and holds an old horizon. Such a rewrite succeeds but k
 yet"); :func:`rewrite_clean` reads that report and tries again after a short pause.
 
 Used by both places that purge text on PostgreSQL: hypatia-lite's shelves
-(:mod:`memory.store.lite.pg.purge`) and the worker's state database (:mod:`worker.state.purge`).
+(:mod:`hypatia_lite.pg.purge`) and the worker's state database (:mod:`worker.state.purge`).
 The report is read from PostgreSQL's English message text; a server whose ``lc_messages`` is
 another language leaves the check blind (the rewrite still runs).
 """

@@ -16,7 +16,7 @@ from typing import Any
 #: Field paths in JSE (``meta.author``, ``tags[0]``) as segments: keys and array indexes.
 Segments = tuple[str | int, ...]
 
-#: The text-search configuration of a PostgreSQL shelf (:mod:`memory.store.lite.pg.schema`).
+#: The text-search configuration of a PostgreSQL shelf (:mod:`hypatia_lite.pg.schema`).
 PG_FTS_CONFIG = "hypatia_lite_fts"
 #: ``ts_rank`` weights {D, C, B, A} = data 1, synonyms 3, tags 5, key 10 (as the SQLite bm25).
 _PG_WEIGHTS = "'{0.1, 0.3, 0.5, 1.0}'"

@@ -1,5 +1,5 @@
 """hypatia-lite: a Hypatia-compatible store on SQLite + FTS5 with the same CLI and MCP.
 
-Import ``LiteStore`` from ``memory.store.lite.store`` (kept out of this module so that
+Import ``LiteStore`` from ``hypatia_lite.store`` (kept out of this module so that
 ``hypatia-lite --version`` starts without loading the store).
 """

@@ -20,7 +20,7 @@ import zlib
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from memory.store.base import ModelUnavailableError, StoreError
+from hypatia_lite.protocol import ModelUnavailableError, StoreError
 
 EMBEDDER_ENV = "HYPATIA_LITE_EMBEDDER"  # "hash" (default) | "openai" | "none"
 URL_ENV = "HYPATIA_LITE_EMBED_URL"  # e.g. http://127.0.0.1:8080/v1

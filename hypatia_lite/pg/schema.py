@@ -10,7 +10,7 @@
   with a GIN index.
 * Statistics: ``ANALYZE`` keeps sample values of each column in ``pg_statistic``; for the
   columns holding entry text it is turned off (``SET STATISTICS 0``), so a deleted entry's words
-  cannot outlive it there (see :mod:`memory.store.lite.pg.purge`).
+  cannot outlive it there (see :mod:`hypatia_lite.pg.purge`).
 
 Creation runs in one transaction under the shelf's advisory lock, so processes opening a new
 shelf at once do not race on ``CREATE``.
@@ -18,7 +18,7 @@ shelf at once do not race on ``CREATE``.
 
 from __future__ import annotations
 
-from memory.store.lite.dialect import PG_FTS_CONFIG
+from hypatia_lite.dialect import PG_FTS_CONFIG
 
 SCHEMA_VERSION = "1"
 _TSV = " || ".join(
