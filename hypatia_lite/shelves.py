@@ -148,12 +148,7 @@ def ensure(home: Path, name: str, url: str) -> None:
             return
         if found is not None:
             _refuse_taken(name, found, url)
-        for other, location in shelves.items():
-            if location == url:
-                raise ShelfError(f"shelf error: {pg_url.redact(url)} is already connected as "
-                                 f"'{other}'")
-        shelves[name] = url
-        _write(home, shelves)
+        _add_url(home, shelves, name, url)
 
 
 def _refuse_taken(name: str, found: str, url: str) -> None:
@@ -202,13 +197,18 @@ def _connect_url(home: Path, url: str, name: str | None) -> str:
         shelves = _read(home)
         if shelf in shelves:
             raise ShelfError(f"shelf error: shelf '{shelf}' is already connected")
-        for other, location in shelves.items():
-            if location == url:
-                raise ShelfError(f"shelf error: {pg_url.redact(url)} is already connected as "
-                                 f"'{other}'")
-        shelves[shelf] = url
-        _write(home, shelves)
+        _add_url(home, shelves, shelf, url)
     return shelf
+
+
+def _add_url(home: Path, shelves: dict[str, str], name: str, url: str) -> None:
+    """Register ``url`` as ``name`` (under the registry lock), unless another name has it."""
+    for other, location in shelves.items():
+        if location == url and other != name:
+            raise ShelfError(f"shelf error: {pg_url.redact(url)} is already connected as "
+                             f"'{other}'")
+    shelves[name] = url
+    _write(home, shelves)
 
 
 def connect(home: Path, directory: Path | str, name: str | None = None) -> str:
