@@ -10,13 +10,26 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
-# Dependencies first (cached while only the code changes), then the project itself.
-COPY pyproject.toml README.md ./
+# 1. The dependencies, from pyproject.toml alone (the runtime set and the `distributed` extra),
+#    at the versions constraints.txt pins (the ones the tests passed with; regenerate it with
+#    `.venv/bin/python deploy/constraints.py > constraints.txt`). This layer is rebuilt only when
+#    one of these two files changes, never for a code change.
+COPY pyproject.toml constraints.txt ./
+RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
+print('\n'.join(p['dependencies'] + p['optional-dependencies']['distributed']))" \
+        > /tmp/requirements.txt \
+    && pip install -c constraints.txt -r /tmp/requirements.txt \
+    && rm /tmp/requirements.txt
+
+# 2. The code, installed without touching the dependencies. The Alembic revisions (migrations/)
+#    and the demo fixtures are package data: the installed package has them.
+COPY setup.py README.md LICENSE alembic.ini ./
+COPY migrations ./migrations
+COPY hypatia_lite ./hypatia_lite
 COPY memory ./memory
 COPY worker ./worker
-COPY alembic.ini ./
-# The Alembic revisions and the demo fixtures are package data: the installed package has them.
-RUN pip install ".[distributed]" \
+RUN pip install --no-deps . \
+    && pip check \
     && useradd --create-home --uid 10001 memory \
     && mkdir -p /data/worker /data/hypatia \
     && chown -R memory:memory /data

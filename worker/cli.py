@@ -14,9 +14,27 @@ import typer
 
 from worker import __version__
 
+#: The exit-status table (``--help``'s epilog; docs/cli.md has it per command). ``\b`` keeps
+#: Click from re-flowing it.
+EXIT_STATUS = """\b
+Exit status:
+  0  done; a read-only command on a fresh home says "nothing recorded yet"
+  1  it ran, but not everything succeeded: a session failed (run --once,
+     retract, forget, reconsolidate, relog), a leak (verify-forgetting), an
+     unknown session (status --session), no readable log (inspect), the
+     service not running or not loaded (service)
+  2  nothing was done: a usage error, an invalid configuration, an unusable
+     state database or store, a missing extra
+Details per command: docs/cli.md"""
+
+#: ``-h`` as well as ``--help``, on every command (Click's sub-contexts inherit it).
+CONTEXT = {"help_option_names": ["-h", "--help"]}
+
 app = typer.Typer(
     name="memory-worker",
     help="Turn DSH session logs into Hypatia memory.",
+    epilog=EXIT_STATUS,
+    context_settings=CONTEXT,
     no_args_is_help=True,
     # Plain Click help: Typer's Rich help formatter imports rich.markdown, markdown_it and
     # rich.traceback (about half of `--help`'s start-up time here) for panels we do not need.
@@ -45,6 +63,7 @@ def _root(
 #: command modules do not know :data:`app`; :func:`_register` adds their functions to it.
 COMMANDS = {
     "config": ("config", "config"),
+    "console": ("console", "console"),
     "daemon": ("daemon", "daemon"),
     "demo-home": ("demo_home", "demo_home"),
     "forget": ("forget", "forget"),
@@ -55,6 +74,7 @@ COMMANDS = {
     "retract": ("retract", "retract"),
     "run": ("run", "run"),
     "segments": ("segments", "segments_app"),
+    "service": ("service", "service_app"),
     "status": ("status", "status"),
     "verify-forgetting": ("verify_forgetting", "verify_forgetting"),
     "worker": ("worker_cmd", "worker_command"),
@@ -84,4 +104,8 @@ def main() -> None:
     # not as arguments, so a completing process has no command argument).
     given = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
     _register(given if given in COMMANDS else None)
-    app()
+    app(prog_name="memory-worker")
+
+
+if __name__ == "__main__":  # python -m worker.cli
+    main()

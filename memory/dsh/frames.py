@@ -208,14 +208,17 @@ def iter_zstd_chunks(f: BinaryIO, start: int) -> Iterator[Chunk]:
 
 def iter_raw_chunks(f: BinaryIO, start: int) -> Iterator[Chunk]:
     """Read raw JSONL from ``start`` in runs of whole lines; a final partial line comes last as an
-    incomplete chunk."""
+    incomplete chunk.
+
+    A line that does not end within one read is first measured, a read piece at a time and
+    without keeping its bytes, up to its newline: one over the limit is refused
+    (:class:`FrameTooLarge`) having held no more than one piece, one within it is read again
+    whole."""
     f.seek(start)
     pending = b""
     offset = start
     limit = max_frame_bytes()
     while True:
-        if len(pending) > limit:
-            raise FrameTooLarge(offset, "line holds", limit)
         more = f.read(_READ_SIZE)
         if not more:
             if pending:
@@ -223,12 +226,38 @@ def iter_raw_chunks(f: BinaryIO, start: int) -> Iterator[Chunk]:
             return
         data = pending + more if pending else more
         cut = data.rfind(b"\n") + 1
-        if cut == 0:
-            pending = data
+        if cut:
+            yield Chunk(offset, offset + cut, data[:cut], True)
+            offset += cut
+            pending = data[cut:]
             continue
-        yield Chunk(offset, offset + cut, data[:cut], True)
-        offset += cut
-        pending = data[cut:]
+        length, ended = _measure_line(f, len(data), limit)
+        if length > limit:
+            raise FrameTooLarge(offset, "line holds", limit)
+        f.seek(offset)
+        line = f.read(length)
+        if not ended or len(line) < length:  # the partial last line (or the file shrank)
+            if line:
+                yield Chunk(offset, offset + len(line), line, False)
+            return
+        yield Chunk(offset, offset + length, line, True)
+        offset += length
+        pending = b""
+
+
+def _measure_line(f: BinaryIO, held: int, limit: int) -> tuple[int, bool]:
+    """The length of the line whose first ``held`` bytes were just read (its newline included)
+    and whether a newline ends it, reading on a piece at a time; stops counting past ``limit``."""
+    length = held
+    while length <= limit:
+        more = f.read(_READ_SIZE)
+        if not more:
+            return length, False
+        newline = more.find(b"\n")
+        if newline >= 0:
+            return length + newline + 1, True
+        length += len(more)
+    return length, False
 
 
 def read_first_chunk(f: BinaryIO, compressed: bool) -> Chunk | None:

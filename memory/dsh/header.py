@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from memory.dsh.depth import depth_problem, too_deep
 from memory.dsh.events import Header, Problem
 from memory.dsh.vocabulary import SUPPORTED_VERSIONS
 
@@ -21,9 +22,11 @@ def _opt_int(obj: dict[str, Any], key: str) -> int | None:
 
 def parse_header(line: bytes) -> Header | Problem:
     """Parse the first line; a problem (``corrupt`` / ``unsupported``) instead of raising."""
+    if too_deep(line):
+        return Problem("corrupt", f"the header line is {depth_problem()}")
     try:
         obj = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return Problem("corrupt", "the header line is not valid JSON")
     if not isinstance(obj, dict) or obj.get("type") != "session":
         return Problem("corrupt", 'the first line is not a {"type":"session"} header')

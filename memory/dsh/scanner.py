@@ -9,12 +9,15 @@ from json.scanner import make_scanner
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
+from memory.dsh.depth import MAX_JSON_DEPTH, depth_problem, too_deep
 from memory.dsh.events import Event, Header, Problem
 from memory.dsh.frames import (
     Chunk,
     FrameCorrupt,
+    FrameTooLarge,
     iter_raw_chunks,
     iter_zstd_chunks,
+    max_frame_bytes,
     read_first_chunk,
 )
 from memory.dsh.header import parse_header
@@ -152,10 +155,25 @@ class LogScan:
         pending_seq = seq
         damage: str | None = None  # first line-level damage (tolerant mode)
         last_complete = True
+        max_line = max_frame_bytes()
+        held: list[bytes] = []  # frames continuing ``pending``'s line, joined once it ends
+        held_bytes = 0
         for chunk in chunks:
             if chunk.skippable:
                 continue
             last_complete = chunk.complete
+            if pending and not raw:  # a line across zstd frames: bounded like a raw line
+                newline = chunk.data.find(b"\n")
+                if len(pending) + held_bytes + (len(chunk.data) if newline < 0 else newline) \
+                        > max_line:
+                    raise FrameTooLarge(pending_start, "line holds", max_line)
+                if newline < 0 and chunk.complete:
+                    held.append(chunk.data)
+                    held_bytes += len(chunk.data)
+                    continue
+                if held:
+                    pending = b"".join((pending, *held))
+                    held, held_bytes = [], 0
             strict = chunk.complete and not raw
             if not pending and damage is None:
                 pending_start, pending_seq = chunk.start, seq
@@ -190,12 +208,15 @@ class LogScan:
                     seq += 1
                     continue
                 try:
+                    # Bounded before decoding: the decoder recurses once per level.
+                    if line.count(b"[") + line.count(b"{") > MAX_JSON_DEPTH and too_deep(line):
+                        raise RowDamage(depth_problem())
                     text = line.decode()
                     obj, end = scan_once(text, 0)
                     if end != len(text) and text[end:].strip():
                         raise ValueError("trailing data")
                     events = row_events(obj, seq)
-                except (ValueError, StopIteration, RowDamage) as exc:
+                except (ValueError, StopIteration, RowDamage, RecursionError) as exc:
                     where = (
                         f"byte {line_offset - len(line) - 1}"
                         if raw
@@ -242,10 +263,10 @@ class LogScan:
 
 
 def _is_turn_end(line: bytes) -> bool:
-    if b"turn/end" not in line:
+    if b"turn/end" not in line or too_deep(line):
         return False
     try:
         obj = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(obj, dict) and obj.get("type") == "turn/end"

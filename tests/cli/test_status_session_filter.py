@@ -49,7 +49,7 @@ def test_session_restricts_the_json_rows_and_keeps_the_total(env: dict[str, str]
     everything = _json(_status(env, "--json"))
     assert [row["session_id"] for row in everything["sessions"]] == ["s-a", "s-b"]
     one = _json(_status(env, "--json", "--session", "s-b"))
-    assert set(one) == {"shelf", "sessions", "total"}  # no "audit" without --audit
+    assert set(one) == {"shelf", "sessions", "total", "consolidation"}  # no "audit" without --audit
     assert [(row["session_id"], row["durable_end_seq"], row["lag"]) for row in one["sessions"]] \
         == [("s-b", 7, 7)]
     assert one["total"] == everything["total"]
@@ -66,7 +66,7 @@ def test_session_with_audit_restricts_the_trail(env: dict[str, str]) -> None:
 
 
 def test_session_table_has_one_row_and_a_total_of_all(env: dict[str, str]) -> None:
-    result = _status(env, "--session", "s-a")
+    result = _status(env, "--session", "s-a", "--wide")  # every column, one line per row
     assert result.exit_code == 0, result.output
     assert "memory-worker status (shelf default, session s-a)" in result.stdout
     rows = [[cell.strip() for cell in line.split("│")[1:-1]]

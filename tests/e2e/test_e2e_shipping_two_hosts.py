@@ -71,10 +71,10 @@ def _build_other_user_venv(root: Path) -> Path:
     installed, built by this environment's pip (no bootstrap); its bin directory."""
     system_python = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
     source = root / "src"
-    for part in ("memory", "worker"):
+    for part in ("hypatia_lite", "memory", "worker", "migrations"):
         shutil.copytree(REPO / part, source / part,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for part in ("pyproject.toml", "README.md"):
+    for part in ("pyproject.toml", "setup.py", "README.md", "LICENSE"):
         shutil.copy2(REPO / part, source / part)
     venv = root / "venv"
     subprocess.run([system_python, "-m", "venv", "--without-pip", str(venv)], check=True,

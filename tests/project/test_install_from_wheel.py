@@ -6,6 +6,8 @@ from the local pip cache / index), and from there, with the checkout nowhere on 
   19 edges as the same command from the checkout;
 * ``memory-worker migrate upgrade`` migrates a throwaway PostgreSQL database to the packaged head;
 * ``hypatia-lite --version`` and ``memory-worker --version`` answer;
+* the installed distribution carries the LICENSE, and the top-level ``migrations/`` (installed as
+  ``dsh_memory_worker_migrations``) is the script directory it migrates with;
 * without the packaged revisions, ``run --once`` is one line and exit status 2.
 """
 
@@ -93,6 +95,16 @@ def test_the_wheel_runs_the_readme_command_migrates_and_reports_versions(
         check=True,
     ).stdout.split()
     assert all(Path(p).is_relative_to(wheel_venv) for p in where), where
+    site = next((wheel_venv / "lib").glob("python3*/site-packages"))
+    (license_file,) = site.glob("dsh_memory_worker-*.dist-info/licenses/LICENSE")
+    assert license_file.read_bytes() == (REPO / "LICENSE").read_bytes()
+    found = subprocess.run(
+        [str(bindir / "python"), "-c", "from worker.state.migrate import find_migrations_dir; "
+         "print(find_migrations_dir())"], cwd=tmp_path, env=_env(tmp_path), capture_output=True,
+        text=True, check=True).stdout.strip()
+    assert Path(found) == site / "dsh_memory_worker_migrations"
+    assert sorted(p.name for p in Path(found, "versions").glob("*.py")) == sorted(
+        p.name for p in (REPO / "migrations" / "versions").glob("*.py"))
 
     names, edges, summary = _main_command(bindir, tmp_path / "wheel")
     checkout_names, checkout_edges, _ = _main_command(BIN, tmp_path / "checkout")
@@ -113,7 +125,7 @@ def test_the_wheel_runs_the_readme_command_migrates_and_reports_versions(
 
 def test_missing_revisions_are_one_line_and_exit_2(wheel_venv: Path, tmp_path: Path) -> None:
     site = next((wheel_venv / "lib").glob("python3*/site-packages"))
-    versions = site / "worker" / "state" / "migrations" / "versions"
+    versions = site / "dsh_memory_worker_migrations" / "versions"
     kept = tmp_path / "kept"
     shutil.copytree(versions, kept)
     try:

@@ -15,7 +15,8 @@ from pathlib import Path
 ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
 PACKAGES = ("hypatia_lite", "memory", "worker")
 #: What each package may import of the others.
-MAY_IMPORT = {"hypatia_lite": set(), "memory": {"hypatia_lite"}, "worker": {"hypatia_lite", "memory"}}
+MAY_IMPORT = {
+    "hypatia_lite": set(), "memory": {"hypatia_lite"}, "worker": {"hypatia_lite", "memory"}}
 #: ``worker``'s floors, top first: a module imports its own floor or the ones below, never above.
 WORKER_FLOORS: tuple[tuple[str, ...], ...] = (
     ("worker.cli", "worker.__main__", "worker.commands", "worker.console", "worker.tasks"),

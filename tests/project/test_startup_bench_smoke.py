@@ -31,7 +31,7 @@ def test_startup_benchmark_prints_both_ratios() -> None:
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["status", "--help"], ["worker", "--help"],
-                                  ["--version"]])
+                                  ["--version"], ["service", "install", "--help"]])
 def test_help_and_version_import_no_runtime(argv: list[str]) -> None:
     probe = (
         "import sys\nfrom worker.cli import main\n"

@@ -28,7 +28,7 @@ def test_sessions_that_cannot_be_recorded_fail_the_run_by_name(tmp_path: Path) -
     home = tmp_path / "dsh"
     for sid in [*FINE, *STUCK]:
         write_good(home, sid, 1)
-    assert run_worker(tmp_path, "status").returncode == 0  # creates the state database
+    assert run_worker(tmp_path, "migrate", "upgrade").returncode == 0  # makes the state database
     with sqlite3.connect(tmp_path / "data" / "state.db") as db:
         db.execute(FULL)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 
@@ -46,6 +47,12 @@ def test_the_chain_is_linear_and_starts_with_the_initial_schema() -> None:
     assert chain[0] == "0001"
     assert chain[-1] == head_revision()
     assert len(chain) == len(set(chain))
+    # Every revision file of the top-level migrations/ is in the chain the next test walks.
+    files = (REPO / "migrations" / "versions").glob("*.py")
+    declared = [re.search(r'^revision(?:: str)? = "([^"]+)"', path.read_text(encoding="utf-8"),
+                          re.M) for path in files]
+    assert sorted(m.group(1) for m in declared if m) == sorted(chain)
+    assert len(declared) == len(chain)
 
 
 def test_every_revision_up_then_down(empty_url: str) -> None:
@@ -105,7 +112,7 @@ def test_workers_starting_together_migrate_once(empty_url: str) -> None:
 
 
 def test_migrations_are_found_from_the_checkout_and_explicitly(tmp_path: Path) -> None:
-    packaged = REPO / "worker" / "state" / "migrations"
+    packaged = REPO / "migrations"
     assert find_migrations_dir() == packaged
     assert find_migrations_dir(packaged) == packaged
     with pytest.raises(MigrationsNotFound, match=f"{tmp_path} has no env.py"):

@@ -5,7 +5,9 @@ state read back, and polling until a condition holds."""
 from __future__ import annotations
 
 import os
+import random
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -172,8 +174,8 @@ def throwaway_cluster(
 ) -> Iterator[Cluster]:
     """A :class:`Cluster` under ``root`` on a new PostgreSQL database ``<prefix>_<hex>`` and a new
     Celery queue ``<prefix, dashed>-<hex>`` on Redis database ``redis_db``, with ``env`` added to
-    its processes' environment. On exit its processes are stopped, the queue is deleted and the
-    database dropped."""
+    its processes' environment (``MEMORY_WORKER_BROKER_URL`` there may name RabbitMQ instead). On
+    exit its processes are stopped, the queue is deleted and the database dropped."""
     database = f"{prefix}_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{database}"')
@@ -184,6 +186,86 @@ def throwaway_cluster(
         yield cluster
     finally:
         cluster.stop()
-        redis.Redis(db=redis_db).delete(queue)
+        broker = cluster.env["MEMORY_WORKER_BROKER_URL"]
+        if broker.startswith("amqp"):
+            from kombu import Connection
+
+            with Connection(broker) as connection:
+                connection.default_channel.queue_delete(queue)
+        else:
+            redis.Redis(db=redis_db).delete(queue)
         with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+
+def start_prefork(cluster: Cluster, name: str) -> subprocess.Popen[bytes]:
+    """A prefork Celery worker ``name`` with two pool processes."""
+    return cluster.start(name, "worker", "--pool", "prefork", "--concurrency", "2",
+                         "--name", f"{name}@{cluster.queue}")
+
+
+def leased_pids(cluster: Cluster) -> set[int]:
+    """The pids of the Celery processes holding a session lease now."""
+    with cluster.state.transaction() as repos:
+        owners = [repos.leases.holder(f"session:{sid}") for sid in
+                  (s.session_id for s in repos.sessions.list())]
+    return {int(lease.owner.split(":")[2]) for lease in owners
+            if lease is not None and lease.owner.startswith("celery:")}
+
+
+def serving(cluster: Cluster, name: str) -> bool:
+    """Whether worker ``name`` has received a task since it was ready (Celery checks once, right
+    after start-up, that no pool process died, and gives up if one did)."""
+    text = (cluster.root / f"{name}.log").read_text(errors="replace")  # Cluster.start's log
+    ready = text.find(" ready.")
+    return ready >= 0 and " received" in text[ready:]
+
+
+def kill_pool_child(cluster: Cluster, name: str, points: random.Random) -> None:
+    """SIGKILL a pool process of the worker ``name`` (one holding a session lease when there is
+    one) and wait until its main process has replaced it."""
+    from fault_support import children
+
+    main = cluster.procs[name].pid
+    wait_for(lambda: serving(cluster, name), 90, f"{name} to serve tasks")
+    pool = wait_for(lambda: children(main), 60, "the pool processes")
+    busy = [pid for pid in pool if pid in leased_pids(cluster)]
+    victim = busy[0] if busy else pool[points.randrange(len(pool))]
+    os.kill(victim, signal.SIGKILL)
+    wait_for(lambda: victim not in children(main) and len(children(main)) == 2, 60,
+             "a new pool process")
+
+
+def grow(writer: Any, turns: int, tag: int) -> None:
+    """``turns`` more chat turns in the log of ``writer`` (a ``worker_dshgen.SessionLogWriter``)."""
+    for i in range(turns):
+        writer.turn(f"step {tag}.{i}: what next?", f"step {tag}.{i}: do the next thing")
+    writer.flush()
+
+
+def titled_sessions(home: Path, prefix: str, count: int, turns: int) -> list[Any]:
+    """``count`` titled sessions ``<prefix>-<i>`` of ``turns`` turns in two projects, their
+    writers kept open to grow."""
+    from worker_dshgen import SessionLogWriter
+
+    writers = []
+    for i in range(count):
+        writer = SessionLogWriter(home, f"{prefix}-{i}", f"/home/dev/dist-{i % 2}")
+        first = writer.turn("start the work", "started")
+        writer.title(f"Distributed {i}", first.user_seq)
+        grow(writer, turns, 0)
+        writers.append(writer)
+    return writers
+
+
+def reach_kill_point(cluster: Cluster, writers: list[Any], grown: list[Any],
+                     points: random.Random, number: int, timeout: float = 120) -> None:
+    """Grow each of ``grown`` by 20-80 turns, then wait for a random point: a random number of
+    entries written since the last kill, or every entry the logs hold so far, whichever comes
+    first."""
+    for writer in grown:
+        grow(writer, points.randint(20, 80), number + 1)
+    goal = min(len(cluster.names("msg-")) + points.randint(10, 150),
+               sum(2 * w.turn_no for w in writers))
+    wait_for(lambda: len(cluster.names("msg-")) >= goal, timeout, f"kill point {number}",
+             every=0.02)

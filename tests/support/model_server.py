@@ -50,7 +50,10 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import pytest
+try:
+    import pytest
+except ImportError:  # run as a script from an install without the dev extra (see main)
+    pytest = None  # type: ignore[assignment]
 
 PATHS = ("/v1/chat/completions", "/chat/completions")
 
@@ -328,14 +331,36 @@ def _stream_events(reply: Reply, model: str, include_usage: bool) -> Iterator[An
     yield "[DONE]"
 
 
-@pytest.fixture(name="model_server")
-def model_server_fixture() -> Iterator[ModelServer]:
+def _serve() -> Iterator[ModelServer]:
     """A started :class:`ModelServer` (queue + optional responder/echo set by the test)."""
     server = ModelServer().start()
     try:
         yield server
     finally:
         server.stop()
+
+
+if pytest is not None:
+    model_server_fixture = pytest.fixture(name="model_server")(_serve)
+
+
+def main() -> None:
+    """``python model_server.py PORT_FILE``: an echo server (stdlib only, so any Python runs
+    it) that writes its base URL to PORT_FILE and serves until it is terminated."""
+    import signal
+    import sys
+    from pathlib import Path
+
+    stop = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stop)  # before the threads start: they inherit it
+    server = ModelServer(echo=True).start()
+    Path(sys.argv[1]).write_text(server.base_url + "\n", encoding="utf-8")
+    signal.sigwait(stop)
+    server.stop()
+
+
+if __name__ == "__main__":
+    main()
 
 
 __all__ = [

@@ -210,7 +210,8 @@ POSITIVE: Final[tuple[tuple[str, str, str], ...]] = (
         + "\n"
         + tok(70, "pem4")
         + "\nthat is all I have",
-        "{pem}\nthat is all I have",
+        # No END line: where the body ends cannot be told, so the rest of the text goes too.
+        "{pem}",
     ),
     ("jwt", f"token eyJ{tok(20, 'j1')}.eyJ{tok(40, 'j2')}.{tok(43, 'j3')}", "token {jwt}"),
     # more providers
@@ -246,7 +247,100 @@ POSITIVE: Final[tuple[tuple[str, str, str], ...]] = (
         f"https://acct.blob.core.windows.net/c/b?sv=2022-11-02&sp=r&sig={tok(43, 'sas')}%3D",
         "https://acct.blob.core.windows.net/c/b?sv=2022-11-02&sp=r&sig={azure}",
     ),
+    # config lines and command lines (issue 22)
+    (
+        "django SECRET_KEY env",
+        f"SECRET_KEY=django-insecure-{tok(10, 'dj1', LOW)}#{tok(6, 'dj2')}!{tok(8, 'dj3')}",
+        "SECRET_KEY={credential}",
+    ),
+    (
+        "DJANGO_SECRET_KEY quoted",
+        f'DJANGO_SECRET_KEY="{tok(12, "dj4")}$#{tok(20, "dj5")}"',
+        'DJANGO_SECRET_KEY="{credential}"',
+    ),
+    (
+        "settings.py SECRET_KEY",
+        f"SECRET_KEY = '{tok(50, 'dj6')}'\nDEBUG = True",
+        "SECRET_KEY = '{credential}'\nDEBUG = True",
+    ),
+    (
+        "sshpass quoted",
+        f"sshpass -p '{tok(10, 'sp1')}&x' ssh root@10.0.0.7 uptime",
+        "sshpass -p '{credential}' ssh root@10.0.0.7 uptime",
+    ),
+    (
+        "sshpass bare before ssh",
+        f"sshpass -p {tok(9, 'sp2', string.ascii_letters)} scp a.txt me@host:/tmp",
+        "sshpass -p {credential} scp a.txt me@host:/tmp",
+    ),
+    (
+        "sshpass option first",
+        f"sshpass -v -p {tok(8, 'sp3')}9 rsync -a src/ host:dst/",
+        "sshpass -v -p {credential} rsync -a src/ host:dst/",
+    ),
+    (
+        "curl -u user:pass",
+        f"curl -s -u admin:{tok(12, 'cu1')}! https://api.example.com/v1/items",
+        "curl -s -u admin:{credential} https://api.example.com/v1/items",
+    ),
+    (
+        "curl --user quoted",
+        f'curl --user "deploy:{tok(14, "cu2")}" -X POST https://ci.example.com/hook',
+        'curl --user "deploy:{credential}" -X POST https://ci.example.com/hook',
+    ),
+    (
+        "mysql -pPASS",
+        f"mysql -h db.internal -u root -p{tok(12, 'my1')} app < dump.sql",
+        "mysql -h db.internal -u root -p{credential} app < dump.sql",
+    ),
+    (
+        "mysqldump -p quoted",
+        f"mysqldump -uroot -p'{tok(10, 'my2')}#1' shop > shop.sql",
+        "mysqldump -uroot -p'{credential}' shop > shop.sql",
+    ),
+    (
+        "mongodb url password with #",
+        f"mongodb://admin:{tok(6, 'mh1')}#{tok(6, 'mh2')}@db.example.com:27017/app?authSource=admin",
+        "mongodb://admin:{url}@db.example.com:27017/app?authSource=admin",
+    ),
+    (
+        "mongodb url password with # and @",
+        f"MONGO_URL=mongodb://app:{tok(5, 'mh3')}@#{tok(7, 'mh4')}@mongo-0.svc:27017/db",
+        "MONGO_URL=mongodb://app:{url}@mongo-0.svc:27017/db",
+    ),
+    (
+        "pem cut inside a title",
+        "-----BEGIN OPENSSH PRIVATE KEY----- b3BlbnNzaC1rZXktdjEAAAAA" + tok(30, "pt1"),
+        "{pem}",
+    ),
+    (
+        "pem body without its header",
+        "my key b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ " + tok(40, "pt2"),
+        "my key {pem}",
+    ),
+    (
+        "rsa key body without its header",
+        "it starts MIIEowIBAAKCAQEA" + tok(60, "pt3") + "\n" + tok(64, "pt4"),
+        "it starts {pem}",
+    ),
+    ("npm token glued by _", f"key_npm_{tok(36, 'npg')}", "key_{npm}"),
+    ("npm token in .npmrc env", f"NPM_TOKEN=npm_{tok(36, 'npe')} npm publish", "NPM_TOKEN={npm} npm publish"),
+    (
+        "sendgrid ending in -",
+        f"SENDGRID_API_KEY SG.{tok(10, 'sgd')}-_{tok(10, 'sge')}.{tok(40, 'sgf')}_z- sent",
+        "SENDGRID_API_KEY {sendgrid} sent",
+    ),
+    ("sk key glued by _", f"key_sk-{tok(40, 'skg')}", "key_{key}"),
+    ("openai key glued by _", f"OPENAI_KEY_sk-proj-{tok(48, 'skp')}", "OPENAI_KEY_{key}"),
+    ("github token glued by _", f"token_ghp_{tok(36, 'ghg')}", "token_{github}"),
 )
+
+#: The cases whose key has no END line: redacted to the end of their text, so a text joining several
+#: cases holds at most one of them, last.
+TO_END_OF_TEXT: Final = frozenset({
+    "pem unterminated", "pem cut inside a title", "pem body without its header",
+    "rsa key body without its header",
+})  # fmt: skip
 
 #: Ordinary text that must come out byte for byte as it went in.
 NEGATIVE: Final[tuple[str, ...]] = (
@@ -281,6 +375,21 @@ NEGATIVE: Final[tuple[str, ...]] = (
     "use the task-scheduler and the desk-sharing app",
     "bypass the cache; compass: north; the desk key-value store",
     "the passage ended, spam filter off",
+    # look-alikes of the config-line and command-line forms (issue 22)
+    "SECRET_KEY_LENGTH=32 and SECRET_KEY_FILE=/run/secrets/django_key",
+    "SECRET_KEY = os.environ['DJANGO_SECRET_KEY']",
+    "mysql -u root -p app_db  (it asks for the password)",
+    "mysql -h 127.0.0.1 -P 3306 -u root -p",
+    "curl -u user https://api.example.com and curl -u user: https://x",
+    "mongodb://db1.example.com:27017,db2.example.com:27017/app?replicaSet=rs0",
+    "mongodb://admin@db.example.com:27017/app#notes",
+    "npm_config_cache=/tmp/npm-cache npm ci; npm_lifecycle_event is set",
+    "use sshpass -p only in scripts; the sshpass -p flag is insecure",
+    "the SG. Hoffmann & Co. paper; SG.1 and SG.2 are sections",
+    "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAu1SU1LfVLPHCozMxH2Mo\n-----END PUBLIC KEY-----",
+    "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJ\n-----END CERTIFICATE-----",
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl dev@host",
+    "mkdir -p build && docker run -u 1000:1000 img",
 )
 
 

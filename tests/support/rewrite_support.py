@@ -42,6 +42,11 @@ def scripted(request: dict[str, Any]) -> Reply:
             units.append({"title": f"ALPHA extra {first[3:30]}", "classification": "one-shot",
                           "content": f"## Context\nALPHA only {first}", "tags": []})
         return Reply(content=json.dumps({"summary": f"- {tag}: {first}", "workUnits": units}))
+    return archive_or_verdict(tag, text)
+
+
+def archive_or_verdict(tag: str, text: str) -> Reply:
+    """The cascade's reply (one line per member summary) or the judge's (unrelated)."""
     if "memory archivist" in text:
         members = [line[2:] for line in text.splitlines()
                    if line.startswith(("- ALPHA:", "- BRAVO:"))]

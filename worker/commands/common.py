@@ -120,12 +120,29 @@ def stop_on_signals() -> threading.Event:
     return stop
 
 
+def missing_distributed() -> list[str]:
+    """The Celery distributions the ``distributed`` extra brings that are not installed (empty
+    with the extra): looked up without importing them."""
+    import importlib.util
+    import sys
+
+    missing = []
+    for name in ("celery", "kombu"):
+        if sys.modules.get(name) is not None:  # imported already (its spec may be unset)
+            continue
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):  # a broken or half-removed distribution
+            found = False
+        if not found:
+            missing.append(name)
+    return missing
+
+
 def require_distributed(command: str) -> None:
     """The distributed commands need the ``distributed`` extra (Celery, kombu, psycopg); without
     it, one line saying how to install it, exit 2."""
-    import importlib.util
-
-    missing = [name for name in ("celery", "kombu") if importlib.util.find_spec(name) is None]
+    missing = missing_distributed()
     if missing:
         err.print(f"memory-worker {command}: {', '.join(missing)} not installed; install the "
                   "distributed extra: pip install 'dsh-memory-worker[distributed]'",

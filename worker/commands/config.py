@@ -10,11 +10,11 @@ import json
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from worker.commands.options import ConfigOption
+from worker.commands.options import ConfigOption, DshHomeOption, WideOption
+from worker.commands.tables import print_table
 
 
 def _show(value: Any) -> str:
@@ -25,12 +25,14 @@ def _show(value: Any) -> str:
 
 def config(
     json_: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    wide: WideOption = False,
+    dsh_home: DshHomeOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Print the effective configuration (secrets masked)."""
     from worker.commands.common import load_or_exit  # loads the runtime: only when it runs
 
-    settings = load_or_exit(config)
+    settings = load_or_exit(config, dsh_home=dsh_home)
     values = settings.public_dict()
     if json_:
         typer.echo(json.dumps(values, indent=2, sort_keys=True))
@@ -42,4 +44,4 @@ def config(
     table.add_column("from")
     for key in sorted(values):
         table.add_row(key, escape(_show(values[key])), sources.get(key, "derived"))
-    Console(width=160).print(table)
+    print_table(table, wide=wide)

@@ -10,16 +10,18 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from worker.commands.options import (
     ConfigOption,
+    DshHomeOption,
     ShelfOption,
+    WideOption,
     err,
     refuse_session_ids_or_exit,
     shown,
 )
+from worker.commands.tables import print_table
 
 if TYPE_CHECKING:
     from worker.jobs.forget import ForgetResult
@@ -31,24 +33,23 @@ def forget(
         bool, typer.Option("--dry-run", help="Print what would be removed; change nothing.")
     ] = False,
     json_: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    wide: WideOption = False,
     shelf: ShelfOption = None,
+    dsh_home: DshHomeOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Remove everything a session put in memory and never ingest it again."""
     refuse_session_ids_or_exit("forget", sessions)
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
-    from memory.store.base import StoreError
     from worker.commands.common import (
         check_store_or_exit,
         load_or_exit,
         open_runtime_or_exit,
         setup_logging,
     )
-    from worker.jobs.forget import ACTION_FORGET, forget_session
-    from worker.jobs.logread import TransientJobError
-    from worker.jobs.retract import with_session_lease
+    from worker.jobs.forget import ACTION_FORGET, forget_sessions
 
-    settings = load_or_exit(config, store_shelf=shelf)
+    settings = load_or_exit(config, store_shelf=shelf, dsh_home=dsh_home)
     setup_logging(settings)
     runtime = open_runtime_or_exit(settings, ACTION_FORGET)
     results: list[ForgetResult] = []
@@ -57,18 +58,10 @@ def forget(
         check_store_or_exit(runtime, settings.store_shelf)
         with runtime.state.transaction() as repos:
             unseen = {sid for sid in sessions if repos.sessions.get(sid) is None}
-        for sid in sessions:
-            try:
-                results.append(with_session_lease(
-                    runtime, sid, settings.store_shelf, ACTION_FORGET,
-                    lambda ctx: forget_session(ctx, dry_run=dry_run),
-                ))
-            except (TransientJobError, StoreError, OSError) as exc:
-                failed[sid] = " ".join(str(exc).split())
+        results, failed = forget_sessions(runtime, settings.store_shelf, sessions,
+                                          dry_run=dry_run)
     finally:
         runtime.close()
-    failed.update({r.session_id: "store has no knowledge-delete"
-                   for r in results if r.repair.failed})
     if json_:
         payload: dict[str, Any] = {
             "shelf": settings.store_shelf, "dry_run": dry_run,
@@ -88,7 +81,7 @@ def forget(
             for item in r.items:
                 table.add_row(shown(r.session_id), shown(item.entry), item.action,
                               shown(item.why))
-        Console(width=200).print(table)
+        print_table(table, wide=wide)
         for r in results:
             if r.session_id in unseen and not r.items:
                 err.print(f"memory-worker forget: {shown(r.session_id)}: not seen by the watcher "

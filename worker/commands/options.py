@@ -22,9 +22,16 @@ ConfigOption = Annotated[
     Path | None,
     typer.Option("--config", help="TOML config file (default: $MEMORY_WORKER_CONFIG)."),
 ]
+#: The one ``--dsh-home`` of every command that reads the logs.
 DshHomeOption = Annotated[
     Path | None,
-    typer.Option("--dsh-home", help="DSH home to follow (default: $DSH_HOME or ~/.dsh)."),
+    typer.Option("--dsh-home", help="DSH home whose logs to read (default: $DSH_HOME or "
+                 "~/.dsh)."),
+]
+WideOption = Annotated[
+    bool,
+    typer.Option("--wide", help="Print tables at their full width instead of the terminal's "
+                 "(or use --json)."),
 ]
 ShelfOption = Annotated[
     str | None,

@@ -19,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from worker.commands.options import (
     ConfigOption,
+    DshHomeOption,
     ShelfOption,
     err,
     refuse_session_ids_or_exit,
@@ -97,6 +98,7 @@ def reconsolidate(
     timeout: TimeoutOption = 3600.0,
     queue: QueueOption = DEFAULT_QUEUE,
     shelf: ShelfOption = None,
+    dsh_home: DshHomeOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Queue a consolidation of SESSION… (or --all), thresholds waived; --replace rewrites."""
@@ -116,7 +118,7 @@ def reconsolidate(
 
         rewrite_command("replace", chosen, force=force, dry_run=dry_run, max_calls=max_calls,
                         json_=json_, wait=wait, workers=workers, timeout=timeout, shelf=shelf,
-                        config=config, queue=queue)
+                        config=config, queue=queue, dsh_home=dsh_home)
         return
     if force or dry_run or max_calls is not None or json_ or workers or project or since:
         err.print("memory-worker: --force, --dry-run, --max-calls, --json, --workers, --project "
@@ -134,7 +136,7 @@ def reconsolidate(
     )
     from worker.jobs.reconsolidate import request_reconsolidation
 
-    settings = load_or_exit(config, store_shelf=shelf)
+    settings = load_or_exit(config, store_shelf=shelf, dsh_home=dsh_home)
     setup_logging(settings)
     runtime = open_runtime_or_exit(settings, "reconsolidate")
     target = settings.store_shelf

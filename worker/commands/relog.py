@@ -16,7 +16,12 @@ from typing import Annotated
 
 import typer
 
-from worker.commands.options import ConfigOption, ShelfOption, refuse_session_ids_or_exit
+from worker.commands.options import (
+    ConfigOption,
+    DshHomeOption,
+    ShelfOption,
+    refuse_session_ids_or_exit,
+)
 from worker.commands.rewrite_options import (
     AllOption,
     DryRunOption,
@@ -48,6 +53,7 @@ def relog(
     timeout: TimeoutOption = 3600.0,
     queue: QueueOption = DEFAULT_QUEUE,
     shelf: ShelfOption = None,
+    dsh_home: DshHomeOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Re-render stored messages and session nodes under the current content policy."""
@@ -62,4 +68,4 @@ def relog(
 
     rewrite_command("relog", chosen, force=False, dry_run=dry_run, max_calls=max_calls,
                   json_=json_, wait=wait, workers=workers, timeout=timeout, shelf=shelf,
-                  config=config, queue=queue)
+                  config=config, queue=queue, dsh_home=dsh_home)

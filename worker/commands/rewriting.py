@@ -9,9 +9,14 @@ Where the work runs:
   a progress bar on stderr; ``--max-calls N`` stops before the call that would exceed N;
 * ``--workers`` — records one request per session and sends a ``rewrite`` job hint to the Celery
   broker (one session per lease, retried by Celery); with ``--wait`` it follows the requests
-  until each is settled;
+  until each is settled. The one form that needs the ``distributed`` extra: without it, one
+  line naming it, exit 2;
 * neither — records the requests and sends the hints; the Celery workers, or a running
-  ``memory-worker run``, pick them up (a lost hint is re-sent by the reconcile loop).
+  ``memory-worker run``, pick them up (a lost hint is re-sent by the reconcile loop). Without
+  the extra there is no broker: the requests are recorded for ``memory-worker run``.
+
+Celery is imported only to send hints, never at module level: every other form runs from the
+base install.
 
 The options and :class:`Selection` live in :mod:`worker.commands.rewrite_options` (imported at
 start-up); this module loads the runtime and is imported only when a command runs.
@@ -34,7 +39,9 @@ from memory.store.base import StoreError
 from worker.commands.common import (
     check_store_or_exit,
     load_or_exit,
+    missing_distributed,
     open_runtime_or_exit,
+    require_distributed,
     setup_logging,
 )
 from worker.commands.options import err, shown
@@ -42,11 +49,10 @@ from worker.commands.rewrite_options import Selection
 from worker.jobs.guard import run_job
 from worker.jobs.logread import PermanentJobError, TransientJobError
 from worker.jobs.reconsolidate import request_rewrite, rewrite_result
-from worker.jobs.rewrite import plan_line
 from worker.jobs.rewrite_job import plan_session
+from worker.jobs.rewrite_lines import calls_text, plan_line
 from worker.jobs.runtime import Runtime
 from worker.names import DEFAULT_QUEUE, JOB_REWRITE
-from worker.run import tasks
 
 
 def select_sessions(runtime: Runtime, chosen: Selection) -> list[str]:
@@ -72,16 +78,19 @@ def select_sessions(runtime: Runtime, chosen: Selection) -> list[str]:
 def rewrite_command(mode: str, chosen: Selection, *, force: bool, dry_run: bool,
                     max_calls: int | None, json_: bool, wait: bool, workers: bool,
                     timeout: float, shelf: str | None, config: Path | None,
-                    queue: str = DEFAULT_QUEUE) -> None:
+                    queue: str = DEFAULT_QUEUE, dsh_home: Path | None = None) -> None:
     """The body of ``reconsolidate --replace`` (mode ``replace``) and ``relog``: settings,
     runtime, selection, then :func:`run_rewrite`; exits with its status."""
+    command = "reconsolidate" if mode == "replace" else mode
+    if workers:  # Celery jobs: the one option of these commands that needs the extra
+        require_distributed(f"{command} --workers")
     if max_calls is not None and not (wait and not workers):
         err.print("memory-worker: --max-calls needs --wait without --workers (this process "
                   "keeps the budget)")
         raise typer.Exit(2)
-    settings = load_or_exit(config, store_shelf=shelf)
+    settings = load_or_exit(config, store_shelf=shelf, dsh_home=dsh_home)
     setup_logging(settings)
-    runtime = open_runtime_or_exit(settings, "reconsolidate" if mode == "replace" else mode)
+    runtime = open_runtime_or_exit(settings, command)
     try:
         check_store_or_exit(runtime, settings.store_shelf)
         ids = select_sessions(runtime, chosen)
@@ -116,29 +125,33 @@ def run_rewrite(runtime: Runtime, shelf: str, mode: str, ids: list[str], *, forc
                 timeout_s: float = 3600.0, queue: str = DEFAULT_QUEUE) -> int:
     """Carry out (or plan, queue, follow) ``mode`` for ``ids``; the exit status."""
     if dry_run:
-        rows = [_dry_row(runtime, shelf, sid, mode, force) for sid in ids]
+        rederived: set[str] = set()  # archives an earlier session's run makes current
+        rows = [_dry_row(runtime, shelf, sid, mode, force, rederived) for sid in ids]
     elif wait and not workers:
         rows = _run_here(runtime, shelf, mode, ids, force, max_calls, json_)
     else:
         rows = _queue(runtime, shelf, mode, ids, force, wait, json_, timeout_s, queue)
     if json_:
         totals = {key: sum(int((r.counts or {}).get(key, 0)) for r in rows)
-                  for key in ("calls", "input_tokens")}
+                  for key in ("calls", "max_calls", "input_tokens")}
         typer.echo(json.dumps({"mode": mode, "shelf": shelf, "dry_run": dry_run, **totals,
                                "sessions": [r.as_json() for r in rows]}, indent=2))
     else:
         for row in rows:
             typer.echo(printable(f"{row.session_id}: {row.line}"))
         if dry_run and rows:
-            calls = sum(int((r.counts or {}).get("calls", 0)) for r in rows)
-            tokens = sum(int((r.counts or {}).get("input_tokens", 0)) for r in rows)
-            typer.echo(f"dry run: {calls} model calls, ~{tokens} input tokens in "
+            calls, bound, tokens = (sum(int((r.counts or {}).get(key, 0)) for r in rows)
+                                    for key in ("calls", "max_calls", "input_tokens"))
+            typer.echo(f"dry run: {calls_text(calls, bound)}, ~{tokens} input tokens in "
                        f"{len(rows)} session(s); nothing changed")
     bad = {"failed", "error", "unfinished"}
     return 1 if any(r.status in bad for r in rows) else 0
 
 
-def _dry_row(runtime: Runtime, shelf: str, sid: str, mode: str, force: bool) -> Row:
+def _dry_row(runtime: Runtime, shelf: str, sid: str, mode: str, force: bool,
+             rederived: set[str] | None = None) -> Row:
+    """``sid``'s plan as a row; ``rederived`` (a dry run of several sessions): the archives the
+    sessions before it re-derive, which its run will find current (updated)."""
     try:
         planned = plan_session(runtime, runtime.store(shelf), shelf, sid, mode, force=force)
     except (PermanentJobError, TransientJobError, StoreError, OSError) as exc:
@@ -146,8 +159,12 @@ def _dry_row(runtime: Runtime, shelf: str, sid: str, mode: str, force: bool) -> 
     if planned.plan is None:
         return Row(sid, "error", planned.error)
     plan = planned.plan
+    if rederived is not None and not plan.waiting:
+        plan = plan.after(rederived)
+        rederived.update(plan.archives)
     return Row(sid, "planned", plan_line(plan),
-               counts={"calls": plan.calls, "input_tokens": plan.input_tokens},
+               counts={"calls": plan.calls, "max_calls": plan.max_calls,
+                       "input_tokens": plan.input_tokens},
                plan=[asdict(item) for item in plan.items()])
 
 
@@ -220,7 +237,13 @@ def _queue(runtime: Runtime, shelf: str, mode: str, ids: list[str], force: bool,
         with runtime.state.transaction() as repos:
             requests[sid] = request_rewrite(repos, sid, shelf, mode, force=force)
         rows[sid] = Row(sid, "queued", f"queued — a {mode} job was sent to the workers")
+    if missing_distributed():  # the base install: no broker, `memory-worker run` takes it up
+        return [rows[sid] if rows[sid].status == "error" else Row(
+            sid, "queued", "queued — recorded: `memory-worker run` picks it up (or rerun with "
+            "--wait)") for sid in ids]
     try:
+        from worker.run import tasks  # Celery and kombu: the distributed extra
+
         tasks.configure(runtime.settings, queue=queue)
         for sid in requests:
             tasks.enqueue(JOB_REWRITE, sid, shelf)

@@ -39,10 +39,15 @@ def prune(
     import datetime as dt
 
     from worker.commands.common import load_or_exit, open_runtime_or_exit, setup_logging
+    from worker.commands.fresh import missing_state_file, say_nothing_recorded
     from worker.shipping.prune import prune_segments
 
     settings = load_or_exit(config)
     setup_logging(settings)
+    missing = missing_state_file(settings)
+    if missing is not None:  # no state database: no shipped segment to prune
+        say_nothing_recorded("segments prune", missing, ": no segments")
+        return
     runtime = open_runtime_or_exit(settings, "segments-prune")
     try:
         report = prune_segments(runtime.state, consolidated=consolidated,

@@ -12,11 +12,11 @@ import json
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from worker.commands.options import ConfigOption, DshHomeOption, ShelfOption, err
+from worker.commands.options import ConfigOption, DshHomeOption, ShelfOption, WideOption, err
 from worker.commands.options import shown as _text
+from worker.commands.tables import print_table
 
 if TYPE_CHECKING:
     from worker.jobs.runtime import Runtime
@@ -82,7 +82,7 @@ def add_unrecorded(found: dict[str, Any], settings: Settings) -> None:
     found["total"]["not_recorded"] = sum(1 for row in rows if not row["recorded"])
 
 
-def _print_audit(trail: list[dict[str, Any]]) -> None:
+def _print_audit(trail: list[dict[str, Any]], wide: bool) -> None:
     table = Table(title="audit trail")
     for column in ("at", "session", "action", "entry", "cause", "outcome", "detail"):
         table.add_column(column)
@@ -92,7 +92,11 @@ def _print_audit(trail: list[dict[str, Any]]) -> None:
         table.add_row(row["at"][:19], _text(row["session_id"] or "-"), row["action"],
                       _text(row["subject"] or "-"), _text(cause), row["outcome"],
                       _text(row["detail"] or ""))
-    Console(width=220).print(table)
+    print_table(table, wide=wide)
+
+
+#: The status columns of short numbers: kept on one line, so the text columns get the width.
+_NUMBERS = frozenset({"end", "logged", "lag", "cons.", "cons. lag", "pending"})
 
 
 def _cell(value: object) -> str:
@@ -109,6 +113,7 @@ def status(
         str | None, typer.Option("--session", help="Only this session: its row and, with "
                                  "--audit, its audit trail (the total still covers all).")
     ] = None,
+    wide: WideOption = False,
     shelf: ShelfOption = None,
     dsh_home: DshHomeOption = None,
     config: ConfigOption = None,
@@ -116,17 +121,18 @@ def status(
     """Per session and in total: durable end, watermarks, lag, pending retractions, failures,
     and the sessions of the DSH home the state database has no record of."""
     # Imported when the command runs, not at start-up (keeps `status --help` fast).
-    from worker.commands.common import load_or_exit, open_runtime_or_exit
-    from worker.figures import figures
+    from worker.commands.common import load_or_exit
+    from worker.commands.fresh import empty_state, missing_state_file, say_nothing_recorded
 
     settings = load_or_exit(config, store_shelf=shelf, dsh_home=dsh_home)
-    runtime = open_runtime_or_exit(settings, "status")
-    try:
-        found = figures(runtime.state, settings.store_shelf)
-        add_unrecorded(found, settings)
-        trail = audit_trail(runtime, session) if audit or session is not None else None
-    finally:
-        runtime.close()
+    missing = missing_state_file(settings)
+    if missing is None:
+        found, trail = _read(settings, audit or session is not None, session)
+    else:  # a fresh home: the same figures from an empty state database that is not kept
+        say_nothing_recorded("status", missing)
+        with empty_state(settings) as empty:
+            found, trail = _read(empty, audit or session is not None, session)
+    found["consolidation"] = "on" if consolidating(settings) else "off"
     if session is not None:
         found["sessions"] = [row for row in found["sessions"] if row["session_id"] == session]
         if not found["sessions"] and not trail:
@@ -141,13 +147,14 @@ def status(
         typer.echo(json.dumps(found, indent=2))
         return
     if trail is not None:
-        _print_audit(trail)
+        _print_audit(trail, wide)
     rows, total = found["sessions"], found["total"]
+    off = found["consolidation"] == "off"
     table = Table(title=f"memory-worker status (shelf {settings.store_shelf}"
                   + (f", session {_text(session)})" if session is not None else ")"))
-    for column in ("session", "project", "durable end", "logged", "lag", "consolidated",
-                   "cons. lag", "pending retractions", "node", "lease", "last failure"):
-        table.add_column(column)
+    for column in ("session", "project", "end", "logged", "lag", "cons.", "cons. lag",
+                   "pending", "node", "lease", "last failure"):
+        table.add_column(column, no_wrap=column in _NUMBERS)
     for row in rows:
         failure = row["last_failure"]
         problem = (f"{failure['task']}: {failure['error']}" if failure
@@ -159,7 +166,7 @@ def status(
             _cell(row["last_logged_seq"]),
             _cell(row["lag"]),
             _cell(row["last_consolidated_seq"]),
-            _cell(row["consolidation_lag"]),
+            "off" if off else _cell(row["consolidation_lag"]),
             _cell(row["retractions_pending"]),
             "yes" if row["has_session_node"] else "no",
             _text(row["lease"]["owner"]) if row["lease"] else "-",
@@ -170,10 +177,41 @@ def status(
         table.add_row(
             f"total, all sessions ({total['sessions']})" if session is not None
             else f"total ({total['sessions']})", "", str(total["durable_end_seq"]), "",
-            str(total["lag"]), "", str(total["consolidation_lag"]),
+            str(total["lag"]), "", "off" if off else str(total["consolidation_lag"]),
             str(total["retractions_pending"]), "", "",
             f"{total['failing']} failing" if total["failing"] else "-",
         )
-    Console(width=220).print(table)
-    if not rows and session is None:
-        Console(stderr=True).print("no sessions seen yet (run `memory-worker run` or `daemon`)")
+    print_table(table, wide=wide, optional=("project", "node", "lease"))
+    if off:
+        err.print(f"consolidation off ({_why_off(settings)}): messages are logged, no "
+                  "summaries are written, so there is no consolidation lag to drain",
+                  markup=False, highlight=False)
+    if not rows and session is None and missing is None:
+        err.print("no sessions seen yet (run `memory-worker run` or `daemon`)")
+
+
+def consolidating(settings: Settings) -> bool:
+    """Consolidation runs: enabled, with a model route to call."""
+    return settings.consolidation_enabled and bool(settings.model_routes)
+
+
+def _why_off(settings: Settings) -> str:
+    if not settings.consolidation_enabled:
+        return "consolidation_enabled is false"
+    return "no model route: set model_routes / MEMORY_WORKER_MODEL_ROUTES"
+
+
+def _read(settings: Settings, with_trail: bool,
+          session: str | None) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
+    """The figures (with the sessions on disk not recorded) and, if asked, the audit trail."""
+    from worker.commands.common import open_runtime_or_exit
+    from worker.figures import figures
+
+    runtime = open_runtime_or_exit(settings, "status")
+    try:
+        found = figures(runtime.state, settings.store_shelf)
+        add_unrecorded(found, settings)
+        trail = audit_trail(runtime, session) if with_trail else None
+    finally:
+        runtime.close()
+    return found, trail

@@ -10,15 +10,16 @@ when nothing leaked, 1 on a leak, 2 when the configuration, state database or st
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
 from memory.printable import printable
-from worker.commands.options import ConfigOption, ShelfOption, err, shown
+from worker.commands.options import ConfigOption, DshHomeOption, ShelfOption, err, shown
 
 if TYPE_CHECKING:
+    from worker.settings import Settings
     from worker.verify.run import Report
 
 
@@ -42,24 +43,37 @@ class _Bar:
 def verify_forgetting(
     json_: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     shelf: ShelfOption = None,
+    dsh_home: DshHomeOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Prove that withdrawn messages and forgotten sessions left no trace in memory."""
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
+    from worker.commands.common import load_or_exit, setup_logging
+    from worker.commands.fresh import empty_state, missing_state_file, say_nothing_recorded
+    from worker.verify.run import lite_store_absent
+
+    settings = load_or_exit(config, store_shelf=shelf, dsh_home=dsh_home)
+    setup_logging(settings)
+    missing = missing_state_file(settings)
+    if missing is not None and lite_store_absent(settings):
+        say_nothing_recorded("verify-forgetting", missing, ": nothing to verify")
+        if json_:
+            typer.echo(json.dumps({"shelf": settings.store_shelf, "nothing_recorded": True,
+                                   "leaks": []}, indent=2))
+        raise typer.Exit(0)
+    if missing is not None:  # a store without a state database: search it, create nothing
+        with empty_state(settings) as empty:
+            _verify_and_exit(empty, json_)
+    _verify_and_exit(settings, json_)
+
+
+def _verify_and_exit(settings: Settings, json_: bool) -> NoReturn:
     from sqlalchemy.exc import SQLAlchemyError
 
     from memory.store.base import StoreError
-    from worker.commands.common import (
-        check_store_or_exit,
-        db_error_line,
-        load_or_exit,
-        open_runtime_or_exit,
-        setup_logging,
-    )
+    from worker.commands.common import check_store_or_exit, db_error_line, open_runtime_or_exit
     from worker.verify.run import verify
 
-    settings = load_or_exit(config, store_shelf=shelf)
-    setup_logging(settings)
     runtime = open_runtime_or_exit(settings, "verify-forgetting")
     try:
         check_store_or_exit(runtime, settings.store_shelf)

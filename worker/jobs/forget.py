@@ -19,11 +19,13 @@ from dataclasses import dataclass, field
 
 from memory import constants as C
 from memory.entries import session_name
-from memory.store.base import MemoryStore
+from memory.store.base import MemoryStore, StoreError
 from worker.jobs.context import JobContext
+from worker.jobs.logread import TransientJobError
 from worker.jobs.repair import Repairer, RepairReport
 from worker.jobs.repair_plan import model_client
-from worker.jobs.retract import PlanItem, downstream_items
+from worker.jobs.retract import PlanItem, downstream_items, with_session_lease
+from worker.jobs.runtime import Runtime
 from worker.jobs.storeview import (
     edges,
     message_entries,
@@ -117,6 +119,26 @@ def forget_session(ctx: JobContext, *, dry_run: bool = False) -> ForgetResult:
                     f"{len(repairer.report.unlinked)} work units"),
         )
     return result
+
+
+def forget_sessions(runtime: Runtime, shelf: str, sessions: list[str], *,
+                    dry_run: bool = False) -> tuple[list[ForgetResult], dict[str, str]]:
+    """Forget (or with ``dry_run`` only plan) each session under its lease, as ``memory-worker
+    forget`` and the console do: the results, and a line per session that could not be
+    forgotten (its lease, the store, the log; or a store without knowledge-delete)."""
+    results: list[ForgetResult] = []
+    failed: dict[str, str] = {}
+    for sid in sessions:
+        try:
+            results.append(with_session_lease(
+                runtime, sid, shelf, ACTION_FORGET,
+                lambda ctx: forget_session(ctx, dry_run=dry_run),
+            ))
+        except (TransientJobError, StoreError, OSError) as exc:
+            failed[sid] = " ".join(str(exc).split())
+    failed.update({r.session_id: "store has no knowledge-delete"
+                   for r in results if r.repair.failed})
+    return results, failed
 
 
 def _project(ctx: JobContext) -> str:

@@ -11,12 +11,21 @@
   differs from the store's (:mod:`worker.jobs.relog`), then the summaries with a ``summary``
   edge to a re-rendered message and the archives above them.
 
-Each plan counts the model calls it makes (one per regenerated summary, one per re-derived
-archive; adjudication calls of new work units, at most one per unit when ``adjudicate`` is on,
-come on top) and the input tokens they send (characters / 4 of the prompts built from today's
-text; an archive's estimate uses its members' current text). :meth:`RewritePlan.within` cuts a
-plan to a call budget at a summary boundary (``--max-calls``): what is left stays stale and the
-next run picks it up.
+Each plan counts the model calls it makes: exactly one per regenerated summary and one per
+re-derived archive (:attr:`RewritePlan.calls`), and, when ``adjudicate`` is on, at most
+``max_work_units_per_run`` adjudication calls per regenerated summary on top — how many there
+are depends on the model's answers (how many units it extracts, whether a similar memory exists),
+so the plan states the bound (:attr:`RewritePlan.max_calls`). It also estimates the input tokens
+they send (characters / 4 of the prompts built from today's text; an archive's estimate uses its
+members' current text). :meth:`RewritePlan.within` cuts a plan to a call budget at a summary
+boundary (``--max-calls``), counting the bound, so the run never exceeds the budget: what is left
+stays stale and the next run picks it up.
+
+Without a model route (or with ``consolidation_enabled`` off) a ``relog`` plan still re-renders
+the messages and the session node, which need no model; the summaries it would rewrite *wait*
+(:attr:`RewritePlan.waiting`): each is recorded as owed (audit ``relog-owed``), so the next
+``relog`` or ``reconsolidate --replace`` with a model route rewrites it, although its messages
+are current by then.
 
 :func:`execute_rewrite` carries a plan out under the session's lease through the repair path a
 withdrawal uses (:class:`worker.jobs.repair.Repairer`): the summary keeps its name and gets its new
@@ -55,7 +64,7 @@ from worker.jobs.storeview import (
     summary_members,
 )
 from worker.jobs.withdrawals import SessionLog
-from worker.state.audit import ACTION_INTENT
+from worker.state.audit import ACTION_INTENT, ACTION_RELOG_OWED
 from worker.state.provenance import Provenance, Writer
 
 Mode = Literal["replace", "relog"]
@@ -99,6 +108,12 @@ class RewritePlan:
     #: steps left out by :meth:`within`, and the summaries among them
     deferred: int = 0
     deferred_refs: list[SpanSummaryRef] = field(default_factory=list)
+    #: adjudication calls a regenerated summary may add (0 with ``adjudicate`` off)
+    judge_bound: int = 0
+    #: no model route: the steps are not carried out, they are recorded as owed
+    waiting: bool = False
+    #: summaries an earlier model-less relog left owed
+    owed: set[str] = field(default_factory=set)
 
     @property
     def archives(self) -> list[str]:
@@ -114,7 +129,17 @@ class RewritePlan:
 
     @property
     def calls(self) -> int:
+        """The calls the run makes whatever the model answers (summaries and archives)."""
+        if self.waiting:
+            return 0
         return sum(step.calls for step in self.steps) + len(self.archives)
+
+    @property
+    def max_calls(self) -> int:
+        """:attr:`calls` plus the most adjudication calls the new work units may cost."""
+        if self.waiting:
+            return 0
+        return self.calls + sum(step.calls for step in self.steps) * self.judge_bound
 
     @property
     def input_tokens(self) -> int:
@@ -146,17 +171,20 @@ class RewritePlan:
         """The longest prefix of the summary steps (then the stale archives) whose calls fit in
         ``budget``; re-rendering messages costs no call and is always kept."""
         cut = RewritePlan(self.session_id, self.mode, self.renderings,
-                          archive_tokens=self.archive_tokens, pending=self.pending)
+                          archive_tokens=self.archive_tokens, pending=self.pending,
+                          judge_bound=self.judge_bound, waiting=self.waiting, owed=self.owed)
         for step in self.steps:
-            trial = RewritePlan(self.session_id, self.mode, steps=[*cut.steps, step])
-            if trial.calls > budget:
+            trial = RewritePlan(self.session_id, self.mode, steps=[*cut.steps, step],
+                                judge_bound=self.judge_bound, waiting=self.waiting)
+            if trial.max_calls > budget:
                 break
             cut.steps.append(step)
         if len(cut.steps) == len(self.steps):
             for archive in self.stale_archives:
                 trial = RewritePlan(self.session_id, self.mode, steps=cut.steps,
-                                    stale_archives=[*cut.stale_archives, archive])
-                if trial.calls > budget:
+                                    stale_archives=[*cut.stale_archives, archive],
+                                    judge_bound=self.judge_bound, waiting=self.waiting)
+                if trial.max_calls > budget:
                     break
                 cut.stale_archives.append(archive)
         cut.deferred_refs = [step.ref for step in self.steps[len(cut.steps):]]
@@ -164,16 +192,30 @@ class RewritePlan:
             cut.stale_archives)
         return cut
 
+    def after(self, rederived: set[str]) -> RewritePlan:
+        """This plan as it is when it runs after the archives ``rederived`` were re-derived by
+        an earlier session of the same command: they are current then, so they are no longer
+        stale (an archive above a summary this plan rewrites is re-derived again all the
+        same)."""
+        self.stale_archives = [a for a in self.stale_archives if a not in rederived]
+        return self
+
 
 # ------------------------------------------------------------------------------------ planning
 
 
 def plan_rewrite(runtime: Runtime, store: MemoryStore, log_: SessionLog, *, mode: str,
-                 writer: Writer, provenance: ProvenanceLookup, pending: Iterable[str] = (),
-                 logged_to: int, force: bool = False) -> RewritePlan:
+                 writer: Writer | None, provenance: ProvenanceLookup,
+                 pending: Iterable[str] = (), owed: Iterable[str] = (), logged_to: int,
+                 force: bool = False) -> RewritePlan:
     """What a ``mode`` run changes for one session (nothing is written); see the module
-    docstring. ``provenance(names)`` answers the rows of those entries that have one."""
-    plan = RewritePlan(log_.session_id, mode, pending=set(pending))
+    docstring. ``provenance(names)`` answers the rows of those entries that have one; no
+    ``writer`` (no model route) makes a ``relog`` plan whose summaries wait. ``owed`` are the
+    summaries an earlier model-less relog left owed."""
+    settings = runtime.settings
+    plan = RewritePlan(log_.session_id, mode, pending=set(pending), owed=set(owed),
+                       waiting=writer is None,
+                       judge_bound=settings.max_work_units_per_run if settings.adjudicate else 0)
     refs = span_summaries(store, log_.session_id)
     why: dict[str, str] = {}
     if mode == "relog":
@@ -191,13 +233,15 @@ def plan_rewrite(runtime: Runtime, store: MemoryStore, log_: SessionLog, *, mode
                 why[ref.name] = "--force"
             elif found is None:
                 why[ref.name] = "no recorded writer"
-            elif not is_current(found, writer):
+            elif writer is None or not is_current(found, writer):
                 why[ref.name] = f"written by {found.writer.describe()}"
             elif any(not is_current(rows.get(u), writer) for u in units[ref.name]):
                 why[ref.name] = "a work unit derived from it has a different writer"
     for ref in refs:
         if ref.name in plan.pending and ref.name not in why:
             why[ref.name] = "an unfinished repair"
+        elif ref.name in plan.owed and ref.name not in why:
+            why[ref.name] = "owed by a relog that had no model route"
     seen: set[str] = set()
     for ref in refs:
         if ref.name not in why:
@@ -206,7 +250,7 @@ def plan_rewrite(runtime: Runtime, store: MemoryStore, log_: SessionLog, *, mode
         step.archives = [a for a in _archives_over(store, [ref.name]) if a not in seen]
         seen.update(step.archives)
         plan.steps.append(step)
-    if mode == "replace":
+    if mode == "replace" and writer is not None:
         above = _archives_over(store, [r.name for r in refs])
         rows = provenance(above)
         for archive in above:
@@ -272,6 +316,10 @@ class RewriteOutcome:
     deferred: int = 0
     #: model calls made (each recorded one, whatever its outcome)
     calls: int = 0
+    #: no model route: only what needs none was done; (summaries, archives, work units) whose
+    #: rewrite waits for one
+    no_model: bool = False
+    waiting: tuple[int, int, int] = (0, 0, 0)
 
     @property
     def changed(self) -> bool:
@@ -284,6 +332,8 @@ def execute_rewrite(ctx: JobContext, log_: SessionLog, plan: RewritePlan) -> Rew
     store = ctx.store()
     outcome = RewriteOutcome(ctx.session_id, deferred=plan.deferred)
     summaries = [step.ref for step in plan.steps]
+    if plan.waiting:
+        return _rerender_only(ctx, log_, plan, outcome)
     # Owed before any text changes, so a crash resumes them; relog also owes the summaries a
     # budget defers (their messages are re-rendered now, so only the intent remembers them).
     owed = summaries + (plan.deferred_refs if plan.mode == "relog" else [])
@@ -293,15 +343,7 @@ def execute_rewrite(ctx: JobContext, log_: SessionLog, plan: RewritePlan) -> Rew
                 repos.audit.record(ACTION_INTENT, "pending", shelf=ctx.shelf,
                                    session_id=ctx.session_id, subject=ref.name,
                                    detail=f"{plan.mode}: {_why(plan, ref.name)}")
-    for name, (_, text) in plan.renderings.messages.items():
-        ctx.heartbeat()
-        if rewrite_in_place(store, name, text, log_.project, MESSAGE_POLICY.tags,
-                            MESSAGE_POLICY.embed):
-            outcome.messages.append(name)
-    if plan.renderings.node is not None and rewrite_in_place(
-            store, session_name(ctx.session_id), plan.renderings.node, log_.project,
-            SESSION_POLICY.tags, SESSION_POLICY.embed):
-        outcome.session_nodes = 1
+    _rerender(ctx, store, log_, plan, outcome)
     if not summaries and not plan.stale_archives:
         return outcome
     client = model_client(ctx.runtime, ctx.session_id)
@@ -321,6 +363,36 @@ def execute_rewrite(ctx: JobContext, log_: SessionLog, plan: RewritePlan) -> Rew
     return outcome
 
 
+def _rerender(ctx: JobContext, store: MemoryStore, log_: SessionLog, plan: RewritePlan,
+              outcome: RewriteOutcome) -> None:
+    """Write the re-rendered messages and session node (no model needed)."""
+    for name, (_, text) in plan.renderings.messages.items():
+        ctx.heartbeat()
+        if rewrite_in_place(store, name, text, log_.project, MESSAGE_POLICY.tags,
+                            MESSAGE_POLICY.embed):
+            outcome.messages.append(name)
+    if plan.renderings.node is not None and rewrite_in_place(
+            store, session_name(ctx.session_id), plan.renderings.node, log_.project,
+            SESSION_POLICY.tags, SESSION_POLICY.embed):
+        outcome.session_nodes = 1
+
+
+def _rerender_only(ctx: JobContext, log_: SessionLog, plan: RewritePlan,
+                   outcome: RewriteOutcome) -> RewriteOutcome:
+    """No model route: record the summaries as owed (before their messages change, so a crash
+    cannot lose them), then re-render what needs no model."""
+    with ctx.state() as repos:
+        for step in plan.steps:
+            if step.ref.name not in plan.owed:
+                repos.audit.record(ACTION_RELOG_OWED, "pending", shelf=ctx.shelf,
+                                   session_id=ctx.session_id, subject=step.ref.name,
+                                   detail=f"{plan.mode}: {step.why}")
+    _rerender(ctx, ctx.store(), log_, plan, outcome)
+    outcome.no_model = True
+    outcome.waiting = (len(plan.steps), len(plan.archives), len(plan.units))
+    return outcome
+
+
 def _why(plan: RewritePlan, name: str) -> str:
     return next((s.why for s in plan.steps if s.ref.name == name), "")
 
@@ -331,48 +403,3 @@ def _count(outcome: RewriteOutcome, report: RepairReport) -> None:
     outcome.units = list(report.units)
     outcome.removed = [n for n in report.retracted if n not in outcome.summaries]
     outcome.failed = list(report.failed)
-
-
-# ------------------------------------------------------------------------------------ the lines
-
-
-def _n(count: int, word: str, plural: str | None = None) -> str:
-    return f"{count} {word if count == 1 else plural or word + 's'}"
-
-
-def outcome_line(outcome: RewriteOutcome, mode: str) -> str:
-    """The honest one-line result of a session's run."""
-    if not outcome.changed and not outcome.deferred and not outcome.failed:
-        return "already current: nothing to do"
-    parts = []
-    if mode == "relog":
-        parts.append(f"re-rendered {_n(len(outcome.messages), 'message')}, "
-                     f"{_n(outcome.session_nodes, 'session node')}")
-    if outcome.summaries or outcome.archives or outcome.units or not outcome.deferred:
-        parts.append(f"rewrote {_n(len(outcome.summaries), 'summary', 'summaries')}, "
-                     f"{_n(len(outcome.archives), 'archive')}, "
-                     f"{_n(len(outcome.units), 'work unit')}")
-    if outcome.removed:
-        parts.append(f"removed {_n(len(outcome.removed), 'entry', 'entries')} the new pass no "
-                     "longer produces")
-    if outcome.failed:
-        parts.append(f"failed: {', '.join(outcome.failed)}")
-    if outcome.deferred:
-        parts.append(f"stopped at the --max-calls budget, {outcome.deferred} left (rerun to "
-                     "continue)")
-    return "; ".join(parts)
-
-
-def plan_line(plan: RewritePlan) -> str:
-    """The dry-run line of a session's plan."""
-    if plan.empty:
-        return "already current: nothing to do"
-    parts = []
-    if plan.mode == "relog":
-        parts.append(f"would re-render {_n(len(plan.renderings.messages), 'message')}, "
-                     f"{_n(int(plan.renderings.node is not None), 'session node')}")
-    summaries = _n(len(plan.steps), "summary", "summaries")
-    parts.append(f"would rewrite {summaries}, {_n(len(plan.archives), 'archive')}, re-extract "
-                 f"{_n(len(plan.units), 'work unit')} — {_n(plan.calls, 'model call')}, "
-                 f"~{plan.input_tokens} input tokens")
-    return "; ".join(parts)

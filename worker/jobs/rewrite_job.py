@@ -23,9 +23,9 @@ from worker.jobs.rewrite import (
     RewriteOutcome,
     RewritePlan,
     execute_rewrite,
-    outcome_line,
     plan_rewrite,
 )
+from worker.jobs.rewrite_lines import outcome_line
 from worker.jobs.runtime import Runtime
 from worker.jobs.withdrawals import SessionLog, read_session_log
 from worker.state.provenance import Provenance
@@ -44,14 +44,15 @@ class Planned:
 def plan_session(runtime: Runtime, store: MemoryStore, shelf: str, session_id: str, mode: str,
                  *, force: bool = False) -> Planned:
     """Read the session's log, rows and provenance and plan its run (nothing is written)."""
-    writer = current_writer(runtime)
-    if writer is None or not runtime.settings.consolidation_enabled:
+    writer = current_writer(runtime) if runtime.settings.consolidation_enabled else None
+    if writer is None and mode != "relog":  # relog re-renders messages without a model
         return Planned(session_id, error="unavailable — no model route is configured (set "
                        "MEMORY_WORKER_MODEL_ROUTES) or consolidation_enabled is false")
     with runtime.state.read() as repos:
         state = repos.sessions.get(session_id)
         progress = repos.progress.find(shelf, session_id)
         pending = repos.audit.pending_repairs(session_id)
+        owed = repos.audit.owed_relogs(session_id)
     if state is None or not state.path:
         return Planned(session_id, error="unknown-session — the watcher has not seen this "
                        "session")
@@ -66,7 +67,7 @@ def plan_session(runtime: Runtime, store: MemoryStore, shelf: str, session_id: s
             return repos.provenance.get_many(shelf, names)
 
     plan = plan_rewrite(runtime, store, log_, mode=mode, writer=writer, provenance=provenance,
-                        pending=pending, logged_to=logged, force=force)
+                        pending=pending, owed=owed, logged_to=logged, force=force)
     return Planned(session_id, log_, plan)
 
 
@@ -82,6 +83,7 @@ def outcome_counts(outcome: RewriteOutcome, mode: str) -> dict[str, Any]:
         "failed": len(outcome.failed),
         "deferred": outcome.deferred,
         "calls": outcome.calls,
+        "waiting": sum(outcome.waiting),
     }
 
 
@@ -117,7 +119,7 @@ def rewrite_job(ctx: JobContext) -> JobOutput:
         settle_rewrite(repos, ctx.session_id, ctx.shelf, request,
                        "failed" if failed else "done", result)
     changed = any(result[key] for key in ("messages", "session_nodes", "summaries", "archives",
-                                          "work_units", "removed"))
+                                          "work_units", "removed", "waiting"))
     return JobOutput(
         status="done" if changed else "skipped",
         detail=result["line"],

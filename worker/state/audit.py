@@ -24,6 +24,9 @@ ACTION_INTENT = "repair-intent"
 ACTION_SUMMARY = "repair-summary"
 ACTION_ARCHIVE = "repair-archive"
 ACTION_UNIT = "repair-work-unit"
+#: A summary over messages a model-less ``relog`` re-rendered: its rewrite waits for a model
+#: route (closed by the ``repair-summary`` of that rewrite).
+ACTION_RELOG_OWED = "relog-owed"
 
 
 @dataclass(frozen=True)
@@ -195,6 +198,12 @@ class AuditRepo:
         finished."""
         return {subject for _, subject in
                 self.unclosed(ACTION_INTENT, ACTION_SUMMARY, session_id=session_id)}
+
+    def owed_relogs(self, session_id: str) -> set[str]:
+        """The session's summaries a model-less ``relog`` left owed and no rewrite has done
+        since."""
+        return {subject for _, subject in
+                self.unclosed(ACTION_RELOG_OWED, ACTION_SUMMARY, session_id=session_id)}
 
     def sessions_with_unclosed(self, opening: str, closing: str) -> list[str]:
         """The sessions :meth:`unclosed` names, in order."""

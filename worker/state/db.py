@@ -98,6 +98,6 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
     except ImportError as exc:
         raise StateURLError(
             f"state URL driver {parsed.drivername!r} is not installed ({exc.name}); "
-            "use postgresql://... (psycopg 3)"
+            "install the distributed extra: pip install 'dsh-memory-worker[distributed]'"
         ) from None
 

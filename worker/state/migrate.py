@@ -1,7 +1,9 @@
-"""Run the Alembic revisions in ``worker/state/migrations/`` programmatically.
+"""Run the Alembic revisions in the top-level ``migrations/`` programmatically.
 
-The script directory ships inside the package (package data, so a wheel install has it); an
-explicit ``migrations_dir`` (setting ``migrations_dir``) replaces it. Migrations take a lock first
+The script directory ships in the wheel as the package ``dsh_memory_worker_migrations``
+(``setup.py`` maps the top-level folder to that name; :func:`packaged_migrations` finds it
+installed, editable or in a plain checkout); an explicit ``migrations_dir`` (setting
+``migrations_dir``) replaces it. Migrations take a lock first
 (PostgreSQL advisory lock; SQLite: an exclusive ``flock`` on the database file's directory, then
 ``BEGIN IMMEDIATE``) so N workers starting at once migrate once. The directory lock is taken before
 the first connection: on a brand-new file, SQLite's switch to WAL and the first schema write can
@@ -37,8 +39,24 @@ from worker.state.db import make_engine, normalize_url
 _PG_LOCK_ID = 0x6D775F6D6967  # "mw_mig"
 
 
-#: The revisions shipped with the package (``[tool.setuptools.package-data]``).
-PACKAGED_MIGRATIONS: Final = Path(__file__).resolve().parent / "migrations"
+#: The import name the top-level ``migrations/`` folder installs under (see ``setup.py``).
+MIGRATIONS_PACKAGE: Final = "dsh_memory_worker_migrations"
+
+
+def packaged_migrations() -> Path:
+    """The shipped Alembic script directory: the installed (or editable-mapped) package
+    :data:`MIGRATIONS_PACKAGE`, else ``migrations/`` beside ``worker/`` in a checkout that is
+    only on ``sys.path``. Nothing is imported: the package's location is looked up."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(MIGRATIONS_PACKAGE)
+    if spec is not None and spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations))).resolve()
+    return Path(__file__).resolve().parents[2] / "migrations"
+
+
+#: The revisions shipped with the distribution.
+PACKAGED_MIGRATIONS: Final = packaged_migrations()
 
 
 class MigrationsNotFound(RuntimeError):

@@ -94,6 +94,14 @@ def shelf_directory(settings: Settings, shelf: str) -> Path | None:
     return shelves.resolve(home, shelf)
 
 
+def lite_store_absent(settings: Settings) -> bool:
+    """The store is hypatia-lite in a home no shelf was registered in yet: nothing was written
+    (looking creates nothing, unlike :func:`shelf_directory`)."""
+    if settings.store_transport != "lite" or settings.store_shelf_url:
+        return False
+    return not (shelves.lite_home(settings.lite_home) / shelves.REGISTRY_FILE).exists()
+
+
 def _files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.rglob("*") if p.is_file())
 

@@ -1,0 +1,5 @@
+"""``python -m worker …`` is ``memory-worker …``."""
+
+from worker.cli import main
+
+main()

@@ -1,0 +1,46 @@
+"""Read-only commands on a fresh home create nothing: no state database, no shelf, no directory.
+
+A SQLite state database that does not exist yet means nothing was recorded: ``status`` computes its
+figures on an empty, migrated copy in a temporary directory (so the sessions on disk still show,
+as not recorded) and ``verify-forgetting`` / ``segments prune`` say so and stop; each says
+"nothing recorded yet" in one line on stderr and exits 0. A PostgreSQL state database is opened as
+before (a server's database is not the user's home)."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from worker.commands.options import err, shown
+from worker.settings import Settings
+
+
+def missing_state_file(settings: Settings) -> Path | None:
+    """The SQLite state database file when it does not exist yet; ``None`` otherwise."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        url = make_url(settings.effective_state_url)
+    except ArgumentError:
+        return None  # the runtime reports it
+    database = url.database or ""
+    if url.get_backend_name() != "sqlite" or not database or database == ":memory:" \
+            or database.startswith("file:"):
+        return None
+    path = Path(database).expanduser()
+    return None if path.exists() else path
+
+
+def say_nothing_recorded(command: str, path: Path, then: str = "") -> None:
+    err.print(f"memory-worker {command}: nothing recorded yet (no state database at "
+              f"{shown(path)}; `memory-worker run` makes one){then}", soft_wrap=True)
+
+
+@contextmanager
+def empty_state(settings: Settings) -> Iterator[Settings]:
+    """``settings`` with a new, empty state database in a temporary directory, removed after."""
+    with tempfile.TemporaryDirectory(prefix="memory-worker-empty-") as directory:
+        yield settings.model_copy(update={"state_url": f"sqlite:///{directory}/state.db"})

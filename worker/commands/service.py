@@ -1,0 +1,170 @@
+"""``memory-worker service install | uninstall | status`` — run ``memory-worker run`` at login
+under the user's service manager: a ``systemd --user`` unit on Linux, a launchd LaunchAgent on
+macOS (:mod:`worker.service`; docs/service.md).
+
+``install`` writes the file (``--print``: only prints it) and loads it: enabled at login, started
+now, restarted on failure. When the manager cannot be reached (no user bus, as in a container;
+no ``launchctl``) the file is written anyway and one line says how to load it, exit 1.
+``uninstall`` unloads the service and removes exactly what ``install`` made (the file, and the
+directories it created if they are empty). ``status`` exits 0 only when the service is installed
+and running.
+
+Start-up time: this module imports only Typer and the standard library at its top level.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from worker.commands.options import ConfigOption, DshHomeOption
+
+if TYPE_CHECKING:
+    from worker.service.manager import Manager
+
+service_app = typer.Typer(
+    name="service", no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False,
+    help="Run `memory-worker run` at login: a systemd --user unit (Linux) or a launchd "
+         "LaunchAgent (macOS).",
+)
+
+ManagerOption = Annotated[
+    str | None,
+    typer.Option("--manager", help="systemd or launchd (default: systemd on Linux, launchd on "
+                 "macOS)."),
+]
+
+SAY = "memory-worker service"
+
+
+def _fail(line: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"{SAY}: {line}", err=True)
+    return typer.Exit(code)
+
+
+def _manager(chosen: str | None) -> Manager:
+    from worker.service.launchd import Launchd
+    from worker.service.systemd import Systemd
+
+    managers: dict[str, Manager] = {"systemd": Systemd(), "launchd": Launchd()}
+    if chosen is None:
+        chosen = {"linux": "systemd", "darwin": "launchd"}.get(sys.platform)
+        if chosen is None:
+            raise _fail(f"not supported on {sys.platform}: the worker runs on Linux and macOS "
+                        "(docs/service.md)")
+    if chosen not in managers:
+        raise _fail(f"--manager {chosen!r}: choose systemd or launchd")
+    return managers[chosen]
+
+
+def _environment() -> dict[str, str]:
+    """This process's environment (read, like every value of it, in :mod:`worker.settings`): the
+    unit gets PATH and the ``--env`` variables from it, the file's place HOME / XDG_CONFIG_HOME."""
+    from worker.settings import environment_without
+
+    return environment_without(())
+
+
+def _write(path: Path, content: bytes, base: Path) -> list[Path]:
+    """Write ``content`` to ``path`` (mode 0600: it may hold environment values) through a
+    temporary file; the directories it had to create, outermost first."""
+    made = []
+    directory = path.parent
+    while not directory.exists() and directory != base:
+        made.append(directory)
+        directory = directory.parent
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(content)
+    os.replace(partial, path)
+    return made[::-1]
+
+
+@service_app.command("install")
+def install(
+    print_: Annotated[bool, typer.Option("--print", help="Print the file; install nothing.")]
+    = False,
+    env: Annotated[
+        list[str] | None,
+        typer.Option("--env", help="Pass this variable (NAME: its value here; NAME=VALUE) to the "
+                     "service; repeatable. PATH is always passed."),
+    ] = None,
+    manager: ManagerOption = None,
+    dsh_home: DshHomeOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Write, enable and start the service that runs `memory-worker run`."""
+    from worker.service.spec import ServiceError, build_spec
+    from worker.settings import SettingsError, load_settings
+
+    chosen = _manager(manager)
+    environ = _environment()
+    try:
+        spec = build_spec(config=config, dsh_home=dsh_home, env_names=list(env or []),
+                          environ=environ)
+        # A configuration the service could not start with fails here, not at every restart.
+        load_settings(config, **({"dsh_home": dsh_home} if dsh_home is not None else {}))
+        content = chosen.render(spec, environ)
+    except (ServiceError, SettingsError) as exc:
+        raise _fail(str(exc)) from None
+    if print_:
+        sys.stdout.buffer.write(content)
+        return
+    path = chosen.file(environ)
+    if path.exists():
+        chosen.unload(path)  # an update: the new file replaces the loaded one
+    _write(path, content, chosen.base(environ))
+    logs = chosen.log_directory(environ)
+    if logs is not None:
+        logs.mkdir(parents=True, exist_ok=True)
+    loaded = chosen.load(path)
+    if not loaded.ok:
+        raise _fail(f"wrote {path}, but {chosen.name} is not reachable here ({loaded.line}); "
+                    f"load it in your login session with: {chosen.load_hint(path)}", 1)
+    typer.echo(f"installed and started {path}; logs: {chosen.log_hint(environ)}")
+
+
+@service_app.command("uninstall")
+def uninstall(manager: ManagerOption = None) -> None:
+    """Stop and disable the service, and remove what `service install` made."""
+    from worker.service.spec import remove_empty_parents
+
+    chosen = _manager(manager)
+    environ = _environment()
+    path = chosen.file(environ)
+    if not path.exists():
+        typer.echo(f"not installed (no {path}); nothing to remove")
+        return
+    unloaded = chosen.unload(path)
+    path.unlink()
+    remove_empty_parents(path, chosen.base(environ))
+    logs = chosen.log_directory(environ)
+    if logs is not None:  # only if the service never wrote a log there
+        remove_empty_parents(logs / "-", chosen.base(environ))
+    chosen.reload_after_removal()
+    typer.echo(f"removed {path}")
+    if not unloaded.ok:
+        typer.echo(f"{SAY}: {chosen.name} was not reachable ({unloaded.line}): nothing was "
+                   "stopped here", err=True)
+
+
+@service_app.command("status")
+def status(manager: ManagerOption = None) -> None:
+    """Whether the service is installed and running; exit 0 only when it runs."""
+    chosen = _manager(manager)
+    environ = _environment()
+    path = chosen.file(environ)
+    if not path.exists():
+        typer.echo(f"not installed (no {path})")
+        raise typer.Exit(1)
+    state = chosen.state(path)
+    typer.echo(f"installed: {path}")
+    typer.echo(f"{chosen.name}: {state.line}")
+    typer.echo(f"logs: {chosen.log_hint(environ)}")
+    raise typer.Exit(0 if state.running else 1)

@@ -1,0 +1,86 @@
+"""What every page of the console shares: the runtime and shelf, the access token, one worker
+thread, the Jinja2 templates (autoescape on) and the request helpers."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import zoneinfo
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+
+from memory.printable import printable
+from worker.console.security import CSRF_FIELD, Access
+from worker.console.session_view import Surveys
+from worker.jobs.runtime import Runtime
+from worker.watch.scan_problems import session_id_problem
+
+T = TypeVar("T")
+
+
+class Console:
+    """What every page shares: the runtime, the shelf, the access token, the templates."""
+
+    def __init__(self, runtime: Runtime, shelf: str, access: Access) -> None:
+        self.runtime = runtime
+        self.shelf = shelf
+        self.access = access
+        self.surveys = Surveys()
+        # One thread does all the work: the store adapters and SQLite connections are not
+        # shared between threads, and a local console serves one person.
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="console")
+        tz_name = runtime.settings.timezone
+        self.tz: dt.tzinfo = zoneinfo.ZoneInfo(tz_name) if tz_name else dt.UTC
+        self.templates = Environment(loader=PackageLoader("worker.console", "templates"),
+                                     autoescape=True, undefined=StrictUndefined)
+        self.templates.filters.update(shown=_shown, q=_quote, when=self.when)
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)`` on the console's worker thread."""
+        return await asyncio.wrap_future(self._pool.submit(fn, *args))
+
+    def when(self, moment: dt.datetime | None) -> str:
+        if moment is None:
+            return "-"
+        return moment.astimezone(self.tz).strftime("%Y-%m-%d %H:%M:%S")
+
+    def render(self, request: Request, template: str, status: int = 200,
+               **context: Any) -> HTMLResponse:
+        page = self.templates.get_template(template).render(
+            shelf=self.shelf, csrf=getattr(request.state, "csrf", ""), csrf_field=CSRF_FIELD,
+            path=request.url.path, **context)
+        return HTMLResponse(page, status_code=status)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+        self.runtime.close()
+
+
+def _shown(value: object) -> str:
+    """Text from disk or from the user, with control characters made visible
+    (:func:`memory.printable.printable`); HTML escaping is the templates' autoescape."""
+    return printable(value)
+
+
+def _quote(value: object) -> str:
+    """A value for a query string: every reserved character percent-encoded."""
+    return quote(str(value), safe="")
+
+
+
+def session_id(value: object) -> str:
+    """A session id from a request, refused (400) when no state database could hold it, as the
+    commands refuse it (:func:`worker.watch.scan_problems.session_id_problem`)."""
+    if not isinstance(value, str) or not value:
+        raise HTTPException(400, "id: which session?")
+    why = session_id_problem(value)
+    if why is not None:
+        raise HTTPException(400, f"the session id {why}; no session has such an id")
+    return value

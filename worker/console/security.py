@@ -1,0 +1,138 @@
+"""Who may use the console: the holder of a random token, from the console's own pages.
+
+- Every request needs the token: once as ``?token=…`` (the URL printed at start, as notebook
+  servers do), which sets an HttpOnly ``SameSite=Strict`` cookie and redirects to the same URL
+  without it; after that the cookie. Without either: 401.
+- The ``Host`` header must name the address the console listens on (a page of another site that
+  rebinds its DNS name to 127.0.0.1 is refused: 403), unless it was exposed on purpose.
+- A POST must come from the console's own origin (``Origin``, else ``Referer``) and carry the
+  per-browser CSRF token in a hidden form field equal to its cookie (:func:`checked_form`): 403.
+- Every response says ``Cache-Control: no-store`` (pages show message text: the browser keeps no
+  copy on disk) and a Content-Security-Policy with no script at all.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from urllib.parse import urlencode, urlsplit
+
+from starlette.datastructures import FormData
+from starlette.exceptions import HTTPException
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.types import ASGIApp
+
+CSRF_FIELD = "csrf"
+HEADERS = {
+    "Cache-Control": "no-store",
+    "Content-Security-Policy": ("default-src 'none'; style-src 'self'; img-src 'self'; "
+                                "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    # Not no-referrer: with it a browser sends ``Origin: null`` on a POST, and the origin check
+    # could not tell the console's own forms from another site's.
+    "Referrer-Policy": "same-origin",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """The console's secret and where it may be reached."""
+
+    token: str
+    port: int
+    #: ``Host`` header values accepted; empty = any (the console was exposed on purpose)
+    hosts: frozenset[str]
+
+    @classmethod
+    def local(cls, host: str, port: int, *, exposed: bool = False,
+              token: str | None = None) -> Access:
+        names = {host, "127.0.0.1", "localhost"} if host in ("127.0.0.1", "localhost") else {host}
+        if host == "::1":
+            names = {"[::1]", "localhost"}
+        hosts = frozenset() if exposed else frozenset(f"{name}:{port}" for name in names)
+        return cls(token or secrets.token_urlsafe(32), port, hosts)
+
+    @property
+    def cookie(self) -> str:
+        # Cookies do not tell ports apart: two consoles on one host keep their own.
+        return f"memory_console_{self.port}"
+
+    @property
+    def csrf_cookie(self) -> str:
+        return f"memory_console_csrf_{self.port}"
+
+    def valid(self, given: str | None) -> bool:
+        return given is not None and secrets.compare_digest(given.encode(), self.token.encode())
+
+
+def _refuse(status: int, why: str) -> Response:
+    return PlainTextResponse(f"{status} {why}\n", status_code=status, headers=HEADERS)
+
+
+def _same_origin(request: Request) -> bool:
+    """The POST comes from a page of this console: its Origin (or, without one, its Referer) is
+    ``http://<the Host it was sent to>``."""
+    host = request.headers.get("host", "")
+    origin = request.headers.get("origin")
+    if origin is None or origin == "null":
+        referer = request.headers.get("referer")
+        if origin == "null" or referer is None:
+            return False
+        parts = urlsplit(referer)
+        origin = f"{parts.scheme}://{parts.netloc}"
+    return bool(host) and origin == f"http://{host}"
+
+
+class Guard(BaseHTTPMiddleware):
+    """The token, Host and origin checks of the module docstring, on every request."""
+
+    def __init__(self, app: ASGIApp, access: Access) -> None:
+        super().__init__(app)
+        self.access = access
+
+    async def dispatch(self, request: Request,
+                       call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        access = self.access
+        if access.hosts and request.headers.get("host", "") not in access.hosts:
+            return _refuse(403, "this console answers only on its own address")
+        given = request.query_params.get("token")
+        if given is not None:
+            if not access.valid(given) or request.method != "GET":
+                return _refuse(401, "a valid token is required (the URL printed at start)")
+            rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+            target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
+            response: Response = RedirectResponse(target, status_code=303, headers=HEADERS)
+            self._set_cookies(request, response)
+            return response
+        if not access.valid(request.cookies.get(access.cookie)):
+            return _refuse(401, "a valid token is required (the URL printed at start)")
+        if request.method not in ("GET", "HEAD") and not _same_origin(request):
+            return _refuse(403, "cross-site request refused")
+        request.state.csrf = request.cookies.get(access.csrf_cookie) or ""
+        response = await call_next(request)
+        if not request.state.csrf:
+            self._set_cookies(request, response)
+        response.headers.update(HEADERS)
+        return response
+
+    def _set_cookies(self, request: Request, response: Response) -> None:
+        access = self.access
+        for name, value in ((access.cookie, access.token),
+                            (access.csrf_cookie, request.cookies.get(access.csrf_cookie)
+                             or secrets.token_urlsafe(32))):
+            response.set_cookie(name, value, httponly=True, samesite="strict", path="/")
+
+
+async def checked_form(request: Request, access: Access) -> FormData:
+    """The POSTed form, once its CSRF field equals the browser's CSRF cookie (else 403)."""
+    form = await request.form()
+    given = form.get(CSRF_FIELD)
+    expected = request.cookies.get(access.csrf_cookie)
+    if not isinstance(given, str) or not expected or not secrets.compare_digest(
+            given.encode(), expected.encode()):
+        raise HTTPException(403, "the form's CSRF token does not match: reload the page")
+    return form

@@ -1,0 +1,101 @@
+"""What a service runs, independent of the manager: the command line (an absolute
+``memory-worker`` with ``run`` and the options the user chose), the environment, how long a stop
+may take, and the name both managers know it by."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+#: The name of the unit (``NAME.service``) and the suffix of the LaunchAgent's label.
+NAME: Final = "dsh-memory-worker"
+
+#: Seconds the manager waits after the stop signal before it kills the worker. A stop (SIGINT or
+#: SIGTERM: the current store write finishes, the lease is released) took 0.75-1.15 s here on the
+#: demo home, idle or in its first scan (issue 23 saw ~2.4 s); 30 s leaves more than ten times
+#: that. A kill past it is still safe (every job is idempotent and crash-safe), it only redoes the
+#: interrupted span.
+STOP_TIMEOUT_S: Final = 30
+
+#: Seconds between a failed run and its restart (both managers).
+RESTART_DELAY_S: Final = 10
+
+
+class ServiceError(Exception):
+    """The service cannot be built or installed; the message is one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceSpec:
+    """``program`` and ``arguments`` (argv without the program), the environment to set, and
+    the stop timeout."""
+
+    program: Path
+    arguments: tuple[str, ...]
+    environment: dict[str, str] = field(default_factory=dict)
+    stop_timeout_s: int = STOP_TIMEOUT_S
+
+    @property
+    def argv(self) -> list[str]:
+        return [str(self.program), *self.arguments]
+
+
+def memory_worker_program() -> Path:
+    """The absolute path of this installation's ``memory-worker`` (beside the running Python,
+    as pip installs it), else the one on ``PATH``."""
+    beside = Path(sys.executable).parent / "memory-worker"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return beside.absolute()
+    found = shutil.which("memory-worker")
+    if found is None:
+        raise ServiceError("cannot find the memory-worker program (beside "
+                           f"{sys.executable} or on PATH); install dsh-memory-worker first")
+    return Path(found).absolute()
+
+
+def build_spec(*, config: Path | None, dsh_home: Path | None,
+               env_names: list[str], environ: dict[str, str]) -> ServiceSpec:
+    """The spec of ``memory-worker run [--config FILE] [--dsh-home DIR]``: paths made absolute,
+    ``PATH`` and every ``env_names`` variable copied from ``environ`` (``NAME=VALUE`` sets one)."""
+    arguments = ["run"]
+    if config is not None:
+        config = config.expanduser().absolute()
+        if not config.is_file():
+            raise ServiceError(f"config file {config} does not exist")
+        arguments += ["--config", str(config)]
+    if dsh_home is not None:
+        arguments += ["--dsh-home", str(dsh_home.expanduser().absolute())]
+    environment: dict[str, str] = {}
+    if "PATH" in environ:  # the store's binary (cli / mcp transports) is looked up on it
+        environment["PATH"] = environ["PATH"]
+    for item in env_names:
+        name, equals, value = item.partition("=")
+        if not name or not name.replace("_", "a").isalnum() or name[0].isdigit():
+            raise ServiceError(f"--env {item!r}: not a variable name")
+        if not equals:
+            if name not in environ:
+                raise ServiceError(f"--env {name}: not set in this environment (give "
+                                   f"{name}=VALUE)")
+            value = environ[name]
+        environment[name] = value
+    return ServiceSpec(memory_worker_program(), tuple(arguments), environment)
+
+
+def remove_empty_parents(path: Path, stop: Path) -> list[Path]:
+    """Remove the empty directories from ``path``'s parent up to (not including) ``stop``: the
+    ones an install made, now empty (a directory holding anything else stays). The removed
+    ones, deepest first."""
+    removed = []
+    directory = path.parent
+    while directory != stop and stop in directory.parents:
+        try:
+            directory.rmdir()
+        except OSError:
+            break
+        removed.append(directory)
+        directory = directory.parent
+    return removed
