@@ -3,8 +3,8 @@
 Late acks, one prefetched message per process, redelivery of a lost worker's message, a
 visibility timeout above the longest task (see :func:`worker.run.tasks.configure`). The state
 database is migrated to head and the store opened once before the worker starts consuming; either
-unusable is one line and exit 2. Task events and heartbeats are
-on, so Flower (``docker compose``'s ``flower`` service) shows workers, tasks and their outcomes.
+unusable is one line and exit 2. Task events and heartbeats are on, so Flower (``docker
+compose``'s ``flower`` service) shows workers, tasks and their outcomes.
 The metrics port serves the counters of every pool process (prometheus_client multiprocess mode,
 set up before anything imports it), and logging stays this project's (Celery does not redo it).
 """
