@@ -6,7 +6,7 @@ entries) or a login the PostgreSQL server refuses is one line on stderr and exit
 anything is consumed or hinted. A job that meets such an error later (the registry changed under
 a running worker) is not retried: it ends as a Celery FAILURE — what Flower and ``celery events``
 show red — records the failure for ``status``, logs it once, and the worker keeps serving.
-Redis database 7 is this module's.
+Redis database 2 is this module's.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from worker.watch.watcher import Watcher
 
 pytestmark = pytest.mark.integration
 
-REDIS_DB = 7
+REDIS_DB = 2
 BROKER = f"redis://127.0.0.1:6379/{REDIS_DB}"
 
 
@@ -95,8 +95,10 @@ def test_a_job_whose_store_is_refused_is_a_celery_failure_not_retried(tmp_path: 
     online, ended = threading.Event(), threading.Event()
 
     def on_event(event: dict[str, Any]) -> None:
+        if event.get("hostname") != node:  # only this test's worker
+            return
         seen.append(event)
-        if event["type"] == "worker-heartbeat" and event.get("hostname") == node:
+        if event["type"] == "worker-heartbeat":
             online.set()
         if event["type"] in ("task-failed", "task-succeeded"):
             ended.set()
