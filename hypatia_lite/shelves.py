@@ -11,6 +11,7 @@ processes creating ``default`` or connecting shelves at once both succeed and lo
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -126,18 +127,63 @@ def resolve(home: Path, name: str) -> Path:
 
 def ensure(home: Path, name: str, url: str) -> None:
     """Make shelf ``name`` the PostgreSQL shelf at ``url``: registered if it is not, accepted
-    if it already is; ``ShelfError`` when ``name`` is registered elsewhere."""
-    found = registry(home).get(name)
-    if found is None:
-        try:
-            _connect_url(home, url, name)
+    if it already is; ``ShelfError`` when ``name`` is registered elsewhere.
+
+    ``default`` is the one name hypatia-lite registers by itself (a local directory, on first
+    use): a URL takes it over while that directory holds no entry or statement, so a worker
+    configured with only the URL writes the shared shelf. A local ``default`` that holds data is
+    refused, never hidden: the error names the fix."""
+    if _read(home).get(name) == url:
+        return
+    try:
+        pg_url.split(url)
+    except ValueError as err:
+        raise ShelfError(f"shelf error: {err}") from err
+    if name != DEFAULT_SHELF:
+        registry(home)  # a home always has its local ``default`` beside the other shelves
+    with _locked(home):
+        shelves = _read(home)
+        found = shelves.get(name)
+        if found == url:
             return
-        except ShelfError:
-            found = registry(home).get(name)  # another process registered it meanwhile
-    if found != url:
-        shown = pg_url.redact(found) if found is not None and is_url(found) else found
-        raise ShelfError(f"shelf error: shelf '{name}' is registered as {shown}, not as "
-                         f"{pg_url.redact(url)}; disconnect it or choose another shelf name")
+        if found is not None:
+            _refuse_taken(name, found, url)
+        _add_url(home, shelves, name, url)
+
+
+def _refuse_taken(name: str, found: str, url: str) -> None:
+    """Raise unless ``found`` is a ``default`` directory holding nothing (the URL may take it)."""
+    held = None if is_url(found) or name != DEFAULT_SHELF else _rows_in(Path(found))
+    if held == 0:
+        return
+    if held is not None:
+        raise ShelfError(
+            f"shelf error: shelf '{name}' is registered as {found}, a local shelf holding "
+            f"{held} {'entry' if held == 1 else 'entries'}, not as {pg_url.redact(url)}; "
+            f"choose another shelf name for the URL, or disconnect the local one "
+            f"(hypatia-lite disconnect {name})")
+    shown = pg_url.redact(found) if is_url(found) else found
+    raise ShelfError(f"shelf error: shelf '{name}' is registered as {shown}, not as "
+                     f"{pg_url.redact(url)}; disconnect it or choose another shelf name")
+
+
+def _rows_in(directory: Path) -> int:
+    """Knowledge entries plus statements in the SQLite shelf at ``directory`` (0 when it has
+    no database yet), read-only."""
+    from hypatia_lite.db import DB_FILE
+    from hypatia_lite.sqlitelib import sqlite3
+
+    path = directory / DB_FILE
+    if not path.exists():
+        return 0
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as conn:
+            tables = {row[0] for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            return sum(int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+                       for table in ("knowledge", "statement") if table in tables)
+    except sqlite3.Error as err:
+        raise ShelfError(f"shelf error: cannot read the local shelf {directory}: {err}") from err
 
 
 def _connect_url(home: Path, url: str, name: str | None) -> str:
@@ -151,13 +197,18 @@ def _connect_url(home: Path, url: str, name: str | None) -> str:
         shelves = _read(home)
         if shelf in shelves:
             raise ShelfError(f"shelf error: shelf '{shelf}' is already connected")
-        for other, location in shelves.items():
-            if location == url:
-                raise ShelfError(f"shelf error: {pg_url.redact(url)} is already connected as "
-                                 f"'{other}'")
-        shelves[shelf] = url
-        _write(home, shelves)
+        _add_url(home, shelves, shelf, url)
     return shelf
+
+
+def _add_url(home: Path, shelves: dict[str, str], name: str, url: str) -> None:
+    """Register ``url`` as ``name`` (under the registry lock), unless another name has it."""
+    for other, location in shelves.items():
+        if location == url and other != name:
+            raise ShelfError(f"shelf error: {pg_url.redact(url)} is already connected as "
+                             f"'{other}'")
+    shelves[name] = url
+    _write(home, shelves)
 
 
 def connect(home: Path, directory: Path | str, name: str | None = None) -> str:

@@ -62,6 +62,12 @@ __all__ = [
 ]
 
 
+class StoreConfigError(FatalStoreError):
+    """The store cannot be opened as configured — a shelf name or URL, a refused shelf
+    registration, a login the server refuses: nothing heals it until the configuration changes,
+    so a job that meets it is not retried."""
+
+
 # ------------------------------------------------------------------------------------- protocol
 
 

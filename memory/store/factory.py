@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, cast
 
-from memory.store.base import FatalStoreError, MemoryStore
+from memory.store.base import FatalStoreError, MemoryStore, StoreConfigError
 from memory.store.breaker import Breaker
 from memory.store.cli import CliStore
 
 Transport = Literal["lite", "cli", "mcp"]
 TRANSPORTS: tuple[Transport, ...] = ("lite", "cli", "mcp")
 LITE_HOME_ENV = "HYPATIA_LITE_HOME"
+#: A PostgreSQL server refusing the login itself (libpq's texts): no retry gets past it.
+_LOGIN_REFUSED = re.compile(
+    r"password authentication failed|authentication failed|role \"[^\"]*\" does not exist"
+    r"|database \"[^\"]*\" does not exist|no pg_hba\.conf entry|permission denied")
 
 
 @dataclass(frozen=True)
@@ -40,16 +45,21 @@ def _register(config: StoreConfig) -> None:
 
     url = config.shelf_url or ""
     if not shelves.is_url(url):
-        raise FatalStoreError(f"invalid shelf URL {url!r}: it must start with postgresql://")
-    shelves.ensure(shelves.lite_home(config.lite_home), config.shelf, url)
+        raise StoreConfigError(f"invalid shelf URL {url!r}: it must start with postgresql://")
+    try:
+        shelves.ensure(shelves.lite_home(config.lite_home), config.shelf, url)
+    except shelves.ShelfError as err:  # a registration refused stays refused
+        raise StoreConfigError(str(err)) from err
 
 
 def open_store(config: StoreConfig) -> MemoryStore:
-    """Open the configured store; a bad transport or shelf is a one-line ``FatalStoreError``."""
+    """Open the configured store; a bad transport or shelf is a one-line ``FatalStoreError``,
+    and a ``StoreConfigError`` when only a change of configuration can heal it (a shelf name or
+    URL, a refused registration, a login the PostgreSQL shelf's server refuses)."""
     if not config.shelf or any(ch.isspace() for ch in config.shelf):
-        raise FatalStoreError(f"invalid shelf name {config.shelf!r}: it must be one word")
+        raise StoreConfigError(f"invalid shelf name {config.shelf!r}: it must be one word")
     if config.timeout_s <= 0:
-        raise FatalStoreError(f"invalid store timeout {config.timeout_s!r}: it must be positive")
+        raise StoreConfigError(f"invalid store timeout {config.timeout_s!r}: it must be positive")
     if config.shelf_url is not None:
         _register(config)
     env = {LITE_HOME_ENV: str(config.lite_home)} if config.lite_home is not None else None
@@ -57,7 +67,12 @@ def open_store(config: StoreConfig) -> MemoryStore:
         # hypatia-lite in process: the store's own class is the adapter (it implements the seam).
         from hypatia_lite.store import LiteStore
 
-        return cast(MemoryStore, LiteStore(config.shelf, home=config.lite_home))
+        try:
+            return cast(MemoryStore, LiteStore(config.shelf, home=config.lite_home))
+        except FatalStoreError as err:
+            if config.shelf_url is not None and _LOGIN_REFUSED.search(str(err)):
+                raise StoreConfigError(str(err)) from err
+            raise
     if config.transport == "cli":
         return CliStore(config.shelf, config.binary, timeout_s=config.timeout_s, env=env,
                         breaker=config.breaker)
@@ -74,6 +89,6 @@ def open_store(config: StoreConfig) -> MemoryStore:
             env=env,
             breaker=config.breaker,
         )
-    raise FatalStoreError(
+    raise StoreConfigError(
         f"unknown store transport {config.transport!r}: use one of {', '.join(TRANSPORTS)}"
     )

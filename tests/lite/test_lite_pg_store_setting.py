@@ -49,7 +49,7 @@ def test_open_store_registers_the_shelf_url(tmp_path: Path) -> None:
             "or choose another shelf name")
         with pytest.raises(FatalStoreError) as caught:
             open_store(StoreConfig(shelf="default", lite_home=home, shelf_url=url))
-        assert "shelf 'default' is registered as " in str(caught.value)
+        assert str(caught.value) == f"shelf error: {url} is already connected as 'team'"
         with pytest.raises(FatalStoreError, match=r"^invalid shelf URL 'mysql://x': it must start"):
             open_store(StoreConfig(shelf="x", lite_home=home, shelf_url="mysql://x"))
 

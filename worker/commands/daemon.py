@@ -5,8 +5,9 @@ Hints that cannot be sent (broker down) or that the broker loses are dropped wit
 periodic reconcile (every ``reconcile_interval_s``, and right after the first poll) re-derives all
 owed work from the log and the watermarks — log lag, idle-closes, session nodes, consolidation of
 idle-closed sessions, queued reconsolidation requests and interrupted repairs — so nothing is lost.
-At startup, like ``memory-worker run``, the daemon queues the consolidation backfill (the sessions
-that lag, per project at most ``consolidation_backfill_per_scope``).
+At startup the daemon opens the state database and the store once (either unusable: one line,
+exit 2) and, like ``memory-worker run``, queues the consolidation backfill (the sessions that
+lag, per project at most ``consolidation_backfill_per_scope``).
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ def daemon(
     """Follow the DSH home and enqueue log jobs to Celery (run `memory-worker worker` too)."""
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
     from worker.commands.common import (
+        check_store_or_exit,
         load_or_exit,
         open_runtime_or_exit,
         require_distributed,
@@ -104,6 +106,10 @@ def daemon(
         tasks.configure(settings, queue=queue)
 
     runtime = open_runtime_or_exit(settings, "daemon")
+    # The store the workers write, opened once here: a store no retry can open (a refused shelf
+    # registration, a login the server refuses) is one line and exit 2, not a stream of failed
+    # jobs.
+    check_store_or_exit(runtime, settings.store_shelf)
     serve_metrics(settings, runtime.state)
     if settings.reconcile_on_startup:
         reconcile_with_store(runtime, settings.store_shelf)

@@ -2,8 +2,9 @@
 
 Late acks, one prefetched message per process, redelivery of a lost worker's message, a
 visibility timeout above the longest task (see :func:`worker.run.tasks.configure`). The state
-database is migrated to head before the worker starts consuming. Task events and heartbeats are
-on, so Flower (``docker compose``'s ``flower`` service) shows workers, tasks and their outcomes.
+database is migrated to head and the store opened once before the worker starts consuming; either
+unusable is one line and exit 2. Task events and heartbeats are on, so Flower (``docker
+compose``'s ``flower`` service) shows workers, tasks and their outcomes.
 The metrics port serves the counters of every pool process (prometheus_client multiprocess mode,
 set up before anything imports it), and logging stays this project's (Celery does not redo it).
 """
@@ -47,7 +48,7 @@ def worker_command(
     _multiprocess_metrics()
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
     from worker.commands.common import (
-        check_store_binary_or_exit,
+        check_store_or_exit,
         load_or_exit,
         open_runtime_or_exit,
         require_distributed,
@@ -63,8 +64,13 @@ def worker_command(
 
     from worker.run import tasks
 
-    check_store_binary_or_exit(settings)
-    open_runtime_or_exit(settings, "migrate").close()  # migrate once, before any child starts
+    # Migrate once, before any child starts, and open the store once: an unusable state
+    # database or store (a refused shelf registration, a refused login) is one line, exit 2.
+    runtime = open_runtime_or_exit(settings, "migrate")
+    try:
+        check_store_or_exit(runtime, settings.store_shelf)
+    finally:
+        runtime.close()  # nothing opened here crosses the pool's fork
     tasks.configure(settings, queue=queue)
     # Logging is ours (one tree, JSON or text, job fields): Celery must not reconfigure it.
     signals.setup_logging.connect(_keep_logging, weak=False)

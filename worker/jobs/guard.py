@@ -7,9 +7,10 @@
 2. runs the job, retrying transient store errors a few times in-process (tenacity, exponential
    backoff with jitter) — safe because every job is idempotent;
 3. records the outcome: success clears the failure row; a permanent problem (a corrupt or
-   unsupported log) is recorded once as permanent and not retried; anything else is recorded
-   with its attempt count and answered ``retry`` (the caller backs off; the reconcile loop
-   re-derives the work if the caller gives up);
+   unsupported log) is recorded once as permanent and not retried; a store that cannot be opened
+   as configured (:class:`~memory.store.base.StoreConfigError`) is ``failed`` too, not retried;
+   anything else is recorded with its attempt count and answered ``retry`` (the caller backs
+   off; the reconcile loop re-derives the work if the caller gives up);
 4. releases the lease and counts the run in Prometheus metrics.
 
 Watermarks only move inside a job, after its writes, so every failure leaves them where they were.
@@ -30,7 +31,12 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from memory.store.base import FatalStoreError, StoreError, TransientStoreError
+from memory.store.base import (
+    FatalStoreError,
+    StoreConfigError,
+    StoreError,
+    TransientStoreError,
+)
 from worker.jobs.context import JobContext, JobOutput, JobResult
 from worker.jobs.lease_keeper import keep
 from worker.jobs.logread import PermanentJobError, TransientJobError
@@ -99,6 +105,12 @@ def _guarded(
     except PermanentJobError as exc:
         result.status, result.detail = "failed", _line(exc)
         _record_failure(runtime, job, session_id, exc, permanent=True)
+    except StoreConfigError as exc:
+        # Only a change of configuration heals it: not retried, but recorded as retryable, so
+        # the reconcile loop hints the work again once the store opens (no log growth needed).
+        result.status, result.detail = "failed", f"cannot open the store: {_line(exc)}"
+        runtime.drop_store(shelf)
+        _record_failure(runtime, job, session_id, exc, permanent=False)
     except (StoreError, OSError, *_RETRYABLE) as exc:
         result.status, result.detail = "retry", _line(exc)
         if isinstance(exc, FatalStoreError):

@@ -5,8 +5,10 @@ it runs, so duplicates, reordering and redelivery after a crash are harmless (th
 on the same store contents). The lease, the in-process retry of transient errors, the metrics and
 the failure record are :func:`~worker.jobs.guard.run_job`'s; a task only turns "try again later"
 into a Celery retry with exponential backoff and jitter, bounded by ``task_max_retries``. When
-the retries run out the failure stays recorded and the daemon's reconcile loop re-enqueues the
-session later (the message was a hint; the watermark is the truth).
+the retries run out, or when the job failed in a way no retry heals (a corrupt log, a store that
+cannot be opened as configured), the task ends as a Celery FAILURE (:class:`JobNotFinished`), the
+failure stays recorded and the daemon's reconcile loop re-enqueues the session later (the message
+was a hint; the watermark is the truth).
 
 Broker: Redis by default (``broker_url``); RabbitMQ works by URL (``amqp://…``). The app is
 configured from the settings (environment and config file) when this module is imported, so
@@ -119,6 +121,12 @@ def _reset_after_fork(**_: Any) -> None:
     _runtime = None
 
 
+class JobNotFinished(Exception):
+    """A job ended without finishing (out of retries, or an error no retry heals): raised so
+    Celery records the task as FAILURE and Flower / ``celery events`` show it red. Listed in
+    each task's ``throws``: Celery logs it as one line, without a traceback."""
+
+
 def _run(task: Any, job: str, session_id: str, shelf: str) -> dict[str, Any]:
     from worker.jobs.guard import give_up, run_job  # start-up time, as in _get_runtime
 
@@ -126,16 +134,18 @@ def _run(task: Any, job: str, session_id: str, shelf: str) -> dict[str, Any]:
     retries = int(task.request.retries or 0)
     limit = runtime.settings.task_max_retries
     result = run_job(runtime, job, session_id, shelf, attempt=retries)
-    # Out of retries: the failure is recorded (run_job) and the reconcile loop will re-enqueue
-    # the session while its watermark lags, so the task ends here instead of failing loudly.
     if result.status == "busy" and retries < limit + _BUSY_EXTRA_RETRIES:
         countdown = _BUSY_RETRY_S * (0.5 + random.random())
         raise task.retry(countdown=countdown, max_retries=limit + _BUSY_EXTRA_RETRIES)
     if result.status == "retry" and retries < limit:
         countdown = backoff_s(retries, runtime.settings.retry_backoff_s)
         raise task.retry(countdown=countdown, max_retries=limit)
-    if result.status in ("busy", "retry"):
-        give_up(runtime, result)  # one line by session, and recorded for `status`
+    if result.status in ("busy", "retry", "failed"):
+        # Out of retries, or ``failed`` (a corrupt log, a store that cannot be opened as
+        # configured: no retry heals it). The failure is recorded (run_job / give_up) and the
+        # reconcile loop hints the session again while the work is owed; the task is a FAILURE.
+        reason = give_up(runtime, result)  # one line by session, and recorded for `status`
+        raise JobNotFinished(f"{job} {session_id} not finished: {reason}")
     return result.as_dict()
 
 
@@ -145,7 +155,7 @@ def _job_task(job: str, name: str) -> Any:
 
     run.__name__ = run.__qualname__ = f"{job}_task"
     run.__doc__ = f"Run the ``{job}`` job for one session (see :mod:`worker.jobs`)."
-    return app.task(name=name, bind=True, acks_late=True)(run)
+    return app.task(name=name, bind=True, acks_late=True, throws=(JobNotFinished,))(run)
 
 
 #: The task of each job kind, by job name.
@@ -154,7 +164,8 @@ log_span_task = TASKS[JOB_LOG_SPAN]
 session_node_task = TASKS[JOB_SESSION_NODE]
 
 
-@app.task(name=TASK_JOB, bind=True, acks_late=True)  # type: ignore[untyped-decorator]
+@app.task(name=TASK_JOB, bind=True, acks_late=True,  # type: ignore[untyped-decorator]
+          throws=(JobNotFinished,))
 def job_task(self: Any, job: str, session_id: str, shelf: str) -> dict[str, Any]:
     """Run any other registered job (see :func:`worker.jobs.registry.register_job`)."""
     return _run(self, job, session_id, shelf)
@@ -181,6 +192,6 @@ def _configure_from_settings() -> None:
 _configure_from_settings()
 
 __all__ = [
-    "TASKS", "TASK_JOB", "TASK_LOG_SPAN", "TASK_SESSION_NODE", "app", "backoff_s", "configure",
-    "enqueue", "job_task", "log_span_task", "session_node_task",
+    "TASKS", "TASK_JOB", "TASK_LOG_SPAN", "TASK_SESSION_NODE", "JobNotFinished", "app",
+    "backoff_s", "configure", "enqueue", "job_task", "log_span_task", "session_node_task",
 ]
