@@ -115,11 +115,24 @@ def status(
 ) -> None:
     """Per session and in total: durable end, watermarks, lag, pending retractions, failures,
     and the sessions of the DSH home the state database has no record of."""
+    from worker.at_rest import inputs_key, recorded
+
+    overrides = {"store_shelf": shelf, "dsh_home": dsh_home}
+    plain = not audit and session is None
+    key = inputs_key(config, overrides)
+    # A home at rest shows the figures recorded by the last `status` over the same files
+    # (worker.at_rest), without loading settings or the state database.
+    cached = recorded(key, _AT_REST_ANSWER) if plain else None
+    if isinstance(cached, dict):
+        _show(cached, json_, None, None)
+        return
     # Imported when the command runs, not at start-up (keeps `status --help` fast).
+    from worker.at_rest import Watch
     from worker.commands.common import load_or_exit, open_runtime_or_exit
     from worker.figures import figures
 
-    settings = load_or_exit(config, store_shelf=shelf, dsh_home=dsh_home)
+    settings = load_or_exit(config, **overrides)
+    watch = Watch(key, settings, config) if plain else None
     runtime = open_runtime_or_exit(settings, "status")
     try:
         found = figures(runtime.state, settings.store_shelf)
@@ -127,6 +140,9 @@ def status(
         trail = audit_trail(runtime, session) if audit or session is not None else None
     finally:
         runtime.close()
+    if watch is not None and all(row["lease"] is None and row["last_failure"] is None
+                                 for row in found["sessions"]):
+        watch.keep(_AT_REST_ANSWER, found)
     if session is not None:
         found["sessions"] = [row for row in found["sessions"] if row["session_id"] == session]
         if not found["sessions"] and not trail:
@@ -135,6 +151,15 @@ def status(
             raise typer.Exit(1)
         if not audit:
             trail = None
+    _show(found, json_, trail, session)
+
+
+#: The at-rest record's name for the figures of a plain ``status`` (no --audit, no --session).
+_AT_REST_ANSWER = "status"
+
+
+def _show(found: dict[str, Any], json_: bool, trail: list[dict[str, Any]] | None,
+          session: str | None) -> None:
     if json_:
         if trail is not None:
             found["audit"] = trail
@@ -143,7 +168,7 @@ def status(
     if trail is not None:
         _print_audit(trail)
     rows, total = found["sessions"], found["total"]
-    table = Table(title=f"memory-worker status (shelf {settings.store_shelf}"
+    table = Table(title=f"memory-worker status (shelf {found['shelf']}"
                   + (f", session {_text(session)})" if session is not None else ")"))
     for column in ("session", "project", "durable end", "logged", "lag", "consolidated",
                    "cons. lag", "pending retractions", "node", "lease", "last failure"):
