@@ -96,6 +96,10 @@ def test_settled_run_is_answered_at_rest_with_the_same_line(home: dict[str, Any]
     records = list((home["root"] / "cache" / "dsh-memory-worker" / "at-rest").glob("*.json"))
     assert len(records) == 1
     assert records[0].stat().st_mode & 0o777 == 0o600
+    # The same answer once Typer has parsed the options (not the bare form worker.cli answers
+    # before Typer): same configuration, same record.
+    code, _out, err2, path = _cli(["run", "--once", "--jobs", "1"], home["env"])
+    assert (code, path, err2) == (0, "AT-REST", err)
 
 
 def test_a_new_session_takes_the_full_path_and_is_written(home: dict[str, Any]) -> None:

@@ -48,14 +48,10 @@ def run(
     overrides = {"dsh_home": dsh_home, "store_shelf": shelf, "metrics_port": metrics_port}
     watch = key = None
     if once and jobs == 1:
-        # A home at rest (nothing changed since a full run that did nothing) is told from the
-        # environment and file metadata, before settings or the runtime load (worker.at_rest).
-        from worker.at_rest import inputs_key, recorded
+        from worker.at_rest import inputs_key
 
         key = inputs_key(config, overrides)
-        line = recorded(key, _AT_REST_ANSWER)
-        if isinstance(line, str):
-            err.print(line, soft_wrap=True, markup=False)
+        if answer_at_rest(key):
             return
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
     from worker.commands.common import load_or_exit, setup_logging
@@ -79,6 +75,19 @@ def run(
 
 #: The at-rest record's name for the summary line of a ``run --once`` that did nothing.
 _AT_REST_ANSWER = "run_once"
+
+
+def answer_at_rest(key: str) -> bool:
+    """On a home at rest (nothing changed since a full ``run --once`` that did nothing; told from
+    the environment and file metadata, before settings or the runtime load: :mod:`worker.at_rest`)
+    print that run's summary line and return True; else False (run in full)."""
+    from worker.at_rest import recorded
+
+    line = recorded(key, _AT_REST_ANSWER)
+    if not isinstance(line, str):
+        return False
+    err.print(line, soft_wrap=True, markup=False)
+    return True
 
 
 def _run(settings: Settings, once: bool, children: OnceChildren | None,

@@ -115,16 +115,12 @@ def status(
 ) -> None:
     """Per session and in total: durable end, watermarks, lag, pending retractions, failures,
     and the sessions of the DSH home the state database has no record of."""
-    from worker.at_rest import inputs_key, recorded
+    from worker.at_rest import inputs_key
 
     overrides = {"store_shelf": shelf, "dsh_home": dsh_home}
     plain = not audit and session is None
     key = inputs_key(config, overrides)
-    # A home at rest shows the figures recorded by the last `status` over the same files
-    # (worker.at_rest), without loading settings or the state database.
-    cached = recorded(key, _AT_REST_ANSWER) if plain else None
-    if isinstance(cached, dict):
-        _show(cached, json_, None, None)
+    if plain and answer_at_rest(key, json_):
         return
     # Imported when the command runs, not at start-up (keeps `status --help` fast).
     from worker.at_rest import Watch
@@ -156,6 +152,18 @@ def status(
 
 #: The at-rest record's name for the figures of a plain ``status`` (no --audit, no --session).
 _AT_REST_ANSWER = "status"
+
+
+def answer_at_rest(key: str, json_: bool) -> bool:
+    """On a home at rest, show the figures the last full ``status`` over the same files showed
+    (:mod:`worker.at_rest`; no settings, no state database) and return True; else False."""
+    from worker.at_rest import recorded
+
+    found = recorded(key, _AT_REST_ANSWER)
+    if not isinstance(found, dict):
+        return False
+    _show(found, json_, None, None)
+    return True
 
 
 def _show(found: dict[str, Any], json_: bool, trail: list[dict[str, Any]] | None,
