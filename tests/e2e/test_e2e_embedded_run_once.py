@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_fork import run_cli
 
 from memory.store.lite.store import LiteStore
 from worker.commands.demo_home import demo_session_id
@@ -43,9 +43,7 @@ WITH_NODE = {V4, FS_READ, IMAGE, PARENT, CANCEL, ERROR, COMPACTION}
 
 
 def _cli(args: list[str], env: dict[str, str], tool: str = "memory-worker") -> Any:
-    return subprocess.run(
-        [str(BIN / tool), *args], env=env, capture_output=True, text=True, timeout=120
-    )
+    return run_cli(args, env=env, timeout=120, tool=tool)
 
 
 @pytest.fixture(scope="module")

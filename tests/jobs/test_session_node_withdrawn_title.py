@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cli_fork import run_cli
 from cluster_support import BIN
 from conftest import REPO
 from test_pipeline_session_node import process, store_rows
@@ -92,8 +93,7 @@ def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
            "MEMORY_WORKER_LITE_HOME": str(root / "lite")}
     for name in ("MEMORY_WORKER_STATE_URL", "MEMORY_WORKER_WITHDRAWAL_KINDS"):
         env.pop(name, None)
-    done = subprocess.run([str(BIN / "memory-worker"), *args], env=env,
-                          capture_output=True, text=True, timeout=180)
+    done = run_cli(list(args), env=env, timeout=180)
     assert done.returncode == 0, done.stderr
     return done
 

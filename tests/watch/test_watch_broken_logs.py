@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from cli_fork import run_cli
 from conftest import REPO
 
 from memory.store.lite.store import LiteStore
@@ -31,10 +31,7 @@ def _env(root: Path) -> dict[str, str]:
 
 
 def _run(root: Path, *args: str, env: dict[str, str] | None = None) -> Any:
-    return subprocess.run(
-        [str(BIN / "memory-worker"), *args], env=env or _env(root), capture_output=True,
-        text=True, timeout=120,
-    )
+    return run_cli(list(args), env=env or _env(root), timeout=120)
 
 
 def _home(root: Path) -> Path:
