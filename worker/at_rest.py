@@ -14,7 +14,8 @@ The *fingerprint* is the ``stat`` (mode, size, mtime, ctime, inode, device) of e
 reads or that could change what it does: the state database (and its ``-wal`` / ``-journal``),
 every directory and file under the DSH sessions root, every file of the hypatia-lite home
 (shelves, registry), the config file, and every source file of the installed ``worker`` and
-``memory`` packages (a code upgrade, a new migration).
+``memory`` packages and of ``hypatia_lite`` and ``migrations`` beside them when they are top-level
+(a code upgrade, a new migration).
 
 A record says "a full ``run --once`` over exactly this fingerprint changed no file and did
 nothing" (its summary line kept), or "``status`` over exactly this fingerprint showed these
@@ -61,7 +62,7 @@ SETTLE_NS: Final = 1_000_000_000
 #: Records kept (one per configuration: environment, directory, options); older ones go.
 KEEP_RECORDS: Final = 16
 #: hypatia-lite's home when neither ``lite_home`` nor this variable is set: ``~/.hypatia-lite``
-#: (:func:`memory.store.lite.shelves.lite_home`; a test checks the two agree).
+#: (hypatia-lite's ``shelves.lite_home``; a test checks the two agree).
 LITE_HOME_ENV: Final = "HYPATIA_LITE_HOME"
 _SKIPPED_DIRS: Final = frozenset({"__pycache__"})
 
@@ -128,9 +129,10 @@ def inputs_of(settings: Settings, config: Path | None) -> Inputs | None:
     import worker
 
     code = [Path(worker.__file__).parent, Path(next(iter(memory.__path__)))]
-    beside = code[0].parent / "migrations"  # the Alembic scripts, if shipped at the top level
-    if beside.is_dir():
-        code.append(beside)
+    for sibling in ("hypatia_lite", "migrations"):  # the store and the Alembic scripts, when
+        beside = code[0].parent / sibling  # they are top-level packages beside `worker`
+        if beside.is_dir():
+            code.append(beside)
     if settings.migrations_dir is not None:
         code.append(Path(settings.migrations_dir))
     raw_config = config if config is not None else os.environ.get("MEMORY_WORKER_CONFIG")

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pipeline_support import dump
 
-from memory.store.lite.store import LiteStore
 from worker import at_rest
 from worker.commands.demo_home import demo_session_id
 
@@ -55,8 +55,8 @@ def _settled(env: dict[str, str], args: list[str]) -> tuple[int, str, str, str]:
 
 
 def _names(lite: Path) -> set[str]:
-    with LiteStore("default", home=lite) as store:
-        return {row["name"] for row in store.dump()["knowledge"]}
+    """The entry names of the ``default`` shelf of the hypatia-lite home ``lite``."""
+    return {row["name"] for row in dump(lite.parent)["knowledge"]}
 
 
 @pytest.fixture
@@ -184,8 +184,14 @@ def test_no_record_while_a_file_is_too_recent(tmp_path: Path) -> None:
 
 
 def test_lite_home_is_the_lite_stores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from memory.store.lite.shelves import lite_home
+    import importlib
+
     from worker.settings import load_settings
+
+    try:  # hypatia-lite's own package, or where it lived inside memory/ before
+        lite_home = importlib.import_module("hypatia_lite.shelves").lite_home
+    except ModuleNotFoundError:
+        lite_home = importlib.import_module("memory.store.lite.shelves").lite_home
 
     monkeypatch.delenv("MEMORY_WORKER_LITE_HOME", raising=False)
     for env in (None, str(tmp_path / "env-home")):

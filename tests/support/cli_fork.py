@@ -40,13 +40,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
-#: Imported once by the server: what every command's start-up would import again.
+#: Imported once by the server: what every command's start-up would import again (a name this
+#: checkout does not have is skipped).
 PRELOAD = (
     "sqlalchemy", "sqlalchemy.orm", "sqlalchemy.dialects.sqlite", "pydantic", "pydantic_settings",
     "typer", "typer._adapters", "rich.console", "rich.table", "rich.progress", "worker.cli",
     "worker.settings", "worker.state", "worker.jobs.registry", "worker.jobs.guard",
     "worker.run.runner", "worker.run.once_parallel", "worker.watch.watcher",
-    "memory.store.lite.store", "memory.dsh.reader", "tenacity",
+    "hypatia_lite.store", "memory.store.lite.store", "memory.dsh.reader", "tenacity",
 )
 _lock = threading.Lock()
 _server: _Server | None = None
@@ -161,7 +162,10 @@ import importlib, json, os, signal, socket, sys
 
 path, ready, preload = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
 for name in preload:
-    importlib.import_module(name)
+    try:
+        importlib.import_module(name)
+    except ImportError:  # a module this checkout does not have: the child imports what it needs
+        pass
 server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 server.bind(path)
 server.listen(64)
