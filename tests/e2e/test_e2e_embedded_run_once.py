@@ -17,6 +17,8 @@ from cli_fork import run_cli
 from memory.store.lite.store import LiteStore
 from worker.commands.demo_home import demo_session_id
 
+pytestmark = pytest.mark.integration  # every test reads the CLI runs of one module fixture
+
 BIN = Path(sys.executable).parent
 V4 = "7d3c1f0e-2b6a-4c59-9e1d-5a8f3b2c4d10"
 FS_READ = "a57f852d-d476-4716-a380-8a1116e4d905"

@@ -35,6 +35,7 @@ def test_startup_benchmark_prints_every_ratio() -> None:
 
 @pytest.mark.parametrize("argv", [["--help"], ["status", "--help"], ["worker", "--help"],
                                   ["--version"]])
+@pytest.mark.integration
 def test_help_and_version_import_no_runtime(argv: list[str]) -> None:
     probe = (
         "import sys\nfrom worker.cli import main\n"

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cli_fork import run_cli
 from conftest import REPO
 
@@ -56,6 +57,7 @@ def _home(root: Path) -> Path:
     return home
 
 
+@pytest.mark.integration
 def test_broken_logs_are_one_line_each_and_the_rest_is_written(tmp_path: Path) -> None:
     home = _home(tmp_path)
     first = _run(tmp_path, "run", "--once", "--dsh-home", str(home))
@@ -92,6 +94,7 @@ def test_broken_logs_are_one_line_each_and_the_rest_is_written(tmp_path: Path) -
     assert all(f.attempts == 1 for f in failures.values())
 
 
+@pytest.mark.integration
 def test_a_missing_dsh_home_is_one_line(tmp_path: Path) -> None:
     done = _run(tmp_path, "run", "--once", "--dsh-home", str(tmp_path / "nowhere"))
     assert done.returncode == 1
@@ -99,6 +102,7 @@ def test_a_missing_dsh_home_is_one_line(tmp_path: Path) -> None:
     assert len(lines) == 1 and "has no sessions directory" in lines[0]
 
 
+@pytest.mark.integration
 def test_an_unusable_store_is_one_line(tmp_path: Path) -> None:
     home = _home(tmp_path)
     (tmp_path / "lite").write_text("a file where the store's directory should be")
