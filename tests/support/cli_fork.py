@@ -60,12 +60,23 @@ class _Server:
         self.dir = tempfile.mkdtemp(prefix="mw-cli-fork-")
         self.path = os.path.join(self.dir, "socket")
         ready_r, ready_w = os.pipe()
+        # The server's lifeline: it exits when this end closes (this process ended, even killed).
+        life_r, self._lifeline = os.pipe()
         env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_WORKER_")}
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", _SERVER_MAIN, self.path, str(ready_w), json.dumps(PRELOAD)],
-            pass_fds=(ready_w,), env=env, stdin=subprocess.DEVNULL, start_new_session=True,
-        )
-        os.close(ready_w)
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", _SERVER_MAIN, self.path, str(ready_w), str(life_r),
+                 json.dumps(PRELOAD)],
+                pass_fds=(ready_w, life_r), env=env, stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except BaseException:
+            os.close(ready_r)
+            os.rmdir(self.dir)
+            raise
+        finally:
+            os.close(ready_w)
+            os.close(life_r)
         with os.fdopen(ready_r, "rb") as ready:
             if ready.read(1) != b"1":
                 raise RuntimeError("the CLI fork server did not start")
@@ -73,11 +84,14 @@ class _Server:
 
     def stop(self) -> None:
         with contextlib.suppress(OSError):
+            os.close(self._lifeline)
+        with contextlib.suppress(OSError):
             self.process.kill()
         with contextlib.suppress(Exception):
             self.process.wait(timeout=10)
         with contextlib.suppress(OSError):
             os.unlink(self.path)
+        with contextlib.suppress(OSError):
             os.rmdir(self.dir)
 
 
@@ -160,7 +174,8 @@ def _recv_line(conn: socket.socket) -> bytes:
 _SERVER_MAIN = r'''
 import importlib, json, os, signal, socket, sys
 
-path, ready, preload = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
+path, ready, lifeline = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+preload = json.loads(sys.argv[4])
 for name in preload:
     try:
         importlib.import_module(name)
@@ -212,8 +227,24 @@ def child(request, fds):
     os._exit(code)
 
 
-while True:
-    conn, _ = server.accept()
+def serve_until_the_parent_is_gone():
+    import selectors
+    chooser = selectors.DefaultSelector()
+    chooser.register(server, selectors.EVENT_READ)
+    chooser.register(lifeline, selectors.EVENT_READ)
+    while True:
+        for key, _ in chooser.select():
+            if key.fileobj == lifeline:  # EOF: the test process is gone
+                try:
+                    os.unlink(path)
+                    os.rmdir(os.path.dirname(path))
+                except OSError:
+                    pass
+                os._exit(0)
+            yield server.accept()[0]
+
+
+for conn in serve_until_the_parent_is_gone():
     head, fds, _flags, _addr = socket.recv_fds(conn, 1 << 20, 3)
     size = int.from_bytes(head[:8], "big")
     body = head[8:]
@@ -222,6 +253,7 @@ while True:
     request = json.loads(body)
     if os.fork() == 0:  # a waiter per command: the server accepts the next request at once
         server.close()
+        os.close(lifeline)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         pid = os.fork()
         if pid == 0:
