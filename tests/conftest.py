@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,3 +25,59 @@ os.environ.setdefault("MEMORY_WORKER_JOBS_ADAPT", "false")
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+#: The services the integration tests use (PostgreSQL, Redis, RabbitMQ).
+_SERVICE_PORTS = frozenset({5432, 6379, 5672})
+
+
+@contextlib.contextmanager
+def _stay_in_process(item: pytest.Item) -> Iterator[None]:
+    """``-m "not integration"`` means no subprocess and no service: while a test without the
+    ``integration`` mark sets up (its module and session fixtures included) and runs, starting a
+    process (``git``, which the project scope runs, and a program that does not exist aside) or
+    connecting to PostgreSQL, Redis or RabbitMQ fails at once, saying to mark it — so the unit
+    loop stays quick and honest."""
+    if item.get_closest_marker("integration") is not None:
+        yield
+        return
+    import shutil
+    import socket
+    import subprocess
+
+    test = item.nodeid
+    real_init = subprocess.Popen.__init__
+    real_connect = socket.socket.connect
+
+    def no_process(self: Any, args: Any, *more: Any, **options: Any) -> None:
+        program = args if isinstance(args, str) else (args[0] if args else "")
+        if os.path.basename(str(program)) == "git" or not shutil.which(str(program)):
+            real_init(self, args, *more, **options)
+            return
+        raise AssertionError(f"{test} starts a process ({args!r}): mark it `integration`")
+
+    def no_service(self: socket.socket, address: Any) -> Any:
+        if isinstance(address, tuple) and len(address) >= 2 and address[1] in _SERVICE_PORTS:
+            raise AssertionError(f"{test} connects to a service at {address!r}: mark it "
+                                 "`integration`")
+        return real_connect(self, address)
+
+    subprocess.Popen.__init__ = no_process  # type: ignore[method-assign]
+    socket.socket.connect = no_service  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        subprocess.Popen.__init__ = real_init  # type: ignore[method-assign]
+        socket.socket.connect = real_connect  # type: ignore[method-assign]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    with _stay_in_process(item):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    with _stay_in_process(item):
+        return (yield)

@@ -95,9 +95,34 @@ def _register(only: str | None = None) -> None:
                 app.command(name)(implementation)
 
 
+#: The bare forms a cron job or a hook repeats, answered on a home at rest before Typer builds
+#: the command (its option adapters import pydantic): argv → the command module.
+_AT_REST_FORMS = {("run", "--once"): "run", ("status",): "status", ("status", "--json"): "status"}
+
+
+def _answered_at_rest(argv: list[str]) -> bool:
+    """True when ``argv`` is one of :data:`_AT_REST_FORMS` and the home is at rest (the answer
+    printed: :mod:`worker.at_rest`). With any other argument Typer parses as usual, and the
+    command still answers at rest after parsing."""
+    form = _AT_REST_FORMS.get(tuple(argv))
+    if form is None:
+        return False
+    from worker.at_rest import inputs_key
+
+    if form == "run":
+        from worker.commands.run import answer_at_rest as run_answer
+
+        return run_answer(inputs_key(None, {}))
+    from worker.commands.status import answer_at_rest as status_answer
+
+    return status_answer(inputs_key(None, {}), json_="--json" in argv, wide=False)
+
+
 def main() -> None:
     import sys
 
+    if _answered_at_rest(sys.argv[1:]):
+        return
     # Start-up time: Typer builds (and validates with pydantic) every registered command's
     # options, so `memory-worker CMD …` registers CMD alone; `--help`, a mistyped command and
     # shell completion get them all (Click's completion passes the words in the environment,

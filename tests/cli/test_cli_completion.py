@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BIN = Path(sys.executable).parent / "memory-worker"
 
 
@@ -19,9 +21,11 @@ def _complete(words: str, index: int) -> list[str]:
     return done.stdout.split()
 
 
+@pytest.mark.integration
 def test_commands_complete() -> None:
     assert _complete("memory-worker re", 1) == ["reconsolidate", "relog", "retract"]
 
 
+@pytest.mark.integration
 def test_a_commands_options_complete() -> None:
     assert {"--json", "--audit", "--session"} <= set(_complete("memory-worker status --", 2))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hostile_support import env, run_worker, write_good
 
 EVIL = "evil\n\x1b[31mERROR forged line"
@@ -24,6 +25,7 @@ def _one_escaped_line(output: str) -> None:
         output)
 
 
+@pytest.mark.integration
 def test_commands_print_an_evil_id_escaped_on_one_line(tmp_path: Path) -> None:
     home = tmp_path / "dsh"
     write_good(home, "good", 1)

@@ -9,6 +9,7 @@ import json
 import logging
 from pathlib import Path
 
+import pytest
 from hostile_support import run_worker, session_path, write_good
 
 from memory.printable import printable
@@ -42,6 +43,7 @@ def test_plain_log_lines_stay_one_line_and_json_lines_are_json() -> None:
     assert json.loads(as_json)["message"] == f"session {EVIL}: damaged"
 
 
+@pytest.mark.integration
 def test_a_hostile_session_id_forges_no_line_and_no_terminal_escape(tmp_path: Path) -> None:
     home = tmp_path / "dsh"
     log = write_good(home, EVIL, 1)

@@ -28,11 +28,12 @@ from worker.run import tasks
 from worker.watch.watcher import Watcher
 
 sys.path.insert(0, str(REPO / "benchmarks"))
+from redis_dbs import redis_db
 from worker_dshgen import SessionLogWriter, embedded_runtime
 
 pytestmark = pytest.mark.integration
 
-REDIS_DB = 11
+REDIS_DB = redis_db("daemon_reconcile_lost_hints")  # tests/support/redis_dbs.py
 SHELF = "default"
 CWD = "/home/dev/lost-hints"
 KEY_ENV = "LOST_HINTS_KEY"

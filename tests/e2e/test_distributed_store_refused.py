@@ -23,6 +23,7 @@ import pytest
 import redis
 from celery_events_support import receiving
 from cluster_support import BIN
+from redis_dbs import redis_db
 from state_db_support import throwaway_pg_database
 
 from hypatia_lite.store import LiteStore
@@ -34,7 +35,7 @@ from worker.watch.watcher import Watcher
 
 pytestmark = pytest.mark.integration
 
-REDIS_DB = 2
+REDIS_DB = redis_db("distributed_store_refused")  # tests/support/redis_dbs.py
 BROKER = f"redis://127.0.0.1:6379/{REDIS_DB}"
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from cluster_support import Cluster, throwaway_cluster, wait_for
 from model_server import ModelServer, model_server_fixture  # noqa: F401
+from redis_dbs import redis_db
 from test_e2e_consolidation_embedded import scripted
 from worker_dshgen import SessionLogWriter
 
@@ -21,7 +22,7 @@ from memory.entries import archive_name
 
 pytestmark = pytest.mark.integration
 
-REDIS_DB = 12
+REDIS_DB = redis_db("e2e_consolidation_celery")  # tests/support/redis_dbs.py
 CWD = "/home/dev/celery-proj"
 
 

@@ -21,11 +21,12 @@ from cluster_support import BIN, Cluster, clean_run_dump, throwaway_cluster, wai
 from conftest import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
+from redis_dbs import redis_db
 from worker_dshgen import SessionLogWriter
 
 pytestmark = pytest.mark.integration
 
-REDIS_DB = 13
+REDIS_DB = redis_db("e2e_distributed")  # tests/support/redis_dbs.py
 CWD = "/home/dev/dsh-demo"
 
 

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_fork import run_cli
 
 from hypatia_lite.store import LiteStore
 from worker.commands.demo_home import demo_session_id
+
+pytestmark = pytest.mark.integration  # every test reads the CLI runs of one module fixture
 
 BIN = Path(sys.executable).parent
 V4 = "7d3c1f0e-2b6a-4c59-9e1d-5a8f3b2c4d10"
@@ -43,9 +45,7 @@ WITH_NODE = {V4, FS_READ, IMAGE, PARENT, CANCEL, ERROR, COMPACTION}
 
 
 def _cli(args: list[str], env: dict[str, str], tool: str = "memory-worker") -> Any:
-    return subprocess.run(
-        [str(BIN / tool), *args], env=env, capture_output=True, text=True, timeout=120
-    )
+    return run_cli(args, env=env, timeout=120, tool=tool)
 
 
 @pytest.fixture(scope="module")

@@ -37,11 +37,12 @@ from hypatia_lite.store import LiteStore
 from worker.shipping.sql import SqlSegmentStore
 
 sys.path.insert(0, str(REPO / "benchmarks"))
+from redis_dbs import redis_db
 from worker_dshgen import SessionLogWriter, embedded_runtime
 
 pytestmark = pytest.mark.integration
 
-REDIS_DB = 3
+REDIS_DB = redis_db("e2e_shipping_two_hosts")  # tests/support/redis_dbs.py
 CWD = "/home/dev/dsh-demo"
 NOBODY = 65534
 SHELF = "team"  # a PostgreSQL shelf needs a name of its own ("default" is the home's directory)

@@ -32,10 +32,11 @@ from conftest import REPO
 from fault_support import children, kills, rng
 
 sys.path.insert(0, str(REPO / "benchmarks"))  # worker_dshgen, for the sessions and the clean run
+from redis_dbs import redis_db
 
 pytestmark = pytest.mark.integration
 
-REDIS_DB = 5
+REDIS_DB = redis_db("fault_suite_distributed")  # tests/support/redis_dbs.py
 TARGETS = ("pool child", "worker", "daemon")
 
 

@@ -127,6 +127,7 @@ def homes(tmp_path: Path) -> Any:
     (hostile / "sessions" / PROJECT / "h-locked").chmod(0o755)
 
 
+@pytest.mark.integration
 def test_run_once_over_a_hostile_home_names_each_bad_log_once_and_writes_the_good(
     homes: Any, tmp_path: Path,
 ) -> None:
@@ -203,6 +204,7 @@ def test_a_following_watcher_says_each_problem_once_and_skips_unchanged_bad_logs
     runtime.close()
 
 
+@pytest.mark.integration
 def test_the_environment_passes_the_frame_limit_down(tmp_path: Path) -> None:
     home = tmp_path / "dsh"
     bomb = session_path(home, "h-small-bomb", "session.v4.jsonl.zstd")

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from canary_support import SessionLogWriter, embedded_runtime
+from cli_fork import run_cli
 from pipeline_support import process
 from state_db_support import throwaway_pg_database
 
@@ -60,8 +61,7 @@ def _cli(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]
     base.update({"MEMORY_WORKER_DSH_HOME": str(root / "dsh"),
                  "MEMORY_WORKER_DATA_DIR": str(root / "data"),
                  "MEMORY_WORKER_LITE_HOME": str(root / "lite"), "COLUMNS": "250", **env})
-    return subprocess.run([str(BIN / "memory-worker"), "verify-forgetting", *args], env=base,
-                          capture_output=True, text=True, timeout=300)
+    return run_cli(["verify-forgetting", *args], env=base, timeout=300)
 
 
 def _where(report: Report) -> list[tuple[str, str, str, str]]:

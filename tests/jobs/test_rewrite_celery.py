@@ -17,6 +17,7 @@ import pytest
 from cluster_support import Cluster, throwaway_cluster, wait_for
 from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
 from pipeline_support import dump
+from redis_dbs import redis_db
 from rewrite_support import (
     BIN,
     KEY_ENV,
@@ -35,7 +36,7 @@ from worker.state.owners import local_pid
 
 pytestmark = pytest.mark.integration
 
-REDIS_DB = 14
+REDIS_DB = redis_db("rewrite_celery")  # tests/support/redis_dbs.py
 
 
 def slow_b(request: dict[str, Any]) -> Reply:

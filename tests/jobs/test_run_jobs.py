@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_fork import run_cli
 from conftest import REPO
 from pipeline_support import cli_env, dump
 
@@ -33,8 +34,8 @@ GENERATED = [
 
 
 def _run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN), "run", *args, "--dsh-home", str(root / "dsh")],
-                          env=cli_env(root), capture_output=True, text=True, timeout=180)
+    return run_cli(["run", *args, "--dsh-home", str(root / "dsh")], env=cli_env(root),
+                   timeout=180)
 
 
 def _watermarks(root: Path) -> dict[str, Any]:

@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+from cli_fork import run_cli
 from cluster_support import BIN
 from conftest import REPO
 from test_pipeline_session_node import process, store_rows
@@ -92,8 +94,7 @@ def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
            "MEMORY_WORKER_LITE_HOME": str(root / "lite")}
     for name in ("MEMORY_WORKER_STATE_URL", "MEMORY_WORKER_WITHDRAWAL_KINDS"):
         env.pop(name, None)
-    done = subprocess.run([str(BIN / "memory-worker"), *args], env=env,
-                          capture_output=True, text=True, timeout=180)
+    done = run_cli(list(args), env=env, timeout=180)
     assert done.returncode == 0, done.stderr
     return done
 
@@ -129,6 +130,7 @@ def assert_node_shows_the_later_title(root: Path, later: int | None) -> None:
     assert_no_withdrawn_text(root)
 
 
+@pytest.mark.integration
 def test_marker_in_the_first_read_no_other_title_means_no_node(tmp_path: Path) -> None:
     runtime = embedded_runtime(tmp_path)
     log = SessionLogWriter(tmp_path / "dsh", SID, CWD)
@@ -161,6 +163,7 @@ def test_marker_in_the_first_read_takes_the_later_clean_title(tmp_path: Path) ->
     runtime.close()
 
 
+@pytest.mark.integration
 def test_a_late_marker_rewrites_the_node_from_the_later_clean_title(tmp_path: Path) -> None:
     runtime, log, prompt, title = node_from_the_fallback_title(tmp_path)
     marker = log.rewind(prompt)
@@ -177,6 +180,7 @@ def test_a_late_marker_rewrites_the_node_from_the_later_clean_title(tmp_path: Pa
         f"cites message seq {prompt}, withdrawn by the dsh-rewind marker at seq {marker}")
 
 
+@pytest.mark.integration
 def test_a_late_marker_deletes_the_node_when_no_clean_title_is_left(tmp_path: Path) -> None:
     runtime, log, prompt, title = node_from_the_fallback_title(tmp_path)
     marker = log.rewind(prompt)
@@ -200,6 +204,7 @@ def test_a_late_marker_deletes_the_node_when_no_clean_title_is_left(tmp_path: Pa
         f"dsh-rewind marker at seq {marker}")
 
 
+@pytest.mark.integration
 def test_inspect_json_shows_the_title_source_used_and_the_one_skipped(tmp_path: Path) -> None:
     log = SessionLogWriter(tmp_path / "dsh", SID, CWD)
     prompt, title = first_turn(log)
@@ -232,6 +237,7 @@ def test_inspect_json_shows_the_title_source_used_and_the_one_skipped(tmp_path: 
             f"the dsh-rewind marker at seq {marker}") in plain.stdout
 
 
+@pytest.mark.integration
 def test_a_late_rollback_of_a_compaction_checkpoint_deletes_the_node_built_on_it(
     tmp_path: Path,
 ) -> None:
@@ -277,6 +283,7 @@ def test_a_late_rollback_of_a_compaction_checkpoint_deletes_the_node_built_on_it
         f"withdrawn by the plugin:rollback marker at seq {marker}")
 
 
+@pytest.mark.integration
 def test_the_retract_run_plans_and_makes_the_node_rewrite_a_new_marker_kind_causes(
     tmp_path: Path,
 ) -> None:

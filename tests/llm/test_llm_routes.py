@@ -143,6 +143,7 @@ def test_an_unknown_purpose_is_refused() -> None:
         client.complete("chat", "s", "u", 0)  # type: ignore[arg-type]
 
 
+@pytest.mark.integration
 def test_the_model_module_does_not_import_the_worker() -> None:
     code = (
         "import sys, memory.llm, memory.consolidation.extraction, "

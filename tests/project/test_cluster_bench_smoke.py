@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
+from redis_dbs import redis_db
 
 
 @pytest.mark.integration
@@ -19,7 +20,8 @@ def test_cluster_bench_reports_four_runs(tmp_path: Path) -> None:
     out = tmp_path / "cluster_bench.json"
     done = subprocess.run(
         [sys.executable, str(REPO / "benchmarks/cluster_bench.py"), "--sessions", "2",
-         "--turns", "2", "--out", str(out)],
+         "--turns", "2", "--out", str(out),
+         "--redis-db", str(redis_db("cluster_bench_smoke"))],
         capture_output=True, text=True, timeout=850,
     )
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]

@@ -53,6 +53,7 @@ def _services() -> dict[str, dict[str, Any]]:
     return services
 
 
+@pytest.mark.integration
 def test_docker_compose_config_validates_the_file(tmp_path: Path) -> None:
     binary = shutil.which("docker-compose")
     assert binary is not None, "docker-compose is missing: `apt-get install docker-compose`"

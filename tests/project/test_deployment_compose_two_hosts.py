@@ -36,6 +36,7 @@ def _config(path: Path, env: dict[str, str], *args: str) -> subprocess.Completed
                           text=True, env={**os.environ, **env}, cwd=REPO, timeout=60)
 
 
+@pytest.mark.integration
 def test_docker_compose_config_validates_both_files(tmp_path: Path) -> None:
     harness = _config(HARNESS, {"DSH_HOME": str(tmp_path), "CLUSTER_HOST": "cluster"},
                       "--services")

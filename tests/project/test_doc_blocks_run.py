@@ -21,8 +21,8 @@ fixtures (``memory-worker demo-home ~/.dsh``), a fresh working directory, none o
   test); it must be a line of ``.ci/run``, which runs it verbatim.
 - **Other hosts' services**: ``postgresql://…@db:5432/NAME`` becomes a throwaway database of the
   local server (one per NAME, so the state database and the shelf that share a URL share it here
-  too), ``redis://redis:6379/N`` becomes this module's Redis database (6); ``/tmp/`` becomes the
-  sandbox's (parallel runs do not collide). No other text changes. A relative ``--config FILE``
+  too), ``redis://redis:6379/N`` becomes this module's Redis database (``redis_db``);
+  ``/tmp/`` becomes the sandbox's (parallel runs do not collide). No other text changes. A relative ``--config FILE``
   the block names but does not make is created empty.
 - **Celery's own tools** (``celery -A … inspect|events|purge``) need a live cluster and a terminal
   (``events`` is a curses monitor, ``purge`` asks for confirmation): a block made only of them is
@@ -59,13 +59,14 @@ from doc_blocks import (
     sandboxed,
     shelves_written,
 )
+from redis_dbs import redis_db
 from state_db_support import throwaway_pg_database
 
 from hypatia_lite.store import LiteStore
 
 pytestmark = pytest.mark.integration
 
-REDIS_DB = 6
+REDIS_DB = redis_db("doc_blocks_run")  # tests/support/redis_dbs.py
 REDIS_URL = f"redis://127.0.0.1:6379/{REDIS_DB}"
 DOCS = ("README.md", "docs/running.md")
 ALL = [b for doc in DOCS for b in blocks(REPO, doc)]

@@ -8,9 +8,11 @@ import re
 import subprocess
 import sys
 
+import pytest
 from conftest import REPO
 
 
+@pytest.mark.integration
 def test_forget_benchmark_runs() -> None:
     out = subprocess.run(
         [sys.executable, str(REPO / "benchmarks/forget_bench.py"), "--small", "600", "--large",

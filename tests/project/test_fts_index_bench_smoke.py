@@ -6,9 +6,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from conftest import REPO
 
 
+@pytest.mark.integration
 def test_fts_index_benchmark_runs() -> None:
     out = subprocess.run(
         [sys.executable, str(REPO / "benchmarks/fts_index_bench.py"), "--docs", "400",

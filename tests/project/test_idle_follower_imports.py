@@ -7,9 +7,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 HEAVY = ("openai", "mcp", "mcp_types", "anyio")
 
 
+@pytest.mark.integration
 def test_the_follow_path_imports_no_model_sdk_and_no_mcp_client() -> None:
     probe = (
         "import sys\n"

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 import redis
 from cli_support import BIN, cli_env
+from redis_dbs import redis_db
 
 pytestmark = pytest.mark.integration
 
-REDIS_DB = 7  # each module has its own Redis database (xdist runs modules side by side)
+REDIS_DB = redis_db("celery_app_alias")  # tests/support/redis_dbs.py
 
 
 def test_celery_inspect_ping_through_worker_tasks_answers_a_running_worker(

@@ -6,9 +6,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from worker.settings import load_settings
 
 
+@pytest.mark.integration
 def test_the_follow_path_of_the_daemon_loads_no_celery() -> None:
     probe = (
         "import sys\n"

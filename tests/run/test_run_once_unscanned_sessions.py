@@ -9,6 +9,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
 from hostile_support import run_worker, store_dump, write_good
 
 STUCK = [f"stuck-{n}" for n in range(1, 5)]
@@ -24,6 +25,7 @@ def _status(root: Path, home: Path) -> dict[str, dict[str, object]]:
     return {row["session_id"]: row for row in json.loads(shown.stdout)["sessions"]}
 
 
+@pytest.mark.integration
 def test_sessions_that_cannot_be_recorded_fail_the_run_by_name(tmp_path: Path) -> None:
     home = tmp_path / "dsh"
     for sid in [*FINE, *STUCK]:

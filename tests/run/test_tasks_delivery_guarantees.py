@@ -13,15 +13,16 @@ from typing import Any
 import pytest
 import redis
 from kombu import Connection
+from redis_dbs import redis_db
 
 from worker.run import tasks
 from worker.settings import load_settings
 
-REDIS_DB = 15  # each module has its own Redis database (xdist runs modules side by side)
+REDIS_DB = redis_db("tasks_delivery_guarantees")  # tests/support/redis_dbs.py
 
 
 def test_delivery_settings() -> None:
-    settings = load_settings(None, broker_url="redis://127.0.0.1:6379/15", lease_ttl_s=300)
+    settings = load_settings(None, broker_url=f"redis://127.0.0.1:6379/{REDIS_DB}", lease_ttl_s=300)
     app = tasks.configure(settings, queue="q-config")
     conf = app.conf
     assert conf.task_acks_late is True

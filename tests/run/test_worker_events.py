@@ -16,12 +16,13 @@ from typing import Any
 import pytest
 import redis
 from celery_events_support import receiving
+from redis_dbs import redis_db
 
 from worker.commands.worker_cmd import Pool, celery_argv
 from worker.run import tasks
 from worker.settings import load_settings
 
-REDIS_DB = 9  # each module has its own Redis database (xdist runs modules side by side)
+REDIS_DB = redis_db("worker_events")  # tests/support/redis_dbs.py
 BIN = Path(sys.executable).parent
 
 

@@ -23,13 +23,14 @@ import pytest
 import redis
 from celery_events_support import receiving
 from prometheus_client.parser import text_string_to_metric_families
+from redis_dbs import redis_db
 
 from worker.run import tasks
 from worker.settings import load_settings
 
 pytestmark = pytest.mark.integration
 
-REDIS_DB = 8
+REDIS_DB = redis_db("worker_prefork_operations")  # tests/support/redis_dbs.py
 BIN = Path(sys.executable).parent
 JOBS = {"log_span": 3, "session_node": 2, "consolidate": 1, "cascade": 1, "retract": 1}
 

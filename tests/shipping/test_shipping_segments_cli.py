@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from sqlalchemy import func, select
 
 from memory.dsh.synthetic import synthetic_header, synthetic_rows, write_log
@@ -46,6 +47,7 @@ def _prune(root: Path, *args: str) -> list[str]:
     return done.stdout.splitlines()
 
 
+@pytest.mark.integration
 def test_segments_prune_reports_each_session_and_the_total(tmp_path: Path) -> None:
     (tmp_path / "data").mkdir()
     db = StateDB.open(f"sqlite:///{tmp_path / 'data' / 'state.db'}")

@@ -10,6 +10,8 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from worker.state import StateDB, session_lease_key
 from worker.state.owners import local_host, owner_id, owner_is_gone, process_is_gone
 
@@ -28,6 +30,7 @@ def _dead_pid() -> int:
     return proc.pid
 
 
+@pytest.mark.integration
 def test_owner_ids_and_liveness() -> None:
     me = owner_id("run")
     kind, host, pid, suffix = me.split(":")
@@ -51,6 +54,7 @@ def test_owner_ids_and_liveness() -> None:
         zombie.wait(timeout=30)
 
 
+@pytest.mark.integration
 def test_a_dead_owners_lease_is_taken_over_with_a_new_token(state_url: str) -> None:
     db = StateDB(state_url)
     dead_owner = f"run:{local_host()}:{_dead_pid()}:deadbeef"
@@ -75,6 +79,7 @@ def test_a_dead_owners_lease_is_taken_over_with_a_new_token(state_url: str) -> N
     db.dispose()
 
 
+@pytest.mark.integration
 def test_live_and_foreign_owners_keep_their_leases(state_url: str) -> None:
     db = StateDB(state_url)
     live = _sleeper()

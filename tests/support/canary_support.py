@@ -146,7 +146,7 @@ def cli_env(root: Path, server: ModelServer, **extra: str) -> dict[str, str]:
 
 
 def cli(args: list[str], env: dict[str, str], timeout: float = 60) -> Any:
-    import subprocess
+    """``memory-worker ARGS`` run to its end (forked from a pre-imported parent: cli_fork)."""
+    from cli_fork import run_cli
 
-    return subprocess.run([str(BIN / "memory-worker"), *args], env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return run_cli(args, env=env, timeout=timeout)

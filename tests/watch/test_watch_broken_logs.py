@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+from cli_fork import run_cli
 from conftest import REPO
 
 from hypatia_lite.store import LiteStore
@@ -31,10 +32,7 @@ def _env(root: Path) -> dict[str, str]:
 
 
 def _run(root: Path, *args: str, env: dict[str, str] | None = None) -> Any:
-    return subprocess.run(
-        [str(BIN / "memory-worker"), *args], env=env or _env(root), capture_output=True,
-        text=True, timeout=120,
-    )
+    return run_cli(list(args), env=env or _env(root), timeout=120)
 
 
 def _home(root: Path) -> Path:
@@ -59,6 +57,7 @@ def _home(root: Path) -> Path:
     return home
 
 
+@pytest.mark.integration
 def test_broken_logs_are_one_line_each_and_the_rest_is_written(tmp_path: Path) -> None:
     home = _home(tmp_path)
     first = _run(tmp_path, "run", "--once", "--dsh-home", str(home))
@@ -95,6 +94,7 @@ def test_broken_logs_are_one_line_each_and_the_rest_is_written(tmp_path: Path) -
     assert all(f.attempts == 1 for f in failures.values())
 
 
+@pytest.mark.integration
 def test_a_missing_dsh_home_is_one_line(tmp_path: Path) -> None:
     done = _run(tmp_path, "run", "--once", "--dsh-home", str(tmp_path / "nowhere"))
     assert done.returncode == 1
@@ -102,6 +102,7 @@ def test_a_missing_dsh_home_is_one_line(tmp_path: Path) -> None:
     assert len(lines) == 1 and "has no sessions directory" in lines[0]
 
 
+@pytest.mark.integration
 def test_an_unusable_store_is_one_line(tmp_path: Path) -> None:
     home = _home(tmp_path)
     (tmp_path / "lite").write_text("a file where the store's directory should be")

@@ -21,12 +21,13 @@ from cluster_support import lite_names as names
 from conftest import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
+from redis_dbs import redis_db
 from worker_dshgen import SessionLogWriter
 
 pytestmark = pytest.mark.integration
 
 POLL_S = 3.0  # the deadline of the withdrawal is two of these
-REDIS_DB = 10
+REDIS_DB = redis_db("withdrawal_acts_at_once")  # tests/support/redis_dbs.py
 CWD = "/home/dev/at-once"
 
 

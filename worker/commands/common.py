@@ -1,7 +1,9 @@
 """The helpers the commands share when they run: settings, logging, the state database, the
 store and metrics, each failing as one line and an exit status.
 
-Only command bodies import this module (it loads the runtime); see :mod:`worker.commands.options`.
+Only command bodies import this module; see :mod:`worker.commands.options`. Its top level loads
+settings and logging only: the runtime (SQLAlchemy, the stores, metrics) is imported by the helper
+that uses it, so a command that ends early (``run --once`` on a home at rest) never loads it.
 """
 
 from __future__ import annotations
@@ -13,21 +15,18 @@ import sys
 import threading
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
-from sqlalchemy.exc import SQLAlchemyError
 
-from memory.store.base import StoreError
 from worker.commands.options import err
-from worker.jobs.runtime import Runtime, build_runtime, default_owner
 from worker.logs import setup_logging as configure_logging
-from worker.observability import serve_metrics as start_metrics_server
 from worker.settings import Settings, SettingsError, load_settings
-from worker.state.database import StateDB
-from worker.state.db import StateURLError
-from worker.state.migrate import MigrationsNotFound
+
+if TYPE_CHECKING:
+    from worker.jobs.runtime import Runtime
+    from worker.state.database import StateDB
 
 
 def load_or_exit(config: Path | None, **overrides: Any) -> Settings:
@@ -51,6 +50,9 @@ def serve_metrics(settings: Settings, state: StateDB | None = None) -> None:
     gauges read from the state database (``state``, or one opened on the configured URL)."""
     if settings.metrics_port is None:
         return
+    from worker.observability import serve_metrics as start_metrics_server
+    from worker.state.database import StateDB
+
     try:
         if state is None:
             state = StateDB(settings.effective_state_url)
@@ -74,6 +76,12 @@ def db_error_line(exc: BaseException) -> str:
 
 def open_runtime_or_exit(settings: Settings, kind: str, *, force_idle: bool = False) -> Runtime:
     """The runtime (state migrated to head); an unusable state database is one line, exit 2."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from worker.jobs.runtime import build_runtime, default_owner
+    from worker.state.db import StateURLError
+    from worker.state.migrate import MigrationsNotFound
+
     try:
         return build_runtime(settings, owner=default_owner(kind), force_idle=force_idle)
     except MigrationsNotFound as exc:
@@ -107,6 +115,8 @@ def check_store_binary_or_exit(settings: Settings) -> None:
 
 def check_store_or_exit(runtime: Runtime, shelf: str) -> None:
     """Open the store once up front; an unusable one is one line, exit 2."""
+    from memory.store.base import StoreError
+
     check_store_binary_or_exit(runtime.settings)
     try:
         runtime.store(shelf)

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from worker.commands.options import ConfigOption, DshHomeOption, MetricsPortOption, ShelfOption, err
 
 if TYPE_CHECKING:
+    from worker.at_rest import Watch
     from worker.jobs.runtime import Runtime
-    from worker.run.once_children import OnceChildren
+    from worker.run.once_children import OnceChildren, OnceTotals
     from worker.run.runner import InProcessRunner
     from worker.settings import Settings
     from worker.watch.watcher import ScanReport
@@ -47,23 +47,53 @@ def run(
         err.print("memory-worker: --jobs needs --once (following a DSH home runs in one "
                   "process)", soft_wrap=True)
         raise typer.Exit(2)
+    overrides = {"dsh_home": dsh_home, "store_shelf": shelf, "metrics_port": metrics_port}
+    watch = key = None
+    if once and jobs == 1:
+        from worker.at_rest import inputs_key
+
+        key = inputs_key(config, overrides)
+        if answer_at_rest(key):
+            return
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
     from worker.commands.common import load_or_exit, setup_logging
+
+    settings = load_or_exit(config, **overrides)
+    setup_logging(settings)
+    if key is not None:
+        from worker.at_rest import Watch
+
+        watch = Watch(key, settings, config)
     from worker.run.once_children import OnceChildren
 
-    settings = load_or_exit(config, dsh_home=dsh_home, store_shelf=shelf,
-                            metrics_port=metrics_port)
-    setup_logging(settings)
     # Forked now, before this process opens the state database or the store (OnceChildren).
     children = OnceChildren(settings, settings.store_shelf, jobs) if jobs > 1 else None
     try:
-        _run(settings, once, children)
+        _run(settings, once, children, watch)
     finally:
         if children is not None:
             children.stop()
 
 
-def _run(settings: Settings, once: bool, children: OnceChildren | None) -> None:
+#: The at-rest record's name for the summary line of a ``run --once`` that did nothing.
+_AT_REST_ANSWER = "run_once"
+
+
+def answer_at_rest(key: str) -> bool:
+    """On a home at rest (nothing changed since a full ``run --once`` that did nothing; told from
+    the environment and file metadata, before settings or the runtime load: :mod:`worker.at_rest`)
+    print that run's summary line and return True; else False (run in full)."""
+    from worker.at_rest import recorded
+
+    line = recorded(key, _AT_REST_ANSWER)
+    if not isinstance(line, str):
+        return False
+    err.print(line, soft_wrap=True, markup=False)
+    return True
+
+
+def _run(settings: Settings, once: bool, children: OnceChildren | None,
+         watch: Watch | None = None) -> None:
     from sqlalchemy.exc import SQLAlchemyError
 
     from worker.commands.common import check_store_or_exit, db_error_line, open_runtime_or_exit
@@ -73,14 +103,16 @@ def _run(settings: Settings, once: bool, children: OnceChildren | None) -> None:
 
     runtime = open_runtime_or_exit(settings, "run", force_idle=once)
     target = settings.store_shelf
+    started: list[object] = []
+    totals = None
     try:
         check_store_or_exit(runtime, target)
         if settings.reconcile_on_startup:
-            reconcile_with_store(runtime, target)
-        resume_repairs(runtime, target)  # finish repairs a crash interrupted
-        backfill_consolidation(runtime, target)
+            started += reconcile_with_store(runtime, target)
+        started += resume_repairs(runtime, target)  # finish repairs a crash interrupted
+        started += backfill_consolidation(runtime, target)
         if once:
-            _run_once(runtime, target, children)
+            totals = _run_once(runtime, target, children)
         else:
             _follow(runtime, target)
     except SQLAlchemyError as exc:
@@ -89,6 +121,8 @@ def _run(settings: Settings, once: bool, children: OnceChildren | None) -> None:
         raise typer.Exit(2) from None
     finally:
         runtime.close()
+    if watch is not None and totals is not None and not started and _did_nothing(totals):
+        watch.keep(_AT_REST_ANSWER, totals.summary())
 
 
 class _Stopped(BaseException):  # like KeyboardInterrupt: no `except Exception` stops it
@@ -99,7 +133,22 @@ def _sigterm_stops(_signum: int, _frame: FrameType | None) -> None:
     raise _Stopped
 
 
-def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> None:
+def _did_nothing(totals: OnceTotals) -> bool:
+    """A pass that read no new event, ran no job and changed nothing in the store."""
+    from dataclasses import asdict
+
+    return (totals.new_events == 0 and totals.finished == 0 and not totals.unscanned
+            and not totals.unfinished and not any(asdict(totals.counts()).values()))
+
+
+def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> OnceTotals:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
     from sqlalchemy.exc import SQLAlchemyError
 
     from worker.commands.common import db_error_line
@@ -157,6 +206,7 @@ def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> No
     err.print(totals.summary(), soft_wrap=True, markup=False)
     if totals.failed or totals.unscanned or totals.unfinished:
         raise typer.Exit(1)
+    return totals
 
 
 _REQUEST_POLL_S = 5.0

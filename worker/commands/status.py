@@ -120,12 +120,21 @@ def status(
 ) -> None:
     """Per session and in total: durable end, watermarks, lag, pending retractions, failures,
     and the sessions of the DSH home the state database has no record of."""
+    from worker.at_rest import inputs_key
+
+    overrides = {"store_shelf": shelf, "dsh_home": dsh_home}
+    plain = not audit and session is None
+    key = inputs_key(config, overrides)
+    if plain and answer_at_rest(key, json_, wide):
+        return
     # Imported when the command runs, not at start-up (keeps `status --help` fast).
+    from worker.at_rest import Watch
     from worker.commands.common import load_or_exit
     from worker.commands.fresh import empty_state, missing_state_file, say_nothing_recorded
 
-    settings = load_or_exit(config, store_shelf=shelf, dsh_home=dsh_home)
+    settings = load_or_exit(config, **overrides)
     missing = missing_state_file(settings)
+    watch = Watch(key, settings, config) if plain and missing is None else None
     if missing is None:
         found, trail = _read(settings, audit or session is not None, session)
     else:  # a fresh home: the same figures from an empty state database that is not kept
@@ -133,6 +142,10 @@ def status(
         with empty_state(settings) as empty:
             found, trail = _read(empty, audit or session is not None, session)
     found["consolidation"] = "on" if consolidating(settings) else "off"
+    why_off = None if consolidating(settings) else _why_off(settings)
+    if watch is not None and all(row["lease"] is None and row["last_failure"] is None
+                                 for row in found["sessions"]):
+        watch.keep(_AT_REST_ANSWER, {"found": found, "why_off": why_off})
     if session is not None:
         found["sessions"] = [row for row in found["sessions"] if row["session_id"] == session]
         if not found["sessions"] and not trail:
@@ -141,6 +154,29 @@ def status(
             raise typer.Exit(1)
         if not audit:
             trail = None
+    _show(found, json_, trail, session, wide=wide, why_off=why_off,
+          recorded=missing is None)
+
+
+#: The at-rest record's name for the figures of a plain ``status`` (no --audit, no --session).
+_AT_REST_ANSWER = "status"
+
+
+def answer_at_rest(key: str, json_: bool, wide: bool) -> bool:
+    """On a home at rest, show the figures the last full ``status`` over the same files showed
+    (:mod:`worker.at_rest`; no settings, no state database) and return True; else False."""
+    from worker.at_rest import recorded
+
+    answer = recorded(key, _AT_REST_ANSWER)
+    if not isinstance(answer, dict) or not isinstance(answer.get("found"), dict):
+        return False
+    _show(answer["found"], json_, None, None, wide=wide, why_off=answer.get("why_off"),
+          recorded=True)
+    return True
+
+
+def _show(found: dict[str, Any], json_: bool, trail: list[dict[str, Any]] | None,
+          session: str | None, *, wide: bool, why_off: str | None, recorded: bool) -> None:
     if json_:
         if trail is not None:
             found["audit"] = trail
@@ -149,8 +185,8 @@ def status(
     if trail is not None:
         _print_audit(trail, wide)
     rows, total = found["sessions"], found["total"]
-    off = found["consolidation"] == "off"
-    table = Table(title=f"memory-worker status (shelf {settings.store_shelf}"
+    off = why_off is not None
+    table = Table(title=f"memory-worker status (shelf {found['shelf']}"
                   + (f", session {_text(session)})" if session is not None else ")"))
     for column in ("session", "project", "end", "logged", "lag", "cons.", "cons. lag",
                    "pending", "node", "lease", "last failure"):
@@ -183,10 +219,10 @@ def status(
         )
     print_table(table, wide=wide, optional=("project", "node", "lease"))
     if off:
-        err.print(f"consolidation off ({_why_off(settings)}): messages are logged, no "
+        err.print(f"consolidation off ({why_off}): messages are logged, no "
                   "summaries are written, so there is no consolidation lag to drain",
                   markup=False, highlight=False)
-    if not rows and session is None and missing is None:
+    if not rows and session is None and recorded:
         err.print("no sessions seen yet (run `memory-worker run` or `daemon`)")
 
 

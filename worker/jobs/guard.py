@@ -192,7 +192,9 @@ def _finish(result: JobResult, started: float) -> JobResult:
     return result
 
 
-def _line(exc: BaseException) -> str:
+def _line(exc: BaseException | str) -> str:
+    if isinstance(exc, str):
+        return " ".join(exc.split())
     full = disk_full(exc)  # "disk full: <where>", not SQLite's "disk I/O error"
     if full is not None:
         return full

@@ -74,7 +74,7 @@ class Launchd:
             if printed.line.endswith("not found"):  # launchctl itself is missing
                 return State(None, f"launchctl is not reachable here ({printed.line})")
             return State(False, f"not loaded ({printed.line})")
-        fields = {}
+        fields: dict[str, str] = {}
         for line in printed.line.splitlines():
             key, sep, value = line.strip().partition(" = ")
             if sep:

@@ -77,7 +77,7 @@ def _entries_query(by_session: bool, by_action: bool) -> Select[Any]:
 
 
 @cache
-def _newest_query() -> Select[Any]:
+def _newest_query() -> Select[str | None, int]:
     """Per session, its newest entry of an action on a shelf, kept when it has an outcome."""
     newest = (
         select(AuditRow.session_id, func.max(AuditRow.id).label("id"))
@@ -93,7 +93,7 @@ def _newest_query() -> Select[Any]:
 
 
 @cache
-def _unclosed_query(by_session: bool) -> Select[Any]:
+def _unclosed_query(by_session: bool) -> Select[str | None, str | None]:
     """``(session, subject)`` pairs whose newest entry among an opening and a closing action is
     an opening one (ids grow: a recorded intent not followed by its end)."""
     newest = (
@@ -182,7 +182,8 @@ class AuditRepo:
         still queued), with that entry's id; one query, whatever the length of the history."""
         rows = self._conn.execute(_newest_query(),
                                   {"p_action": action, "p_shelf": shelf, "p_outcome": outcome})
-        return {sid: int(entry_id) for sid, entry_id in rows}
+        # The query keeps named sessions only: the test narrows the type, it drops nothing.
+        return {sid: int(entry_id) for sid, entry_id in rows if sid is not None}
 
     def unclosed(self, opening: str, closing: str, *,
                  session_id: str | None = None) -> list[tuple[str, str]]:
@@ -191,7 +192,9 @@ class AuditRepo:
         whatever the length of the history."""
         rows = self._conn.execute(_unclosed_query(session_id is not None),
                                   {"p_open": opening, "p_close": closing, "p_sid": session_id})
-        return [(sid, subject) for sid, subject in rows]
+        # The query keeps named sessions and subjects only (the test narrows the type).
+        return [(sid, subject) for sid, subject in rows
+                if sid is not None and subject is not None]
 
     def pending_repairs(self, session_id: str) -> set[str]:
         """The session's summaries whose repair was started (intent recorded) and not

@@ -15,7 +15,8 @@ reads ``alembic_version`` with one query and compares it with the head found in 
 files (:func:`script_head`), so a process that starts on a migrated database never imports
 Alembic (and Mako; about 8 MB of a follower's memory). Anything unusual — a revision file it
 cannot read, a merge, a missing table, a SQLite file that does not exist yet — takes Alembic's
-path as before.
+path as before. A SQLite state database that does not exist yet is created from the migrated
+schema (:mod:`worker.state.template`) when that is at the packaged head, again without Alembic.
 """
 
 from __future__ import annotations
@@ -145,9 +146,33 @@ def upgrade(url: str, revision: str = "head", migrations_dir: Path | None = None
 def upgrade_to_head(url: str, migrations_dir: Path | None = None) -> None:
     """Migrate the database at ``url`` to the newest revision (safe to call on every start;
     a database already there is only read, without Alembic: see the module docstring)."""
-    if _at_head(url, find_migrations_dir(migrations_dir)):
+    directory = find_migrations_dir(migrations_dir)
+    if _at_head(url, directory) or _from_template(url, directory):
         return
     upgrade(url, "head", migrations_dir)
+
+
+def _from_template(url: str, migrations_dir: Path) -> bool:
+    """Create a new SQLite state database from the migrated schema
+    (:mod:`worker.state.template`) when its revision is the packaged head; under the migration
+    lock, so of N processes starting at once one creates it and the others find it at head."""
+    if migrations_dir != PACKAGED_MIGRATIONS:
+        return False
+    parsed = normalize_url(url)
+    database = parsed.database or ""
+    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:" \
+            or database.startswith("file:") or parsed.query:
+        return False
+    head = script_head(migrations_dir)
+    if head is None:
+        return False
+    from worker.state.template import create_from_template
+
+    path = Path(database).expanduser()
+    with _sqlite_file_lock(url):
+        if path.exists():
+            return _at_head(url, migrations_dir)
+        return create_from_template(path, head)
 
 
 _REVISION = re.compile(r"^revision(?:\s*:\s*str)?\s*=\s*[\"']([^\"']+)[\"']\s*$", re.M)

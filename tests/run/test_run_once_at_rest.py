@@ -1,0 +1,204 @@
+"""A home at rest is answered without the runtime, and only a home at rest (worker.at_rest).
+
+A ``run --once`` over files unchanged since a full run that did nothing prints that run's summary
+line without loading SQLAlchemy; ``status`` shows the figures a full ``status`` showed over the
+same files. Any change takes the full path again: a new session, a wiped store, another setting,
+a state database another command changed. Each case asserts what was written (entry names, the
+summary line, the figures), not only which path was taken."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pipeline_support import dump
+
+from worker import at_rest
+from worker.commands.demo_home import demo_session_id
+
+pytestmark = pytest.mark.integration
+
+FS_READ = "a57f852d-d476-4716-a380-8a1116e4d905"
+CANCEL = demo_session_id("cancel")
+#: Runs ``memory-worker ARGS`` in this interpreter and says, on stdout's last line, whether
+#: SQLAlchemy was imported (the full path) or not (the at-rest answer).
+PROBE = (
+    "import sys\nfrom worker.cli import main\nsys.argv = ['memory-worker', *sys.argv[1:]]\n"
+    "code = 0\ntry:\n    main()\nexcept SystemExit as exc:\n    code = exc.code or 0\n"
+    "print('FULL' if 'sqlalchemy' in sys.modules else 'AT-REST')\nsys.exit(code)\n"
+)
+
+
+def _cli(args: list[str], env: dict[str, str]) -> tuple[int, str, str, str]:
+    done = subprocess.run([sys.executable, "-c", PROBE, *args], env=env, capture_output=True,
+                          text=True, timeout=180)
+    *out, path = done.stdout.splitlines() or [""]
+    return done.returncode, "\n".join(out), done.stderr, path
+
+
+def _settled(env: dict[str, str], args: list[str]) -> tuple[int, str, str, str]:
+    """Run ``args`` until a full run has recorded the home at rest (the record needs every file
+    older than SETTLE_NS), then once more: that last answer."""
+    deadline = time.monotonic() + 60
+    while True:
+        found = _cli(args, env)
+        if found[3] == "AT-REST" or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
+
+
+def _names(lite: Path) -> set[str]:
+    """The entry names of the ``default`` shelf of the hypatia-lite home ``lite``."""
+    return {row["name"] for row in dump(lite.parent)["knowledge"]}
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> dict[str, Any]:
+    env = {**os.environ, "MEMORY_WORKER_DATA_DIR": str(tmp_path / "data"),
+           "HYPATIA_LITE_HOME": str(tmp_path / "lite"), "DSH_HOME": str(tmp_path / "dsh"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache"), "COLUMNS": "200"}
+    for name in ("MEMORY_WORKER_LITE_HOME", "MEMORY_WORKER_STATE_URL", "MEMORY_WORKER_CONFIG",
+                 "MEMORY_WORKER_STORE_SHELF"):
+        env.pop(name, None)
+    laid = subprocess.run([str(Path(sys.executable).parent / "memory-worker"), "demo-home",
+                           str(tmp_path / "staging")], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert laid.returncode == 0, laid.stderr
+    sessions = tmp_path / "dsh" / "sessions"
+    held_back = {}
+    for log_dir in sorted((tmp_path / "staging" / "sessions").glob("*/*")):
+        target = sessions / log_dir.parent.name / log_dir.name
+        if log_dir.name == CANCEL:
+            held_back[CANCEL] = (log_dir, target)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(log_dir, target)
+    first = _cli(["run", "--once"], env)
+    assert first[0] == 0, first[2]
+    assert first[3] == "FULL"
+    return {"env": env, "root": tmp_path, "held_back": held_back,
+            "names": _names(tmp_path / "lite")}
+
+
+def test_settled_run_is_answered_at_rest_with_the_same_line(home: dict[str, Any]) -> None:
+    code, _out, err, path = _settled(home["env"], ["run", "--once"])
+    assert (code, path) == (0, "AT-REST"), err
+    assert err.strip() == ("7 sessions, 0 new events; 0 entries written, 0 retracted, 0 edges; "
+                           "0 jobs done, 0 failed")
+    assert _names(home["root"] / "lite") == home["names"]
+    records = list((home["root"] / "cache" / "dsh-memory-worker" / "at-rest").glob("*.json"))
+    assert len(records) == 1
+    assert records[0].stat().st_mode & 0o777 == 0o600
+    # The same answer once Typer has parsed the options (not the bare form worker.cli answers
+    # before Typer): same configuration, same record.
+    code, _out, err2, path = _cli(["run", "--once", "--jobs", "1"], home["env"])
+    assert (code, path, err2) == (0, "AT-REST", err)
+
+
+def test_a_new_session_takes_the_full_path_and_is_written(home: dict[str, Any]) -> None:
+    assert _settled(home["env"], ["run", "--once"])[3] == "AT-REST"
+    source, target = home["held_back"][CANCEL]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(source, target)
+    code, _out, err, path = _cli(["run", "--once"], home["env"])
+    assert (code, path) == (0, "FULL"), err
+    assert "8 sessions" in err.splitlines()[-1]
+    assert _names(home["root"] / "lite") - home["names"] == {
+        f"msg-{CANCEL}-0", f"msg-{CANCEL}-1", f"session-{CANCEL}"}
+
+
+def test_a_wiped_store_takes_the_full_path_and_is_rebuilt(home: dict[str, Any]) -> None:
+    assert _settled(home["env"], ["run", "--once"])[3] == "AT-REST"
+    shutil.rmtree(home["root"] / "lite")
+    code, _out, err, path = _cli(["run", "--once"], home["env"])
+    assert (code, path) == (0, "FULL"), err
+    assert _names(home["root"] / "lite") == home["names"]
+
+
+def test_another_setting_takes_the_full_path(home: dict[str, Any]) -> None:
+    assert _settled(home["env"], ["run", "--once"])[3] == "AT-REST"
+    code, _out, err, path = _cli(["run", "--once", "--shelf", "other"], home["env"])
+    assert path == "FULL", err
+    code, _out, err, path = _cli(["run", "--once"],
+                                 {**home["env"], "MEMORY_WORKER_REDACT_EXTRA_PATTERNS": "[]"})
+    assert (code, path) == (0, "FULL"), err
+
+
+def test_a_state_database_changed_by_another_command_takes_the_full_path(
+        home: dict[str, Any]) -> None:
+    assert _settled(home["env"], ["run", "--once"])[3] == "AT-REST"
+    forgot = subprocess.run([str(Path(sys.executable).parent / "memory-worker"), "forget",
+                             FS_READ], env=home["env"], capture_output=True, text=True,
+                            timeout=120)
+    assert forgot.returncode == 0, forgot.stderr
+    code, _out, err, path = _cli(["run", "--once"], home["env"])
+    assert (code, path) == (0, "FULL"), err
+    assert not any(FS_READ in name for name in _names(home["root"] / "lite"))
+
+
+def test_status_at_rest_shows_the_full_figures(home: dict[str, Any]) -> None:
+    env = home["env"]
+    full = _cli(["status", "--json"], env)
+    assert full[0] == 0, full[2]
+    code, out, err, path = _settled(env, ["status", "--json"])
+    assert (code, path) == (0, "AT-REST"), err
+    assert json.loads(out) == json.loads(full[1])
+    table = _cli(["status"], env)
+    assert table[3] == "AT-REST" and "total (7)" in table[1]
+    source, target = home["held_back"][CANCEL]  # a new session: the figures change at once
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(source, target)
+    code, out, err, path = _cli(["status", "--json"], env)
+    assert (code, path) == (0, "FULL"), err
+    rows = {row["session_id"]: row for row in json.loads(out)["sessions"]}
+    assert rows[CANCEL]["recorded"] is False
+
+
+def test_no_record_while_a_file_is_too_recent(tmp_path: Path) -> None:
+    """A file changed within SETTLE_NS of the first fingerprint could change again in the same
+    clock tick unseen: nothing is recorded."""
+    inputs = at_rest.Inputs(state_db=str(tmp_path / "state.db"),
+                            sessions_root=str(tmp_path / "logs"),
+                            lite_home=str(tmp_path / "lite"), config=None, code=())
+    (tmp_path / "state.db").write_bytes(b"x")
+    watch = at_rest.Watch.__new__(at_rest.Watch)
+    watch.key, watch.inputs, watch.started_ns = "k" * 64, inputs, time.time_ns()
+    watch.before = at_rest.fingerprint(inputs)
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    try:
+        assert not watch.keep("status", {})
+        watch.started_ns += 2 * at_rest.SETTLE_NS  # as if the file had been older
+        assert watch.keep("status", {"shelf": "default"})
+        assert at_rest.recorded("k" * 64, "status") == {"shelf": "default"}
+        (tmp_path / "state.db").write_bytes(b"xy")
+        assert at_rest.recorded("k" * 64, "status") is None
+    finally:
+        del os.environ["XDG_CACHE_HOME"]
+
+
+def test_lite_home_is_the_lite_stores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    from worker.settings import load_settings
+
+    try:  # hypatia-lite's own package, or where it lived inside memory/ before
+        lite_home = importlib.import_module("hypatia_lite.shelves").lite_home
+    except ModuleNotFoundError:
+        lite_home = importlib.import_module("memory.store.lite.shelves").lite_home
+
+    monkeypatch.delenv("MEMORY_WORKER_LITE_HOME", raising=False)
+    for env in (None, str(tmp_path / "env-home")):
+        if env is None:
+            monkeypatch.delenv(at_rest.LITE_HOME_ENV, raising=False)
+        else:
+            monkeypatch.setenv(at_rest.LITE_HOME_ENV, env)
+        assert at_rest.lite_home(load_settings(None)) == lite_home(None)
+    explicit = load_settings(None, lite_home=tmp_path / "explicit")
+    assert at_rest.lite_home(explicit) == lite_home(tmp_path / "explicit")

@@ -1,0 +1,277 @@
+"""Run ``memory-worker`` from a pre-imported parent that forks one child per invocation.
+
+A CLI test pays the command line's start-up (about a second of imports on the shared machine)
+for every ``subprocess.run([... "memory-worker", ...])``. :func:`run_cli` has the same contract —
+argv, environment, working directory, standard input, captured standard output and error, the
+exit status (negative: killed by that signal), a timeout — but the process that runs the command
+is forked from a server that imported the heavy libraries once (SQLAlchemy, pydantic, Typer,
+Rich, the runtime's modules). The child is a real process: its own pid, its own file
+descriptors, ``kill -9`` kills it and nothing else, ``os._exit`` ends it.
+
+What the child does is what ``memory-worker`` does: ``worker.cli.main()`` with ``sys.argv``,
+``os.environ`` and the working directory of the request, standard streams on the request's
+pipes; then the ``atexit`` handlers and an exit with the command's status. The server never runs
+a command, opens a database or a console itself (a Rich console reads ``COLUMNS`` when it is made,
+so the command modules are imported in the child), so nothing of one run reaches the next.
+
+Use it where a test only needs a command's outcome::
+
+    from cli_fork import run_cli
+    done = run_cli(["run", "--once"], env=env, timeout=120)   # a CompletedProcess[str]
+
+A command that needs a fresh interpreter — ``PYTHONPATH`` hooks such as the crash points, ``-X``
+options, another Python — keeps using :mod:`subprocess`; so does a test that signals the process
+while it runs. ``MW_TEST_NO_FORK=1`` makes :func:`run_cli` start real processes (to compare).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+#: Imported once by the server: what every command's start-up would import again (a name this
+#: checkout does not have is skipped).
+PRELOAD = (
+    "sqlalchemy", "sqlalchemy.orm", "sqlalchemy.dialects.sqlite", "pydantic", "pydantic_settings",
+    "typer", "typer._adapters", "rich.console", "rich.table", "rich.progress", "worker.cli",
+    "worker.settings", "worker.state", "worker.jobs.registry", "worker.jobs.guard",
+    "worker.run.runner", "worker.run.once_parallel", "worker.watch.watcher",
+    "hypatia_lite.store", "memory.store.lite.store", "memory.dsh.reader", "tenacity",
+)
+_lock = threading.Lock()
+_server: _Server | None = None
+
+
+class _Server:
+    """The pre-imported parent: a process on a Unix socket, one per test process."""
+
+    def __init__(self) -> None:
+        self.dir = tempfile.mkdtemp(prefix="mw-cli-fork-")
+        self.path = os.path.join(self.dir, "socket")
+        ready_r, ready_w = os.pipe()
+        # The server's lifeline: it exits when this end closes (this process ended, even killed).
+        life_r, self._lifeline = os.pipe()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_WORKER_")}
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", _SERVER_MAIN, self.path, str(ready_w), str(life_r),
+                 json.dumps(PRELOAD)],
+                pass_fds=(ready_w, life_r), env=env, stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except BaseException:
+            os.close(ready_r)
+            os.rmdir(self.dir)
+            raise
+        finally:
+            os.close(ready_w)
+            os.close(life_r)
+        with os.fdopen(ready_r, "rb") as ready:
+            if ready.read(1) != b"1":
+                raise RuntimeError("the CLI fork server did not start")
+        atexit.register(self.stop)
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self._lifeline)
+        with contextlib.suppress(OSError):
+            self.process.kill()
+        with contextlib.suppress(Exception):
+            self.process.wait(timeout=10)
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+        with contextlib.suppress(OSError):
+            os.rmdir(self.dir)
+
+
+def _server_for_this_process() -> _Server:
+    global _server
+    with _lock:
+        if _server is None or _server.process.poll() is not None:
+            _server = _Server()
+        return _server
+
+
+def run_cli(
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    input: str | None = None,
+    timeout: float | None = None,
+    tool: str = "memory-worker",
+) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run([BIN / tool, *args], env=env, cwd=cwd, input=input, timeout=timeout,
+    capture_output=True, text=True)``, with the process forked from the pre-imported server."""
+    argv = [str(BIN / tool), *args]
+    if tool != "memory-worker" or os.environ.get("MW_TEST_NO_FORK") == "1":
+        return subprocess.run(argv, env=None if env is None else dict(env), cwd=cwd,
+                              input=input, timeout=timeout, capture_output=True, text=True)
+    server = _server_for_this_process()
+    request = {"argv": argv, "env": dict(os.environ if env is None else env),
+               "cwd": os.fspath(cwd) if cwd is not None else os.getcwd()}
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.connect(server.path)
+        data = json.dumps(request).encode()
+        socket.send_fds(conn, [len(data).to_bytes(8, "big") + data], [in_r, out_w, err_w])
+        for fd in (in_r, out_w, err_w):
+            os.close(fd)
+        chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
+
+        def drain(fd: int) -> None:
+            with os.fdopen(fd, "rb") as stream:
+                for block in iter(lambda: stream.read1(65536), b""):
+                    chunks[fd].append(block)
+
+        readers = [threading.Thread(target=drain, args=(fd,), daemon=True)
+                   for fd in (out_r, err_r)]
+        for reader in readers:
+            reader.start()
+        with os.fdopen(in_w, "wb") as stdin, contextlib.suppress(BrokenPipeError):
+            if input is not None:
+                stdin.write(input.encode())
+        pid = int(_recv_line(conn))
+        conn.settimeout(timeout)
+        try:
+            status = int(_recv_line(conn))
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            for reader in readers:
+                reader.join(timeout=10)
+            raise subprocess.TimeoutExpired(argv, timeout or 0) from None
+        for reader in readers:
+            reader.join()
+    out = b"".join(chunks[out_r]).decode(errors="replace")
+    err = b"".join(chunks[err_r]).decode(errors="replace")
+    return subprocess.CompletedProcess(argv, status, out, err)
+
+
+def _recv_line(conn: socket.socket) -> bytes:
+    line = b""
+    while not line.endswith(b"\n"):
+        block = conn.recv(1)
+        if not block:
+            raise RuntimeError("the CLI fork server closed the connection")
+        line += block
+    return line
+
+
+_SERVER_MAIN = r'''
+import importlib, json, os, signal, socket, sys
+
+path, ready, lifeline = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+preload = json.loads(sys.argv[4])
+for name in preload:
+    try:
+        importlib.import_module(name)
+    except ImportError:  # a module this checkout does not have: the child imports what it needs
+        pass
+server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+server.bind(path)
+server.listen(64)
+os.write(ready, b"1")
+os.close(ready)
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # waiters are reaped by the kernel
+
+
+def child(request, fds):
+    os.setsid()
+    for target, fd in zip((0, 1, 2), fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    sys.argv = list(request["argv"])
+    sys.stdin = open(0, "r", closefd=False)
+    sys.stdout = open(1, "w", closefd=False)
+    sys.stderr = open(2, "w", closefd=False)
+    code = 0
+    try:
+        from worker.cli import main
+        main()
+    except SystemExit as exc:
+        if exc.code is None:
+            code = 0
+        elif isinstance(exc.code, int):
+            code = exc.code
+        else:
+            print(exc.code, file=sys.stderr)
+            code = 1
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+        code = 1
+    import atexit
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os._exit(code)
+
+
+def serve_until_the_parent_is_gone():
+    import selectors
+    chooser = selectors.DefaultSelector()
+    chooser.register(server, selectors.EVENT_READ)
+    chooser.register(lifeline, selectors.EVENT_READ)
+    while True:
+        for key, _ in chooser.select():
+            if key.fileobj == lifeline:  # EOF: the test process is gone
+                try:
+                    os.unlink(path)
+                    os.rmdir(os.path.dirname(path))
+                except OSError:
+                    pass
+                os._exit(0)
+            yield server.accept()[0]
+
+
+for conn in serve_until_the_parent_is_gone():
+    head, fds, _flags, _addr = socket.recv_fds(conn, 1 << 20, 3)
+    size = int.from_bytes(head[:8], "big")
+    body = head[8:]
+    while len(body) < size:
+        body += conn.recv(size - len(body))
+    request = json.loads(body)
+    if os.fork() == 0:  # a waiter per command: the server accepts the next request at once
+        server.close()
+        os.close(lifeline)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        pid = os.fork()
+        if pid == 0:
+            conn.close()
+            child(request, fds)
+        for fd in fds:
+            os.close(fd)
+        try:
+            conn.sendall(f"{pid}\n".encode())
+        except OSError:
+            pass
+        _, status = os.waitpid(pid, 0)
+        try:
+            conn.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
+        except OSError:
+            pass
+        os._exit(0)
+    for fd in fds:
+        os.close(fd)
+    conn.close()
+'''
