@@ -22,8 +22,8 @@ fixtures (``memory-worker demo-home ~/.dsh``), a fresh working directory, none o
 - **Other hosts' services**: ``postgresql://…@db:5432/NAME`` becomes a throwaway database of the
   local server (one per NAME, so the state database and the shelf that share a URL share it here
   too), ``redis://redis:6379/N`` becomes this module's Redis database (``redis_db``);
-  ``/tmp/`` becomes the sandbox's (parallel runs do not collide). No other text changes. A relative ``--config FILE``
-  the block names but does not make is created empty.
+  ``/tmp/`` becomes the sandbox's (parallel runs do not collide). No other text changes. A
+  relative ``--config FILE`` the block names but does not make is created empty.
 - **Celery's own tools** (``celery -A … inspect|events|purge``) need a live cluster and a terminal
   (``events`` is a curses monitor, ``purge`` asks for confirmation): a block made only of them is
   classified ``tool`` and not run; only docs/running.md may have one, README.md none.
