@@ -92,7 +92,7 @@ def test_every_relative_link_and_anchor_resolves() -> None:
 
 def test_the_readme_is_short_and_links_every_docs_page() -> None:
     readme = REPO / "README.md"
-    assert len(readme.read_text(encoding="utf-8").splitlines()) <= 400
+    assert len(readme.read_text(encoding="utf-8").splitlines()) <= 150  # a front door
     linked = {m.group(1).partition("#")[0]
               for line in _prose_lines(readme.read_text(encoding="utf-8"))
               for m in _LINK.finditer(line)}
