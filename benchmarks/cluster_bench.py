@@ -191,10 +191,10 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--out", type=Path, default=OUT / "cluster_bench.json")
+    global REDIS_DB
     parser.add_argument("--redis-db", type=int, default=REDIS_DB,
                         help=f"Redis database of the broker (default {REDIS_DB})")
     args = parser.parse_args()
-    global REDIS_DB
     REDIS_DB = args.redis_db
     expected = args.sessions * args.turns * 2
     info = machine()

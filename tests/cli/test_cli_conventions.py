@@ -32,6 +32,7 @@ def test_every_log_reading_command_accepts_dsh_home(command: str) -> None:
     assert "--dsh-home" in _help(command, "--help")
 
 
+@pytest.mark.integration
 def test_dsh_home_reaches_the_settings(tmp_path: Path) -> None:
     (tmp_path / "home").mkdir()
     done = memory_worker(tmp_path, "config", "--json", "--dsh-home", str(tmp_path / "elsewhere"))
@@ -62,6 +63,7 @@ def test_help_ends_with_the_exit_status_table() -> None:
     assert "docs/cli.md" in table
 
 
+@pytest.mark.integration
 def test_python_m_worker_and_worker_cli(tmp_path: Path) -> None:
     from worker import __version__
 
@@ -75,6 +77,7 @@ def test_python_m_worker_and_worker_cli(tmp_path: Path) -> None:
     assert helped.stdout.startswith("Usage: ") and "retract" in helped.stdout
 
 
+@pytest.mark.integration
 def test_a_postgresql_state_url_without_psycopg_names_the_extra(tmp_path: Path) -> None:
     probe = ("import sys\nsys.modules['psycopg'] = None\nsys.modules['psycopg2'] = None\n"
              "from worker.cli import main\nsys.argv = ['memory-worker', 'status']\nmain()\n")

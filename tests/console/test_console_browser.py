@@ -30,6 +30,8 @@ from model_server import ModelServer
 from pipeline_support import dump
 from state_db_support import throwaway_pg_database
 
+pytestmark = pytest.mark.integration  # a real subprocess or server
+
 REPO = Path(__file__).resolve().parents[2]
 SHOTS = REPO / "docs" / "console"
 

@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from canary_support import BIN
 from console_support import http, running_console
 from pipeline_support import cli_env
+
+pytestmark = pytest.mark.integration  # a real subprocess or server
 
 WEB = ("starlette", "jinja2", "uvicorn", "multipart", "worker.console")
 

@@ -15,6 +15,8 @@ from canary_support import BIN, canary_reply
 from console_support import Home, build_home, http, running_console
 from model_server import ModelServer
 
+pytestmark = pytest.mark.integration  # a real subprocess or server
+
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Home]:

@@ -7,7 +7,10 @@ import re
 import subprocess
 import sys
 
+import pytest
 from conftest import REPO
+
+pytestmark = pytest.mark.integration  # a real subprocess or server
 
 
 def test_console_benchmark_runs() -> None:

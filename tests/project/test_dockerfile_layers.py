@@ -12,6 +12,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 CODE = {"memory", "worker", "hypatia_lite", "migrations", "setup.py"}
 
@@ -74,6 +76,7 @@ def test_every_copied_path_exists_and_is_not_ignored() -> None:
                 assert source not in ignored, source
 
 
+@pytest.mark.integration
 def test_the_dependency_list_is_pyprojects(tmp_path: Path) -> None:
     """Run the image's `python -c …` that writes /tmp/requirements.txt on this pyproject.toml."""
     step = next(args for kw, args in instructions((REPO / "Dockerfile").read_text(

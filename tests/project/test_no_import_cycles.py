@@ -20,7 +20,7 @@ MAY_IMPORT = {
 #: ``worker``'s floors, top first: a module imports its own floor or the ones below, never above.
 WORKER_FLOORS: tuple[tuple[str, ...], ...] = (
     ("worker.cli", "worker.__main__", "worker.commands", "worker.console", "worker.tasks",
-     "worker.service"),
+     "worker.service", "worker.at_rest"),
     ("worker.run",),
     ("worker.watch", "worker.verify"),
     ("worker.jobs",),
