@@ -61,12 +61,13 @@ def log_span(ctx: JobContext) -> JobOutput:
     surveyed in one streaming pass and written in slices that end at step or turn boundaries,
     each advancing the watermark after its writes, so memory stays bounded on huge logs.
     """
+    runtime = ctx.runtime
+    s = runtime.settings
+    options = span_options_for(s)
     rows = ctx.session_rows()
     if isinstance(rows, JobOutput):
         return rows
     session, progress = rows
-    runtime = ctx.runtime
-    s = runtime.settings
     clock = Timing(
         now_ms=runtime.now_ms(),
         last_growth_ms=ms_of(session.last_activity_at),
@@ -86,7 +87,6 @@ def log_span(ctx: JobContext) -> JobOutput:
         return skipped("no span due", from_seq=start, to_seq=start)
 
     store = ctx.store()
-    options = span_options_for(s)
     writes = Counts()
     version = progress.version
     link_from = progress.last_belong_to_index

@@ -26,6 +26,8 @@ from worker.state.sessions import Checkpoint, SessionState
 END: int = 1 << 62
 _FATAL = frozenset({"corrupt", "unsupported"})
 _BOUNDARIES = frozenset({"turn/end", "step/end"})
+#: Where a log with no checkpoint at or before a seq is read from.
+_ORIGIN = Checkpoint(0, 0, 0)
 
 
 class PermanentJobError(Exception):
@@ -97,13 +99,6 @@ class LogWindow:
         return [e for e in self.events if e.seq >= from_seq]
 
 
-def _start_point(state: SessionState, seq: int) -> Checkpoint:
-    point = state.checkpoint_at_or_before(seq)
-    if point is None:
-        return Checkpoint(0, 0, 0)
-    return point
-
-
 def read_window(
     state: SessionState, from_seq: int, to_seq: int = END, hand_off: LogHandOff | None = None,
     *, segments: SegmentStore | None,
@@ -120,23 +115,22 @@ def read_window(
     if segments is not None:
         hand_off = None  # the hand-off compares file identities: no file here
     log = log_source(state, segments)
-    point = _start_point(state, from_seq)
+    point = state.checkpoint_at_or_before(from_seq) or _ORIGIN
+    index = checkpoint_index(state)
     whole = hand_off is not None and point.seq == 0 and to_seq == END
-    handed = hand_off.take_kept(state.path) if hand_off is not None and whole else None
-    if hand_off is not None and handed is not None:
+    # Any read takes (and so forgets) the kept decode: never two decodes held at once.
+    handed = hand_off.take_kept(state.path) if hand_off is not None else None
+    before = file_identity(state.path) if whole and handed is None else None
+    if hand_off is not None and whole and handed is not None:
         # The watcher (embedded mode) or the previous job decoded exactly this unchanged file.
         hand_off.remember(state.path, handed[0], handed[1])  # still there for the session node
         return _window(state, point, handed[1], [])
-    index = checkpoint_index(state)
-    if hand_off is not None:
-        hand_off.forget()  # never hold two decodes at once
-    before = file_identity(state.path) if whole else None
     result = read_range(log, point.seq, to_seq, index)
     raise_for_problems(state, result.problems)
     events = result.events
     if events and events[0].seq != point.seq:
         # The index no longer matches the file (replaced or rewritten): count from the start.
-        point = Checkpoint(0, 0, 0)
+        point = _ORIGIN
         result = read_range(log, 0, to_seq, CheckpointIndex())
         events = result.events
     if hand_off is not None and before is not None and not result.problems:
@@ -187,7 +181,7 @@ def survey_log(
     """Stream ``[start, durable end)`` once in constant memory, keeping only what a
     :class:`Survey` holds (for spans too large to hold in memory at once)."""
     allowed = frozenset(whitelist)
-    point = _start_point(state, start)
+    point = state.checkpoint_at_or_before(start) or _ORIGIN
     position = ScanPosition(point.offset, max(start, point.seq), point.seq)
     scan, events = iter_log(log_source(state, segments), position)
     boundaries: list[Event] = []
@@ -233,7 +227,7 @@ def extend_back(
     messages written long ago)."""
     if to_seq >= window.first_seq:
         return window
-    point = _start_point(state, to_seq)
+    point = state.checkpoint_at_or_before(to_seq) or _ORIGIN
     log = log_source(state, segments)
     result = read_range(log, point.seq, window.first_seq, checkpoint_index(state))
     raise_for_problems(state, result.problems)
