@@ -3,6 +3,12 @@
 The sessions table keeps a sparse index of ``(seq, byte offset, message ordinal)`` checkpoints,
 so a job decodes only from the checkpoint at or before the seq it needs and knows the ordinal
 there without counting the prefix: span cost is O(span), not O(log).
+
+:func:`read_window` reads a range (taking the runtime's hand-off of an unchanged whole log,
+:mod:`worker.jobs.handoff`), :func:`survey_log` streams a long one keeping only cuts and markers,
+:func:`extend_back` reaches further back. :func:`read_span` is ``log_span``'s read step in one
+call: the survey, the cut under a given clock, what the span's markers withdraw, the slices and
+the first slice's window with its ordinal (:class:`SpanRead`).
 """
 
 from __future__ import annotations
