@@ -127,26 +127,21 @@ def read_window(
     # Any read takes (and so forgets) the kept decode: never two decodes held at once.
     handed = hand_off.take_kept(state.path) if hand_off is not None else None
     before = file_identity(state.path) if whole and handed is None else None
+    problems: list[Problem] = []
     if hand_off is not None and whole and handed is not None:
         # The watcher (embedded mode) or the previous job decoded exactly this unchanged file.
         hand_off.remember(state.path, handed[0], handed[1])  # still there for the session node
-        return _window(state, point, handed[1], [])
-    result = read_range(log, point.seq, to_seq, index)
-    raise_for_problems(state, result.problems)
-    events = result.events
-    if events and events[0].seq != point.seq:
-        # The index no longer matches the file (replaced or rewritten): count from the start.
-        point = _ORIGIN
-        result = read_range(log, 0, to_seq, CheckpointIndex())
-        events = result.events
-    if hand_off is not None and before is not None and not result.problems:
-        hand_off.remember(state.path, before, events)
-    return _window(state, point, events, result.problems)
-
-
-def _window(
-    state: SessionState, point: Checkpoint, events: list[Event], problems: list[Problem]
-) -> LogWindow:
+        events = handed[1]
+    else:
+        result = read_range(log, point.seq, to_seq, index)
+        raise_for_problems(state, result.problems)
+        if result.events and result.events[0].seq != point.seq:
+            # The index no longer matches the file (replaced or rewritten): count from the start.
+            point = _ORIGIN
+            result = read_range(log, 0, to_seq, CheckpointIndex())
+        events, problems = result.events, result.problems
+        if hand_off is not None and before is not None and not problems:
+            hand_off.remember(state.path, before, events)
     end = events[-1].seq + 1 if events else point.seq
     ordinal = point.ordinal if point.seq >= state.inherited_cut else 0
     return LogWindow(events, point.seq, ordinal, state.inherited_cut, end, problems)
