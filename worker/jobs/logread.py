@@ -228,9 +228,10 @@ def extend_back(
     messages written long ago)."""
     if to_seq >= window.first_seq:
         return window
-    point = state.checkpoint_at_or_before(to_seq) or _ORIGIN
     log = log_source(state, segments)
-    result = read_range(log, point.seq, window.first_seq, checkpoint_index(state))
+    index = checkpoint_index(state)
+    point = state.checkpoint_at_or_before(to_seq) or _ORIGIN
+    result = read_range(log, point.seq, window.first_seq, index)
     raise_for_problems(state, result.problems)
     ordinal = point.ordinal if point.seq >= state.inherited_cut else 0
     return LogWindow(
