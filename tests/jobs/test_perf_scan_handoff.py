@@ -16,7 +16,7 @@ from conftest import REPO
 
 from hypatia_lite.store import LiteStore
 from memory.dsh.events import Event
-from worker.jobs import logread
+from worker.jobs import handoff, logread
 from worker.run.runner import InProcessRunner
 from worker.watch.watcher import Watcher
 
@@ -131,14 +131,14 @@ def test_an_offer_is_refused_when_it_is_not_a_whole_unchanged_log(tmp_path: Path
     path = tmp_path / "log.jsonl"
     path.write_text("x\n")
     whole = [Event(0, "session/start", None, {}), Event(1, "turn/end", None, {})]
-    hand_off = logread.LogHandOff()
-    identity = logread.file_identity(str(path))
+    hand_off = handoff.LogHandOff()
+    identity = handoff.file_identity(str(path))
     assert hand_off.offer(str(path), identity, whole) is True
     assert hand_off.whole_log(str(path)) is whole
     assert hand_off.offer(str(path), identity, whole[1:]) is False  # does not start at 0
     assert hand_off.offer(str(path), None, whole) is False  # identity unknown
     assert hand_off.offer(str(path), identity, []) is False
-    too_many = [Event(n, "x", None, {}) for n in range(logread.SHARED_MAX_EVENTS + 1)]
+    too_many = [Event(n, "x", None, {}) for n in range(handoff.SHARED_MAX_EVENTS + 1)]
     assert hand_off.offer(str(path), identity, too_many) is False
     assert hand_off.offer(str(path), identity, whole) is True
     path.write_text("changed\n")  # the file changed after the decode

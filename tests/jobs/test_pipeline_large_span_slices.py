@@ -13,7 +13,8 @@ from conftest import REPO
 from pipeline_support import dump, process
 
 from memory.dsh.events import Event
-from worker.jobs.logread import slice_span
+from memory.span_cut import Timing
+from worker.jobs.logread import read_span, slice_span
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime
@@ -85,3 +86,47 @@ def test_slices_end_after_boundaries_and_a_long_turn_stays_whole() -> None:
     assert slice_span(bounds, 0, 80, 25) == [(0, 20), (20, 61), (61, 80)]
     assert slice_span(bounds, 0, 80, 1000) == [(0, 80)]
     assert slice_span([], 0, 80, 10) == [(0, 80)]
+
+
+def test_read_span_reads_the_first_slice_and_each_later_one_when_reached(tmp_path: Path) -> None:
+    log = SessionLogWriter(tmp_path / "dsh", "s-read", CWD)
+    for i in range(20):
+        log.turn(f"q{i} the same words again", f"a{i} the same words again", steps=2)
+    doomed = log.turn("take this back", "taken back")
+    log.rewind(doomed.user_seq)
+    log.flush()
+    runtime = embedded_runtime(tmp_path, force_idle=True)
+    process(runtime, consolidation=False)
+    with runtime.state.read() as repos:
+        state = repos.sessions.get("s-read")
+    assert state is not None
+    clock = Timing(now_ms=0, last_growth_ms=None, force_idle=True)
+    kinds = runtime.settings.withdrawal_kinds
+
+    whole = read_span(state, 0, clock, whitelist=kinds, limit=1_000_000, hand_off=None,
+                      segments=None)
+    span = read_span(state, 0, clock, whitelist=kinds, limit=25, hand_off=None, segments=None)
+    runtime.close()
+    assert whole.cut is not None and span.cut == whole.cut
+    assert span.cut.to_seq == state.durable_end_seq
+    # The rewound prompt and its answer, both withdrawn by the one rewind marker.
+    assert span.withdrawn == whole.withdrawn
+    assert sorted(span.withdrawn) == [doomed.user_seq, doomed.user_seq + 1]
+    assert {kind for _, kind in span.withdrawn.values()} == {"dsh-rewind"}
+    assert (span.base_ordinal, span.withdrew_earlier) == (0, False)
+    assert whole.slices == [(0, span.cut.to_seq)]
+    assert len(span.slices) > 5 and span.slices[0][0] == 0
+    assert span.slices[-1][1] == span.cut.to_seq
+    first = span.first
+    assert first is not None and first.window.durable_end == span.slices[0][1]
+    seen: list[tuple[int, int]] = []
+    for piece in span.pieces():
+        assert span.first is None  # handed over, not kept while later slices are read
+        seen.append((piece.lower, piece.upper))
+        assert piece.window.durable_end == piece.upper
+        assert piece.window.first_seq <= max(piece.lower - 1, 0)
+        assert [e.seq for e in piece.window.tail(piece.lower)] == list(range(piece.lower,
+                                                                             piece.upper))
+        if piece.lower:
+            assert piece.before is not None and piece.before.seq == piece.lower - 1
+    assert seen == span.slices

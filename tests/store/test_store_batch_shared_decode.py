@@ -15,7 +15,7 @@ from typing import Any
 from conftest import REPO
 
 from memory.dsh.reader import read_log
-from worker.jobs import logread, session_node
+from worker.jobs import handoff, session_node
 from worker.jobs.logread import END, read_window
 from worker.run.runner import InProcessRunner
 from worker.watch.watcher import Watcher
@@ -124,5 +124,5 @@ def test_a_kept_decode_of_another_copy_is_not_used(tmp_path: Path) -> None:
     copy = str(state.path).replace(str(tmp_path / "a"), str(tmp_path / "b"))
     assert Path(copy).is_file()
     assert watcher.runtime.hand_off.whole_log(copy) is None
-    assert logread.SHARED_MAX_EVENTS >= 1000
+    assert handoff.SHARED_MAX_EVENTS >= 1000
     watcher.runtime.close()

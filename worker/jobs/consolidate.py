@@ -47,8 +47,8 @@ from memory.store.base import MemoryStore
 from memory.withdrawal import is_marker, withdrawn_seqs
 from worker.jobs.cascade import cascade_project
 from worker.jobs.context import JobContext, JobOutput, skipped
+from worker.jobs.handoff import LogHandOff
 from worker.jobs.logread import (
-    LogHandOff,
     PermanentJobError,
     TransientJobError,
     read_window,

@@ -3,13 +3,17 @@
 The sessions table keeps a sparse index of ``(seq, byte offset, message ordinal)`` checkpoints,
 so a job decodes only from the checkpoint at or before the seq it needs and knows the ordinal
 there without counting the prefix: span cost is O(span), not O(log).
+
+:func:`read_window` reads a range (taking the runtime's hand-off of an unchanged whole log,
+:mod:`worker.jobs.handoff`), :func:`survey_log` streams a long one keeping only cuts and markers,
+:func:`extend_back` reaches further back. :func:`read_span` is ``log_span``'s read step in one
+call: the survey, the cut under a given clock, what the span's markers withdraw, the slices and
+the first slice's window with its ordinal (:class:`SpanRead`).
 """
 
 from __future__ import annotations
 
-import os
-import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +21,9 @@ from memory.dsh.events import Event, Problem
 from memory.dsh.position import CheckpointIndex, ScanPosition
 from memory.dsh.reader import Log, iter_log, read_range
 from memory.messages import base_ordinal, message_ordinals
-from memory.withdrawal import is_marker
+from memory.span_cut import Cut, Timing, cut_span, span_start
+from memory.withdrawal import find_markers, is_marker
+from worker.jobs.handoff import LogHandOff, file_identity
 from worker.shipping.source import shipped_source
 from worker.shipping.store import SegmentStore
 from worker.state.sessions import Checkpoint, SessionState
@@ -26,6 +32,8 @@ from worker.state.sessions import Checkpoint, SessionState
 END: int = 1 << 62
 _FATAL = frozenset({"corrupt", "unsupported"})
 _BOUNDARIES = frozenset({"turn/end", "step/end"})
+#: Where a log with no checkpoint at or before a seq is read from.
+_ORIGIN = Checkpoint(0, 0, 0)
 
 
 class PermanentJobError(Exception):
@@ -97,13 +105,6 @@ class LogWindow:
         return [e for e in self.events if e.seq >= from_seq]
 
 
-def _start_point(state: SessionState, seq: int) -> Checkpoint:
-    point = state.checkpoint_at_or_before(seq)
-    if point is None:
-        return Checkpoint(0, 0, 0)
-    return point
-
-
 def read_window(
     state: SessionState, from_seq: int, to_seq: int = END, hand_off: LogHandOff | None = None,
     *, segments: SegmentStore | None,
@@ -120,114 +121,30 @@ def read_window(
     if segments is not None:
         hand_off = None  # the hand-off compares file identities: no file here
     log = log_source(state, segments)
-    point = _start_point(state, from_seq)
+    point = state.checkpoint_at_or_before(from_seq) or _ORIGIN
+    index = checkpoint_index(state)
     whole = hand_off is not None and point.seq == 0 and to_seq == END
-    handed = hand_off.take_kept(state.path) if hand_off is not None and whole else None
-    if hand_off is not None and handed is not None:
+    # Any read takes (and so forgets) the kept decode: never two decodes held at once.
+    handed = hand_off.take_kept(state.path) if hand_off is not None else None
+    before = file_identity(state.path) if whole and handed is None else None
+    problems: list[Problem] = []
+    if hand_off is not None and whole and handed is not None:
         # The watcher (embedded mode) or the previous job decoded exactly this unchanged file.
         hand_off.remember(state.path, handed[0], handed[1])  # still there for the session node
-        return _window(state, point, handed[1], [])
-    index = checkpoint_index(state)
-    if hand_off is not None:
-        hand_off.forget()  # never hold two decodes at once
-    before = _identity(state.path) if whole else None
-    result = read_range(log, point.seq, to_seq, index)
-    raise_for_problems(state, result.problems)
-    events = result.events
-    if events and events[0].seq != point.seq:
-        # The index no longer matches the file (replaced or rewritten): count from the start.
-        point = Checkpoint(0, 0, 0)
-        result = read_range(log, 0, to_seq, CheckpointIndex())
-        events = result.events
-    if hand_off is not None and before is not None and not result.problems:
-        hand_off.remember(state.path, before, events)
-    return _window(state, point, events, result.problems)
-
-
-def _window(
-    state: SessionState, point: Checkpoint, events: list[Event], problems: list[Problem]
-) -> LogWindow:
+        events = handed[1]
+    else:
+        result = read_range(log, point.seq, to_seq, index)
+        raise_for_problems(state, result.problems)
+        if result.events and result.events[0].seq != point.seq:
+            # The index no longer matches the file (replaced or rewritten): count from the start.
+            point = _ORIGIN
+            result = read_range(log, 0, to_seq, CheckpointIndex())
+        events, problems = result.events, result.problems
+        if hand_off is not None and before is not None and not problems:
+            hand_off.remember(state.path, before, events)
     end = events[-1].seq + 1 if events else point.seq
     ordinal = point.ordinal if point.seq >= state.inherited_cut else 0
     return LogWindow(events, point.seq, ordinal, state.inherited_cut, end, problems)
-
-
-# ---- the last whole-log decode, handed to the next job on the same unchanged file ------------
-
-#: Whole-log reads up to this many events are kept for the next job (the session node's pass
-#: right after ``log_span``), so the same bytes are not decoded twice; larger ones are not kept.
-SHARED_MAX_EVENTS = 20_000
-_FileIdentity = tuple[int, int, int, int]
-
-
-def file_identity(path: str) -> _FileIdentity | None:
-    """``(device, inode, size, mtime_ns)`` of ``path``; ``None`` when it cannot be read."""
-    return _identity(path)
-
-
-def _identity(path: str) -> _FileIdentity | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-class LogHandOff:
-    """The last whole-log decode, held for the next job on the same unchanged file: the
-    watcher offers its scan's decode (embedded mode), :func:`read_window` takes and leaves
-    one, the session node's survey takes it. One per :class:`~worker.jobs.runtime.Runtime`
-    (``runtime.hand_off``), so the hand-off travels with the runtime the jobs receive."""
-
-    def __init__(self) -> None:
-        self._kept: tuple[str, _FileIdentity, list[Event]] | None = None
-        self._lock = threading.Lock()
-
-    def offer(self, path: str, before: _FileIdentity | None, events: list[Event]) -> bool:
-        """Keep a problem-free decode of the whole log at ``path`` (every event from its start
-        to its last complete line) that was made while the file had identity ``before``, for
-        the next job's :func:`read_window` of that log (the watcher's hand-off in embedded
-        mode). Kept only when it is small enough and the file still has that identity; True
-        when kept."""
-        if before is None or len(events) > SHARED_MAX_EVENTS or not events or events[0].seq != 0:
-            self.forget()
-            return False
-        self.remember(path, before, events)
-        with self._lock:
-            return self._kept is not None and self._kept[2] is events
-
-    def remember(self, path: str, before: _FileIdentity, events: list[Event]) -> None:
-        """Keep ``events`` when small enough and ``path`` still has identity ``before``."""
-        keep = len(events) <= SHARED_MAX_EVENTS and _identity(path) == before
-        with self._lock:
-            self._kept = (path, before, events) if keep else None
-
-    def whole_log(self, path: str) -> list[Event] | None:
-        """Every event of the log at ``path``, from its start to its last complete line, when
-        the last decode kept is exactly that, made without any problem, and the file has not
-        changed since (same device, inode, size and modification time); else ``None``. Handed
-        out once (then forgotten, so it is not kept alive longer than needed); do not modify
-        the list."""
-        handed = self.take_kept(path)
-        return None if handed is None else handed[1]
-
-    def take_kept(self, path: str) -> tuple[_FileIdentity, list[Event]] | None:
-        """The kept decode of ``path`` with its identity (forgotten either way)."""
-        with self._lock:
-            found, self._kept = self._kept, None
-        if found is None or found[0] != path or _identity(path) != found[1]:
-            return None
-        return found[1], found[2]
-
-    def kept_path(self) -> str | None:
-        """The path whose decode is kept, if any (tests)."""
-        with self._lock:
-            return None if self._kept is None else self._kept[0]
-
-    def forget(self) -> None:
-        """Drop the kept decode (memory)."""
-        with self._lock:
-            self._kept = None
 
 
 def raise_for_problems(state: SessionState, problems: list[Problem]) -> None:
@@ -265,7 +182,7 @@ def survey_log(
     """Stream ``[start, durable end)`` once in constant memory, keeping only what a
     :class:`Survey` holds (for spans too large to hold in memory at once)."""
     allowed = frozenset(whitelist)
-    point = _start_point(state, start)
+    point = state.checkpoint_at_or_before(start) or _ORIGIN
     position = ScanPosition(point.offset, max(start, point.seq), point.seq)
     scan, events = iter_log(log_source(state, segments), position)
     boundaries: list[Event] = []
@@ -311,9 +228,10 @@ def extend_back(
     messages written long ago)."""
     if to_seq >= window.first_seq:
         return window
-    point = _start_point(state, to_seq)
     log = log_source(state, segments)
-    result = read_range(log, point.seq, window.first_seq, checkpoint_index(state))
+    index = checkpoint_index(state)
+    point = state.checkpoint_at_or_before(to_seq) or _ORIGIN
+    result = read_range(log, point.seq, window.first_seq, index)
     raise_for_problems(state, result.problems)
     ordinal = point.ordinal if point.seq >= state.inherited_cut else 0
     return LogWindow(
@@ -324,3 +242,101 @@ def extend_back(
         window.durable_end,
         window.problems,
     )
+
+
+# ---- what one ``log_span`` run reads, in one call ---------------------------------------------
+
+
+@dataclass(slots=True)
+class SpanPiece:
+    """One slice ``[lower, upper)`` of a span and the window its plan is made from."""
+
+    lower: int
+    upper: int
+    window: LogWindow
+    #: seq → ordinal of the messages before the span, in the first slice when a marker of this
+    #: span withdrew some of them (``None`` otherwise)
+    prefix_ordinals: dict[int, int] | None = None
+
+    @property
+    def before(self) -> Event | None:
+        """The event just before the slice (``None`` at the start of the log)."""
+        return self.window.event_at(self.lower - 1) if self.lower > 0 else None
+
+
+@dataclass(slots=True)
+class SpanRead:
+    """What one ``log_span`` run needs from the log: the survey of ``[start, durable end)``, the
+    cut (``None``: no span is due), the withdrawn seqs with the ``(marker seq, kind)`` that
+    withdrew each, the slices of the span and the ordinal of its first message. The first slice
+    is read already (extended back to the oldest message a marker withdrew before ``start``);
+    :meth:`pieces` reads each later one when it is reached, so memory stays bounded."""
+
+    start: int
+    survey: Survey
+    cut: Cut | None
+    withdrawn: dict[int, tuple[int, str]]
+    slices: list[tuple[int, int]]
+    base_ordinal: int
+    first: SpanPiece | None
+    state: SessionState
+    hand_off: LogHandOff | None
+    segments: SegmentStore | None
+
+    @property
+    def withdrew_earlier(self) -> bool:
+        """True when a marker of this span withdrew a message logged by an earlier span."""
+        return any(seq < self.start for seq in self.withdrawn)
+
+    def pieces(self) -> Iterator[SpanPiece]:
+        """The slices in order, each with its window (the first one is handed over, not kept)."""
+        first, self.first = self.first, None
+        for lower, upper in self.slices:
+            if first is not None:
+                piece, first = first, None
+            else:
+                piece = SpanPiece(lower, upper, read_window(
+                    self.state, lower - 1, upper, self.hand_off, segments=self.segments))
+            yield piece
+
+
+def read_span(
+    state: SessionState,
+    logged_to: int,
+    clock: Timing,
+    *,
+    whitelist: Iterable[str],
+    limit: int,
+    hand_off: LogHandOff | None,
+    segments: SegmentStore | None,
+) -> SpanRead:
+    """Read what ``log_span`` owes after the watermark ``logged_to``, in one call: survey
+    ``[start, durable end)`` (the whole window when it holds at most ``limit`` events, else one
+    streaming pass that keeps only cuts and markers), cut the span under ``clock``, find what its
+    markers withdraw, slice it at step or turn ends into pieces of at most ``limit`` events and
+    read the first slice from its checkpoint (with the ordinal there)."""
+    start = span_start(logged_to, state.inherited_cut)
+    window: LogWindow | None = None
+    if state.durable_end_seq - start > limit:
+        survey = survey_log(state, start, whitelist, segments=segments)
+    else:
+        window = read_window(state, start, hand_off=hand_off, segments=segments)
+        survey = Survey.of(window.tail(start), window.durable_end, whitelist)
+    cut = cut_span(survey.boundaries, start=start, durable_end=survey.durable_end, timing=clock,
+                   markers=survey.markers)
+    if cut is None:
+        return SpanRead(start, survey, None, {}, [], 0, None, state, hand_off, segments)
+    withdrawn: dict[int, tuple[int, str]] = {}
+    for marker in find_markers(survey.markers, whitelist):
+        for seq in marker.withdrawn_seqs:
+            withdrawn.setdefault(seq, (marker.seq, marker.kind))
+    slices = slice_span(survey.boundaries, start, cut.to_seq, limit)
+    if window is None:
+        window = read_window(state, start, slices[0][1], hand_off, segments=segments)
+    earlier = [seq for seq in withdrawn if seq < start]
+    if earlier:
+        window = extend_back(state, window, min(earlier), segments=segments)
+    first = SpanPiece(start, slices[0][1], window,
+                      window.ordinals_before(start) if earlier else None)
+    return SpanRead(start, survey, cut, withdrawn, slices, window.base_ordinal(start), first,
+                    state, hand_off, segments)

@@ -15,7 +15,7 @@ from memory.redaction import set_extra_redactions
 from memory.store.base import MemoryStore
 from memory.store.breaker import Breaker
 from memory.store.factory import StoreConfig, open_store
-from worker.jobs.logread import LogHandOff
+from worker.jobs.handoff import LogHandOff
 from worker.settings import Settings
 from worker.shipping.sql import SqlSegmentStore
 from worker.shipping.store import SegmentStore
@@ -57,7 +57,7 @@ class Runtime:
     #: A span longer than this is written in slices (bounded memory on huge logs).
     max_span_events: int = 50_000
     #: The last whole-log decode, handed from the watcher's scan to the jobs and from
-    #: ``log_span`` to ``session_node`` (:class:`~worker.jobs.logread.LogHandOff`).
+    #: ``log_span`` to ``session_node`` (:class:`~worker.jobs.handoff.LogHandOff`).
     hand_off: LogHandOff = field(default_factory=LogHandOff)
     _stores: dict[str, MemoryStore] = field(default_factory=dict)
     #: One per shelf, kept when a store handle is dropped and reopened (memory.store.breaker).

@@ -15,7 +15,8 @@ from memory.dsh.events import Event
 from memory.entries import message_name
 from memory.messages import message_ordinals
 from memory.withdrawal import Marker, find_markers
-from worker.jobs.logread import LogHandOff, read_window
+from worker.jobs.handoff import LogHandOff
+from worker.jobs.logread import read_window
 from worker.shipping.store import SegmentStore
 from worker.state.sessions import SessionState
 

@@ -36,7 +36,8 @@ from memory.dsh.position import CheckpointIndex, ScanPosition
 from memory.dsh.reader import Log, read_range
 from memory.dsh.scanner import LogScan
 from memory.messages import base_ordinal
-from worker.jobs.logread import SHARED_MAX_EVENTS, checkpoint_index, file_identity
+from worker.jobs.handoff import SHARED_MAX_EVENTS, file_identity
+from worker.jobs.logread import checkpoint_index
 from worker.jobs.runtime import Enqueue, Runtime, long_lived_frozen
 from worker.names import JOB_LOG_SPAN, JOB_SESSION_NODE
 from worker.state.sessions import Checkpoint, SessionState
@@ -83,7 +84,7 @@ class Watcher:
         """``after_session`` (embedded mode: the in-process runner's ``run_ready``) is called
         with the session id right after a changed session's scan is recorded and its hints are
         sent. With it, a scan that read a whole log from its start hands its decode to the jobs
-        that run then (:meth:`worker.jobs.logread.LogHandOff.offer`; they re-check the file).
+        that run then (:meth:`worker.jobs.handoff.LogHandOff.offer`; they re-check the file).
 
         ``only_sessions`` limits the scans to those session ids (``run --once --jobs N``: each
         process scans its share of the home); hints derived from the state database (idle-closes,
