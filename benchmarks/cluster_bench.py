@@ -54,8 +54,15 @@ TIMEOUT_S = 1800.0
 
 def generate(home: Path, sessions: int, turns: int) -> None:
     for i in range(sessions):
-        conversation(home, f"cb-{i:04d}", f"/home/dev/project-{i % 7}", turns,
-                     compressed=True, title=f"Cluster benchmark session {i}", batch_turns=4)
+        conversation(
+            home,
+            f"cb-{i:04d}",
+            f"/home/dev/project-{i % 7}",
+            turns,
+            compressed=True,
+            title=f"Cluster benchmark session {i}",
+            batch_turns=4,
+        )
 
 
 def _create_db(prefix: str) -> str:
@@ -92,8 +99,9 @@ def pg_count(url: str) -> int:
     """``msg-*`` entries in the PostgreSQL shelf at ``url`` (0 until its tables exist)."""
     with psycopg.connect(url, autocommit=True) as conn:
         try:
-            row = conn.execute("SELECT count(*) FROM hypatia_lite.knowledge"
-                               " WHERE name LIKE 'msg-%'").fetchone()
+            row = conn.execute(
+                "SELECT count(*) FROM hypatia_lite.knowledge WHERE name LIKE 'msg-%'"
+            ).fetchone()
         except psycopg.errors.UndefinedTable:
             return 0
     return int(row[0]) if row else 0
@@ -129,10 +137,14 @@ def one_run(store: str, workers: int, source: Path, base: Path, expected: int) -
 
     def start(name: str, *args: str) -> Path:
         log = root / f"{name}.log"
-        procs.append(subprocess.Popen(
-            [str(BIN / "memory-worker"), *args, "--queue", queue],
-            env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
-        ))
+        procs.append(
+            subprocess.Popen(
+                [str(BIN / "memory-worker"), *args, "--queue", queue],
+                env=env,
+                stdout=log.open("wb"),
+                stderr=subprocess.STDOUT,
+            )
+        )
         return log
 
     def count() -> int:
@@ -141,8 +153,10 @@ def one_run(store: str, workers: int, source: Path, base: Path, expected: int) -
     try:
         StateDB.open(env["MEMORY_WORKER_STATE_URL"]).dispose()  # migrated before anything starts
         deadline = time.monotonic() + 120
-        logs = [start(f"w{i}", "worker", "--pool", "solo", "--name", f"w{i}@{queue}")
-                for i in range(workers)]
+        logs = [
+            start(f"w{i}", "worker", "--pool", "solo", "--name", f"w{i}@{queue}")
+            for i in range(workers)
+        ]
         for log in logs:
             _wait_ready(log, deadline)
         started = time.perf_counter()
@@ -174,16 +188,25 @@ def one_run(store: str, workers: int, source: Path, base: Path, expected: int) -
         _drop_db(state_db)
         if shelf_db is not None:
             _drop_db(shelf_db)
-    return {"store": store, "workers": workers, "messages": written, "seconds": seconds,
-            "messages_per_s": written / seconds, "first_entry_seconds": first,
-            "after_first_messages_per_s": (written - 1) / max(seconds - (first or 0), 1e-9)}
+    return {
+        "store": store,
+        "workers": workers,
+        "messages": written,
+        "seconds": seconds,
+        "messages_per_s": written / seconds,
+        "first_entry_seconds": first,
+        "after_first_messages_per_s": (written - 1) / max(seconds - (first or 0), 1e-9),
+    }
 
 
 def machine() -> dict[str, Any]:
-    return {"cpus": os.cpu_count(), "nproc": int(subprocess.run(
-        ["nproc"], capture_output=True, text=True).stdout.strip() or 0),
-        "loadavg_before": list(os.getloadavg()), "platform": platform.platform(),
-        "python": platform.python_version()}
+    return {
+        "cpus": os.cpu_count(),
+        "nproc": int(subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip() or 0),
+        "loadavg_before": list(os.getloadavg()),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+    }
 
 
 def main() -> None:
@@ -192,15 +215,21 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--out", type=Path, default=OUT / "cluster_bench.json")
     global REDIS_DB
-    parser.add_argument("--redis-db", type=int, default=REDIS_DB,
-                        help=f"Redis database of the broker (default {REDIS_DB})")
+    parser.add_argument(
+        "--redis-db",
+        type=int,
+        default=REDIS_DB,
+        help=f"Redis database of the broker (default {REDIS_DB})",
+    )
     args = parser.parse_args()
     REDIS_DB = args.redis_db
     expected = args.sessions * args.turns * 2
     info = machine()
-    print(f"machine: {info['nproc']} cores (nproc; shared), load average "
-          f"{' '.join(f'{x:.2f}' for x in info['loadavg_before'])} — daemon, workers, PostgreSQL "
-          "and Redis all share these cores, so 2 workers cannot get 2 free cores")
+    print(
+        f"machine: {info['nproc']} cores (nproc; shared), load average "
+        f"{' '.join(f'{x:.2f}' for x in info['loadavg_before'])} — daemon, workers, PostgreSQL "
+        "and Redis all share these cores, so 2 workers cannot get 2 free cores"
+    )
     runs = []
     with tempfile.TemporaryDirectory(prefix="cluster-bench-") as tmp:
         base = Path(tmp)
@@ -209,30 +238,44 @@ def main() -> None:
             for workers in (1, 2):
                 run = one_run(store, workers, base / "source", base, expected)
                 runs.append(run)
-                print(f"  {store} × {workers}: {run['messages']} messages in "
-                      f"{run['seconds']:.2f} s", flush=True)
+                print(
+                    f"  {store} × {workers}: {run['messages']} messages in {run['seconds']:.2f} s",
+                    flush=True,
+                )
     info["loadavg_after"] = list(os.getloadavg())
     rate = {(r["store"], r["workers"]): r["messages_per_s"] for r in runs}
     ratios = {
         "two_over_one": {s: rate[(s, 2)] / rate[(s, 1)] for s in ("sqlite", "postgresql")},
-        "postgresql_over_sqlite": {str(w): rate[("postgresql", w)] / rate[("sqlite", w)]
-                                   for w in (1, 2)},
+        "postgresql_over_sqlite": {
+            str(w): rate[("postgresql", w)] / rate[("sqlite", w)] for w in (1, 2)
+        },
     }
     print(f"\n{args.sessions} sessions × {args.turns} turns = {expected} messages per run")
-    print(f"{'store':<11} {'workers':>7} {'messages':>8} {'seconds':>8} {'msg/s':>8} "
-          f"{'1st entry s':>11} {'msg/s after 1st':>15}")
+    print(
+        f"{'store':<11} {'workers':>7} {'messages':>8} {'seconds':>8} {'msg/s':>8} "
+        f"{'1st entry s':>11} {'msg/s after 1st':>15}"
+    )
     for r in runs:
-        print(f"{r['store']:<11} {r['workers']:>7} {r['messages']:>8} {r['seconds']:>8.2f} "
-              f"{r['messages_per_s']:>8.1f} {r['first_entry_seconds']:>11.2f} "
-              f"{r['after_first_messages_per_s']:>15.1f}")
+        print(
+            f"{r['store']:<11} {r['workers']:>7} {r['messages']:>8} {r['seconds']:>8.2f} "
+            f"{r['messages_per_s']:>8.1f} {r['first_entry_seconds']:>11.2f} "
+            f"{r['after_first_messages_per_s']:>15.1f}"
+        )
     for s, v in ratios["two_over_one"].items():
         print(f"2 workers / 1 worker, {s}: {v:.2f}×")
     for w, v in ratios["postgresql_over_sqlite"].items():
         print(f"PostgreSQL / SQLite, {w} worker(s): {v:.2f}×")
     print(f"({info['nproc']} cores shared by the daemon, the workers, PostgreSQL and Redis)")
-    result = {"sessions": args.sessions, "turns": args.turns, "expected_messages": expected,
-              "machine": info, "runs": runs, "ratios": ratios, "shipping": False,
-              "redis_db": REDIS_DB}
+    result = {
+        "sessions": args.sessions,
+        "turns": args.turns,
+        "expected_messages": expected,
+        "machine": info,
+        "runs": runs,
+        "ratios": ratios,
+        "shipping": False,
+        "redis_db": REDIS_DB,
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {args.out}")

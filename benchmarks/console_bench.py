@@ -45,14 +45,19 @@ def _env(root: Path) -> dict[str, str]:
     import os
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_WORKER_")}
-    env.update({"MEMORY_WORKER_DSH_HOME": str(root / "dsh"),
-                "MEMORY_WORKER_DATA_DIR": str(root / "data"),
-                "MEMORY_WORKER_LITE_HOME": str(root / "lite")})
+    env.update(
+        {
+            "MEMORY_WORKER_DSH_HOME": str(root / "dsh"),
+            "MEMORY_WORKER_DATA_DIR": str(root / "data"),
+            "MEMORY_WORKER_LITE_HOME": str(root / "lite"),
+        }
+    )
     return env
 
 
 def _time(url: str, cookie: str, repeat: int) -> tuple[float, float]:
     """Milliseconds of the first request and the median of ``repeat`` more."""
+
     def once() -> float:
         start = time.perf_counter()
         status, _ = http(url, headers={"Cookie": cookie})
@@ -66,16 +71,32 @@ def _time(url: str, cookie: str, repeat: int) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15)
-    parser.add_argument("--messages", type=int, nargs=2, default=[100, 10_000],
-                        metavar=("SMALL", "LARGE"), help="messages of the two sessions")
-    parser.add_argument("--sessions", type=int, nargs=2, default=[30, 3000],
-                        metavar=("SMALL", "LARGE"), help="sessions of the two homes")
+    parser.add_argument(
+        "--messages",
+        type=int,
+        nargs=2,
+        default=[100, 10_000],
+        metavar=("SMALL", "LARGE"),
+        help="messages of the two sessions",
+    )
+    parser.add_argument(
+        "--sessions",
+        type=int,
+        nargs=2,
+        default=[30, 3000],
+        metavar=("SMALL", "LARGE"),
+        help="sessions of the two homes",
+    )
     args = parser.parse_args()
     small_n, large_n = args.messages
     middle = large_n // 100 // 2  # a page in the middle of the large session
-    pages = {"small": (f"session page, {small_n} messages", "/session?id=s-small&page=0"),
-             "large": (f"session page {middle + 1} of {-(-large_n // 100)}, {large_n} messages",
-                       f"/session?id=s-large&page={middle}")}
+    pages = {
+        "small": (f"session page, {small_n} messages", "/session?id=s-small&page=0"),
+        "large": (
+            f"session page {middle + 1} of {-(-large_n // 100)}, {large_n} messages",
+            f"/session?id=s-large&page={middle}",
+        ),
+    }
     results: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "pages"
@@ -107,13 +128,17 @@ def main() -> None:
                 results[f"sessions page (cursor), {count} sessions: ms"] = round(later, 1)
     small, large = pages["small"][0], pages["large"][0]
     results[f"ratio session page {large_n} / {small_n} messages"] = round(
-        results[f"{large}: ms"] / results[f"{small}: ms"], 2)
+        results[f"{large}: ms"] / results[f"{small}: ms"], 2
+    )
     results[f"ratio session page {large_n} / {small_n} messages, first view"] = round(
-        results[f"{large}: first view ms"] / results[f"{small}: first view ms"], 2)
+        results[f"{large}: first view ms"] / results[f"{small}: first view ms"], 2
+    )
     few, many = args.sessions
     results[f"ratio sessions page {many} / {few} sessions"] = round(
         results[f"sessions page, {many} sessions: ms"]
-        / results[f"sessions page, {few} sessions: ms"], 2)
+        / results[f"sessions page, {few} sessions: ms"],
+        2,
+    )
     for key, value in results.items():
         print(f"{key}: {value}")
     out = REPO / "benchmarks" / "out"

@@ -32,16 +32,24 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="follow-latency-") as tmp:
         root = Path(tmp)
         home, lite = root / "dsh", root / "lite"
-        env = {**os.environ, "MEMORY_WORKER_LITE_HOME": str(lite),
-               "MEMORY_WORKER_DSH_HOME": str(home), "XDG_DATA_HOME": str(root / "data"),
-               "MEMORY_WORKER_LOG_LEVEL": "WARNING",
-               "MEMORY_WORKER_WATCH_NOTIFICATIONS": "false" if args.no_notifications else "true"}
+        env = {
+            **os.environ,
+            "MEMORY_WORKER_LITE_HOME": str(lite),
+            "MEMORY_WORKER_DSH_HOME": str(home),
+            "XDG_DATA_HOME": str(root / "data"),
+            "MEMORY_WORKER_LOG_LEVEL": "WARNING",
+            "MEMORY_WORKER_WATCH_NOTIFICATIONS": "false" if args.no_notifications else "true",
+        }
         logs = [SessionLogWriter(home, f"live-{i}", "/home/dev/live") for i in range(8)]
         for log in logs:
             log.turn("warm up", "ok")
             log.flush()
-        proc = subprocess.Popen([str(BIN / "memory-worker"), "run"], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [str(BIN / "memory-worker"), "run"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             deadline = time.monotonic() + 120
             while len(_store_names(lite, "msg-live-")) < 16:
@@ -55,9 +63,11 @@ def main() -> None:
     waits.sort()
     p95 = waits[max(0, round(0.95 * len(waits)) - 1)]
     mode = "polling only" if args.no_notifications else "notifications"
-    print(f"turn/end -> entries, memory-worker run ({mode}): {len(waits)} samples, "
-          f"p50 {1000 * statistics.median(waits):.0f} ms, p95 {1000 * p95:.0f} ms "
-          f"(goal < 50 ms), max {1000 * waits[-1]:.0f} ms")
+    print(
+        f"turn/end -> entries, memory-worker run ({mode}): {len(waits)} samples, "
+        f"p50 {1000 * statistics.median(waits):.0f} ms, p95 {1000 * p95:.0f} ms "
+        f"(goal < 50 ms), max {1000 * waits[-1]:.0f} ms"
+    )
 
 
 if __name__ == "__main__":

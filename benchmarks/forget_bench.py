@@ -38,8 +38,10 @@ from memory.store.base import EntryWrite
 
 BATCH = 500
 ROUNDS = 3
-_INSERT = ("INSERT INTO knowledge(name, content, created_at, embed_wanted)"
-           " VALUES (?, ?, strftime('%Y-%m-%d %H:%M:%f', 'now'), 0)")
+_INSERT = (
+    "INSERT INTO knowledge(name, content, created_at, embed_wanted)"
+    " VALUES (?, ?, strftime('%Y-%m-%d %H:%M:%f', 'now'), 0)"
+)
 
 
 def name(n: int) -> str:
@@ -49,8 +51,10 @@ def name(n: int) -> str:
 def data(n: int) -> str:
     """A message entry of about 120 characters with a few distinct words."""
     role = "user" if n % 2 == 0 else "assistant"
-    return (f"## Role\n{role}\n\n## Timestamp\n2026-12-01T13:06:08.{n % 1000:03d}Z\n\n"
-            f"## Content\n{role} message {n} about topic{n % 977} word{n % 31} item{n}")
+    return (
+        f"## Role\n{role}\n\n## Timestamp\n2026-12-01T13:06:08.{n % 1000:03d}Z\n\n"
+        f"## Content\n{role} message {n} about topic{n % 977} word{n % 31} item{n}"
+    )
 
 
 def build(home: Path, count: int) -> tuple[LiteStore, float]:
@@ -144,30 +148,42 @@ def main(argv: list[str] | None = None) -> int:
             times = secure_deletes(store, victims(count, args.deletes, 0))
             size = (store.path / db.DB_FILE).stat().st_size / 1e6  # checkpointed: all of it
             medians[label] = statistics.median(times)
-            print(f"retract one entry, {count:>7} entries ({size:6.1f} MB, built at "
-                  f"{rate:7.0f} entries/s): {_ms(times)}")
+            print(
+                f"retract one entry, {count:>7} entries ({size:6.1f} MB, built at "
+                f"{rate:7.0f} entries/s): {_ms(times)}"
+            )
             if label == "small":
                 variants["secure, fsync instead of checkpoint"] = synced_deletes(
-                    store, victims(count, args.deletes, 1), secure=True)
+                    store, victims(count, args.deletes, 1), secure=True
+                )
                 variants["off (before)"] = synced_deletes(
-                    store, victims(count, args.deletes, 2), secure=False)
+                    store, victims(count, args.deletes, 2), secure=False
+                )
             store.close()
         ratio = medians["large"] / medians["small"]
         print(f"large / small per-delete ratio: {ratio:.2f} (at most 2 allowed)")
         variants = {"secure + truncating checkpoint (now)": [medians["small"]], **variants}
         for variant, times in variants.items():
-            print(f"per delete on {args.small} entries, {variant + ':':<37} "
-                  f"{statistics.median(times):7.2f} ms median")
+            print(
+                f"per delete on {args.small} entries, {variant + ':':<37} "
+                f"{statistics.median(times):7.2f} ms median"
+            )
         rates: dict[str, list[float]] = {"old": [], "off": [], "on": []}
         for rep in range(ROUNDS):  # interleaved, so a busy moment of the disk hits all three
-            for label, module, secure in (("old", stdlib_sqlite3, False), ("off", sqlite3, False),
-                                          ("on", sqlite3, True)):
-                rates[label].append(raw_inserts(root / f"{label}-{rep}.sqlite", module,
-                                                args.inserts, secure=secure))
+            for label, module, secure in (
+                ("old", stdlib_sqlite3, False),
+                ("off", sqlite3, False),
+                ("on", sqlite3, True),
+            ):
+                rates[label].append(
+                    raw_inserts(root / f"{label}-{rep}.sqlite", module, args.inserts, secure=secure)
+                )
         old, new_off, new_on = (statistics.median(rates[k]) for k in ("old", "off", "on"))
-        print(f"insert throughput, {args.inserts} entries: stdlib SQLite {old:7.0f}/s, "
-              f"sqlean.py without secure deletion {new_off:7.0f}/s, with it {new_on:7.0f}/s "
-              f"({new_on / old:.2f}x of before)")
+        print(
+            f"insert throughput, {args.inserts} entries: stdlib SQLite {old:7.0f}/s, "
+            f"sqlean.py without secure deletion {new_off:7.0f}/s, with it {new_on:7.0f}/s "
+            f"({new_on / old:.2f}x of before)"
+        )
     return 1 if args.check and ratio > 2 else 0
 
 

@@ -40,10 +40,14 @@ CREATE TRIGGER docs_ai AFTER INSERT ON docs BEGIN
     VALUES (new.id, new.fts_key, new.fts_data, new.fts_tags, new.fts_synonyms);
 END;
 """
-_INSERT = ("INSERT INTO docs(catalog, key, fts_key, fts_data, fts_tags, fts_synonyms)"
-           " VALUES (?, ?, ?, ?, ?, ?)")
-_INDEX_NEW = ("INSERT INTO docs_fts(rowid, fts_key, fts_data, fts_tags, fts_synonyms)"
-              " SELECT id, fts_key, fts_data, fts_tags, fts_synonyms FROM docs WHERE id > ?")
+_INSERT = (
+    "INSERT INTO docs(catalog, key, fts_key, fts_data, fts_tags, fts_synonyms)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+)
+_INDEX_NEW = (
+    "INSERT INTO docs_fts(rowid, fts_key, fts_data, fts_tags, fts_synonyms)"
+    " SELECT id, fts_key, fts_data, fts_tags, fts_synonyms FROM docs WHERE id > ?"
+)
 
 
 def documents(count: int) -> list[tuple[str, str, str, str, str, str]]:
@@ -52,27 +56,31 @@ def documents(count: int) -> list[tuple[str, str, str, str, str, str]]:
     for n in range(count // 2):
         name = f"msg-bench-{n // 234:04d}-{n % 234}"
         role = "user" if n % 2 == 0 else "assistant"
-        data = (f"## Role\n{role}\n\n## Timestamp\n2026-12-01T13:06:08.{n % 1000:03d}Z\n\n"
-                f"## Content\n{role} {n} of bench-{n // 234:04d}")
+        data = (
+            f"## Role\n{role}\n\n## Timestamp\n2026-12-01T13:06:08.{n % 1000:03d}Z\n\n"
+            f"## Content\n{role} {n} of bench-{n // 234:04d}"
+        )
         rows.append(("knowledge", name, name, data, "message", ""))
         triple = f"{name},belongTo,session-bench-{n // 234:04d}"
         rows.append(("statement", triple, triple, "", "", ""))
     return rows
 
 
-def _run(path: Path, docs: list[tuple[str, str, str, str, str, str]], batches: int,
-         mode: str) -> float:
+def _run(
+    path: Path, docs: list[tuple[str, str, str, str, str, str]], batches: int, mode: str
+) -> float:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = FULL")
-    conn.executescript(_DOCS + ("" if mode == "none" else _FTS)
-                       + (_TRIGGER if mode == "trigger" else ""))
+    conn.executescript(
+        _DOCS + ("" if mode == "none" else _FTS) + (_TRIGGER if mode == "trigger" else "")
+    )
     step = -(-len(docs) // batches)
     started = time.perf_counter()
     for i in range(0, len(docs), step):
         conn.execute("BEGIN IMMEDIATE")
         before = conn.execute("SELECT coalesce(max(id), 0) FROM docs").fetchone()[0]
-        conn.executemany(_INSERT, docs[i:i + step])
+        conn.executemany(_INSERT, docs[i : i + step])
         if mode == "select":
             conn.execute(_INDEX_NEW, (before,))
         conn.execute("COMMIT")
@@ -80,7 +88,8 @@ def _run(path: Path, docs: list[tuple[str, str, str, str, str, str]], batches: i
     if mode != "none":
         conn.execute("INSERT INTO docs_fts(docs_fts, rank) VALUES ('integrity-check', 1)")
         hits = conn.execute(
-            "SELECT count(*) FROM docs_fts WHERE docs_fts MATCH 'belongTo'").fetchone()[0]
+            "SELECT count(*) FROM docs_fts WHERE docs_fts MATCH 'belongTo'"
+        ).fetchone()[0]
         if hits != len(docs) // 2:
             raise SystemExit(f"{mode}: {hits} edges found by search, expected {len(docs) // 2}")
     conn.close()
@@ -95,13 +104,18 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     docs = documents(args.docs)
     result: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="fts-bench-") as tmp:
-        for mode, label in (("none", "no index"), ("trigger", "insert trigger"),
-                            ("select", "insert … select")):
+        for mode, label in (
+            ("none", "no index"),
+            ("trigger", "insert trigger"),
+            ("select", "insert … select"),
+        ):
             seconds = _run(Path(tmp) / f"{mode}.sqlite", docs, args.batches, mode)
             result[mode] = seconds
             print(f"{label:16s} {seconds:6.2f} s  {seconds / len(docs) * 1e6:6.1f} µs/document")
-    print(f"indexing cost (above the bare rows), trigger / insert … select: "
-          f"{(result['trigger'] - result['none']) / (result['select'] - result['none']):.1f}×")
+    print(
+        f"indexing cost (above the bare rows), trigger / insert … select: "
+        f"{(result['trigger'] - result['none']) / (result['select'] - result['none']):.1f}×"
+    )
     return result
 
 

@@ -63,9 +63,16 @@ def generate(home: Path, sessions: int, turns: int) -> None:
     """N finished, titled sessions of ``turns`` turns, last written two days ago."""
     two_days_ago = int(time.time() * 1000) - 2 * 86_400_000
     for i in range(sessions):
-        conversation(home, f"idle-{i:05d}", f"/home/dev/project-{i % 11}", turns,
-                     compressed=True, title=f"Idle session {i}", batch_turns=2,
-                     created_at=two_days_ago + i * 1000)
+        conversation(
+            home,
+            f"idle-{i:05d}",
+            f"/home/dev/project-{i % 11}",
+            turns,
+            compressed=True,
+            title=f"Idle session {i}",
+            batch_turns=2,
+            created_at=two_days_ago + i * 1000,
+        )
 
 
 def seed_rewrite_history(state_url: str, summaries: int) -> int:
@@ -86,13 +93,23 @@ def seed_rewrite_history(state_url: str, summaries: int) -> int:
                 for action in (REWRITE_ACTION, ACTION):
                     audit.record(action, QUEUED, shelf="default", session_id=sid, subject="replace")
                 for k in range(summaries):
-                    audit.record(ACTION_INTENT, "pending", shelf="default", session_id=sid,
-                                 subject=f"{sid}-summary-{k}", detail="replace: model changed")
-                    audit.record(ACTION_SUMMARY, "regenerated", shelf="default", session_id=sid,
-                                 subject=f"{sid}-summary-{k}")
+                    audit.record(
+                        ACTION_INTENT,
+                        "pending",
+                        shelf="default",
+                        session_id=sid,
+                        subject=f"{sid}-summary-{k}",
+                        detail="replace: model changed",
+                    )
+                    audit.record(
+                        ACTION_SUMMARY,
+                        "regenerated",
+                        shelf="default",
+                        session_id=sid,
+                        subject=f"{sid}-summary-{k}",
+                    )
                 for action in (REWRITE_ACTION, ACTION):
-                    audit.record(action, "done", shelf="default", session_id=sid,
-                                 subject="replace")
+                    audit.record(action, "done", shelf="default", session_id=sid, subject="replace")
                 rows += 4 + 2 * summaries
     finally:
         db.dispose()
@@ -111,7 +128,7 @@ def _children() -> dict[int, list[int]]:
             stat = Path(f"/proc/{entry}/stat").read_text()
         except OSError:
             continue
-        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
         tree.setdefault(ppid, []).append(int(entry))
     return tree
 
@@ -133,7 +150,7 @@ def cpu_ticks(pids: list[int]) -> int:
             stat = Path(f"/proc/{pid}/stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
+        fields = stat[stat.rindex(")") + 2 :].split()
         total += sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
     return total
 
@@ -163,13 +180,15 @@ def hwm_bytes(pid: int) -> int:
 
 def _env(home: Path, data: Path, lite: Path, state_url: str | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_WORKER_")}
-    env.update({
-        "MEMORY_WORKER_DSH_HOME": str(home),
-        "MEMORY_WORKER_DATA_DIR": str(data),
-        "MEMORY_WORKER_LITE_HOME": str(lite),
-        "MEMORY_WORKER_BROKER_URL": BROKER_URL,
-        "MEMORY_WORKER_LOG_LEVEL": "WARNING",
-    })
+    env.update(
+        {
+            "MEMORY_WORKER_DSH_HOME": str(home),
+            "MEMORY_WORKER_DATA_DIR": str(data),
+            "MEMORY_WORKER_LITE_HOME": str(lite),
+            "MEMORY_WORKER_BROKER_URL": BROKER_URL,
+            "MEMORY_WORKER_LOG_LEVEL": "WARNING",
+        }
+    )
     if state_url:
         env["MEMORY_WORKER_STATE_URL"] = state_url
     return env
@@ -178,19 +197,35 @@ def _env(home: Path, data: Path, lite: Path, state_url: str | None) -> dict[str,
 def settle(env: dict[str, str]) -> float:
     """``memory-worker run --once`` over the home; returns its wall time."""
     started = time.perf_counter()
-    done = subprocess.run([str(BIN / "memory-worker"), "run", "--once"], env=env,
-                          capture_output=True, text=True, timeout=3600)
+    done = subprocess.run(
+        [str(BIN / "memory-worker"), "run", "--once"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
     if done.returncode != 0:
         raise SystemExit(f"run --once failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
     return time.perf_counter() - started
 
 
-def follow(args: list[str], env: dict[str, str], warmup: float, seconds: float,
-           sample_s: float = 0.5, ready_timeout_s: float = 600.0) -> dict[str, Any]:
+def follow(
+    args: list[str],
+    env: dict[str, str],
+    warmup: float,
+    seconds: float,
+    sample_s: float = 0.5,
+    ready_timeout_s: float = 600.0,
+) -> dict[str, Any]:
     """Start ``memory-worker ARGS``, wait until it prints ``following …`` (its loop has
     started) and ``warmup`` s more, measure ``seconds`` s, stop it with SIGTERM."""
-    proc = subprocess.Popen([str(BIN / "memory-worker"), *args], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [str(BIN / "memory-worker"), *args],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     lines: list[str] = []
     ready = threading.Event()
 
@@ -210,8 +245,10 @@ def follow(args: list[str], env: dict[str, str], warmup: float, seconds: float,
         ready_at: float | None = None
         while ready_at is None or time.monotonic() - ready_at < warmup:
             if proc.poll() is not None:
-                raise SystemExit(f"memory-worker {' '.join(args)} exited during warm-up: "
-                                 + "\n".join(lines[-20:]))
+                raise SystemExit(
+                    f"memory-worker {' '.join(args)} exited during warm-up: "
+                    + "\n".join(lines[-20:])
+                )
             if ready_at is None and ready.is_set():
                 ready_at = time.monotonic()
             if ready_at is None and time.monotonic() - started > ready_timeout_s:
@@ -245,11 +282,17 @@ def follow(args: list[str], env: dict[str, str], warmup: float, seconds: float,
     written = re.search(r"stopped; (\d+) entries written", text)
     cpu_s = (ticks1 - ticks0) / TICK
     return {
-        "command": " ".join(args), "start_s": start_s, "warmup_s": warmup, "seconds": wall,
-        "start_and_warmup_cpu_s": warmup_ticks / TICK, "cpu_s": cpu_s,
+        "command": " ".join(args),
+        "start_s": start_s,
+        "warmup_s": warmup,
+        "seconds": wall,
+        "start_and_warmup_cpu_s": warmup_ticks / TICK,
+        "cpu_s": cpu_s,
         "cpu_percent_of_core": cpu_s / wall * 100,
-        "rss_peak_mb": max(peak, hwm) / 2**20, "rss_steady_mb": statistics.median(samples) / 2**20,
-        "rss_last_mb": samples[-1] / 2**20, "processes": processes,
+        "rss_peak_mb": max(peak, hwm) / 2**20,
+        "rss_steady_mb": statistics.median(samples) / 2**20,
+        "rss_last_mb": samples[-1] / 2**20,
+        "processes": processes,
         "hints_sent": int(hints.group(1)) if hints else None,
         "hints_dropped": int(hints.group(2)) if hints else None,
         "entries_written": int(written.group(1)) if written else None,
@@ -267,8 +310,9 @@ def poll_costs(root: Path, polls: int = 5, reconciles: int = 2) -> dict[str, Any
 
     from worker.watch.watcher import Watcher
 
-    runtime = embedded_runtime(root, dsh_home=root / "dsh", data_dir=root / "run-data",
-                               lite_home=root / "run-lite")
+    runtime = embedded_runtime(
+        root, dsh_home=root / "dsh", data_dir=root / "run-data", lite_home=root / "run-lite"
+    )
     hints: list[tuple[str, str, str]] = []
     try:
         watcher = Watcher(runtime, lambda job, sid, shelf: hints.append((job, sid, shelf)))
@@ -290,11 +334,18 @@ def poll_costs(root: Path, polls: int = 5, reconciles: int = 2) -> dict[str, Any
     finally:
         runtime.close()
     settings = runtime.settings
-    return {"first_poll_cpu_s": first, "poll_cpu_s": poll, "discover_cpu_s": discover,
-            "reconcile_cpu_s": reconcile, "hints": len(hints),
-            # the loop waits poll_interval_s after each poll: one cycle is poll + interval
-            "predicted_cpu_percent": (poll / (poll + settings.poll_interval_s)
-                                      + reconcile / settings.reconcile_interval_s) * 100}
+    return {
+        "first_poll_cpu_s": first,
+        "poll_cpu_s": poll,
+        "discover_cpu_s": discover,
+        "reconcile_cpu_s": reconcile,
+        "hints": len(hints),
+        # the loop waits poll_interval_s after each poll: one cycle is poll + interval
+        "predicted_cpu_percent": (
+            poll / (poll + settings.poll_interval_s) + reconcile / settings.reconcile_interval_s
+        )
+        * 100,
+    }
 
 
 def _drop_queue(queue: str) -> None:
@@ -312,10 +363,17 @@ def measure(root: Path, sessions: int, args: argparse.Namespace) -> dict[str, An
     generate(home, sessions, args.turns)
     generated = time.perf_counter() - started
     size = sum(p.stat().st_size for p in home.rglob("session.v4.jsonl.zstd"))
-    print(f"[{sessions}] generated {sessions} idle sessions ({size / 2**20:.1f} MB of logs) in "
-          f"{generated:.1f} s", flush=True)
-    result: dict[str, Any] = {"sessions": sessions, "turns": args.turns, "log_bytes": size,
-                              "rewritten_summaries": args.rewritten}
+    print(
+        f"[{sessions}] generated {sessions} idle sessions ({size / 2**20:.1f} MB of logs) in "
+        f"{generated:.1f} s",
+        flush=True,
+    )
+    result: dict[str, Any] = {
+        "sessions": sessions,
+        "turns": args.turns,
+        "log_bytes": size,
+        "rewritten_summaries": args.rewritten,
+    }
     if "run" in args.modes:
         env = _env(home, root / "run-data", root / "run-lite", None)
         settled = settle(env)
@@ -327,12 +385,14 @@ def measure(root: Path, sessions: int, args: argparse.Namespace) -> dict[str, An
         _print(sessions, "run (embedded, SQLite state)", res)
         costs = poll_costs(root)
         result["poll_costs"] = costs
-        print(f"[{sessions}] in process: one poll {costs['poll_cpu_s'] * 1000:.1f} ms CPU "
-              f"(discovery {costs['discover_cpu_s'] * 1000:.1f} ms, first poll "
-              f"{costs['first_poll_cpu_s'] * 1000:.0f} ms), one reconcile "
-              f"{costs['reconcile_cpu_s'] * 1000:.1f} ms: predicts "
-              f"{costs['predicted_cpu_percent']:.2f} % of a core; {costs['hints']} hints",
-              flush=True)
+        print(
+            f"[{sessions}] in process: one poll {costs['poll_cpu_s'] * 1000:.1f} ms CPU "
+            f"(discovery {costs['discover_cpu_s'] * 1000:.1f} ms, first poll "
+            f"{costs['first_poll_cpu_s'] * 1000:.0f} ms), one reconcile "
+            f"{costs['reconcile_cpu_s'] * 1000:.1f} ms: predicts "
+            f"{costs['predicted_cpu_percent']:.2f} % of a core; {costs['hints']} hints",
+            flush=True,
+        )
     if "daemon" in args.modes:
         database = None
         if args.daemon_state == "postgres":
@@ -348,8 +408,11 @@ def measure(root: Path, sessions: int, args: argparse.Namespace) -> dict[str, An
         env = _env(home, root / "daemon-data", root / "daemon-lite", state_url)
         try:
             settled = settle(env)
-            print(f"[{sessions}] run --once settled the home ({args.daemon_state} state) in "
-                  f"{settled:.1f} s", flush=True)
+            print(
+                f"[{sessions}] run --once settled the home ({args.daemon_state} state) in "
+                f"{settled:.1f} s",
+                flush=True,
+            )
             _seed(state_url or f"sqlite:///{root / 'daemon-data' / 'state.db'}", sessions, args)
             res = follow(["daemon", "--queue", queue], env, args.warmup, args.seconds)
         finally:
@@ -369,19 +432,25 @@ def measure(root: Path, sessions: int, args: argparse.Namespace) -> dict[str, An
 def _seed(state_url: str, sessions: int, args: argparse.Namespace) -> None:
     if args.rewritten:
         rows = seed_rewrite_history(state_url, args.rewritten)
-        print(f"[{sessions}] seeded the audit trail of a rewrite of every session "
-              f"({args.rewritten} summaries each): {rows} rows", flush=True)
+        print(
+            f"[{sessions}] seeded the audit trail of a rewrite of every session "
+            f"({args.rewritten} summaries each): {rows} rows",
+            flush=True,
+        )
 
 
 def _print(sessions: int, label: str, res: dict[str, Any]) -> None:
     hints = "" if res["hints_sent"] is None else f"; {res['hints_sent']} hints sent"
-    written = ("" if res["entries_written"] is None
-               else f"; {res['entries_written']} entries written")
-    print(f"[{sessions}] {label}: {res['cpu_percent_of_core']:.2f} % of a core over "
-          f"{res['seconds']:.0f} s (goal < 0.5 %); RSS steady {res['rss_steady_mb']:.0f} MB, "
-          f"peak {res['rss_peak_mb']:.0f} MB (goal < 100 MB); start-up {res['start_s']:.1f} s, "
-          f"start-up + warm-up {res['start_and_warmup_cpu_s']:.1f} CPU s{hints}{written}",
-          flush=True)
+    written = (
+        "" if res["entries_written"] is None else f"; {res['entries_written']} entries written"
+    )
+    print(
+        f"[{sessions}] {label}: {res['cpu_percent_of_core']:.2f} % of a core over "
+        f"{res['seconds']:.0f} s (goal < 0.5 %); RSS steady {res['rss_steady_mb']:.0f} MB, "
+        f"peak {res['rss_peak_mb']:.0f} MB (goal < 100 MB); start-up {res['start_s']:.1f} s, "
+        f"start-up + warm-up {res['start_and_warmup_cpu_s']:.1f} CPU s{hints}{written}",
+        flush=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -390,22 +459,28 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--turns", type=int, default=3, help="turns per session (6 events)")
     parser.add_argument("--seconds", type=float, default=60.0, help="measured window")
     parser.add_argument("--warmup", type=float, default=20.0, help="seconds before measuring")
-    parser.add_argument("--modes", nargs="+", choices=("run", "daemon"),
-                        default=["run", "daemon"])
+    parser.add_argument("--modes", nargs="+", choices=("run", "daemon"), default=["run", "daemon"])
     parser.add_argument("--daemon-state", choices=("postgres", "sqlite"), default="postgres")
-    parser.add_argument("--rewritten", type=int, default=0, metavar="SUMMARIES",
-                        help="before following, give the state database the audit trail a "
-                             "finished `reconsolidate --replace` of every session leaves, with "
-                             "SUMMARIES summaries each (what the reconcile reads grows with it)")
+    parser.add_argument(
+        "--rewritten",
+        type=int,
+        default=0,
+        metavar="SUMMARIES",
+        help="before following, give the state database the audit trail a "
+        "finished `reconsolidate --replace` of every session leaves, with "
+        "SUMMARIES summaries each (what the reconcile reads grows with it)",
+    )
     parser.add_argument("--out", type=Path, default=OUT / "idle_bench.json")
     args = parser.parse_args(argv)
     from worker.settings import load_settings
 
     defaults = load_settings(None)
     result: dict[str, Any] = {
-        "cpus": os.cpu_count(), "load_average_start": os.getloadavg(),
+        "cpus": os.cpu_count(),
+        "load_average_start": os.getloadavg(),
         "poll_interval_s": defaults.poll_interval_s,
-        "reconcile_interval_s": defaults.reconcile_interval_s, "runs": [],
+        "reconcile_interval_s": defaults.reconcile_interval_s,
+        "runs": [],
     }
     root = Path(tempfile.mkdtemp(prefix="idle-bench-"))
     try:
@@ -419,12 +494,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         small, large = runs[0], runs[-1]
         for mode in args.modes:
             a, b = small[mode], large[mode]
-            cpu = (f"{b['cpu_percent_of_core'] / a['cpu_percent_of_core']:.1f}x"
-                   if a["cpu_percent_of_core"] > 0 else "n/a (no CPU measured at the smaller N)")
-            print(f"{mode}: {large['sessions']} / {small['sessions']} sessions: CPU "
-                  f"{b['cpu_percent_of_core']:.2f} % / {a['cpu_percent_of_core']:.2f} % = {cpu}, "
-                  f"steady RSS {b['rss_steady_mb']:.0f} / {a['rss_steady_mb']:.0f} MB = "
-                  f"{b['rss_steady_mb'] / a['rss_steady_mb']:.2f}x")
+            cpu = (
+                f"{b['cpu_percent_of_core'] / a['cpu_percent_of_core']:.1f}x"
+                if a["cpu_percent_of_core"] > 0
+                else "n/a (no CPU measured at the smaller N)"
+            )
+            print(
+                f"{mode}: {large['sessions']} / {small['sessions']} sessions: CPU "
+                f"{b['cpu_percent_of_core']:.2f} % / {a['cpu_percent_of_core']:.2f} % = {cpu}, "
+                f"steady RSS {b['rss_steady_mb']:.0f} / {a['rss_steady_mb']:.0f} MB = "
+                f"{b['rss_steady_mb'] / a['rss_steady_mb']:.2f}x"
+            )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
     return result

@@ -44,12 +44,16 @@ from fault_support import children  # noqa: E402
 
 BROKERS = {"redis": None, "rabbitmq": "amqp://guest:guest@127.0.0.1:5672//"}
 REDIS_DB = 12
-DEFAULTS = {"MEMORY_WORKER_RECONCILE_INTERVAL_S": "30", "MEMORY_WORKER_LEASE_TTL_S": "300",
-            "MEMORY_WORKER_RETRY_BACKOFF_S": "5"}
+DEFAULTS = {
+    "MEMORY_WORKER_RECONCILE_INTERVAL_S": "30",
+    "MEMORY_WORKER_LEASE_TTL_S": "300",
+    "MEMORY_WORKER_RETRY_BACKOFF_S": "5",
+}
 
 
-def converge_seconds(root: Path, broker: str | None, kills: int, mixed: bool, defaults: bool,
-                     seed: int) -> float:
+def converge_seconds(
+    root: Path, broker: str | None, kills: int, mixed: bool, defaults: bool, seed: int
+) -> float:
     """Seconds from the last growth after ``kills`` kills to a settled store."""
     writers = titled_sessions(root / "dsh", "d", 3, 120)
     points = random.Random(seed)
@@ -81,10 +85,15 @@ def converge_seconds(root: Path, broker: str | None, kills: int, mixed: bool, de
             for writer in writers:
                 grow(writer, 10, 99)
             started = time.monotonic()
-            expected = {f"msg-d-{i}-{n}" for i, w in enumerate(writers)
-                        for n in range(2 * w.turn_no)}
-            wait_for(lambda: expected <= cluster.names("msg-") and cluster.settled(len(writers)),
-                     1800, "the cluster to converge", every=0.2)
+            expected = {
+                f"msg-d-{i}-{n}" for i, w in enumerate(writers) for n in range(2 * w.turn_no)
+            }
+            wait_for(
+                lambda: expected <= cluster.names("msg-") and cluster.settled(len(writers)),
+                1800,
+                "the cluster to converge",
+                every=0.2,
+            )
             return time.monotonic() - started
         finally:
             for pid in strays:
@@ -96,17 +105,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kills", type=int, default=18)
     parser.add_argument("--targets", choices=("pool", "mixed"), default="pool")
-    parser.add_argument("--defaults", action="store_true",
-                        help="the shipped reconcile interval, lease TTL and backoff")
+    parser.add_argument(
+        "--defaults",
+        action="store_true",
+        help="the shipped reconcile interval, lease TTL and backoff",
+    )
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
     seconds: dict[str, float] = {}
     for label, broker in BROKERS.items():
         with tempfile.TemporaryDirectory(prefix=f"kills-{label}-") as tmp:
-            seconds[label] = converge_seconds(Path(tmp), broker, args.kills,
-                                              args.targets == "mixed", args.defaults, args.seed)
-        print(f"{label}: {args.kills} kills ({args.targets}), converged "
-              f"{seconds[label]:.1f} s after the logs stopped", flush=True)
+            seconds[label] = converge_seconds(
+                Path(tmp), broker, args.kills, args.targets == "mixed", args.defaults, args.seed
+            )
+        print(
+            f"{label}: {args.kills} kills ({args.targets}), converged "
+            f"{seconds[label]:.1f} s after the logs stopped",
+            flush=True,
+        )
     ratio = seconds["rabbitmq"] / max(seconds["redis"], 0.1)
     print(f"ratio rabbitmq / redis {ratio:.2f} (goal <= 2)")
 

@@ -40,8 +40,9 @@ def _message(n: int) -> str:
     return f"## Role\n\nassistant\n\n## Content\n\n{(line + ' ') * 14}"
 
 
-def _writer(home: str, shelf: str, me: int, messages: int, batch: int, start: Any,
-            out: Any) -> None:
+def _writer(
+    home: str, shelf: str, me: int, messages: int, batch: int, start: Any, out: Any
+) -> None:
     store = LiteStore(shelf, home=Path(home), embedder=None)
     store.knowledge_get("warm-up")
     start.wait()
@@ -50,10 +51,12 @@ def _writer(home: str, shelf: str, me: int, messages: int, batch: int, start: An
     for i in range(0, messages, batch):
         names = [f"msg-{session}-{n}" for n in range(i, min(i + batch, messages))]
         done = store.write_batch(
-            [EntryWrite(name, _message(n), tags=("message",), scopes=("bench",), embed=False)
-             for n, name in enumerate(names, start=i)],
-            [StatementWrite(name, "belongTo", f"session-{session}", embed=False)
-             for name in names])
+            [
+                EntryWrite(name, _message(n), tags=("message",), scopes=("bench",), embed=False)
+                for n, name in enumerate(names, start=i)
+            ],
+            [StatementWrite(name, "belongTo", f"session-{session}", embed=False) for name in names],
+        )
         if len(done.created_names) != len(names):
             raise SystemExit(f"writer {me}: entries already existed")
     out.put(time.perf_counter() - began)
@@ -64,8 +67,10 @@ def _measure(home: Path, shelf: str, writers: int, messages: int, batch: int) ->
     """Messages per second of ``writers`` processes writing ``messages`` each."""
     ctx = mp.get_context("spawn")
     start, out = ctx.Barrier(writers + 1), ctx.Queue()
-    procs = [ctx.Process(target=_writer, args=(str(home), shelf, n, messages, batch, start, out))
-             for n in range(writers)]
+    procs = [
+        ctx.Process(target=_writer, args=(str(home), shelf, n, messages, batch, start, out))
+        for n in range(writers)
+    ]
     for proc in procs:
         proc.start()
     start.wait()
@@ -90,8 +95,10 @@ def _database(admin: str) -> Iterator[str]:
         conn.execute(f'CREATE DATABASE "{name}"')
     try:
         info = psycopg.conninfo.conninfo_to_dict(admin)
-        yield (f"postgresql://{info.get('user', 'postgres')}@{info.get('host', '127.0.0.1')}:"
-               f"{info.get('port', 5432)}/{name}")
+        yield (
+            f"postgresql://{info.get('user', 'postgres')}@{info.get('host', '127.0.0.1')}:"
+            f"{info.get('port', 5432)}/{name}"
+        )
     finally:
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -101,28 +108,39 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=2000, help="messages per writer")
     parser.add_argument("--batch", type=int, default=50, help="messages per write_batch")
-    parser.add_argument("--pg", default="host=127.0.0.1 port=5432 user=postgres dbname=postgres",
-                        help="libpq DSN of a database allowed to CREATE DATABASE")
+    parser.add_argument(
+        "--pg",
+        default="host=127.0.0.1 port=5432 user=postgres dbname=postgres",
+        help="libpq DSN of a database allowed to CREATE DATABASE",
+    )
     args = parser.parse_args(argv)
-    print(f"{os.cpu_count()} CPU cores here (writers and the PostgreSQL server share them); "
-          f"{args.messages} messages per writer, {args.batch} per write_batch, plus edges")
+    print(
+        f"{os.cpu_count()} CPU cores here (writers and the PostgreSQL server share them); "
+        f"{args.messages} messages per writer, {args.batch} per write_batch, plus edges"
+    )
     results: dict[tuple[str, int], float] = {}
     with tempfile.TemporaryDirectory(prefix="lite-pg-bench-") as tmp:
         for writers in (1, 2):
             home = Path(tmp) / f"sqlite-{writers}"
-            results["sqlite", writers] = _measure(home, "default", writers, args.messages,
-                                                  args.batch)
+            results["sqlite", writers] = _measure(
+                home, "default", writers, args.messages, args.batch
+            )
             with _database(args.pg) as url:
                 home = Path(tmp) / f"pg-{writers}"
                 shelves.connect(home, url, "pg")
-                results["postgresql", writers] = _measure(home, "pg", writers, args.messages,
-                                                          args.batch)
+                results["postgresql", writers] = _measure(
+                    home, "pg", writers, args.messages, args.batch
+                )
     for backend in ("sqlite", "postgresql"):
         one, two = results[backend, 1], results[backend, 2]
-        print(f"  {backend:<10}  1 writer {one:8.0f} msg/s   2 writers {two:8.0f} msg/s"
-              f"   ({two / one:.2f}x)")
-    print(f"  postgresql / sqlite: {results['postgresql', 1] / results['sqlite', 1]:.2f}x with 1"
-          f" writer, {results['postgresql', 2] / results['sqlite', 2]:.2f}x with 2")
+        print(
+            f"  {backend:<10}  1 writer {one:8.0f} msg/s   2 writers {two:8.0f} msg/s"
+            f"   ({two / one:.2f}x)"
+        )
+    print(
+        f"  postgresql / sqlite: {results['postgresql', 1] / results['sqlite', 1]:.2f}x with 1"
+        f" writer, {results['postgresql', 2] / results['sqlite', 2]:.2f}x with 2"
+    )
     return 0
 
 

@@ -58,20 +58,26 @@ def _memory_worker() -> list[str]:
 
 
 def _env(home: Path) -> dict[str, str]:
-    env = {name: value for name, value in os.environ.items()
-           if not name.startswith(("MEMORY_WORKER_", "XDG_"))
-           and name not in ("DSH_HOME", "HYPATIA_LITE_HOME")}
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("MEMORY_WORKER_", "XDG_"))
+        and name not in ("DSH_HOME", "HYPATIA_LITE_HOME")
+    }
     return {**env, "HOME": str(home)}
 
 
 def _wall(argv: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> float:
     started = time.perf_counter()
-    done = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          timeout=300)
+    done = subprocess.run(
+        argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=300
+    )
     elapsed = time.perf_counter() - started
     if done.returncode not in ok:
-        raise SystemExit(f"{' '.join(argv)} exited with {done.returncode}: "
-                         f"{done.stderr.decode(errors='replace')[-500:]}")
+        raise SystemExit(
+            f"{' '.join(argv)} exited with {done.returncode}: "
+            f"{done.stderr.decode(errors='replace')[-500:]}"
+        )
     return elapsed
 
 
@@ -81,8 +87,13 @@ def _home_at_rest(root: Path) -> Path:
     home = root / "rest"
     env = _env(home)
     mw = _memory_worker()
-    subprocess.run([*mw, "demo-home", str(home / ".dsh")], env=env, check=True,
-                   capture_output=True, timeout=300)
+    subprocess.run(
+        [*mw, "demo-home", str(home / ".dsh")],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     subprocess.run([*mw, "run", "--once"], env=env, check=True, capture_output=True, timeout=300)
     time.sleep(1.2)
     for argv in (["run", "--once"], ["status"]):
@@ -137,8 +148,11 @@ def main() -> None:
     print(f"{FLOOR:<30} {floor * 1000:8.1f} ms")
     for name, goal in GOALS.items():
         ratio = found[name] / floor
-        verdict = "" if goal is None else (
-            f" (goal <= {goal:.1f}x: {'within' if ratio <= goal else 'above'})")
+        verdict = (
+            ""
+            if goal is None
+            else (f" (goal <= {goal:.1f}x: {'within' if ratio <= goal else 'above'})")
+        )
         print(f"{name:<30} {found[name] * 1000:8.1f} ms  {ratio:5.2f}x the floor{verdict}")
 
 

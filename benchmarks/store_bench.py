@@ -83,8 +83,10 @@ def _run_batched(count: int, batch: int, root: Path) -> float:
     home = root / "batch"
     home.mkdir()
     store = LiteStore(home=home)
-    entries = [EntryWrite(f"msg-batch-{n}", _message(n), tags=("message",), scopes=("bench",))
-               for n in range(1, count + 1)]
+    entries = [
+        EntryWrite(f"msg-batch-{n}", _message(n), tags=("message",), scopes=("bench",))
+        for n in range(1, count + 1)
+    ]
     try:
         started = time.perf_counter()
         for i in range(0, count, batch):
@@ -99,11 +101,15 @@ def _run_batched(count: int, batch: int, root: Path) -> float:
         counting = (time.perf_counter() - counted) / 50
     finally:
         store.close()
-    print(f"  batch {count:>6} writes measured in {elapsed:8.2f} s"
-          f"  = {1000 * elapsed / count:8.3f} ms/write  (lite write_batch, {batch} per batch)",
-          flush=True)
-    print(f"  pending-embedding counts on that {count}-entry shelf: {1000 * counting:.3f} ms",
-          flush=True)
+    print(
+        f"  batch {count:>6} writes measured in {elapsed:8.2f} s"
+        f"  = {1000 * elapsed / count:8.3f} ms/write  (lite write_batch, {batch} per batch)",
+        flush=True,
+    )
+    print(
+        f"  pending-embedding counts on that {count}-entry shelf: {1000 * counting:.3f} ms",
+        flush=True,
+    )
     return elapsed / count
 
 
@@ -115,26 +121,38 @@ def _without_vectors(count: int, batch: int, root: Path) -> None:
         home = root / name
         home.mkdir()
         store = LiteStore(home=home)
-        entries = [EntryWrite(f"msg-{name}-{n}", _message(n), tags=("message",),
-                              scopes=("bench",), embed=False) for n in range(1, count + 1)]
+        entries = [
+            EntryWrite(
+                f"msg-{name}-{n}", _message(n), tags=("message",), scopes=("bench",), embed=False
+            )
+            for n in range(1, count + 1)
+        ]
         try:
             started = time.perf_counter()
             if name.startswith("single"):
-                created = sum(store.knowledge_create(e.name, e.data, tags=e.tags,
-                                                     scopes=e.scopes, embed=False)
-                              for e in entries)
+                created = sum(
+                    store.knowledge_create(
+                        e.name, e.data, tags=e.tags, scopes=e.scopes, embed=False
+                    )
+                    for e in entries
+                )
             else:
-                created = sum(len(store.write_batch(entries[i : i + batch]).created_names)
-                              for i in range(0, count, batch))
+                created = sum(
+                    len(store.write_batch(entries[i : i + batch]).created_names)
+                    for i in range(0, count, batch)
+                )
             timings.append(time.perf_counter() - started)
         finally:
             store.close()
         if created != count:
             raise SystemExit(f"{name}: {count - created} entries already existed")
     single, batched = timings
-    print(f"  without vectors (embed=false): lite {1000 * single / count:.3f} ms/write one at a"
-          f" time, {1000 * batched / count:.3f} ms/write with write_batch ({batch} per"
-          f" transaction): {single / batched:.1f}x faster", flush=True)
+    print(
+        f"  without vectors (embed=false): lite {1000 * single / count:.3f} ms/write one at a"
+        f" time, {1000 * batched / count:.3f} ms/write with write_batch ({batch} per"
+        f" transaction): {single / batched:.1f}x faster",
+        flush=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

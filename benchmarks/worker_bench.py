@@ -69,8 +69,15 @@ OUT = Path(__file__).resolve().parent / "out"
 def generate(home: Path, sessions: int, turns: int) -> None:
     """Chat turns: prompt → answer (6 events, 2 messages per turn), every session titled."""
     for i in range(sessions):
-        conversation(home, f"bench-{i:04d}", f"/home/dev/project-{i % 7}", turns,
-                     compressed=True, title=f"Benchmark session {i}", batch_turns=4)
+        conversation(
+            home,
+            f"bench-{i:04d}",
+            f"/home/dev/project-{i % 7}",
+            turns,
+            compressed=True,
+            title=f"Benchmark session {i}",
+            batch_turns=4,
+        )
 
 
 def generate_tool_turns(home: Path, sessions: int, events: int) -> None:
@@ -82,8 +89,13 @@ def generate_tool_turns(home: Path, sessions: int, events: int) -> None:
         sid, cwd = f"tools-{i:04d}", f"/home/dev/project-{i % 7}"
         directory = home / "sessions" / f"--home-dev-project-{i % 7}--" / sid
         directory.mkdir(parents=True, exist_ok=True)
-        write_log(directory / "session.v4.jsonl.zstd", synthetic_rows(events), compressed=True,
-                  batch=36, header=synthetic_header(sid, cwd))
+        write_log(
+            directory / "session.v4.jsonl.zstd",
+            synthetic_rows(events),
+            compressed=True,
+            batch=36,
+            header=synthetic_header(sid, cwd),
+        )
 
 
 def bare_rate(home: Path) -> dict[str, float]:
@@ -94,8 +106,13 @@ def bare_rate(home: Path) -> dict[str, float]:
         events += len(log.events)
         messages += sum(1 for e in log.events if is_loggable(e))
     seconds = time.perf_counter() - started
-    return {"events": events, "messages": messages, "seconds": seconds,
-            "messages_per_s": messages / seconds, "events_per_s": events / seconds}
+    return {
+        "events": events,
+        "messages": messages,
+        "seconds": seconds,
+        "messages_per_s": messages / seconds,
+        "events_per_s": events / seconds,
+    }
 
 
 def embedded_rate(root: Path, profiler: Any = None) -> dict[str, float]:
@@ -116,9 +133,14 @@ def embedded_rate(root: Path, profiler: Any = None) -> dict[str, float]:
         profiler.disable()
     runtime.close()
     stats = runner.stats
-    return {"seconds": seconds, "scan_with_jobs_seconds": scanned,
-            "drain_seconds": seconds - scanned, "written": stats.written,
-            "edges": stats.edges, "failed": stats.failed}
+    return {
+        "seconds": seconds,
+        "scan_with_jobs_seconds": scanned,
+        "drain_seconds": seconds - scanned,
+        "written": stats.written,
+        "edges": stats.edges,
+        "failed": stats.failed,
+    }
 
 
 def _shelf_db(lite: Path) -> Path:
@@ -126,8 +148,9 @@ def _shelf_db(lite: Path) -> Path:
 
 
 _K_COLS = "name, content, created_at, embed_wanted, embedding, embedding_model"
-_S_COLS = ("triple, head, relation, tail, content, created_at, embed_wanted, embedding,"
-           " embedding_model")
+_S_COLS = (
+    "triple, head, relation, tail, content, created_at, embed_wanted, embedding, embedding_model"
+)
 _D_COLS = "catalog, key, fts_key, fts_data, fts_tags, fts_synonyms"
 
 
@@ -145,24 +168,36 @@ def bulk_floor(source_lite: Path, target: Path) -> dict[str, float]:
     try:
         started = time.perf_counter()
         with db.write(conn):
-            conn.executemany(f"INSERT INTO knowledge({_K_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
-                             knowledge)
-            conn.executemany(f"INSERT INTO statement({_S_COLS}) VALUES"
-                             " (?, ?, ?, ?, ?, ?, ?, ?, ?)", statements)
+            conn.executemany(
+                f"INSERT INTO knowledge({_K_COLS}) VALUES (?, ?, ?, ?, ?, ?)", knowledge
+            )
+            conn.executemany(
+                f"INSERT INTO statement({_S_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", statements
+            )
             conn.executemany(f"INSERT INTO docs({_D_COLS}) VALUES (?, ?, ?, ?, ?, ?)", docs)
-            conn.execute("INSERT INTO docs_fts(rowid, fts_key, fts_data, fts_tags, fts_synonyms)"
-                         " SELECT id, fts_key, fts_data, fts_tags, fts_synonyms FROM docs")
+            conn.execute(
+                "INSERT INTO docs_fts(rowid, fts_key, fts_data, fts_tags, fts_synonyms)"
+                " SELECT id, fts_key, fts_data, fts_tags, fts_synonyms FROM docs"
+            )
         seconds = time.perf_counter() - started
         conn.execute("INSERT INTO docs_fts(docs_fts, rank) VALUES ('integrity-check', 1)")
-        counts = [conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-                  for t in ("knowledge", "statement", "docs")]
+        counts = [
+            conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+            for t in ("knowledge", "statement", "docs")
+        ]
     finally:
         conn.close()
     if counts != [len(knowledge), len(statements), len(docs)]:
-        raise SystemExit(f"bulk load wrote {counts} rows, expected "
-                         f"{[len(knowledge), len(statements), len(docs)]}")
-    return {"seconds": seconds, "entries": len(knowledge), "statements": len(statements),
-            "documents": len(docs)}
+        raise SystemExit(
+            f"bulk load wrote {counts} rows, expected "
+            f"{[len(knowledge), len(statements), len(docs)]}"
+        )
+    return {
+        "seconds": seconds,
+        "entries": len(knowledge),
+        "statements": len(statements),
+        "documents": len(docs),
+    }
 
 
 def parallel_rate(home: Path, root: Path, jobs: int) -> dict[str, float]:
@@ -171,7 +206,9 @@ def parallel_rate(home: Path, root: Path, jobs: int) -> dict[str, float]:
     embedded_runtime(root, dsh_home=home).close()  # the state database, migrated, untimed
     done = subprocess.run(
         [sys.executable, __file__, "--parallel-run", str(home), str(root), str(jobs)],
-        capture_output=True, text=True, timeout=3600,
+        capture_output=True,
+        text=True,
+        timeout=3600,
     )
     if done.returncode != 0:
         raise SystemExit(f"--jobs {jobs} run failed: {done.stderr.strip()}")
@@ -190,21 +227,29 @@ def _parallel_run(home: Path, root: Path, jobs: int) -> dict[str, float]:
     started = time.perf_counter()
     children = OnceChildren(settings, settings.store_shelf, jobs)
     try:
-        runtime = build_runtime(settings, owner=f"bench:{root.name}", force_idle=True,
-                                migrate=False)
+        runtime = build_runtime(
+            settings, owner=f"bench:{root.name}", force_idle=True, migrate=False
+        )
         totals = run_once(runtime, settings.store_shelf, children=children)
     finally:
         children.stop()
     seconds = time.perf_counter() - started
     runtime.close()
-    return {"jobs": jobs, "processes": totals.processes, "seconds": seconds,
-            "children_seconds": totals.children_seconds,
-            "final_pass_seconds": totals.final_seconds, "written": totals.written,
-            "edges": totals.edges, "failed": totals.failed}
+    return {
+        "jobs": jobs,
+        "processes": totals.processes,
+        "seconds": seconds,
+        "children_seconds": totals.children_seconds,
+        "final_pass_seconds": totals.final_seconds,
+        "written": totals.written,
+        "edges": totals.edges,
+        "failed": totals.failed,
+    }
 
 
-def turn_latencies(logs: list[SessionLogWriter], lite: Path, samples: int,
-                   every: float) -> list[float]:
+def turn_latencies(
+    logs: list[SessionLogWriter], lite: Path, samples: int, every: float
+) -> list[float]:
     """Append ``samples`` turns round-robin to ``logs`` (followed by a running worker writing the
     lite home ``lite``); for each, the seconds from the flushed ``turn/end`` until its assistant
     message is in the store, checked every ``every`` seconds."""
@@ -233,8 +278,12 @@ def _store_names(lite: Path, prefix: str) -> set[str]:
         return set()
     with sqlite3.connect(path) as conn:
         try:
-            return {r[0] for r in conn.execute(
-                "SELECT name FROM knowledge WHERE name LIKE ?", (prefix + "%",))}
+            return {
+                r[0]
+                for r in conn.execute(
+                    "SELECT name FROM knowledge WHERE name LIKE ?", (prefix + "%",)
+                )
+            }
         except sqlite3.OperationalError:  # the worker is still creating the shelf's schema
             return set()
 
@@ -264,9 +313,14 @@ def latency(root: Path, samples: int, poll_s: float) -> dict[str, Any]:
     procs = []
     try:
         for args in (["daemon"], ["worker", "--pool", "solo"]):
-            procs.append(subprocess.Popen(
-                [str(BIN / "memory-worker"), *args, "--queue", queue], env=env,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            procs.append(
+                subprocess.Popen(
+                    [str(BIN / "memory-worker"), *args, "--queue", queue],
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
         deadline = time.monotonic() + 60
         while len(_store_names(lite, "msg-live-")) < 16:
             if time.monotonic() > deadline:
@@ -281,26 +335,57 @@ def latency(root: Path, samples: int, poll_s: float) -> dict[str, Any]:
         with psycopg.connect(admin_url, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
     waits.sort()
-    return {"samples": len(waits), "poll_interval_s": poll_s,
-            "p50_s": statistics.median(waits),
-            "p95_s": waits[max(0, round(0.95 * len(waits)) - 1)], "max_s": waits[-1]}
+    return {
+        "samples": len(waits),
+        "poll_interval_s": poll_s,
+        "p50_s": statistics.median(waits),
+        "p95_s": waits[max(0, round(0.95 * len(waits)) - 1)],
+        "max_s": waits[-1],
+    }
 
 
 # Where self time is charged, by the file of the function (C functions: by their caller's file).
 _AREAS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("decode (memory.dsh, zstandard, json)", ("/memory/dsh/", "zstandard", "/json/")),
-    ("plan + render (spans, entries, messages, redaction)",
-     ("/memory/span", "/memory/entries", "/memory/messages", "/memory/content",
-      "/memory/redaction/", "/memory/titles", "/memory/withdrawal", "/memory/printable",
-      "/memory/constants", "/memory/ledger", "/re/", "/re.py", "sre_", "/datetime",
-      "zoneinfo")),
+    (
+        "plan + render (spans, entries, messages, redaction)",
+        (
+            "/memory/span",
+            "/memory/entries",
+            "/memory/messages",
+            "/memory/content",
+            "/memory/redaction/",
+            "/memory/titles",
+            "/memory/withdrawal",
+            "/memory/printable",
+            "/memory/constants",
+            "/memory/ledger",
+            "/re/",
+            "/re.py",
+            "sre_",
+            "/datetime",
+            "zoneinfo",
+        ),
+    ),
     ("state DB (worker.state, SQLAlchemy)", ("/worker/state/", "/sqlalchemy/")),
     ("store writes incl. FTS (memory.store)", ("/memory/store/",)),
-    ("job bookkeeping (worker.jobs, runner, pipeline)",
-     ("/worker/jobs/", "/worker/runner", "/worker/pipeline", "/worker/names",
-      "/worker/owed", "/worker/triggers", "/worker/figures", "/worker/observability")),
-    ("watcher + scan (watch, discovery, scan digest)",
-     ("/worker/watch", "/worker/discovery", "/worker/scan_")),
+    (
+        "job bookkeeping (worker.jobs, runner, pipeline)",
+        (
+            "/worker/jobs/",
+            "/worker/runner",
+            "/worker/pipeline",
+            "/worker/names",
+            "/worker/owed",
+            "/worker/triggers",
+            "/worker/figures",
+            "/worker/observability",
+        ),
+    ),
+    (
+        "watcher + scan (watch, discovery, scan digest)",
+        ("/worker/watch", "/worker/discovery", "/worker/scan_"),
+    ),
 )
 
 
@@ -338,8 +423,9 @@ def profile(root: Path, sessions: int, turns: int, top: int = 25) -> dict[str, A
                 for caller, c in callers.items():
                     charge(caller, seconds * c[2] / total, depth + 1)
                 return
-        areas[area or "other (interpreter, stdlib, pydantic, …)"] = areas.get(
-            area or "other (interpreter, stdlib, pydantic, …)", 0.0) + seconds
+        areas[area or "other (interpreter, stdlib, pydantic, …)"] = (
+            areas.get(area or "other (interpreter, stdlib, pydantic, …)", 0.0) + seconds
+        )
 
     for func, (_cc, _nc, tt, _ct, _callers) in raw.items():
         charge(func, tt)
@@ -347,11 +433,17 @@ def profile(root: Path, sessions: int, turns: int, top: int = 25) -> dict[str, A
     text = io.StringIO()
     for order in ("tottime", "cumulative"):
         pstats.Stats(profiler, stream=text).sort_stats(order).print_stats(top)
-    return {"sessions": sessions, "messages": messages, "seconds_profiled": e2e["seconds"],
-            "self_seconds": total,
-            "areas": {k: {"seconds": v, "share": v / total, "us_per_message": v / messages * 1e6}
-                      for k, v in sorted(areas.items(), key=lambda kv: -kv[1])},
-            "top_tottime": text.getvalue()}
+    return {
+        "sessions": sessions,
+        "messages": messages,
+        "seconds_profiled": e2e["seconds"],
+        "self_seconds": total,
+        "areas": {
+            k: {"seconds": v, "share": v / total, "us_per_message": v / messages * 1e6}
+            for k, v in sorted(areas.items(), key=lambda kv: -kv[1])
+        },
+        "top_tottime": text.getvalue(),
+    }
 
 
 def machine() -> dict[str, Any]:
@@ -366,9 +458,14 @@ def machine() -> dict[str, Any]:
                 break
     except OSError:
         pass
-    return {"cpus": os.cpu_count(), "cpu_model": model, "load_average": os.getloadavg(),
-            "python": platform.python_version(), "sqlite": sqlite3.sqlite_version,
-            "platform": platform.platform()}
+    return {
+        "cpus": os.cpu_count(),
+        "cpu_model": model,
+        "load_average": os.getloadavg(),
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "platform": platform.platform(),
+    }
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -377,16 +474,31 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--turns", type=int, default=117, help="turns per session (6 events)")
     parser.add_argument("--samples", type=int, default=60, help="latency samples")
     parser.add_argument("--poll", type=float, default=0.2, help="daemon poll interval (s)")
-    parser.add_argument("--jobs", type=int, default=0,
-                        help="processes for the --jobs run (default: the number of CPUs)")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=0,
+        help="processes for the --jobs run (default: the number of CPUs)",
+    )
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--out", type=Path, default=OUT / "worker_bench.json")
-    parser.add_argument("--idle", type=int, nargs="*", default=[], metavar="SESSIONS",
-                        help="also run benchmarks/idle_bench.py for these session counts")
+    parser.add_argument(
+        "--idle",
+        type=int,
+        nargs="*",
+        default=[],
+        metavar="SESSIONS",
+        help="also run benchmarks/idle_bench.py for these session counts",
+    )
     parser.add_argument("--idle-seconds", type=float, default=60.0)
     parser.add_argument("--idle-warmup", type=float, default=20.0)
-    parser.add_argument("--profile", type=int, default=0, metavar="SESSIONS",
-                        help="also cProfile a one-process chat run of SESSIONS sessions")
+    parser.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="SESSIONS",
+        help="also cProfile a one-process chat run of SESSIONS sessions",
+    )
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="worker-bench-"))
     try:
@@ -399,73 +511,115 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for name, build in workloads.items():
             started = time.perf_counter()
             build(root / name / "dsh")
-            print(f"[{name}] generated {args.sessions} sessions in "
-                  f"{time.perf_counter() - started:.1f} s")
+            print(
+                f"[{name}] generated {args.sessions} sessions in "
+                f"{time.perf_counter() - started:.1f} s"
+            )
             bare = bare_rate(root / name / "dsh")
-            print(f"[{name}] bare decode+parse: {bare['events']} events, {bare['messages']} "
-                  f"messages in {bare['seconds']:.2f} s = {bare['messages_per_s']:.0f} messages/s")
+            print(
+                f"[{name}] bare decode+parse: {bare['events']} events, {bare['messages']} "
+                f"messages in {bare['seconds']:.2f} s = {bare['messages_per_s']:.0f} messages/s"
+            )
             e2e = embedded_rate(root / name)
             e2e_rate = bare["messages"] / e2e["seconds"]
             ratio = e2e_rate / bare["messages_per_s"]
-            print(f"[{name}] end to end (embedded, hypatia-lite): {e2e['written']} entries + "
-                  f"{e2e['edges']} edges in {e2e['seconds']:.2f} s (scan with each session's jobs "
-                  f"{e2e['scan_with_jobs_seconds']:.2f} s, then draining "
-                  f"{e2e['drain_seconds']:.2f} s) = {e2e_rate:.0f} messages/s")
+            print(
+                f"[{name}] end to end (embedded, hypatia-lite): {e2e['written']} entries + "
+                f"{e2e['edges']} edges in {e2e['seconds']:.2f} s (scan with each session's jobs "
+                f"{e2e['scan_with_jobs_seconds']:.2f} s, then draining "
+                f"{e2e['drain_seconds']:.2f} s) = {e2e_rate:.0f} messages/s"
+            )
             bulk = bulk_floor(root / name / "lite", root / f"{name}-floor")
             floor_s = bare["seconds"] + bulk["seconds"]
             floor_ratio = floor_s / e2e["seconds"]
-            print(f"[{name}] bulk load of the same rows ({bulk['entries']} entries, "
-                  f"{bulk['statements']} statements, {bulk['documents']} full-text documents) "
-                  f"into a fresh shelf, one transaction: {bulk['seconds']:.2f} s")
-            print(f"[{name}] floor = decode {bare['seconds']:.2f} s + bulk load "
-                  f"{bulk['seconds']:.2f} s = {floor_s:.2f} s; end to end {e2e['seconds']:.2f} s"
-                  f" = {e2e['seconds'] / floor_s:.2f}x the floor")
-            print(f"[{name}] ratio end to end / floor {floor_ratio:.2f} (goal >= 0.8); "
-                  f"/ bare decode {ratio:.2f}")
+            print(
+                f"[{name}] bulk load of the same rows ({bulk['entries']} entries, "
+                f"{bulk['statements']} statements, {bulk['documents']} full-text documents) "
+                f"into a fresh shelf, one transaction: {bulk['seconds']:.2f} s"
+            )
+            print(
+                f"[{name}] floor = decode {bare['seconds']:.2f} s + bulk load "
+                f"{bulk['seconds']:.2f} s = {floor_s:.2f} s; end to end {e2e['seconds']:.2f} s"
+                f" = {e2e['seconds'] / floor_s:.2f}x the floor"
+            )
+            print(
+                f"[{name}] ratio end to end / floor {floor_ratio:.2f} (goal >= 0.8); "
+                f"/ bare decode {ratio:.2f}"
+            )
             par = parallel_rate(root / name / "dsh", root / f"{name}-jobs", jobs)
             par_rate = bare["messages"] / par["seconds"]
             par_ratio = par_rate / bare["messages_per_s"]
             speedup = e2e["seconds"] / par["seconds"]
-            used = (f"{jobs} processes" if par["processes"] == jobs else
-                    f"{par['processes']} of {jobs} processes: fewer cores free")
-            print(f"[{name}] end to end, run --once --jobs {jobs} ({used} + final pass, "
-                  f"hypatia-lite): {par['written']} entries + {par['edges']} edges in "
-                  f"{par['seconds']:.2f} s (from the fork: processes "
-                  f"{par['children_seconds']:.2f} s, final pass {par['final_pass_seconds']:.2f} s)"
-                  f" = {par_rate:.0f} messages/s; ratio / bare decode {par_ratio:.2f}, "
-                  f"/ floor {floor_s / par['seconds']:.2f}")
-            print(f"[{name}] --jobs {jobs} against one process: {speedup:.2f}x "
-                  f"(goal: >= 1.0 always, >= 1.6 with 2 free cores)")
-            result[name] = {"bare": bare, "embedded": e2e, "embedded_messages_per_s": e2e_rate,
-                            "ratio": ratio, "bulk_load": bulk, "floor_seconds": floor_s,
-                            "floor_ratio": floor_ratio, "parallel": par,
-                            "parallel_messages_per_s": par_rate, "parallel_ratio": par_ratio,
-                            "parallel_floor_ratio": floor_s / par["seconds"],
-                            "parallel_speedup": speedup, "load_average": os.getloadavg()}
+            used = (
+                f"{jobs} processes"
+                if par["processes"] == jobs
+                else f"{par['processes']} of {jobs} processes: fewer cores free"
+            )
+            print(
+                f"[{name}] end to end, run --once --jobs {jobs} ({used} + final pass, "
+                f"hypatia-lite): {par['written']} entries + {par['edges']} edges in "
+                f"{par['seconds']:.2f} s (from the fork: processes "
+                f"{par['children_seconds']:.2f} s, final pass {par['final_pass_seconds']:.2f} s)"
+                f" = {par_rate:.0f} messages/s; ratio / bare decode {par_ratio:.2f}, "
+                f"/ floor {floor_s / par['seconds']:.2f}"
+            )
+            print(
+                f"[{name}] --jobs {jobs} against one process: {speedup:.2f}x "
+                f"(goal: >= 1.0 always, >= 1.6 with 2 free cores)"
+            )
+            result[name] = {
+                "bare": bare,
+                "embedded": e2e,
+                "embedded_messages_per_s": e2e_rate,
+                "ratio": ratio,
+                "bulk_load": bulk,
+                "floor_seconds": floor_s,
+                "floor_ratio": floor_ratio,
+                "parallel": par,
+                "parallel_messages_per_s": par_rate,
+                "parallel_ratio": par_ratio,
+                "parallel_floor_ratio": floor_s / par["seconds"],
+                "parallel_speedup": speedup,
+                "load_average": os.getloadavg(),
+            }
         if args.profile:
             prof = profile(root / "profile", args.profile, args.turns)
-            print(f"profile (chat, {prof['sessions']} sessions, {prof['messages']} messages, "
-                  f"cProfile, {prof['self_seconds']:.2f} s of self time):")
+            print(
+                f"profile (chat, {prof['sessions']} sessions, {prof['messages']} messages, "
+                f"cProfile, {prof['self_seconds']:.2f} s of self time):"
+            )
             for area, row in prof["areas"].items():
-                print(f"  {area:52s} {row['seconds']:6.2f} s  {row['share'] * 100:4.1f} %  "
-                      f"{row['us_per_message']:6.0f} µs/message")
+                print(
+                    f"  {area:52s} {row['seconds']:6.2f} s  {row['share'] * 100:4.1f} %  "
+                    f"{row['us_per_message']:6.0f} µs/message"
+                )
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.with_name("worker_profile.txt").write_text(prof.pop("top_tottime"))
             result["profile"] = prof
         if not args.skip_latency:
             lat = latency(root / "latency", args.samples, args.poll)
-            print(f"turn/end -> entries via daemon + Celery + Redis (poll {lat['poll_interval_s']}"
-                  f" s): p50 {lat['p50_s'] * 1000:.0f} ms, p95 {lat['p95_s'] * 1000:.0f} ms, "
-                  f"max {lat['max_s'] * 1000:.0f} ms over {lat['samples']} turns "
-                  "(goal p95 < 1 s)")
+            print(
+                f"turn/end -> entries via daemon + Celery + Redis (poll {lat['poll_interval_s']}"
+                f" s): p50 {lat['p50_s'] * 1000:.0f} ms, p95 {lat['p95_s'] * 1000:.0f} ms, "
+                f"max {lat['max_s'] * 1000:.0f} ms over {lat['samples']} turns "
+                "(goal p95 < 1 s)"
+            )
             result["latency"] = lat
         if args.idle:
             import idle_bench
 
-            result["idle"] = idle_bench.main([
-                "--sessions", *map(str, args.idle), "--seconds", str(args.idle_seconds),
-                "--warmup", str(args.idle_warmup),
-                "--out", str(args.out.with_name("idle_bench.json"))])
+            result["idle"] = idle_bench.main(
+                [
+                    "--sessions",
+                    *map(str, args.idle),
+                    "--seconds",
+                    str(args.idle_seconds),
+                    "--warmup",
+                    str(args.idle_warmup),
+                    "--out",
+                    str(args.out.with_name("idle_bench.json")),
+                ]
+            )
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=2))
         return result

@@ -38,8 +38,7 @@ def runtime_closure(root: str = ROOT, extras: frozenset[str] = EXTRAS) -> dict[s
         for line in dist.requires or []:
             requirement = Requirement(line)
             marker = requirement.marker
-            if marker is None or any(marker.evaluate({"extra": extra})
-                                     for extra in (*wanted, "")):
+            if marker is None or any(marker.evaluate({"extra": extra}) for extra in (*wanted, "")):
                 todo.append((requirement.name, frozenset(requirement.extras)))
     return pins
 

@@ -82,5 +82,4 @@ def first_line(err: BaseException) -> str:
     return text.splitlines()[0] if text else type(err).__name__
 
 
-__all__: Sequence[str] = (
-    "Backend", "Connection", "Doc", "Rows", "first_line")
+__all__: Sequence[str] = ("Backend", "Connection", "Doc", "Rows", "first_line")

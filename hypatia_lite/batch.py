@@ -65,18 +65,33 @@ def _statement_rows(statements: Sequence[StatementWrite]) -> list[_Row]:
     rows: list[_Row] = []
     for statement in statements:
         given_head, given_relation, given_tail = statement.head, statement.relation, statement.tail
-        head, relation, tail = (well_formed(given_head), well_formed(given_relation),
-                                well_formed(given_tail))
+        head, relation, tail = (
+            well_formed(given_head),
+            well_formed(given_relation),
+            well_formed(given_tail),
+        )
         triple = csv_triple(head, relation, tail)
         key = (statement.data, statement.scopes, statement.embed)
         shared = contents.get(key)
         if shared is None:
             shared = contents[key] = ContentShape((), statement.scopes, statement.embed).make(
-                statement.data)
-        given = triple if (head == given_head and relation == given_relation
-                           and tail == given_tail) else statement.triple
-        rows.append(_Row("statement", triple, (triple, head, relation, tail, shared[1]),
-                         shared[0], statement.embed, given))
+                statement.data
+            )
+        given = (
+            triple
+            if (head == given_head and relation == given_relation and tail == given_tail)
+            else statement.triple
+        )
+        rows.append(
+            _Row(
+                "statement",
+                triple,
+                (triple, head, relation, tail, shared[1]),
+                shared[0],
+                statement.embed,
+                given,
+            )
+        )
     return rows
 
 
@@ -86,13 +101,21 @@ def _existing(conn: Connection, catalog: str, keys: list[str]) -> set[str]:
     for i in range(0, len(keys), _LOOKUP):
         chunk = keys[i : i + _LOOKUP]
         marks = ", ".join("?" for _ in chunk)
-        found.update(r[0] for r in conn.execute(
-            f"SELECT {column} FROM {catalog} WHERE {column} IN ({marks})", chunk).fetchall())
+        found.update(
+            r[0]
+            for r in conn.execute(
+                f"SELECT {column} FROM {catalog} WHERE {column} IN ({marks})", chunk
+            ).fetchall()
+        )
     return found
 
 
-def _embed(rows: list[_Row], embedder: Embedder | None, backend: Backend,
-           run: Callable[[Callable[[], set[str]]], set[str]]) -> None:
+def _embed(
+    rows: list[_Row],
+    embedder: Embedder | None,
+    backend: Backend,
+    run: Callable[[Callable[[], set[str]]], set[str]],
+) -> None:
     """Vectors for the rows that want one and do not exist yet, in one embedder call."""
     wanted = [r for r in rows if r.embed]
     if embedder is None or not wanted:
@@ -100,9 +123,13 @@ def _embed(rows: list[_Row], embedder: Embedder | None, backend: Backend,
     present: dict[str, set[str]] = {}
     for catalog in ("knowledge", "statement"):
         keys = [r.key for r in wanted if r.catalog == catalog]
-        present[catalog] = run(
-            lambda c=catalog, k=keys: _existing(backend.conn, c, k)  # type: ignore[misc]
-        ) if keys else set()
+        present[catalog] = (
+            run(
+                lambda c=catalog, k=keys: _existing(backend.conn, c, k)  # type: ignore[misc]
+            )
+            if keys
+            else set()
+        )
     todo = [r for r in wanted if r.key not in present[r.catalog]]
     if not todo:
         return
@@ -148,10 +175,15 @@ def write_batch(
                     continue  # exists already, or an earlier row of this batch creates it
                 seen.add(ident)
                 created.append(row)
-            for catalog, sql, key in (("knowledge", _INSERT_KNOWLEDGE, "name"),
-                                      ("statement", _INSERT_STATEMENT, "triple")):
-                todo = [(*r.params, int(r.embed), r.blob, r.model)
-                        for r in created if r.catalog == catalog]
+            for catalog, sql, key in (
+                ("knowledge", _INSERT_KNOWLEDGE, "name"),
+                ("statement", _INSERT_STATEMENT, "triple"),
+            ):
+                todo = [
+                    (*r.params, int(r.embed), r.blob, r.model)
+                    for r in created
+                    if r.catalog == catalog
+                ]
                 if todo:
                     new = backend.insert_new(sql.format(now=backend.dialect.now), todo, key)
                     if len(new) != len(todo):  # keep this transaction's rows only

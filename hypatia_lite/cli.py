@@ -14,9 +14,20 @@ from typing import Any, NoReturn
 PROG = "hypatia-lite"
 NO_RESULTS = "No results found."
 _COMMANDS = (
-    "knowledge-create", "knowledge-get", "knowledge-update", "knowledge-delete",
-    "statement-create", "statement-delete", "search", "similar", "query", "list", "connect",
-    "disconnect", "backfill", "mcp",
+    "knowledge-create",
+    "knowledge-get",
+    "knowledge-update",
+    "knowledge-delete",
+    "statement-create",
+    "statement-delete",
+    "search",
+    "similar",
+    "query",
+    "list",
+    "connect",
+    "disconnect",
+    "backfill",
+    "mcp",
 )
 
 
@@ -26,8 +37,10 @@ class UsageError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message}\n\nUsage: {self.format_usage().strip()[7:]}\n\n"
-                         "For more information, try '--help'.")
+        raise UsageError(
+            f"{message}\n\nUsage: {self.format_usage().strip()[7:]}\n\n"
+            "For more information, try '--help'."
+        )
 
 
 # ----------------------------------------------------------------------------- list parsing
@@ -57,8 +70,12 @@ def parse_list(raw: str | None) -> list[str] | None:
 
 
 def _build() -> _Parser:
-    root = _Parser(prog=PROG, description="hypatia-lite: a Hypatia-compatible memory store "
-                   "(SQLite + FTS5) with Hypatia's CLI and MCP server.", allow_abbrev=False)
+    root = _Parser(
+        prog=PROG,
+        description="hypatia-lite: a Hypatia-compatible memory store "
+        "(SQLite + FTS5) with Hypatia's CLI and MCP server.",
+        allow_abbrev=False,
+    )
     root.add_argument("-V", "--version", action="store_true", help="Print version")
     sub = root.add_subparsers(dest="command", metavar="<COMMAND>")
 
@@ -73,11 +90,15 @@ def _build() -> _Parser:
         p.add_argument("-t", "--tags", help="Comma-separated tags (blank items are kept)")
         p.add_argument("--synonyms", help="Comma-separated synonyms")
         p.add_argument("-f", "--figures", help="Comma-separated figure URIs")
-        p.add_argument("--scopes", help="Comma-separated scopes; a trailing comma adds the "
-                       "global scope \"\"")
+        p.add_argument(
+            "--scopes", help='Comma-separated scopes; a trailing comma adds the global scope ""'
+        )
         if not update:
-            p.add_argument("--no-embed", action="store_true",
-                           help="Store without an embedding vector (never found by similar)")
+            p.add_argument(
+                "--no-embed",
+                action="store_true",
+                help="Store without an embedding vector (never found by similar)",
+            )
 
     p = cmd("knowledge-create", "Create a knowledge entry")
     p.add_argument("name")
@@ -94,10 +115,14 @@ def _build() -> _Parser:
         p.add_argument(field)
     p.add_argument("-d", "--data", help="Content data (use --data=<value> if it starts with -)")
     p.add_argument("--synonyms", help='JSON object, e.g. {"head": ["alias"]}')
-    p.add_argument("--scopes", help="Comma-separated scopes; a trailing comma adds the global "
-                   "scope \"\"")
-    p.add_argument("--no-embed", action="store_true",
-                   help="Store without an embedding vector (never found by similar)")
+    p.add_argument(
+        "--scopes", help='Comma-separated scopes; a trailing comma adds the global scope ""'
+    )
+    p.add_argument(
+        "--no-embed",
+        action="store_true",
+        help="Store without an embedding vector (never found by similar)",
+    )
     p = cmd("statement-delete", "Delete a statement")
     for field in ("head", "relation", "tail"):
         p.add_argument(field)
@@ -108,8 +133,9 @@ def _build() -> _Parser:
     p.add_argument("--offset", type=int, default=0, help="[default: 0]")
     p = cmd("similar", "Vector similarity search")
     p.add_argument("query")
-    p.add_argument("-t", "--target", default="both", help="knowledge, statement or both "
-                   "[default: both]")
+    p.add_argument(
+        "-t", "--target", default="both", help="knowledge, statement or both [default: both]"
+    )
     p.add_argument("--limit", type=int, default=100, help="[default: 100]")
     p.add_argument("--tags", help="Only entries carrying at least one of these tags")
     p.add_argument("--exclude-tags", help="Skip entries carrying any of these tags")
@@ -165,8 +191,10 @@ def _knowledge(args: argparse.Namespace) -> int:
     if args.command == "knowledge-update" and all(
         getattr(args, f) is None for f in ("data", "tags", "synonyms", "figures", "scopes")
     ):
-        return _fail("validation error: nothing to update: pass at least one of --data, "
-                     "--tags, --synonyms, --figures, --scopes")
+        return _fail(
+            "validation error: nothing to update: pass at least one of --data, "
+            "--tags, --synonyms, --figures, --scopes"
+        )
 
     with _store(args) as store:
         name = args.name
@@ -183,19 +211,26 @@ def _knowledge(args: argparse.Namespace) -> int:
             return 0
         if args.command == "knowledge-create":
             created = store.knowledge_create(
-                name, args.data or "", tags=parse_tags(args.tags or ""),
-                scopes=parse_scopes(args.scopes or ""), synonyms=parse_list(args.synonyms),
-                figures=parse_list(args.figures), embed=not args.no_embed)
+                name,
+                args.data or "",
+                tags=parse_tags(args.tags or ""),
+                scopes=parse_scopes(args.scopes or ""),
+                synonyms=parse_list(args.synonyms),
+                figures=parse_list(args.figures),
+                embed=not args.no_embed,
+            )
             if not created:
                 return _fail(unique_violation())
             _out(f"Created knowledge: {name}")
             return 0
         changed = store.knowledge_update(
-            name, data=args.data,
+            name,
+            data=args.data,
             tags=None if args.tags is None else parse_tags(args.tags),
             scopes=None if args.scopes is None else (parse_scopes(args.scopes) or []),
             synonyms=None if args.synonyms is None else (parse_list(args.synonyms) or []),
-            figures=None if args.figures is None else (parse_list(args.figures) or []))
+            figures=None if args.figures is None else (parse_list(args.figures) or []),
+        )
         _out(f"{'Updated knowledge' if changed else 'Knowledge unchanged'}: {name}")
         return 0
 
@@ -209,8 +244,9 @@ def _statement(args: argparse.Namespace) -> int:
             if not store.statement_delete(args.head, args.relation, args.tail):
                 from hypatia_lite.protocol import csv_triple
 
-                return _fail(f"not found: statement "
-                             f"'{csv_triple(args.head, args.relation, args.tail)}'")
+                return _fail(
+                    f"not found: statement '{csv_triple(args.head, args.relation, args.tail)}'"
+                )
             _out(f"Deleted statement: {triple}")
             return 0
         synonyms = None
@@ -222,8 +258,14 @@ def _statement(args: argparse.Namespace) -> int:
             if not isinstance(synonyms, dict):
                 return _fail("JSE parse error: invalid synonyms JSON: expected an object")
         created = store.statement_create(
-            args.head, args.relation, args.tail, data=args.data or "",
-            scopes=parse_scopes(args.scopes or ""), synonyms=synonyms, embed=not args.no_embed)
+            args.head,
+            args.relation,
+            args.tail,
+            data=args.data or "",
+            scopes=parse_scopes(args.scopes or ""),
+            synonyms=synonyms,
+            embed=not args.no_embed,
+        )
         _out(f"{'Created statement' if created else 'Statement already exists'}: {triple}")
         return 0
 
@@ -235,15 +277,22 @@ def _search(args: argparse.Namespace) -> int:
         return 0
     if args.command == "search":
         if args.catalog not in (None, "knowledge", "statement"):
-            return _fail(f"validation error: invalid catalog '{args.catalog}': must be "
-                         "'knowledge' or 'statement'")
+            return _fail(
+                f"validation error: invalid catalog '{args.catalog}': must be "
+                "'knowledge' or 'statement'"
+            )
         with _store(args) as store:
-            _rows(store.search_rows(args.query, catalog=args.catalog, limit=args.limit,
-                                    offset=args.offset))
+            _rows(
+                store.search_rows(
+                    args.query, catalog=args.catalog, limit=args.limit, offset=args.offset
+                )
+            )
         return 0
     if args.target not in ("knowledge", "statement", "both"):
-        return _fail(f"validation error: invalid target '{args.target}': must be 'knowledge', "
-                     "'statement', or 'both'")
+        return _fail(
+            f"validation error: invalid target '{args.target}': must be 'knowledge', "
+            "'statement', or 'both'"
+        )
     where = None
     if args.where is not None:
         import json
@@ -253,10 +302,16 @@ def _search(args: argparse.Namespace) -> int:
         except ValueError as err:
             return _fail(f"JSE parse error: invalid --where JSON: {err}")
     with _store(args) as store:
-        _rows(store.similar_rows(
-            args.query, target=args.target, limit=args.limit,
-            tags=parse_list(args.tags) or (), exclude_tags=parse_list(args.exclude_tags) or (),
-            where=where))
+        _rows(
+            store.similar_rows(
+                args.query,
+                target=args.target,
+                limit=args.limit,
+                tags=parse_list(args.tags) or (),
+                exclude_tags=parse_list(args.exclude_tags) or (),
+                where=where,
+            )
+        )
     return 0
 
 
@@ -320,8 +375,10 @@ def run(argv: list[str]) -> int:
     """Run one command line; returns the exit code."""
     candidate = _first_command(argv)
     if candidate is not None and candidate not in _COMMANDS:
-        sys.stderr.write(f"error: unrecognized subcommand '{candidate}'\n\n"
-                         f"Usage: {PROG} <COMMAND>\n\nFor more information, try '--help'.\n")
+        sys.stderr.write(
+            f"error: unrecognized subcommand '{candidate}'\n\n"
+            f"Usage: {PROG} <COMMAND>\n\nFor more information, try '--help'.\n"
+        )
         return 2
     parser = _build()
     try:

@@ -219,4 +219,3 @@ def sync_wal(conn: ShelfConnection) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-

@@ -75,8 +75,7 @@ class Dialect:
     def now(self) -> str:
         """``created_at`` of a new row: UTC, ``YYYY-MM-DD HH:MM:SS.mmm``."""
         if self.postgres:
-            return ("to_char(clock_timestamp() AT TIME ZONE 'UTC',"
-                    " 'YYYY-MM-DD HH24:MI:SS.MS')")
+            return "to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS')"
         return "strftime('%Y-%m-%d %H:%M:%f', 'now')"
 
     @property
@@ -112,22 +111,28 @@ class Dialect:
     def contains_text(self, lhs: str) -> str:
         return f"strpos({lhs}, ?) > 0" if self.postgres else f"instr({lhs}, ?) > 0"
 
-    def has_any(self, path: Segments, values: list[Any], *,
-                strings_only: bool = False) -> tuple[str, tuple[Any, ...]]:
+    def has_any(
+        self, path: Segments, values: list[Any], *, strings_only: bool = False
+    ) -> tuple[str, tuple[Any, ...]]:
         """True when the content array at ``path`` (or the scalar there) holds one of ``values``
         (strings and numbers only; ``strings_only``: strings only)."""
         marks = ", ".join("?" for _ in values)
         if self.postgres:
             node = f"({_PG_CONTENT} #> {_pg_path(path)})"
             kinds = "('string')" if strings_only else "('string', 'number')"
-            sql = (f"EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof({node})"
-                   f" = 'array' THEN {node} ELSE jsonb_build_array({node}) END) AS je(v)"
-                   f" WHERE jsonb_typeof(je.v) IN {kinds}"
-                   f" AND je.v IN ({', '.join('CAST(? AS jsonb)' for _ in values)}))")
+            sql = (
+                f"EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof({node})"
+                f" = 'array' THEN {node} ELSE jsonb_build_array({node}) END) AS je(v)"
+                f" WHERE jsonb_typeof(je.v) IN {kinds}"
+                f" AND je.v IN ({', '.join('CAST(? AS jsonb)' for _ in values)}))"
+            )
             return sql, tuple(json.dumps(v, ensure_ascii=False) for v in values)
         kinds = "('text')" if strings_only else "('text', 'integer', 'real')"
-        return (f"EXISTS (SELECT 1 FROM json_each(t.content, '{_sqlite_path(path)}') AS je"
-                f" WHERE je.type IN {kinds} AND je.value IN ({marks}))", tuple(values))
+        return (
+            f"EXISTS (SELECT 1 FROM json_each(t.content, '{_sqlite_path(path)}') AS je"
+            f" WHERE je.type IN {kinds} AND je.value IN ({marks}))",
+            tuple(values),
+        )
 
     def fts_param(self, words: list[str]) -> str:
         """The bound full-text query for ``words`` (all of them must match)."""
@@ -138,28 +143,38 @@ class Dialect:
     def fts_keys(self, key: str) -> str:
         """``key IN`` the documents of one catalog matching the query (params: query, catalog)."""
         if self.postgres:
-            return (f"{key} IN (SELECT d.key FROM docs AS d WHERE d.tsv @@ {_PG_QUERY}"
-                    " AND d.catalog = ?)")
-        return (f"{key} IN (SELECT d.key FROM docs_fts JOIN docs AS d ON d.id = docs_fts.rowid"
-                " WHERE docs_fts MATCH ? AND d.catalog = ?)")
+            return (
+                f"{key} IN (SELECT d.key FROM docs AS d WHERE d.tsv @@ {_PG_QUERY}"
+                " AND d.catalog = ?)"
+            )
+        return (
+            f"{key} IN (SELECT d.key FROM docs_fts JOIN docs AS d ON d.id = docs_fts.rowid"
+            " WHERE docs_fts MATCH ? AND d.catalog = ?)"
+        )
 
     def search(self, catalog_filter: str) -> str:
         """``search``: ``(id, catalog, key, rank, content)``, best (lowest rank) first. Params:
         the query, the catalog filter's, limit, offset."""
-        joins = (" LEFT JOIN knowledge AS k ON d.catalog = 'knowledge' AND k.name = d.key"
-                 " LEFT JOIN statement AS s ON d.catalog = 'statement' AND s.triple = d.key")
+        joins = (
+            " LEFT JOIN knowledge AS k ON d.catalog = 'knowledge' AND k.name = d.key"
+            " LEFT JOIN statement AS s ON d.catalog = 'statement' AND s.triple = d.key"
+        )
         if self.postgres:
-            return ("SELECT d.id, d.catalog, d.key,"
-                    f" -(ts_rank({_PG_WEIGHTS}, d.tsv, q.q, 1)::float8) AS rank,"
-                    f" COALESCE(k.content, s.content) FROM docs AS d"
-                    f" CROSS JOIN {_PG_QUERY} AS q(q){joins}"
-                    f" WHERE d.tsv @@ q.q{catalog_filter}"
-                    " ORDER BY rank ASC, d.id ASC LIMIT ? OFFSET ?")
-        return ("SELECT d.id, d.catalog, d.key, bm25(docs_fts, 10.0, 1.0, 5.0, 3.0) AS rank,"
-                " COALESCE(k.content, s.content) FROM docs_fts"
-                f" JOIN docs AS d ON d.id = docs_fts.rowid{joins}"
-                f" WHERE docs_fts MATCH ?{catalog_filter}"
-                " ORDER BY rank ASC, d.id ASC LIMIT ? OFFSET ?")
+            return (
+                "SELECT d.id, d.catalog, d.key,"
+                f" -(ts_rank({_PG_WEIGHTS}, d.tsv, q.q, 1)::float8) AS rank,"
+                f" COALESCE(k.content, s.content) FROM docs AS d"
+                f" CROSS JOIN {_PG_QUERY} AS q(q){joins}"
+                f" WHERE d.tsv @@ q.q{catalog_filter}"
+                " ORDER BY rank ASC, d.id ASC LIMIT ? OFFSET ?"
+            )
+        return (
+            "SELECT d.id, d.catalog, d.key, bm25(docs_fts, 10.0, 1.0, 5.0, 3.0) AS rank,"
+            " COALESCE(k.content, s.content) FROM docs_fts"
+            f" JOIN docs AS d ON d.id = docs_fts.rowid{joins}"
+            f" WHERE docs_fts MATCH ?{catalog_filter}"
+            " ORDER BY rank ASC, d.id ASC LIMIT ? OFFSET ?"
+        )
 
 
 SQLITE = Dialect("sqlite")

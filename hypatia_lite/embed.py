@@ -62,7 +62,7 @@ class HashingEmbedder:
         for word in _WORD.findall(text[:MAX_EMBED_CHARS].lower()):
             features = [f"w:{word}"]
             padded = f"<{word}>"
-            features.extend(f"c:{padded[i:i + 3]}" for i in range(len(padded) - 2))
+            features.extend(f"c:{padded[i : i + 3]}" for i in range(len(padded) - 2))
             for feature in features:
                 h = zlib.crc32(feature.encode("utf-8"))
                 sign = 1.0 if (h >> 31) & 1 else -1.0
@@ -120,9 +120,7 @@ def embedder_from_env(env: dict[str, str] | None = None) -> Embedder | None:
         return None
     if kind == "openai" or (url and kind in ("", "openai")):
         if not url:
-            raise ModelUnavailableError(
-                f"model unavailable: {EMBEDDER_ENV}=openai needs {URL_ENV}"
-            )
+            raise ModelUnavailableError(f"model unavailable: {EMBEDDER_ENV}=openai needs {URL_ENV}")
         key_env = values.get(KEY_ENV_ENV, "OPENAI_API_KEY")
         model = values.get(MODEL_ENV, "").strip() or "text-embedding-3-small"
         return OpenAIEmbedder(url, model, values.get(key_env) or None)

@@ -61,8 +61,7 @@ _INDEX_NEW_DOCS = (
 )
 
 
-def put_docs(conn: sqlite3.Connection,
-             docs: Iterable[tuple[str, str, Mapping[str, Any]]]) -> None:
+def put_docs(conn: sqlite3.Connection, docs: Iterable[tuple[str, str, Mapping[str, Any]]]) -> None:
     """Create or replace the FTS documents of ``(catalog, key, content)`` items. Call it inside
     the write transaction that writes the entries.
 
@@ -74,6 +73,7 @@ def put_docs(conn: sqlite3.Connection,
     as much on small documents.
     """
     before = conn.execute("SELECT coalesce(max(id), 0) FROM docs").fetchone()[0]
-    conn.executemany(_UPSERT_DOC, [
-        (catalog, key, *doc_columns(key, content)) for catalog, key, content in docs])
+    conn.executemany(
+        _UPSERT_DOC, [(catalog, key, *doc_columns(key, content)) for catalog, key, content in docs]
+    )
     conn.execute(_INDEX_NEW_DOCS, (before,))

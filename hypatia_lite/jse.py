@@ -32,8 +32,19 @@ _NULL_COLUMNS = frozenset({"tr_start", "tr_end"})  # statement columns never set
 _PATH = re.compile(r"^[A-Za-z_][\w-]*(\[\d+\])*(\.[A-Za-z_][\w-]*(\[\d+\])*)*$")
 _COMPARE = {"$eq": "=", "$ne": "<>", "$gt": ">", "$lt": "<", "$gte": ">=", "$lte": "<="}
 _CONDITIONS = frozenset(
-    {"$and", "$or", "$not", "$like", "$contains", "$has", "$content", "$triple", "$search",
-     "$k-hop", *_COMPARE}
+    {
+        "$and",
+        "$or",
+        "$not",
+        "$like",
+        "$contains",
+        "$has",
+        "$content",
+        "$triple",
+        "$search",
+        "$k-hop",
+        *_COMPARE,
+    }
 )
 _TOP = frozenset({"$knowledge", "$statement", "$not-summaried"})
 OPERATORS = _CONDITIONS | _TOP | {"$quote", "$similar", "$json-contains"}
@@ -129,8 +140,9 @@ def compile_query(jse: Any, d: Dialect = SQLITE) -> Plan:
             f"{tagged} AND NOT EXISTS (SELECT 1 FROM statement AS s"
             " WHERE s.relation = 'summary' AND s.tail = t.name)"
         )
-        return Plan("knowledge", f"{summaried} AND {where}", (*tag_params, *params), limit,
-                    offset, True)
+        return Plan(
+            "knowledge", f"{summaried} AND {where}", (*tag_params, *params), limit, offset, True
+        )
     catalog: Catalog = "knowledge" if op == "$knowledge" else "statement"
     where, params = _conjunction(args, catalog, d)
     return Plan(catalog, where, params, limit, offset, False)
@@ -230,9 +242,7 @@ def _value(value: str, catalog: Catalog, d: Dialect) -> tuple[str, tuple[Any, ..
     return "?", (value,)
 
 
-def _compare(
-    op: str, args: list[Any], catalog: Catalog, d: Dialect
-) -> tuple[str, tuple[Any, ...]]:
+def _compare(op: str, args: list[Any], catalog: Catalog, d: Dialect) -> tuple[str, tuple[Any, ...]]:
     lhs = _field(str(args[0]), catalog, d)
     if args[1] is None:
         return (f"{lhs} IS NULL", ()) if op == "$eq" else (f"{lhs} IS NOT NULL", ())
@@ -271,13 +281,14 @@ def _triple(args: list[Any], catalog: Catalog) -> tuple[str, tuple[Any, ...]]:
     if len(args) == 1 and isinstance(args[0], list):
         args = args[0]
     if len(args) != 3 or not all(isinstance(a, str) for a in args):
-        raise _eval_error("$triple takes [head, relation, tail] (\"$*\" is a wildcard)")
+        raise _eval_error('$triple takes [head, relation, tail] ("$*" is a wildcard)')
     if all(a == "$*" for a in args):
-        raise _eval_error("$triple needs at least one field that is not the \"$*\" wildcard")
+        raise _eval_error('$triple needs at least one field that is not the "$*" wildcard')
     if "$*" not in args:
         return "t.triple = ?", (csv_triple(args[0], args[1], args[2]),)
     parts = [
-        (f"t.{col} = ?", a) for col, a in zip(("head", "relation", "tail"), args, strict=True)
+        (f"t.{col} = ?", a)
+        for col, a in zip(("head", "relation", "tail"), args, strict=True)
         if a != "$*"
     ]
     return " AND ".join(p for p, _ in parts), tuple(a for _, a in parts)
@@ -296,7 +307,7 @@ def _k_hop(args: list[Any], catalog: Catalog, d: Dialect) -> tuple[str, tuple[An
         or not isinstance(args[2], int)
         or args[2] < 1
     ):
-        raise _eval_error("$k-hop takes [head, relation or \"$*\", depth > 0]")
+        raise _eval_error('$k-hop takes [head, relation or "$*", depth > 0]')
     head, relation, depth = args
     rel_sql, rel_params = ("", ()) if relation == "$*" else (" AND s.relation = ?", (relation,))
     sql = (

@@ -92,18 +92,28 @@ class LiteTools:
         pending = store.pending_embeddings()
         blocked = None
         if store.embedder is None:
-            blocked = {"reason": "provider_unavailable",
-                       "message": "no embedding provider configured"}
-        return {"pending_knowledge": pending["knowledge"],
-                "pending_statement": pending["statement"], "passed_over": 0,
-                "pending_since": None, "blocked": blocked, "paused": None}
+            blocked = {
+                "reason": "provider_unavailable",
+                "message": "no embedding provider configured",
+            }
+        return {
+            "pending_knowledge": pending["knowledge"],
+            "pending_statement": pending["statement"],
+            "passed_over": 0,
+            "pending_since": None,
+            "blocked": blocked,
+            "paused": None,
+        }
 
     def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         check_arguments(tool, args)
         if tool == "list_shelves":
             home = shelves.lite_home()
-            return {"shelves": [{"name": n, "path": p, "connected": c}
-                                for n, p, c in shelves.listing(home)]}
+            return {
+                "shelves": [
+                    {"name": n, "path": p, "connected": c} for n, p, c in shelves.listing(home)
+                ]
+            }
         store = self.store(str(args.get("shelf") or shelves.DEFAULT_SHELF))
         if tool.startswith("knowledge_"):
             return self._knowledge(store, tool, args)
@@ -114,15 +124,20 @@ class LiteTools:
             return {"rows": rows, "total_count": len(rows)}
         if tool == "search":
             limit, offset = _paging(args)
-            rows = store.search_rows(args["query"], catalog=args.get("catalog"), limit=limit,
-                                     offset=offset)
+            rows = store.search_rows(
+                args["query"], catalog=args.get("catalog"), limit=limit, offset=offset
+            )
             return {"rows": rows, "total_count": len(rows)}
         limit, _ = _paging(args)
         where = args.get("where")
         rows = store.similar_rows(
-            args["query"], target=args.get("target") or "both", limit=limit,
-            tags=_tags(args.get("tags")) or (), exclude_tags=_tags(args.get("exclude_tags")) or (),
-            where=None if where is None else _jse(where, "where"))
+            args["query"],
+            target=args.get("target") or "both",
+            limit=limit,
+            tags=_tags(args.get("tags")) or (),
+            exclude_tags=_tags(args.get("exclude_tags")) or (),
+            where=None if where is None else _jse(where, "where"),
+        )
         return {"rows": rows, "total_count": len(rows), "embedding": self.embedding(store)}
 
     def _knowledge(self, store: LiteStore, tool: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -139,22 +154,33 @@ class LiteTools:
         if tool == "knowledge_create":
             if store.knowledge_get_row(name) is not None:
                 raise ToolFailure(
-                    f"knowledge '{name}' already exists; use knowledge_update to change it")
+                    f"knowledge '{name}' already exists; use knowledge_update to change it"
+                )
             created = store.knowledge_create(
-                name, args.get("data") or "", tags=_tags(args.get("tags")) or (),
-                scopes=_scopes(args.get("scopes")), synonyms=_tags(args.get("synonyms")),
-                figures=_tags(args.get("figures")), embed=args.get("embed") is not False)
+                name,
+                args.get("data") or "",
+                tags=_tags(args.get("tags")) or (),
+                scopes=_scopes(args.get("scopes")),
+                synonyms=_tags(args.get("synonyms")),
+                figures=_tags(args.get("figures")),
+                embed=args.get("embed") is not False,
+            )
             if not created:
                 raise ToolFailure(unique_violation())
             return {"name": name, "created": True, "embedding": self.embedding(store)}
         fields = ("data", "tags", "synonyms", "figures", "scopes")
         if all(args.get(f) is None for f in fields):
-            raise ToolFailure("nothing to update: pass at least one of data, tags, synonyms, "
-                              "figures, scopes")
+            raise ToolFailure(
+                "nothing to update: pass at least one of data, tags, synonyms, figures, scopes"
+            )
         changed = store.knowledge_update(
-            name, data=args.get("data"), tags=_tags(args.get("tags")),
-            scopes=_scopes(args.get("scopes")), synonyms=_tags(args.get("synonyms")),
-            figures=_tags(args.get("figures")))
+            name,
+            data=args.get("data"),
+            tags=_tags(args.get("tags")),
+            scopes=_scopes(args.get("scopes")),
+            synonyms=_tags(args.get("synonyms")),
+            figures=_tags(args.get("figures")),
+        )
         return {"name": name, "changed": changed, "embedding": self.embedding(store)}
 
     def _statement(self, store: LiteStore, tool: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -164,11 +190,21 @@ class LiteTools:
                 raise ToolFailure(f"not found: statement '{csv_triple(head, relation, tail)}'")
             return {"head": head, "relation": relation, "tail": tail, "deleted": True}
         created = store.statement_create(
-            head, relation, tail, data=args.get("data") or "",
-            scopes=_scopes(args.get("scopes")), synonyms=args.get("synonyms"),
-            embed=args.get("embed") is not False)
-        return {"head": head, "relation": relation, "tail": tail, "created": created,
-                "embedding": self.embedding(store)}
+            head,
+            relation,
+            tail,
+            data=args.get("data") or "",
+            scopes=_scopes(args.get("scopes")),
+            synonyms=args.get("synonyms"),
+            embed=args.get("embed") is not False,
+        )
+        return {
+            "head": head,
+            "relation": relation,
+            "tail": tail,
+            "created": created,
+            "embedding": self.embedding(store),
+        }
 
 
 def _error(text: str) -> types.CallToolResult:
@@ -181,15 +217,23 @@ def build_server(tools: LiteTools) -> Server[Any]:
     async def list_tools(
         ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[
-            types.Tool(
-                name=name, title=title, description=description, input_schema=schema,
-                annotations=types.ToolAnnotations(
-                    title=title, read_only_hint=read_only, destructive_hint=destructive,
-                    idempotent_hint=read_only or name == "statement_create"),
-            )
-            for name, (title, description, read_only, destructive, schema) in TOOLS.items()
-        ])
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name=name,
+                    title=title,
+                    description=description,
+                    input_schema=schema,
+                    annotations=types.ToolAnnotations(
+                        title=title,
+                        read_only_hint=read_only,
+                        destructive_hint=destructive,
+                        idempotent_hint=read_only or name == "statement_create",
+                    ),
+                )
+                for name, (title, description, read_only, destructive, schema) in TOOLS.items()
+            ]
+        )
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         if params.name not in TOOLS:
@@ -201,11 +245,17 @@ def build_server(tools: LiteTools) -> Server[Any]:
         except Exception as err:  # a bug must not kill the server: report it on this call
             return _error(f"internal error: {type(err).__name__}: {err}")
         return types.CallToolResult(
-            content=[types.TextContent(text=to_json_text(value))], structured_content=value)
+            content=[types.TextContent(text=to_json_text(value))], structured_content=value
+        )
 
     return Server(
-        "hypatia-lite", version=_version(), title="hypatia-lite", instructions=INSTRUCTIONS,
-        on_list_tools=list_tools, on_call_tool=call_tool)
+        "hypatia-lite",
+        version=_version(),
+        title="hypatia-lite",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
 
 
 def _version() -> str:

@@ -50,42 +50,103 @@ _OFFSET = {"type": "integer", "minimum": 0, "description": "Rows to skip (defaul
 
 # name → (title, description, read_only, destructive, schema)
 TOOLS: dict[str, tuple[str, str, bool, bool, dict[str, Any]]] = {
-    "list_shelves": ("List shelves", "List registered shelves.", True, False,
-                     _schema([], {}, shelf=False)),
-    "query": ("Query", "Run a JSE (JSON Search Expression) query.", True, False,
-              _schema(["jse"], {"jse": _JSON_ANY})),
-    "search": ("Full-text search", "BM25 full-text search over knowledge and statements.",
-               True, False,
-               _schema(["query"], {
-                   "query": _STR,
-                   "catalog": {"type": "string", "enum": ["knowledge", "statement"]},
-                   "limit": _LIMIT, "offset": _OFFSET})),
-    "similar": ("Similar", "Vector similarity search (cosine distance, lower is closer).",
-                True, False,
-                _schema(["query"], {
-                    "query": _STR,
-                    "target": {"type": "string", "enum": ["knowledge", "statement", "both"]},
-                    "limit": _LIMIT,
-                    "tags": {**_STRS, "description": "Only entries with at least one of these"},
-                    "exclude_tags": {**_STRS, "description": "Skip entries with any of these"},
-                    "where": _JSON_ANY})),
-    "knowledge_create": ("Create knowledge", "Create a knowledge entry (fails if it exists).",
-                         False, False, _schema(["name"], {"name": _STR, **_CONTENT,
-                                                          "embed": _EMBED})),
-    "knowledge_get": ("Get knowledge", "Get a knowledge entry by name.", True, False,
-                      _schema(["name"], {"name": _STR})),
-    "knowledge_update": ("Update knowledge",
-                         "Change fields of a knowledge entry (omitted = keep, empty = clear).",
-                         False, False, _schema(["name"], {"name": _STR, **_CONTENT})),
-    "knowledge_delete": ("Delete knowledge", "Delete a knowledge entry (statements are kept).",
-                         False, True, _schema(["name"], {"name": _STR})),
-    "statement_create": ("Create statement",
-                         "Create a (head, relation, tail) statement; idempotent.", False, False,
-                         _schema(["head", "relation", "tail"], {
-                             **_TRIPLE, "data": _STR, "synonyms": _STATEMENT_SYNONYMS,
-                             "scopes": _CONTENT["scopes"], "embed": _EMBED})),
-    "statement_delete": ("Delete statement", "Delete a statement.", False, True,
-                         _schema(["head", "relation", "tail"], dict(_TRIPLE))),
+    "list_shelves": (
+        "List shelves",
+        "List registered shelves.",
+        True,
+        False,
+        _schema([], {}, shelf=False),
+    ),
+    "query": (
+        "Query",
+        "Run a JSE (JSON Search Expression) query.",
+        True,
+        False,
+        _schema(["jse"], {"jse": _JSON_ANY}),
+    ),
+    "search": (
+        "Full-text search",
+        "BM25 full-text search over knowledge and statements.",
+        True,
+        False,
+        _schema(
+            ["query"],
+            {
+                "query": _STR,
+                "catalog": {"type": "string", "enum": ["knowledge", "statement"]},
+                "limit": _LIMIT,
+                "offset": _OFFSET,
+            },
+        ),
+    ),
+    "similar": (
+        "Similar",
+        "Vector similarity search (cosine distance, lower is closer).",
+        True,
+        False,
+        _schema(
+            ["query"],
+            {
+                "query": _STR,
+                "target": {"type": "string", "enum": ["knowledge", "statement", "both"]},
+                "limit": _LIMIT,
+                "tags": {**_STRS, "description": "Only entries with at least one of these"},
+                "exclude_tags": {**_STRS, "description": "Skip entries with any of these"},
+                "where": _JSON_ANY,
+            },
+        ),
+    ),
+    "knowledge_create": (
+        "Create knowledge",
+        "Create a knowledge entry (fails if it exists).",
+        False,
+        False,
+        _schema(["name"], {"name": _STR, **_CONTENT, "embed": _EMBED}),
+    ),
+    "knowledge_get": (
+        "Get knowledge",
+        "Get a knowledge entry by name.",
+        True,
+        False,
+        _schema(["name"], {"name": _STR}),
+    ),
+    "knowledge_update": (
+        "Update knowledge",
+        "Change fields of a knowledge entry (omitted = keep, empty = clear).",
+        False,
+        False,
+        _schema(["name"], {"name": _STR, **_CONTENT}),
+    ),
+    "knowledge_delete": (
+        "Delete knowledge",
+        "Delete a knowledge entry (statements are kept).",
+        False,
+        True,
+        _schema(["name"], {"name": _STR}),
+    ),
+    "statement_create": (
+        "Create statement",
+        "Create a (head, relation, tail) statement; idempotent.",
+        False,
+        False,
+        _schema(
+            ["head", "relation", "tail"],
+            {
+                **_TRIPLE,
+                "data": _STR,
+                "synonyms": _STATEMENT_SYNONYMS,
+                "scopes": _CONTENT["scopes"],
+                "embed": _EMBED,
+            },
+        ),
+    ),
+    "statement_delete": (
+        "Delete statement",
+        "Delete a statement.",
+        False,
+        True,
+        _schema(["head", "relation", "tail"], dict(_TRIPLE)),
+    ),
 }
 
 
@@ -123,8 +184,9 @@ def check_arguments(tool: str, arguments: dict[str, Any]) -> None:
     for key in arguments:
         if key not in props:
             expected = ", ".join(f"`{p}`" for p in props)
-            raise ArgumentError(f"invalid arguments: unknown field `{key}`, expected one of "
-                                f"{expected}")
+            raise ArgumentError(
+                f"invalid arguments: unknown field `{key}`, expected one of {expected}"
+            )
     for key in schema["required"]:
         if key not in arguments:
             raise ArgumentError(f"invalid arguments: missing field `{key}`")
@@ -132,9 +194,12 @@ def check_arguments(tool: str, arguments: dict[str, Any]) -> None:
         if value is None and key not in schema["required"]:
             continue
         if not _type_ok(props[key], value):
-            raise ArgumentError(f"invalid arguments: invalid type for `{key}`: expected "
-                                f"{props[key].get('type')}")
+            raise ArgumentError(
+                f"invalid arguments: invalid type for `{key}`: expected {props[key].get('type')}"
+            )
         if "enum" in props[key] and value not in props[key]["enum"]:
             options = ", ".join(f"`{o}`" for o in props[key]["enum"])
-            raise ArgumentError(f"invalid arguments: unknown variant `{value}` for `{key}`, "
-                                f"expected one of {options}")
+            raise ArgumentError(
+                f"invalid arguments: unknown variant `{value}` for `{key}`, "
+                f"expected one of {options}"
+            )

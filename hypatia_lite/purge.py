@@ -40,8 +40,7 @@ _SET_OWED = "INSERT OR REPLACE INTO meta(k, v) VALUES (?, '1')"
 def configure_index(conn: sqlite3.Connection) -> None:
     """Turn the FTS5 index's ``secure-delete`` on unless it is (inside the open transaction).
     An index that held documents before is rebuilt, and a ``VACUUM`` is owed."""
-    found = conn.execute(
-        "SELECT v FROM docs_fts_config WHERE k = 'secure-delete'").fetchone()
+    found = conn.execute("SELECT v FROM docs_fts_config WHERE k = 'secure-delete'").fetchone()
     if found is not None and found[0] == 1:
         return
     conn.execute("INSERT INTO docs_fts(docs_fts, rank) VALUES ('secure-delete', 1)")
@@ -52,7 +51,8 @@ def configure_index(conn: sqlite3.Connection) -> None:
 
 def _owed(conn: sqlite3.Connection) -> set[str]:
     rows = conn.execute(
-        "SELECT k FROM meta WHERE k IN (?, ?)", (OWED_CHECKPOINT, OWED_VACUUM)).fetchall()
+        "SELECT k FROM meta WHERE k IN (?, ?)", (OWED_CHECKPOINT, OWED_VACUUM)
+    ).fetchall()
     return {str(row[0]) for row in rows}
 
 

@@ -83,20 +83,32 @@ class ContentShape:
 
     __slots__ = ("_tail", "embed", "scopes", "tags")
 
-    def __init__(self, tags: Sequence[str] = (), scopes: Sequence[str] | None = None,
-                 embed: bool = True) -> None:
+    def __init__(
+        self, tags: Sequence[str] = (), scopes: Sequence[str] | None = None, embed: bool = True
+    ) -> None:
         self.tags: list[str] = clean_list(tags) or []
         self.scopes: list[str] | None = clean_list(scopes) or None
         self.embed = embed
-        self._tail = (',"tags":' + _COMPACT.encode(self.tags)
-                      + ',"synonyms":null,"figures":null,"scopes":'
-                      + _COMPACT.encode(self.scopes) + ("" if embed else ',"embed":false') + "}")
+        self._tail = (
+            ',"tags":'
+            + _COMPACT.encode(self.tags)
+            + ',"synonyms":null,"figures":null,"scopes":'
+            + _COMPACT.encode(self.scopes)
+            + ("" if embed else ',"embed":false')
+            + "}"
+        )
 
     def make(self, data: str) -> tuple[dict[str, Any], str]:
         """The Content object with ``data`` and its compact JSON text."""
         data = well_formed(data)
-        content: dict[str, Any] = {"format": "markdown", "data": data, "tags": self.tags,
-                                   "synonyms": None, "figures": None, "scopes": self.scopes}
+        content: dict[str, Any] = {
+            "format": "markdown",
+            "data": data,
+            "tags": self.tags,
+            "synonyms": None,
+            "figures": None,
+            "scopes": self.scopes,
+        }
         if not self.embed:
             content[NO_EMBED] = False
         return content, '{"format":"markdown","data":' + _COMPACT.encode(data) + self._tail

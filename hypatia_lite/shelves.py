@@ -120,8 +120,10 @@ def resolve(home: Path, name: str) -> Path:
     is a PostgreSQL shelf (which has no directory)."""
     location = locate(home, name)
     if is_url(location):
-        raise ShelfError(f"shelf error: shelf '{name}' is stored in PostgreSQL "
-                         f"({pg_url.redact(location)}), not in a directory")
+        raise ShelfError(
+            f"shelf error: shelf '{name}' is stored in PostgreSQL "
+            f"({pg_url.redact(location)}), not in a directory"
+        )
     return Path(location)
 
 
@@ -161,10 +163,13 @@ def _refuse_taken(name: str, found: str, url: str) -> None:
             f"shelf error: shelf '{name}' is registered as {found}, a local shelf holding "
             f"{held} {'entry' if held == 1 else 'entries'}, not as {pg_url.redact(url)}; "
             f"choose another shelf name for the URL, or disconnect the local one "
-            f"(hypatia-lite disconnect {name})")
+            f"(hypatia-lite disconnect {name})"
+        )
     shown = pg_url.redact(found) if is_url(found) else found
-    raise ShelfError(f"shelf error: shelf '{name}' is registered as {shown}, not as "
-                     f"{pg_url.redact(url)}; disconnect it or choose another shelf name")
+    raise ShelfError(
+        f"shelf error: shelf '{name}' is registered as {shown}, not as "
+        f"{pg_url.redact(url)}; disconnect it or choose another shelf name"
+    )
 
 
 def _rows_in(directory: Path) -> int:
@@ -178,10 +183,15 @@ def _rows_in(directory: Path) -> int:
         return 0
     try:
         with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as conn:
-            tables = {row[0] for row in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table'")}
-            return sum(int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
-                       for table in ("knowledge", "statement") if table in tables)
+            tables = {
+                row[0]
+                for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
+            return sum(
+                int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+                for table in ("knowledge", "statement")
+                if table in tables
+            )
     except sqlite3.Error as err:
         raise ShelfError(f"shelf error: cannot read the local shelf {directory}: {err}") from err
 
@@ -205,8 +215,7 @@ def _add_url(home: Path, shelves: dict[str, str], name: str, url: str) -> None:
     """Register ``url`` as ``name`` (under the registry lock), unless another name has it."""
     for other, location in shelves.items():
         if location == url and other != name:
-            raise ShelfError(f"shelf error: {pg_url.redact(url)} is already connected as "
-                             f"'{other}'")
+            raise ShelfError(f"shelf error: {pg_url.redact(url)} is already connected as '{other}'")
     shelves[name] = url
     _write(home, shelves)
 

@@ -40,8 +40,7 @@ class SqliteBackend:
         try:
             return cls(db.connect(path), path)
         except sqlite3.Error as err:
-            raise ShelfError(
-                f"shelf error: cannot open shelf '{shelf}' at {path}: {err}") from err
+            raise ShelfError(f"shelf error: cannot open shelf '{shelf}' at {path}: {err}") from err
 
     @property
     def conn(self) -> db.ShelfConnection:
@@ -63,8 +62,7 @@ class SqliteBackend:
     def insert_new(self, sql: str, rows: list[tuple[Any, ...]], key: str) -> set[str]:
         # ``BEGIN IMMEDIATE`` keeps other writers out: every row the caller found absent inserts
         if self.conn.executemany(sql, rows).rowcount != len(rows):
-            raise TransientStoreError("storage error: rows changed during a batch write; "
-                                      "try again")
+            raise TransientStoreError("storage error: rows changed during a batch write; try again")
         return {str(row[0]) for row in rows}
 
     def put_docs(self, docs: Iterable[Doc]) -> None:

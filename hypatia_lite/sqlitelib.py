@@ -28,6 +28,7 @@ MIN_VERSION = (3, 42, 0)
 if sqlite3.sqlite_version_info < MIN_VERSION:  # pragma: no cover - a broken install
     raise ImportError(
         f"hypatia-lite needs SQLite {'.'.join(map(str, MIN_VERSION))} or newer for secure "
-        f"deletion; sqlean.py brought {sqlite3.sqlite_version}: reinstall sqlean-py")
+        f"deletion; sqlean.py brought {sqlite3.sqlite_version}: reinstall sqlean-py"
+    )
 
 __all__ = ["MIN_VERSION", "sqlite3"]

@@ -62,7 +62,9 @@ class LiteStore(VectorSearch):
     """
 
     def __init__(
-        self, shelf: str = shelves.DEFAULT_SHELF, home: Path | None = None,
+        self,
+        shelf: str = shelves.DEFAULT_SHELF,
+        home: Path | None = None,
         embedder: Embedder | None = _DEFAULT,
     ) -> None:
         self.shelf = shelf
@@ -123,24 +125,37 @@ class LiteStore(VectorSearch):
     def knowledge_get_row(self, name: str) -> dict[str, Any] | None:
         """The printed row ``{name, content, created_at}`` or None."""
         name = well_formed(name)
-        found = self._run(lambda: self.conn.execute(
-            f"SELECT {_K_COLS} FROM knowledge AS t WHERE t.name = ?", (name,)).fetchone())
+        found = self._run(
+            lambda: self.conn.execute(
+                f"SELECT {_K_COLS} FROM knowledge AS t WHERE t.name = ?", (name,)
+            ).fetchone()
+        )
         return None if found is None else knowledge_row(found[0], json.loads(found[1]), found[2])
 
     def knowledge_get(self, name: str) -> KnowledgeEntry | None:
         row = self.knowledge_get_row(name)
-        return None if row is None else KnowledgeEntry(
-            row["name"], Content.from_json(row["content"]), row["created_at"])
+        return (
+            None
+            if row is None
+            else KnowledgeEntry(row["name"], Content.from_json(row["content"]), row["created_at"])
+        )
 
     def knowledge_create(
-        self, name: str, data: str = "", *, tags: Sequence[str] = (),
-        scopes: Sequence[str] | None = None, synonyms: Sequence[str] | None = None,
-        figures: Sequence[str] | None = None, embed: bool = True,
+        self,
+        name: str,
+        data: str = "",
+        *,
+        tags: Sequence[str] = (),
+        scopes: Sequence[str] | None = None,
+        synonyms: Sequence[str] | None = None,
+        figures: Sequence[str] | None = None,
+        embed: bool = True,
     ) -> bool:
         """True when created; False when ``name`` already existed (left unchanged)."""
         name = well_formed(name)
-        content = make_content(data, tags=tags, scopes=scopes, synonyms=synonyms, figures=figures,
-                               embed=embed)
+        content = make_content(
+            data, tags=tags, scopes=scopes, synonyms=synonyms, figures=figures, embed=embed
+        )
         blob, model = self._vector(embed, name, content)
 
         def _insert() -> bool:
@@ -158,23 +173,38 @@ class LiteStore(VectorSearch):
         return self._run(_insert)
 
     def knowledge_update(
-        self, name: str, *, data: str | None = None, tags: Sequence[str] | None = None,
-        scopes: Sequence[str] | None = None, synonyms: Sequence[str] | None = None,
+        self,
+        name: str,
+        *,
+        data: str | None = None,
+        tags: Sequence[str] | None = None,
+        scopes: Sequence[str] | None = None,
+        synonyms: Sequence[str] | None = None,
         figures: Sequence[str] | None = None,
     ) -> bool:
         """Change only the given fields (empty = clear); True when something changed."""
-        if data is None and tags is None and scopes is None and synonyms is None and (
-                figures is None):
-            raise StoreError("validation error: nothing to update: pass at least one of "
-                             "data, tags, synonyms, figures, scopes")
+        if (
+            data is None
+            and tags is None
+            and scopes is None
+            and synonyms is None
+            and (figures is None)
+        ):
+            raise StoreError(
+                "validation error: nothing to update: pass at least one of "
+                "data, tags, synonyms, figures, scopes"
+            )
         name = well_formed(name)
         for attempt in range(_UPDATE_ATTEMPTS):
             if attempt:
                 # Another writer changed the entry between our read and our swap. Wait a random
                 # moment so two processes updating one entry do not keep meeting in lockstep.
                 time.sleep(random.uniform(0, 0.002 * 2**attempt))
-            found = self._run(lambda: self.conn.execute(
-                "SELECT content, embed_wanted FROM knowledge WHERE name = ?", (name,)).fetchone())
+            found = self._run(
+                lambda: self.conn.execute(
+                    "SELECT content, embed_wanted FROM knowledge WHERE name = ?", (name,)
+                ).fetchone()
+            )
             if found is None:
                 raise NotFoundError(f"not found: knowledge '{name}'")
             stored, wanted = found
@@ -192,14 +222,19 @@ class LiteStore(VectorSearch):
                 return False
             blob, model = self._vector(bool(wanted), name, new)
 
-            def _update(stored: str = stored, new: dict[str, Any] = new,
-                        blob: bytes | None = blob, model: Any = model) -> bool:
+            def _update(
+                stored: str = stored,
+                new: dict[str, Any] = new,
+                blob: bytes | None = blob,
+                model: Any = model,
+            ) -> bool:
                 # compare-and-swap: a concurrent update in between makes this attempt retry
                 with self.backend.write(purge_text=True):
                     cur = self.conn.execute(
                         "UPDATE knowledge SET content = ?, embedding = ?, embedding_model = ?"
                         " WHERE name = ? AND content = ?",
-                        (content_text(new), blob, model, name, stored))
+                        (content_text(new), blob, model, name, stored),
+                    )
                     if cur.rowcount == 1:
                         self._put_doc("knowledge", name, new)
                 return cur.rowcount == 1
@@ -207,7 +242,8 @@ class LiteStore(VectorSearch):
             if self._run(_update):
                 return True
         raise TransientStoreError(
-            f"storage error: knowledge '{name}' kept changing during the update; try again")
+            f"storage error: knowledge '{name}' kept changing during the update; try again"
+        )
 
     def knowledge_delete(self, name: str) -> bool:
         """True when removed; False when absent. Statements naming it are kept."""
@@ -217,7 +253,8 @@ class LiteStore(VectorSearch):
             with self.backend.write(purge_text=True):
                 cur = self.conn.execute("DELETE FROM knowledge WHERE name = ?", (name,))
                 self.conn.execute(
-                    "DELETE FROM docs WHERE catalog = 'knowledge' AND key = ?", (name,))
+                    "DELETE FROM docs WHERE catalog = 'knowledge' AND key = ?", (name,)
+                )
             return cur.rowcount == 1
 
         return self._run(_delete)
@@ -235,8 +272,14 @@ class LiteStore(VectorSearch):
     # --------------------------------------------------------------------------- statements
 
     def statement_create(
-        self, head: str, relation: str, tail: str, *, data: str = "",
-        scopes: Sequence[str] | None = None, synonyms: dict[str, list[str]] | None = None,
+        self,
+        head: str,
+        relation: str,
+        tail: str,
+        *,
+        data: str = "",
+        scopes: Sequence[str] | None = None,
+        synonyms: dict[str, list[str]] | None = None,
         embed: bool = True,
     ) -> bool:
         """True when created; False when the triple already existed (left unchanged)."""
@@ -252,8 +295,7 @@ class LiteStore(VectorSearch):
                     " embed_wanted, embedding, embedding_model) VALUES (?, ?, ?, ?, ?,"
                     f" {self.dialect.now}, ?, ?, ?)"
                     " ON CONFLICT(triple) DO NOTHING",
-                    (triple, head, relation, tail, content_text(content), int(embed), blob,
-                     model),
+                    (triple, head, relation, tail, content_text(content), int(embed), blob, model),
                 )
                 if cur.rowcount == 1:
                     self._put_doc("statement", triple, content)
@@ -269,7 +311,8 @@ class LiteStore(VectorSearch):
             with self.backend.write(purge_text=True):
                 cur = self.conn.execute("DELETE FROM statement WHERE triple = ?", (triple,))
                 self.conn.execute(
-                    "DELETE FROM docs WHERE catalog = 'statement' AND key = ?", (triple,))
+                    "DELETE FROM docs WHERE catalog = 'statement' AND key = ?", (triple,)
+                )
             return cur.rowcount == 1
 
         return self._run(_delete)
@@ -286,19 +329,26 @@ class LiteStore(VectorSearch):
         match = self.dialect.fts_param(words)
         where, params = ("", ()) if catalog is None else (" AND d.catalog = ?", (catalog,))
         sql = self.dialect.search(where)
-        found = self._run(lambda: self.conn.execute(
-            sql, (match, *params, limit, offset)).fetchall())
+        found = self._run(
+            lambda: self.conn.execute(sql, (match, *params, limit, offset)).fetchall()
+        )
         return [
             {"id": r[0], "catalog": r[1], "key": r[2], "content": r[4], "rank": r[3]}
-            for r in found if r[4] is not None
+            for r in found
+            if r[4] is not None
         ]
 
     def search(
         self, query: str, *, catalog: Catalog | None = None, limit: int = 100, offset: int = 0
     ) -> list[SearchRow]:
         return [
-            SearchRow(r["id"], r["catalog"], r["key"], Content.from_json(json.loads(r["content"])),
-                      r["rank"])
+            SearchRow(
+                r["id"],
+                r["catalog"],
+                r["key"],
+                Content.from_json(json.loads(r["content"])),
+                r["rank"],
+            )
             for r in self.search_rows(query, catalog=catalog, limit=limit, offset=offset)
         ]
 
@@ -309,10 +359,13 @@ class LiteStore(VectorSearch):
         plan = compile_query(jse, self.dialect)
         order = "ASC" if plan.ascending else "DESC"
         cols = _K_COLS if plan.catalog == "knowledge" else _S_COLS
-        sql = (f"SELECT {cols} FROM {plan.catalog} AS t WHERE {plan.where}"
-               f" ORDER BY t.created_at {order}, t.id {order} LIMIT ? OFFSET ?")
-        found = self._run(lambda: self.conn.execute(
-            sql, (*plan.params, plan.limit, plan.offset)).fetchall())
+        sql = (
+            f"SELECT {cols} FROM {plan.catalog} AS t WHERE {plan.where}"
+            f" ORDER BY t.created_at {order}, t.id {order} LIMIT ? OFFSET ?"
+        )
+        found = self._run(
+            lambda: self.conn.execute(sql, (*plan.params, plan.limit, plan.offset)).fetchall()
+        )
         if plan.catalog == "knowledge":
             return [knowledge_row(r[0], json.loads(r[1]), r[2]) for r in found]
         return [statement_row(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5]) for r in found]
@@ -322,6 +375,7 @@ class LiteStore(VectorSearch):
 
     def dump(self, include_created_at: bool = False) -> dict[str, list[dict[str, Any]]]:
         """Every knowledge entry (by name) and statement (by triple) with full content."""
+
         def _all() -> tuple[list[Any], list[Any]]:
             k = self.conn.execute(f"SELECT {_K_COLS} FROM knowledge AS t ORDER BY t.name")
             s = self.conn.execute(f"SELECT {_S_COLS} FROM statement AS t ORDER BY t.triple")
@@ -330,8 +384,9 @@ class LiteStore(VectorSearch):
         knowledge, statements = self._run(_all)
         out = {
             "knowledge": [knowledge_row(r[0], json.loads(r[1]), r[2]) for r in knowledge],
-            "statements": [statement_row(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5])
-                           for r in statements],
+            "statements": [
+                statement_row(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5]) for r in statements
+            ],
         }
         if not include_created_at:
             for rows in out.values():

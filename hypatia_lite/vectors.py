@@ -69,8 +69,11 @@ class VectorSearch:
         model = self.embedder.identity if self.embedder is not None else ""
         out: dict[str, int] = {}
         for table in ("knowledge", "statement"):
-            out[table] = self._run(lambda t=table: self.conn.execute(  # type: ignore[misc]
-                _PENDING.format(table=t), (model, model)).fetchone()[0])
+            out[table] = self._run(
+                lambda t=table: self.conn.execute(  # type: ignore[misc]
+                    _PENDING.format(table=t), (model, model)
+                ).fetchone()[0]
+            )
         return out
 
     def backfill(self, batch: int = 64) -> int:
@@ -80,34 +83,51 @@ class VectorSearch:
         done = 0
         for table, key in (("knowledge", "name"), ("statement", "triple")):
             while True:
-                todo = self._run(lambda t=table, k=key: self.conn.execute(  # type: ignore[misc]
-                    f"SELECT {k}, content FROM {t} WHERE embed_wanted = 1 AND (embedding IS NULL"
-                    f" OR embedding_model {self.dialect.distinct} ?) ORDER BY id LIMIT ?",
-                    (self.embedder.identity if self.embedder else "", batch)).fetchall())
+                todo = self._run(
+                    lambda t=table, k=key: self.conn.execute(  # type: ignore[misc]
+                        f"SELECT {k}, content FROM {t} WHERE embed_wanted = 1"
+                        f" AND (embedding IS NULL OR embedding_model {self.dialect.distinct} ?)"
+                        " ORDER BY id LIMIT ?",
+                        (self.embedder.identity if self.embedder else "", batch),
+                    ).fetchall()
+                )
                 if not todo:
                     break
-                texts = [embed_text(json.loads(c)["tags"], k, json.loads(c)["data"])
-                         for k, c in todo]
+                texts = [
+                    embed_text(json.loads(c)["tags"], k, json.loads(c)["data"]) for k, c in todo
+                ]
                 try:
                     vectors = self.embedder.embed(texts)
                 except EmbeddingError:
                     return done
                 model = self.embedder.identity
 
-                def _store(t: str = table, k: str = key, rows: Any = todo,
-                           vecs: Any = vectors, model: str = model) -> None:
+                def _store(
+                    t: str = table,
+                    k: str = key,
+                    rows: Any = todo,
+                    vecs: Any = vectors,
+                    model: str = model,
+                ) -> None:
                     with self.backend.write():
                         self.conn.executemany(
                             f"UPDATE {t} SET embedding = ?, embedding_model = ? WHERE {k} = ?",
-                            [(pack(v), model, r[0]) for r, v in zip(rows, vecs, strict=True)])
+                            [(pack(v), model, r[0]) for r, v in zip(rows, vecs, strict=True)],
+                        )
 
                 self._run(_store)
                 done += len(todo)
         return done
 
     def similar_rows(
-        self, query: str, *, target: Target = "knowledge", limit: int = 10,
-        tags: Sequence[str] = (), exclude_tags: Sequence[str] = (), where: Any = None,
+        self,
+        query: str,
+        *,
+        target: Target = "knowledge",
+        limit: int = 10,
+        tags: Sequence[str] = (),
+        exclude_tags: Sequence[str] = (),
+        where: Any = None,
     ) -> list[dict[str, Any]]:
         """Printed rows ``{name|triple, content, distance}`` (+ ``catalog`` for ``both``)."""
         if self.embedder is None:
@@ -117,24 +137,31 @@ class VectorSearch:
         model = self.embedder.identity
         scored: list[tuple[float, int, dict[str, Any]]] = []
         catalogs: list[Literal["knowledge", "statement"]] = (
-            ["knowledge", "statement"] if target == "both" else [target])
+            ["knowledge", "statement"] if target == "both" else [target]
+        )
         for catalog in catalogs:
             key = "name" if catalog == "knowledge" else "triple"
             conds, params = ["t.embedding_model = ?"], [model]
             for values, negate in ((tags, False), (exclude_tags, True)):
                 if values:
                     sql, tparams = self.dialect.has_any(
-                        ("tags",), [well_formed(v) for v in values], strings_only=True)
+                        ("tags",), [well_formed(v) for v in values], strings_only=True
+                    )
                     conds.append(("NOT " if negate else "") + sql)
                     params.extend(tparams)
             if where is not None:
                 sql, wparams = compile_condition(where, catalog, self.dialect)
                 conds.append(f"({sql})")
                 params.extend(wparams)
-            found = self._run(lambda c=catalog, k=key, cs=conds, ps=params:  # type: ignore[misc]
-                              self.conn.execute(
-                f"SELECT t.id, t.{k}, t.content, t.embedding FROM {c} AS t"
-                f" WHERE {' AND '.join(cs)}", ps).fetchall())
+            found = self._run(
+                lambda c=catalog, k=key, cs=conds, ps=params: (  # type: ignore[misc]
+                    self.conn.execute(
+                        f"SELECT t.id, t.{k}, t.content, t.embedding FROM {c} AS t"
+                        f" WHERE {' AND '.join(cs)}",
+                        ps,
+                    ).fetchall()
+                )
+            )
             for rid, name, content, blob in found:
                 vec = unpack(blob)
                 if len(vec) != len(qvec):
@@ -148,15 +175,23 @@ class VectorSearch:
         return [row for _, _, row in scored[: max(limit, 0)]]
 
     def similar(
-        self, query: str, *, target: Target = "knowledge", limit: int = 10,
-        exclude_tags: Sequence[str] = (), tags: Sequence[str] = (),
+        self,
+        query: str,
+        *,
+        target: Target = "knowledge",
+        limit: int = 10,
+        exclude_tags: Sequence[str] = (),
+        tags: Sequence[str] = (),
     ) -> list[SimilarRow]:
-        rows = self.similar_rows(query, target=target, limit=limit, tags=tags,
-                                 exclude_tags=exclude_tags)
+        rows = self.similar_rows(
+            query, target=target, limit=limit, tags=tags, exclude_tags=exclude_tags
+        )
         return [
             SimilarRow(
-                "knowledge" if "name" in r else "statement", r.get("name") or r["triple"],
-                Content.from_json(r["content"]), r["distance"])
+                "knowledge" if "name" in r else "statement",
+                r.get("name") or r["triple"],
+                Content.from_json(r["content"]),
+                r["distance"],
+            )
             for r in rows
         ]
-

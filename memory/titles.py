@@ -66,11 +66,15 @@ class Skipped:
 
     def describe(self) -> str:
         if self.reason == "withdrawn-source":
-            return (f"cites message seq {self.seq}, withdrawn by the {self.marker_kind} marker "
-                    f"at seq {self.marker_seq}")
+            return (
+                f"cites message seq {self.seq}, withdrawn by the {self.marker_kind} marker "
+                f"at seq {self.marker_seq}"
+            )
         if self.reason == "withdrawn-checkpoint":
-            return (f"its checkpoint seq {self.seq} was withdrawn by the {self.marker_kind} "
-                    f"marker at seq {self.marker_seq}")
+            return (
+                f"its checkpoint seq {self.seq} was withdrawn by the {self.marker_kind} "
+                f"marker at seq {self.marker_seq}"
+            )
         if self.reason == "empty":
             return "no text after redaction"
         return "a later host summary never replaces a clean earlier one"
@@ -171,12 +175,10 @@ class TitleSurvey:
         data = event.data if isinstance(event.data, Mapping) else {}
         if event.type == TITLE:
             cites = _seqs(data.get("messageSeqs")) | frozenset(event.source_seqs)
-            self.summaries.append(HostSummary(event.seq, TITLE, _title_source(event), text,
-                                              cites))
+            self.summaries.append(HostSummary(event.seq, TITLE, _title_source(event), text, cites))
             return
         cites = _seqs(data.get("shadowedSeqs"))
-        self.summaries.append(HostSummary(event.seq, COMPACTION_SUMMARY, "compaction", text,
-                                          cites))
+        self.summaries.append(HostSummary(event.seq, COMPACTION_SUMMARY, "compaction", text, cites))
         self._open_summary = event.seq
 
     def _attach_checkpoint(self, event: Event, after_summary: int | None) -> None:
@@ -186,16 +188,28 @@ class TitleSurvey:
             if summary.type != COMPACTION_SUMMARY or summary.checkpoint is not None:
                 continue
             if summary.seq in cited or summary.seq == after_summary:
-                self.summaries[n] = HostSummary(summary.seq, summary.type, summary.source,
-                                                summary.text, summary.cites, event.seq)
+                self.summaries[n] = HostSummary(
+                    summary.seq,
+                    summary.type,
+                    summary.source,
+                    summary.text,
+                    summary.cites,
+                    event.seq,
+                )
                 return
 
     def choice(self) -> TitleChoice:
         return choose_title(self.summaries, self.withdrawn)
 
 
-def survey_titles(events: Iterable[Event], whitelist: Iterable[str] = DEFAULT_WHITELIST, *,
-                  cut: int = 0, tz: tzinfo | None = None, now_ms: int = 0) -> TitleChoice:
+def survey_titles(
+    events: Iterable[Event],
+    whitelist: Iterable[str] = DEFAULT_WHITELIST,
+    *,
+    cut: int = 0,
+    tz: tzinfo | None = None,
+    now_ms: int = 0,
+) -> TitleChoice:
     """:func:`choose_title` over ``events`` (a whole log, or from a fork's inherited cut)."""
     survey = TitleSurvey(frozenset(whitelist), cut, tz, now_ms)
     for event in events:

@@ -58,8 +58,9 @@ def _stay_in_process(item: pytest.Item) -> Iterator[None]:
 
     def no_service(self: socket.socket, address: Any) -> Any:
         if isinstance(address, tuple) and len(address) >= 2 and address[1] in _SERVICE_PORTS:
-            raise AssertionError(f"{test} connects to a service at {address!r}: mark it "
-                                 "`integration`")
+            raise AssertionError(
+                f"{test} connects to a service at {address!r}: mark it `integration`"
+            )
         return real_connect(self, address)
 
     subprocess.Popen.__init__ = no_process  # type: ignore[method-assign]

@@ -70,10 +70,17 @@ _SKIPPED_DIRS: Final = frozenset({"__pycache__"})
 def inputs_key(config: Path | None, overrides: Mapping[str, object]) -> str:
     """The digest naming one configuration (see the module docstring)."""
     given = {name: str(value) for name, value in overrides.items() if value is not None}
-    text = json.dumps([RECORD_VERSION, sys.executable, sys.version, os.getcwd(),
-                       sorted(item for item in os.environ.items() if item[0] != "_"),
-                       str(config) if config else None,
-                       sorted(given.items())])
+    text = json.dumps(
+        [
+            RECORD_VERSION,
+            sys.executable,
+            sys.version,
+            os.getcwd(),
+            sorted(item for item in os.environ.items() if item[0] != "_"),
+            str(config) if config else None,
+            sorted(given.items()),
+        ]
+    )
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -101,7 +108,7 @@ def state_file(settings: Settings) -> Path | None:
     prefix = "sqlite:///"
     if not url.startswith(prefix) or any(ch in url for ch in "?%#"):
         return None
-    path = url[len(prefix):]
+    path = url[len(prefix) :]
     if not path or path == ":memory:" or path.startswith("file:"):
         return None
     return Path(path).expanduser().absolute()
@@ -119,8 +126,12 @@ def inputs_of(settings: Settings, config: Path | None) -> Inputs | None:
     """What to fingerprint for ``settings``; ``None`` when this configuration always takes the
     full path (see the module docstring)."""
     database = state_file(settings)
-    if database is None or settings.shipping or settings.store_transport != "lite" \
-            or settings.store_shelf_url:
+    if (
+        database is None
+        or settings.shipping
+        or settings.store_transport != "lite"
+        or settings.store_shelf_url
+    ):
         return None
     home = lite_home(settings)
     if not _shelf_inside(home, settings.store_shelf):
@@ -137,7 +148,9 @@ def inputs_of(settings: Settings, config: Path | None) -> Inputs | None:
         code.append(Path(settings.migrations_dir))
     raw_config = config if config is not None else os.environ.get("MEMORY_WORKER_CONFIG")
     return Inputs(
-        state_db=str(database), sessions_root=str(settings.sessions_root), lite_home=str(home),
+        state_db=str(database),
+        sessions_root=str(settings.sessions_root),
+        lite_home=str(home),
         config=str(Path(raw_config).expanduser().absolute()) if raw_config else None,
         code=tuple(str(path) for path in code),
     )
@@ -271,8 +284,11 @@ class Watch:
             return False
         record = _read(self.key)
         if record is None or record.get("fingerprint") != before.digest:
-            record = {"version": RECORD_VERSION, "fingerprint": before.digest,
-                      "inputs": asdict(inputs)}
+            record = {
+                "version": RECORD_VERSION,
+                "fingerprint": before.digest,
+                "inputs": asdict(inputs),
+            }
         record[answer] = value
         try:
             _write_private(_records_dir() / f"{self.key}.json", json.dumps(record))

@@ -52,8 +52,10 @@ def _show_version(value: bool) -> None:
 @app.callback()
 def _root(
     version: Annotated[
-        bool, typer.Option("--version", callback=_show_version, is_eager=True,
-                           help="Print the version and exit.")
+        bool,
+        typer.Option(
+            "--version", callback=_show_version, is_eager=True, help="Print the version and exit."
+        ),
     ] = False,
 ) -> None:
     """Turn DSH session logs into Hypatia memory."""

@@ -18,8 +18,13 @@ from worker.state.models import ModelCallRow
 def _failure(last: Any) -> dict[str, Any] | None:
     if last is None:
         return None
-    return {"task": last.task, "attempts": last.attempts, "error": last.last_error,
-            "permanent": last.permanent, "at": last.last_at.isoformat()}
+    return {
+        "task": last.task,
+        "attempts": last.attempts,
+        "error": last.last_error,
+        "permanent": last.permanent,
+        "at": last.last_at.isoformat(),
+    }
 
 
 def figures(state: StateDB, shelf: str) -> dict[str, Any]:
@@ -51,54 +56,79 @@ def figures(state: StateDB, shelf: str) -> dict[str, Any]:
             start = max(logged, session.inherited_cut)
             lease = repos.leases.holder(session_lease_key(session.session_id))
             pending = len(repos.audit.pending_repairs(session.session_id)) + unretracted.get(
-                session.session_id, 0)
+                session.session_id, 0
+            )
             pending_by_session[session.session_id] = pending
-            rows.append({
-                "session_id": session.session_id,
-                "project": session.project,
-                "path": session.path,
-                "durable_end_seq": session.durable_end_seq,
-                "inherited_cut": session.inherited_cut,
-                "last_logged_seq": logged,
-                "last_consolidated_seq": consolidated,
-                "last_belong_to_index": row.last_belong_to_index if row else 0,
-                "has_session_node": bool(row and row.has_session_node),
-                "lag": 0 if session.forgotten else max(0, session.durable_end_seq - start),
-                "consolidation_lag": 0 if session.forgotten else max(
-                    0, logged - max(consolidated, session.inherited_cut)),
-                "closed": session.closed_at is not None,
-                "forgotten": session.forgotten,
-                "retractions_pending": pending,
-                "lease": None if lease is None else {
-                    "owner": lease.owner, "token": lease.token,
-                    "expires_at": lease.expires_at.isoformat(),
-                },
-                "last_failure": _failure((failures.get(session.session_id) or [None])[0]),
-            })
+            rows.append(
+                {
+                    "session_id": session.session_id,
+                    "project": session.project,
+                    "path": session.path,
+                    "durable_end_seq": session.durable_end_seq,
+                    "inherited_cut": session.inherited_cut,
+                    "last_logged_seq": logged,
+                    "last_consolidated_seq": consolidated,
+                    "last_belong_to_index": row.last_belong_to_index if row else 0,
+                    "has_session_node": bool(row and row.has_session_node),
+                    "lag": 0 if session.forgotten else max(0, session.durable_end_seq - start),
+                    "consolidation_lag": 0
+                    if session.forgotten
+                    else max(0, logged - max(consolidated, session.inherited_cut)),
+                    "closed": session.closed_at is not None,
+                    "forgotten": session.forgotten,
+                    "retractions_pending": pending,
+                    "lease": None
+                    if lease is None
+                    else {
+                        "owner": lease.owner,
+                        "token": lease.token,
+                        "expires_at": lease.expires_at.isoformat(),
+                    },
+                    "last_failure": _failure((failures.get(session.session_id) or [None])[0]),
+                }
+            )
         # Sessions the watcher could not record (a corrupt or unsupported log) still show up,
         # with their failure.
         listed = {row["session_id"] for row in rows}
         for session_id, found in sorted(failures.items()):
             if session_id in listed:
                 continue
-            rows.append({
-                "session_id": session_id, "project": "", "path": "",
-                "durable_end_seq": None, "inherited_cut": None, "last_logged_seq": None,
-                "last_consolidated_seq": None, "last_belong_to_index": None,
-                "has_session_node": False, "lag": None, "consolidation_lag": None,
-                "closed": False, "forgotten": False, "retractions_pending": 0, "lease": None,
-                "last_failure": _failure(found[0]),
-            })
+            rows.append(
+                {
+                    "session_id": session_id,
+                    "project": "",
+                    "path": "",
+                    "durable_end_seq": None,
+                    "inherited_cut": None,
+                    "last_logged_seq": None,
+                    "last_consolidated_seq": None,
+                    "last_belong_to_index": None,
+                    "has_session_node": False,
+                    "lag": None,
+                    "consolidation_lag": None,
+                    "closed": False,
+                    "forgotten": False,
+                    "retractions_pending": 0,
+                    "lease": None,
+                    "last_failure": _failure(found[0]),
+                }
+            )
         tokens: dict[str, dict[str, int]] = {}
         calls: dict[str, int] = {}
         for purpose, inp, out, reasoning, count in repos.conn.execute(
-            select(ModelCallRow.purpose, func.sum(ModelCallRow.input_tokens),
-                   func.sum(ModelCallRow.output_tokens), func.sum(ModelCallRow.reasoning_tokens),
-                   func.count())
-            .group_by(ModelCallRow.purpose)
+            select(
+                ModelCallRow.purpose,
+                func.sum(ModelCallRow.input_tokens),
+                func.sum(ModelCallRow.output_tokens),
+                func.sum(ModelCallRow.reasoning_tokens),
+                func.count(),
+            ).group_by(ModelCallRow.purpose)
         ):
-            tokens[purpose] = {"input": int(inp or 0), "output": int(out or 0),
-                               "reasoning": int(reasoning or 0)}
+            tokens[purpose] = {
+                "input": int(inp or 0),
+                "output": int(out or 0),
+                "reasoning": int(reasoning or 0),
+            }
             calls[purpose] = int(count)
     total = {
         "sessions": len(rows),

@@ -60,13 +60,15 @@ class StateCollector(Collector):
             "Repairs started and not finished, plus retractions the store refused",
         )
         audited = GaugeMetricFamily(
-            "memory_worker_retractions_audited", "Retraction records by outcome",
+            "memory_worker_retractions_audited",
+            "Retraction records by outcome",
             labels=["outcome"],
         )
         tokens = GaugeMetricFamily(
             "memory_worker_model_tokens",
             "Model tokens of the recorded model calls (the newest the model_calls table keeps), "
-            "by purpose and direction", labels=["purpose", "direction"],
+            "by purpose and direction",
+            labels=["purpose", "direction"],
         )
         calls = GaugeMetricFamily(
             "memory_worker_model_calls",
@@ -109,8 +111,12 @@ def metrics_registry() -> CollectorRegistry:
     return _multiprocess
 
 
-def serve_metrics(port: int, state: Any | None = None, shelf: str = "default",
-                  registry: CollectorRegistry | None = None) -> None:
+def serve_metrics(
+    port: int,
+    state: Any | None = None,
+    shelf: str = "default",
+    registry: CollectorRegistry | None = None,
+) -> None:
     """Serve ``/metrics`` on ``port`` (once per process), with the state gauges when ``state``
     is given. Raises ``OSError`` when the port is taken."""
     registry = registry if registry is not None else metrics_registry()

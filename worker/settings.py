@@ -406,8 +406,11 @@ def _one_line(exc: ValidationError, path: Path | None, options: Iterable[str] = 
     for error in exc.errors():
         loc = ".".join(str(part) for part in error["loc"])
         field = str(error["loc"][0]) if error["loc"] else ""
-        where = ("a command-line option" if field in options
-                 else f"{ENV_PREFIX}{field.upper()}" + (f" or {path}" if path else ""))
+        where = (
+            "a command-line option"
+            if field in options
+            else f"{ENV_PREFIX}{field.upper()}" + (f" or {path}" if path else "")
+        )
         problems.append(f"{loc}: {error['msg']} (set by {where})")
     return "invalid configuration: " + "; ".join(problems)
 
@@ -416,8 +419,11 @@ def _source_line(exc: SourceError) -> str:
     found = re.search(r'field "([^"]+)"', str(exc))
     field = found.group(1) if found else "?"
     cause = exc.__cause__
-    why = (f"not valid JSON ({cause.msg} at char {cause.pos})"
-           if isinstance(cause, json.JSONDecodeError) else " ".join(str(cause or exc).split()))
+    why = (
+        f"not valid JSON ({cause.msg} at char {cause.pos})"
+        if isinstance(cause, json.JSONDecodeError)
+        else " ".join(str(cause or exc).split())
+    )
     return f"invalid configuration: {field}: {why} (set by {ENV_PREFIX}{field.upper()})"
 
 

@@ -49,7 +49,8 @@ def _driver(shelf: str) -> Any:
     except ImportError as err:
         raise ShelfError(
             f"shelf error: shelf '{shelf}' is stored in PostgreSQL, which needs the psycopg "
-            "driver: pip install 'dsh-memory-worker[distributed]'") from err
+            "driver: pip install 'dsh-memory-worker[distributed]'"
+        ) from err
     return psycopg
 
 
@@ -110,7 +111,8 @@ class PgBackend:
             backend.close()
             raise ShelfError(
                 f"shelf error: cannot open shelf '{shelf}' at {pg_url.redact(location)}: "
-                f"{first_line(err)}") from err
+                f"{first_line(err)}"
+            ) from err
         return backend
 
     # ------------------------------------------------------------------------- connection
@@ -133,7 +135,8 @@ class PgBackend:
             config = raw.execute(
                 "SELECT 1 FROM pg_ts_config c JOIN pg_namespace n ON n.oid = c.cfgnamespace"
                 " WHERE n.nspname = %s AND c.cfgname = %s",
-                (self.schema, PG_FTS_CONFIG)).fetchone()
+                (self.schema, PG_FTS_CONFIG),
+            ).fetchone()
             if config is None:
                 raw.execute(schema.FTS_CONFIG)
             raw.execute(schema.TABLES)
@@ -174,7 +177,8 @@ class PgBackend:
             except errors.OperationalError as err:  # lost connection, deadlock, lock timeout
                 if attempt == _RETRIES - 1:
                     raise TransientStoreError(
-                        f"storage error: PostgreSQL error: {first_line(err)}") from err
+                        f"storage error: PostgreSQL error: {first_line(err)}"
+                    ) from err
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
                 self._reconnect_if_broken()
@@ -201,8 +205,10 @@ class PgBackend:
                 return new
 
     def put_docs(self, docs: Iterable[Doc]) -> None:
-        rows = [(catalog, key, *(pg_words(c) for c in doc_columns(key, content)))
-                for catalog, key, content in docs]
+        rows = [
+            (catalog, key, *(pg_words(c) for c in doc_columns(key, content)))
+            for catalog, key, content in docs
+        ]
         if rows:
             self.conn.raw.cursor().executemany(_UPSERT_DOC, rows)
 

@@ -43,8 +43,9 @@ OWED_VACUUM = "purge_vacuum_owed"
 
 def _set_owed(raw: psycopg.Connection[Any], owed: bool) -> None:
     if owed:
-        raw.execute("INSERT INTO meta(k, v) VALUES (%s, '1') ON CONFLICT (k) DO NOTHING",
-                    (OWED_VACUUM,))
+        raw.execute(
+            "INSERT INTO meta(k, v) VALUES (%s, '1') ON CONFLICT (k) DO NOTHING", (OWED_VACUUM,)
+        )
     else:
         raw.execute("DELETE FROM meta WHERE k = %s", (OWED_VACUUM,))
 

@@ -23,8 +23,12 @@ from hypatia_lite.dialect import PG_FTS_CONFIG
 SCHEMA_VERSION = "1"
 _TSV = " || ".join(
     f"setweight(to_tsvector('{PG_FTS_CONFIG}'::regconfig, {column}), '{weight}')"
-    for column, weight in (("fts_key", "A"), ("fts_tags", "B"), ("fts_synonyms", "C"),
-                           ("fts_data", "D"))
+    for column, weight in (
+        ("fts_key", "A"),
+        ("fts_tags", "B"),
+        ("fts_synonyms", "C"),
+        ("fts_data", "D"),
+    )
 )
 FTS_CONFIG = f"""
 CREATE TEXT SEARCH DICTIONARY hypatia_lite_stem (TEMPLATE = snowball, Language = english);

@@ -26,8 +26,10 @@ def split(location: str) -> tuple[str, str]:
     schemas = [v for k, v in query if k == "schema"]
     schema = schemas[-1] if schemas else DEFAULT_SCHEMA
     if not _SCHEMA.match(schema):
-        raise LocationError(f"invalid schema {schema!r} in {redact(location)}: use lowercase "
-                            "letters, digits and '_'")
+        raise LocationError(
+            f"invalid schema {schema!r} in {redact(location)}: use lowercase "
+            "letters, digits and '_'"
+        )
     rest = urlencode([(k, v) for k, v in query if k != "schema"])
     return urlunsplit(parts._replace(query=rest)), schema
 

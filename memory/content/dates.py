@@ -48,8 +48,9 @@ def _days(sign: int) -> Callable[[int, tzinfo | None], _Replace]:
 
 
 def _units(sign: int, unit_ms: int) -> Callable[[int, tzinfo | None], _Replace]:
-    return lambda base_ms, tz: lambda m: _fmt_datetime(
-        base_ms + sign * int(m.group(1)) * unit_ms, tz)
+    return lambda base_ms, tz: (
+        lambda m: _fmt_datetime(base_ms + sign * int(m.group(1)) * unit_ms, tz)
+    )
 
 
 def _date_at(delta_ms: int) -> Callable[[int, tzinfo | None], _Replace]:
@@ -74,8 +75,12 @@ _DATE_RULES: Final[tuple[_DateRule, ...]] = tuple(
         ("上周", 0, (("上周",),), _week(-1)),
         ("本周|这周", 0, (("本周", "这周"),), _week(0)),
         ("下周", 0, (("下周",),), _week(1)),
-        ("刚才|现在", 0, (("刚才", "现在"),),
-         lambda base_ms, tz: lambda m: _fmt_datetime(base_ms, tz)),
+        (
+            "刚才|现在",
+            0,
+            (("刚才", "现在"),),
+            lambda base_ms, tz: lambda m: _fmt_datetime(base_ms, tz),
+        ),
         (r"(\d{1,4})\s*天\s*前", 0, (("天",), ("前",)), _days(-1)),
         (r"(\d{1,4})\s*天\s*后", 0, (("天",), ("后",)), _days(1)),
         (r"(\d{1,4})\s*小时\s*前", 0, (("小时",), ("前",)), _units(-1, _HOUR_MS)),
@@ -87,10 +92,8 @@ _DATE_RULES: Final[tuple[_DateRule, ...]] = tuple(
         (r"\btomorrow\b", re.I, (("tomorrow",),), _date_at(_DAY_MS)),
         (r"\b(\d{1,4})\s+days?\s+ago\b", re.I, (("day",), ("ago",)), _days(-1)),
         (r"\bin\s+(\d{1,4})\s+days?\b", re.I, (("in",), ("day",)), _days(1)),
-        (r"\b(\d{1,4})\s+hours?\s+ago\b", re.I, (("hour",), ("ago",)),
-         _units(-1, _HOUR_MS)),
-        (r"\b(\d{1,4})\s+minutes?\s+ago\b", re.I, (("minute",), ("ago",)),
-         _units(-1, _MINUTE_MS)),
+        (r"\b(\d{1,4})\s+hours?\s+ago\b", re.I, (("hour",), ("ago",)), _units(-1, _HOUR_MS)),
+        (r"\b(\d{1,4})\s+minutes?\s+ago\b", re.I, (("minute",), ("ago",)), _units(-1, _MINUTE_MS)),
     )
 )
 _CJK_RULES: Final = 13  # the first 13 rules need a non-ASCII character to match
@@ -122,9 +125,7 @@ def absolutise_dates(text: str, base_ms: int, tz: tzinfo | None = None) -> str:
     return out
 
 
-def _apply_dates(
-    text: str, rules: Iterable[_DateRule], base_ms: int, tz: tzinfo | None
-) -> str:
+def _apply_dates(text: str, rules: Iterable[_DateRule], base_ms: int, tz: tzinfo | None) -> str:
     out = text
     low: str | None = None
     for pattern, folded, need, make in rules:

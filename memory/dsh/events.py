@@ -75,8 +75,11 @@ def _int_field(data: Any, key: str) -> int | None:
     ``type(…) is`` first: decoded data is a dict and the value an int, and the ABC checks
     cost more."""
     value = data.get(key) if type(data) is dict or isinstance(data, Mapping) else None
-    return value if type(value) is int or (
-        isinstance(value, int) and not isinstance(value, bool)) else None
+    return (
+        value
+        if type(value) is int or (isinstance(value, int) and not isinstance(value, bool))
+        else None
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -188,16 +188,20 @@ def survey_sessions(root: Path) -> Survey:
             if chosen is None:
                 continue
             path, generation, compressed = chosen
-            survey.sessions.append(SessionLocation(
-                path=path, directory=Path(session.path), project_dir=Path(project.path),
-                session_id=session_id, generation=generation, compressed=compressed,
-            ))
+            survey.sessions.append(
+                SessionLocation(
+                    path=path,
+                    directory=Path(session.path),
+                    project_dir=Path(project.path),
+                    session_id=session_id,
+                    generation=generation,
+                    compressed=compressed,
+                )
+            )
     return survey
 
 
-def _subdirectories(
-    directory: Path, real_root: str
-) -> list[tuple[os.DirEntry[str], str | None]]:
+def _subdirectories(directory: Path, real_root: str) -> list[tuple[os.DirEntry[str], str | None]]:
     """The entries of ``directory`` that are directories to walk (problem ``None``) or refused
     ones (with the problem), by name; raises ``OSError`` when it cannot be listed."""
     found = []
@@ -244,8 +248,9 @@ class CachedSurvey:
     def forget(self) -> None:
         self._cache.clear()
 
-    def survey(self, *, stale: set[str] | frozenset[str] = frozenset(),
-               trust: bool = False) -> Survey:
+    def survey(
+        self, *, stale: set[str] | frozenset[str] = frozenset(), trust: bool = False
+    ) -> Survey:
         """The same result as ``survey_sessions(self.root)``, from the cache where it holds."""
         survey = Survey()
         root = str(self.root)
@@ -254,11 +259,13 @@ class CachedSurvey:
             return survey
         real_root = os.path.realpath(root)
         try:
-            projects = self._listed(root, stale, trust,
-                                    functools.partial(_subdirectories, self.root, real_root))
+            projects = self._listed(
+                root, stale, trust, functools.partial(_subdirectories, self.root, real_root)
+            )
         except OSError as exc:
-            survey.problems.append(LocationProblem("/", self.root,
-                                                   f"cannot be listed ({exc.strerror})"))
+            survey.problems.append(
+                LocationProblem("/", self.root, f"cannot be listed ({exc.strerror})")
+            )
             return survey
         for project_name, project_path, why in projects:
             subject = f"{project_name}/"
@@ -266,9 +273,12 @@ class CachedSurvey:
                 survey.problems.append(LocationProblem(subject, Path(project_path), why))
                 continue
             try:
-                children = self._listed(project_path, stale, trust,
-                                        functools.partial(_subdirectories, Path(project_path),
-                                                          real_root))
+                children = self._listed(
+                    project_path,
+                    stale,
+                    trust,
+                    functools.partial(_subdirectories, Path(project_path), real_root),
+                )
             except OSError as exc:
                 reason = f"cannot be listed ({exc.strerror})"
                 survey.problems.append(LocationProblem(subject, Path(project_path), reason))
@@ -276,8 +286,9 @@ class CachedSurvey:
             for session_name, session_path, why in children:
                 session_id = decode_segment(session_name)
                 if why is None:
-                    location, why = self._session(session_path, session_id, project_path,
-                                                  stale, trust)
+                    location, why = self._session(
+                        session_path, session_id, project_path, stale, trust
+                    )
                 else:
                     location = None
                 if why is not None:
@@ -293,8 +304,9 @@ class CachedSurvey:
             return None
         return (info.st_dev, info.st_ino, info.st_mtime_ns)
 
-    def _get(self, path: str, stale: set[str] | frozenset[str],
-             trust: bool) -> tuple[_Listed | None, tuple[int, int, int] | None]:
+    def _get(
+        self, path: str, stale: set[str] | frozenset[str], trust: bool
+    ) -> tuple[_Listed | None, tuple[int, int, int] | None]:
         """The cached listing of ``path`` when it still holds, and the key to store a new one
         under (``None``: do not cache)."""
         cached = self._cache.get(path)
@@ -309,9 +321,13 @@ class CachedSurvey:
             key = None  # changed a moment ago: list it again next time too
         return None, key
 
-    def _listed(self, path: str, stale: set[str] | frozenset[str], trust: bool,
-                walk: Callable[[], list[tuple[os.DirEntry[str], str | None]]],
-                ) -> list[tuple[str, str, str | None]]:
+    def _listed(
+        self,
+        path: str,
+        stale: set[str] | frozenset[str],
+        trust: bool,
+        walk: Callable[[], list[tuple[os.DirEntry[str], str | None]]],
+    ) -> list[tuple[str, str, str | None]]:
         cached, key = self._get(path, stale, trust)
         if cached is not None:
             return cached.value  # type: ignore[return-value]
@@ -321,9 +337,14 @@ class CachedSurvey:
             self._cache[path] = _Listed(key, found)
         return found
 
-    def _session(self, path: str, session_id: str, project_path: str,
-                 stale: set[str] | frozenset[str], trust: bool,
-                 ) -> tuple[SessionLocation | None, str | None]:
+    def _session(
+        self,
+        path: str,
+        session_id: str,
+        project_path: str,
+        stale: set[str] | frozenset[str],
+        trust: bool,
+    ) -> tuple[SessionLocation | None, str | None]:
         cached, key = self._get(path, stale, trust)
         if cached is not None:
             return cached.value  # type: ignore[return-value]
@@ -333,8 +354,12 @@ class CachedSurvey:
         if chosen is not None:
             log_path, generation, compressed = chosen
             location = SessionLocation(
-                path=log_path, directory=Path(path), project_dir=Path(project_path),
-                session_id=session_id, generation=generation, compressed=compressed,
+                path=log_path,
+                directory=Path(path),
+                project_dir=Path(project_path),
+                session_id=session_id,
+                generation=generation,
+                compressed=compressed,
             )
         if key is not None and why is None:  # a problem is looked at again every time
             self._cache[path] = _Listed(key, (location, why))

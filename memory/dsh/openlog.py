@@ -26,8 +26,11 @@ class UnsafeLog(OSError):
 def file_kind(mode: int) -> str:
     """What a non-regular file is, for a problem line."""
     for test, name in (
-        (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
         (stat.S_ISLNK, "a symbolic link"),
     ):
         if test(mode):

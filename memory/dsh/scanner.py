@@ -80,8 +80,7 @@ class LogScan:
         except UnsafeLog as exc:
             self.problems.append(Problem("io", f"{self.source.label} {exc.reason}; not read"))
         except OSError as exc:
-            self.problems.append(
-                Problem("io", f"cannot read {self.source.label}: {exc.strerror}"))
+            self.problems.append(Problem("io", f"cannot read {self.source.label}: {exc.strerror}"))
         if self._norm is not None:
             self.problems[:0] = self._norm.finish()
 
@@ -104,8 +103,11 @@ class LogScan:
         if not first.complete or not first.data.endswith(b"\n"):
             if not first.data.lstrip(b" \t\r\n").startswith(b"{") or b"\0" in first.data:
                 # not a header being written: a file of NULs, or something else entirely
-                self._problem("corrupt", "the log does not start with a JSON header line"
-                              + (" (it holds NUL bytes)" if b"\0" in first.data else ""))
+                self._problem(
+                    "corrupt",
+                    "the log does not start with a JSON header line"
+                    + (" (it holds NUL bytes)" if b"\0" in first.data else ""),
+                )
                 return None
             self._problem("torn", "the header line is incomplete")
             self.torn = True
@@ -164,8 +166,10 @@ class LogScan:
             last_complete = chunk.complete
             if pending and not raw:  # a line across zstd frames: bounded like a raw line
                 newline = chunk.data.find(b"\n")
-                if len(pending) + held_bytes + (len(chunk.data) if newline < 0 else newline) \
-                        > max_line:
+                if (
+                    len(pending) + held_bytes + (len(chunk.data) if newline < 0 else newline)
+                    > max_line
+                ):
                     raise FrameTooLarge(pending_start, "line holds", max_line)
                 if newline < 0 and chunk.complete:
                     held.append(chunk.data)

@@ -22,6 +22,7 @@ from memory.dsh.openlog import open_log
 Fetch = Callable[[int, int], bytes]
 """``fetch(offset, size)``: the log's bytes ``[offset, offset + size)``; fewer only at the end."""
 
+
 def is_compressed_name(name: str) -> bool:
     """Whether a log file name is a Zstandard generation (``.zstd`` / ``.zst``)."""
     return name.endswith(".zstd") or name.endswith(".zst")

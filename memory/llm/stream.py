@@ -113,9 +113,7 @@ def whole_reply(
     client: openai.OpenAI, request: dict[str, Any], extra_body: dict[str, Any]
 ) -> tuple[str, str, Usage]:
     """One non-streaming call: choice 0's text, its finish reason and the usage."""
-    reply = client.chat.completions.create(
-        **request, stream=False, extra_body=extra_body or None
-    )
+    reply = client.chat.completions.create(**request, stream=False, extra_body=extra_body or None)
     if not reply.choices:
         return "", "", usage_from(reply.usage)
     choice = reply.choices[0]

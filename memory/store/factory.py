@@ -17,7 +17,8 @@ LITE_HOME_ENV = "HYPATIA_LITE_HOME"
 #: A PostgreSQL server refusing the login itself (libpq's texts): no retry gets past it.
 _LOGIN_REFUSED = re.compile(
     r"password authentication failed|authentication failed|role \"[^\"]*\" does not exist"
-    r"|database \"[^\"]*\" does not exist|no pg_hba\.conf entry|permission denied")
+    r"|database \"[^\"]*\" does not exist|no pg_hba\.conf entry|permission denied"
+)
 
 
 @dataclass(frozen=True)
@@ -74,8 +75,9 @@ def open_store(config: StoreConfig) -> MemoryStore:
                 raise StoreConfigError(str(err)) from err
             raise
     if config.transport == "cli":
-        return CliStore(config.shelf, config.binary, timeout_s=config.timeout_s, env=env,
-                        breaker=config.breaker)
+        return CliStore(
+            config.shelf, config.binary, timeout_s=config.timeout_s, env=env, breaker=config.breaker
+        )
     if config.transport == "mcp":
         # Imported here, not at module level: the MCP client (`mcp`, `anyio`) costs ~27 MB and
         # start-up time that a worker on the lite or cli transport never needs (issue 16, idle RSS).

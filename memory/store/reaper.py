@@ -73,8 +73,11 @@ def reaper_fd() -> int | None:
         try:
             helper = subprocess.Popen(
                 [sys.executable, "-I", "-S", "-c", _HELPER],
-                stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True, close_fds=True,
+                stdin=read_end,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                close_fds=True,
             )
         except OSError:
             os.close(read_end)

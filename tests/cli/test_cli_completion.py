@@ -14,8 +14,12 @@ BIN = Path(sys.executable).parent / "memory-worker"
 
 
 def _complete(words: str, index: int) -> list[str]:
-    env = {**os.environ, "_MEMORY_WORKER_COMPLETE": "complete_bash", "COMP_WORDS": words,
-           "COMP_CWORD": str(index)}
+    env = {
+        **os.environ,
+        "_MEMORY_WORKER_COMPLETE": "complete_bash",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(index),
+    }
     done = subprocess.run([str(BIN)], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout.split()

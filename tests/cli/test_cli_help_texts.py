@@ -17,8 +17,10 @@ def _help(*command: str) -> str:
 
 
 def test_worker_help_names_every_job_kind() -> None:
-    assert ("Run a Celery worker that executes the queued jobs (log, session node, consolidate, "
-            "cascade, retract, rewrite).") in _help("worker")
+    assert (
+        "Run a Celery worker that executes the queued jobs (log, session node, consolidate, "
+        "cascade, retract, rewrite)."
+    ) in _help("worker")
 
 
 def test_shelf_help_is_not_write_only() -> None:

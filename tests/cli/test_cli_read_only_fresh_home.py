@@ -16,13 +16,23 @@ pytestmark = pytest.mark.integration
 ROUTE = '[{"base_url": "http://127.0.0.1:9/v1", "model": "m", "api_key": "k"}]'
 
 
-@pytest.mark.parametrize("argv", [
-    ["status"], ["status", "--json"], ["status", "--audit"], ["config"], ["config", "--json"],
-    ["verify-forgetting"], ["verify-forgetting", "--json"], ["segments", "prune", "--dry-run"],
-    ["inspect", "DSH"],
-])
-def test_a_read_only_command_creates_nothing_on_a_fresh_home(tmp_path: Path,
-                                                             argv: list[str]) -> None:
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["status"],
+        ["status", "--json"],
+        ["status", "--audit"],
+        ["config"],
+        ["config", "--json"],
+        ["verify-forgetting"],
+        ["verify-forgetting", "--json"],
+        ["segments", "prune", "--dry-run"],
+        ["inspect", "DSH"],
+    ],
+)
+def test_a_read_only_command_creates_nothing_on_a_fresh_home(
+    tmp_path: Path, argv: list[str]
+) -> None:
     (tmp_path / "home").mkdir()
     made = memory_worker(tmp_path, "demo-home", str(tmp_path / "dsh"))
     assert made.returncode == 0, made.stderr
@@ -51,13 +61,20 @@ def test_status_says_consolidation_off_instead_of_an_undrainable_lag(tmp_path: P
     assert rows and all("│ off " in line for line in rows), off.stdout
     found = json.loads(memory_worker(tmp_path, "status", "--json").stdout)
     assert found["consolidation"] == "off"
-    disabled = memory_worker(tmp_path, "status", "--json",
-                             MEMORY_WORKER_MODEL_ROUTES=ROUTE,
-                             MEMORY_WORKER_CONSOLIDATION_ENABLED="false")
+    disabled = memory_worker(
+        tmp_path,
+        "status",
+        "--json",
+        MEMORY_WORKER_MODEL_ROUTES=ROUTE,
+        MEMORY_WORKER_CONSOLIDATION_ENABLED="false",
+    )
     assert json.loads(disabled.stdout)["consolidation"] == "off"
     on = memory_worker(tmp_path, "status", "--wide", MEMORY_WORKER_MODEL_ROUTES=ROUTE)
     assert "consolidation off" not in on.stdout + on.stderr
-    assert json.loads(memory_worker(tmp_path, "status", "--json",
-                                    MEMORY_WORKER_MODEL_ROUTES=ROUTE).stdout)[
-        "consolidation"] == "on"
+    assert (
+        json.loads(
+            memory_worker(tmp_path, "status", "--json", MEMORY_WORKER_MODEL_ROUTES=ROUTE).stdout
+        )["consolidation"]
+        == "on"
+    )
     assert found["total"]["consolidation_lag"] > 0  # the lag itself is still in the JSON

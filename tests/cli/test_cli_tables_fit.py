@@ -26,11 +26,16 @@ def _sessions(tmp: Path) -> list[str]:
     return [row["session_id"] for row in json.loads(done.stdout)["sessions"]]
 
 
-@pytest.mark.parametrize("argv", [
-    ["status"], ["status", "--audit"], ["config"],
-    ["retract", "--all", "--dry-run", "--kind", "compact-checkpoint"],
-    ["forget", "SESSION", "--dry-run"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["status"],
+        ["status", "--audit"],
+        ["config"],
+        ["retract", "--all", "--dry-run", "--kind", "compact-checkpoint"],
+        ["forget", "SESSION", "--dry-run"],
+    ],
+)
 def test_every_table_fits_80_columns(recorded: Path, argv: list[str]) -> None:
     sessions = _sessions(recorded)
     assert len(sessions) >= 2
@@ -57,8 +62,7 @@ def test_wide_prints_the_natural_width(recorded: Path, argv: list[str]) -> None:
 
 def test_status_at_80_columns_keeps_every_session_id_whole_or_folded(recorded: Path) -> None:
     out = memory_worker(recorded, "status").stdout
-    cells = "".join(line.split("│")[1].strip() if "│" in line else "" for line in
-                    out.splitlines())
+    cells = "".join(line.split("│")[1].strip() if "│" in line else "" for line in out.splitlines())
     for sid in _sessions(recorded):
         assert sid in cells, sid  # folded across lines, never cut with "…"
     assert "…" not in out

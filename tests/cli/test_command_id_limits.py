@@ -18,8 +18,13 @@ from worker.watch.scan_problems import MAX_SESSION_ID
 
 TOO_LONG = "t" * 250
 WITH_NUL = "n-\0-id"
-COMMANDS = (["forget"], ["retract"], ["reconsolidate"], ["reconsolidate", "--replace", "--wait"],
-            ["relog", "--wait"])
+COMMANDS = (
+    ["forget"],
+    ["retract"],
+    ["reconsolidate"],
+    ["reconsolidate", "--replace", "--wait"],
+    ["relog", "--wait"],
+)
 
 
 def _refusals(root: Path, state_url: str) -> dict[str, tuple[int, list[str]]]:
@@ -55,7 +60,8 @@ def test_too_long_id_is_refused_the_same_on_sqlite_and_postgresql(tmp_path: Path
         assert code == 2, (name, lines)
         assert lines == [
             f"memory-worker {command}: session id {'t' * 60}… is 250 characters long; the limit "
-            f"is {MAX_SESSION_ID}; no session has such an id, nothing was done"], lines
+            f"is {MAX_SESSION_ID}; no session has such an id, nothing was done"
+        ], lines
 
 
 def test_nul_id_is_refused_before_the_state_database_is_touched(tmp_path: Path) -> None:
@@ -70,5 +76,6 @@ def test_nul_id_is_refused_before_the_state_database_is_touched(tmp_path: Path) 
         assert result.exit_code == 2, (command, result.output)
         assert result.output.splitlines() == [
             f"memory-worker {command[0]}: session id n-\\x00-id contains a NUL character, which "
-            "a state database cannot store; no session has such an id, nothing was done"]
+            "a state database cannot store; no session has such an id, nothing was done"
+        ]
     assert not (tmp_path / "state.db").exists()  # refused up front: nothing opened

@@ -22,7 +22,8 @@ def _one_escaped_line(output: str) -> None:
     hits = [line for line in lines if "evil" in line]
     assert hits, output
     assert all(SHOWN in line for line in hits + [ln for ln in lines if "ERROR forged" in ln]), (
-        output)
+        output
+    )
 
 
 @pytest.mark.integration

@@ -36,8 +36,12 @@ pytestmark = pytest.mark.integration
 BLOCKER = REPO / "tests" / "support" / "no_distributed"
 BIN = Path(sys.executable).parent
 #: the modules that are the distributed mode's own, and nothing else
-DISTRIBUTED_ONLY = {"worker.run.tasks", "worker.tasks", "hypatia_lite.pg.purge",
-                    "hypatia_lite.pg.vacuum"}
+DISTRIBUTED_ONLY = {
+    "worker.run.tasks",
+    "worker.tasks",
+    "hypatia_lite.pg.purge",
+    "hypatia_lite.pg.vacuum",
+}
 EXTRA = "dsh-memory-worker[distributed]"
 
 
@@ -60,15 +64,27 @@ def test_only_the_distributed_modules_need_celery_kombu_or_psycopg() -> None:
         "print('\\n'.join(sorted(bad)))\n"
         "assert sys.modules.get('celery') is None and sys.modules.get('psycopg') is None\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True,
-                          text=True, timeout=300, env=_blocked_env(dict(os.environ)))
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_blocked_env(dict(os.environ)),
+    )
     assert done.returncode == 0, done.stderr
     assert set(done.stdout.split()) == DISTRIBUTED_ONLY
 
 
 def _mw(env: dict[str, str], root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([str(BIN / "memory-worker"), *args], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [str(BIN / "memory-worker"), *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     both = done.stdout + done.stderr
     assert "Traceback" not in both and "halted" not in both, (args, both)
     return done
@@ -102,7 +118,8 @@ def test_every_rewrite_form_runs_without_the_distributed_extra(
     done = _mw(env, tmp_path, "reconsolidate", "--replace", "--all", "--force")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == (
-        "s-1: queued — recorded: `memory-worker run` picks it up (or rerun with --wait)")
+        "s-1: queued — recorded: `memory-worker run` picks it up (or rerun with --wait)"
+    )
     calls = len(model_server.requests)
     done = _mw(env, tmp_path, "run", "--once")
     assert done.returncode == 0, done.stderr
@@ -110,19 +127,27 @@ def test_every_rewrite_form_runs_without_the_distributed_extra(
     done = _mw(env, tmp_path, "reconsolidate", "--replace", "--all", "--dry-run")
     assert done.stdout.splitlines()[-1].startswith("dry run: 0 model calls")
 
-    for args in (["relog", "--all", "--dry-run"], ["relog", "--all", "--wait"],
-                 ["relog", "s-2"], ["reconsolidate", "--all", "--wait"], ["status"],
-                 ["verify-forgetting"]):
+    for args in (
+        ["relog", "--all", "--dry-run"],
+        ["relog", "--all", "--wait"],
+        ["relog", "s-2"],
+        ["reconsolidate", "--all", "--wait"],
+        ["status"],
+        ["verify-forgetting"],
+    ):
         done = _mw(env, tmp_path, *args)
         assert done.returncode == 0, (args, done.stdout, done.stderr)
 
-    for args, command in ((["daemon"], "daemon"), (["worker"], "worker"),
-                          (["relog", "--all", "--workers"], "relog --workers"),
-                          (["reconsolidate", "--replace", "--all", "--workers", "--wait"],
-                           "reconsolidate --workers")):
+    for args, command in (
+        (["daemon"], "daemon"),
+        (["worker"], "worker"),
+        (["relog", "--all", "--workers"], "relog --workers"),
+        (["reconsolidate", "--replace", "--all", "--workers", "--wait"], "reconsolidate --workers"),
+    ):
         done = _mw(env, tmp_path, *args)
         assert done.returncode == 2, (args, done.stdout, done.stderr)
         assert done.stdout == ""
         assert done.stderr.splitlines() == [
             f"memory-worker {command}: celery, kombu not installed; install the distributed "
-            f"extra: pip install '{EXTRA}'"]
+            f"extra: pip install '{EXTRA}'"
+        ]

@@ -20,7 +20,8 @@ EVIL = "evil\n2026-01-01 00:00:00,000 ERROR forged\x1b[2J\x1b[31m\u202e"
 
 def test_printable_escapes_controls_bidi_and_separators_only() -> None:
     assert printable("a\nb\r\tc\x00\x1b[31m\x7f\x85\u2028\u202e\u2066\udcff") == (
-        "a\\nb\\r\\tc\\x00\\x1b[31m\\x7f\\x85\\u2028\\u202e\\u2066\\udcff")
+        "a\\nb\\r\\tc\\x00\\x1b[31m\\x7f\\x85\\u2028\\u202e\\u2066\\udcff"
+    )
     assert printable("plain é ✓ 日本 ~/path with spaces") == "plain é ✓ 日本 ~/path with spaces"
     assert printable(42) == "42"
 

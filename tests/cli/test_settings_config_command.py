@@ -57,10 +57,22 @@ def test_config_json_shows_effective_values_with_secrets_masked(
     assert values["flush_window_s"] == 15.0  # env beats the file's 30
     assert values["sessions_root"] == str(tmp_path / "dsh" / "sessions")
     assert values["model_routes"] == [
-        {"base_url": "https://api.example.test/v1", "model": "chat", "api_key_env": None,
-         "api_key": "***", "reasoning_effort": None, "api_key_set": True},
-        {"base_url": "http://127.0.0.1:9000/v1", "model": "local", "api_key_env": "LOCAL_KEY",
-         "api_key": None, "reasoning_effort": None, "api_key_set": True},
+        {
+            "base_url": "https://api.example.test/v1",
+            "model": "chat",
+            "api_key_env": None,
+            "api_key": "***",
+            "reasoning_effort": None,
+            "api_key_set": True,
+        },
+        {
+            "base_url": "http://127.0.0.1:9000/v1",
+            "model": "local",
+            "api_key_env": "LOCAL_KEY",
+            "api_key": None,
+            "reasoning_effort": None,
+            "api_key_set": True,
+        },
     ]
 
 
@@ -87,8 +99,11 @@ def test_invalid_configuration_is_one_line_and_exit_2(env: dict[str, str]) -> No
 
 def _from_column(output: str) -> dict[str, str]:
     """The table's rows as setting -> its `from` cell."""
-    return {line.split("│")[1].strip(): line.split("│")[3].strip()
-            for line in output.splitlines() if line.count("│") == 4}
+    return {
+        line.split("│")[1].strip(): line.split("│")[3].strip()
+        for line in output.splitlines()
+        if line.count("│") == 4
+    }
 
 
 def test_defaults_computed_from_dsh_home_and_xdg_data_home_name_the_variable(
@@ -102,7 +117,10 @@ def test_defaults_computed_from_dsh_home_and_xdg_data_home_name_the_variable(
     _register()
     plain = _from_column(CliRunner().invoke(app, ["config"]).stdout)
     assert (plain["dsh_home"], plain["data_dir"], plain["sessions_root"]) == (
-        "default", "default", "derived")
+        "default",
+        "default",
+        "derived",
+    )
     env = {"DSH_HOME": str(tmp_path / "dsh"), "XDG_DATA_HOME": str(tmp_path / "xdg")}
     result = CliRunner().invoke(app, ["config"], env=env)
     assert result.exit_code == 0, result.output
@@ -110,8 +128,10 @@ def test_defaults_computed_from_dsh_home_and_xdg_data_home_name_the_variable(
     assert (shown["dsh_home"], shown["data_dir"]) == ("env DSH_HOME", "env XDG_DATA_HOME")
     assert (shown["sessions_root"], shown["broker_url"]) == ("derived", "default")
     # An empty variable is ignored by the default, so it is not named either.
-    assert _from_column(CliRunner().invoke(app, ["config"], env={"DSH_HOME": ""}).stdout)[
-        "dsh_home"] == "default"
+    assert (
+        _from_column(CliRunner().invoke(app, ["config"], env={"DSH_HOME": ""}).stdout)["dsh_home"]
+        == "default"
+    )
     # The worker's own variable, a file and an option still win and say so.
     from worker.settings import load_settings
 
@@ -128,10 +148,18 @@ def test_defaults_computed_from_dsh_home_and_xdg_data_home_name_the_variable(
 @pytest.mark.integration
 def test_the_installed_console_script_prints_the_config(env: dict[str, str]) -> None:
     script = Path(sys.executable).with_name("memory-worker")
-    full_env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMORY_WORKER_")},
-                **env}
-    done = subprocess.run([str(script), "config", "--json"], env=full_env, capture_output=True,
-                          text=True, timeout=60, check=False)
+    full_env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("MEMORY_WORKER_")},
+        **env,
+    }
+    done = subprocess.run(
+        [str(script), "config", "--json"],
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["broker_url"] == "redis://:***@redis:6379/0"
     for secret in SECRETS:

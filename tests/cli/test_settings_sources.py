@@ -36,22 +36,35 @@ def test_defaults(clean_env: Path) -> None:
     assert s.broker_url == "redis://127.0.0.1:6379/0"
     assert s.result_backend is None
     assert (s.store_transport, s.store_binary, s.store_shelf, s.store_timeout_s) == (
-        "lite", "hypatia", "default", 30.0)
+        "lite",
+        "hypatia",
+        "default",
+        30.0,
+    )
     assert s.withdrawal_kinds == ["dsh-rewind", "plugin:dsh-rewind", "plugin:rollback"]
     assert list(DEFAULT_WITHDRAWAL_KINDS) == s.withdrawal_kinds
     assert (s.flush_window_s, s.idle_close_s, s.poll_interval_s, s.reconcile_interval_s) == (
-        120.0, 600.0, 1.0, 30.0)
+        120.0,
+        600.0,
+        1.0,
+        30.0,
+    )
     assert (s.lease_ttl_s, s.task_max_retries, s.retry_backoff_s) == (300.0, 2, 5.0)
     assert (s.check_every_turns, s.min_new_tokens, s.max_input_tokens, s.max_output_tokens) == (
-        5, 3000, 16000, 2000)
+        5,
+        3000,
+        16000,
+        2000,
+    )
     assert (s.max_work_units_per_run, s.dedup_candidates, s.dedup_max_distance) == (3, 5, 0.45)
     assert (s.cascade_batch_size, s.model_timeout_s) == (16, 120.0)
     assert s.model_routes == []
     assert (s.tool_ledger, s.log_json, s.metrics_port, s.timezone) == (False, False, None, None)
 
 
-def test_dsh_home_and_xdg_data_home_move_the_defaults(monkeypatch: pytest.MonkeyPatch,
-                                                      tmp_path: Path) -> None:
+def test_dsh_home_and_xdg_data_home_move_the_defaults(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("DSH_HOME", str(tmp_path / "dsh"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     s = load_settings()
@@ -76,7 +89,8 @@ def test_env_sets_scalars_lists_and_routes(monkeypatch: pytest.MonkeyPatch) -> N
     assert s.tool_ledger is True
     assert s.withdrawal_kinds == ["dsh-rewind", "plugin:undo"]
     assert [(r.base_url, r.model, r.reasoning_effort) for r in s.model_routes] == [
-        ("http://127.0.0.1:8000/v1", "m1", "high")]
+        ("http://127.0.0.1:8000/v1", "m1", "high")
+    ]
     assert s.route_api_key(s.model_routes[0]) == "sk-from-env"
 
 
@@ -92,9 +106,12 @@ def test_withdrawal_kinds_also_accept_a_json_list(monkeypatch: pytest.MonkeyPatc
     assert load_settings().withdrawal_kinds == ["plugin:rollback"]
 
 
-def test_file_values_apply_and_env_overrides_them(monkeypatch: pytest.MonkeyPatch,
-                                                  tmp_path: Path) -> None:
-    path = _write(tmp_path, """
+def test_file_values_apply_and_env_overrides_them(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = _write(
+        tmp_path,
+        """
 flush_window_s = 60
 idle_close_s = 900
 store_shelf = "work"
@@ -111,7 +128,8 @@ base_url = "http://127.0.0.1:8000/v1"
 model = "local"
 api_key = "sk-inline"
 reasoning_effort = "off"
-""")
+""",
+    )
     monkeypatch.setenv("MEMORY_WORKER_IDLE_CLOSE_S", "30")
     s = load_settings(path)
     assert s.flush_window_s == 60.0
@@ -125,8 +143,7 @@ reasoning_effort = "off"
     assert s.model_routes[1].reasoning_effort == "off"
 
 
-def test_the_config_env_var_names_the_file(monkeypatch: pytest.MonkeyPatch,
-                                           tmp_path: Path) -> None:
+def test_the_config_env_var_names_the_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("MEMORY_WORKER_CONFIG", str(_write(tmp_path, "poll_interval_s = 0.5\n")))
     assert load_settings().poll_interval_s == 0.5
 
@@ -170,16 +187,18 @@ def test_file_problems_give_one_line(tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match=f"^config file {broken} is not valid TOML: "):
         load_settings(broken)
     typo = _write(tmp_path, "flush_window = 3\nidle_close = 4\n")
-    with pytest.raises(SettingsError,
-                       match=r"unknown setting\(s\) flush_window, idle_close \(see"):
+    with pytest.raises(SettingsError, match=r"unknown setting\(s\) flush_window, idle_close \(see"):
         load_settings(typo)
     bad_route = _write(tmp_path, '[[model_routes]]\nbase_url = "http://x"\n')
     with pytest.raises(SettingsError, match=r"model_routes\.0\.model: Field required") as info:
         load_settings(bad_route)
     assert f"or {bad_route})" in str(info.value)
     keyless = _write(tmp_path, '[[model_routes]]\nbase_url = "http://x"\nmodel = "m"\n')
-    with pytest.raises(SettingsError, match=r"model_routes\.0: Value error, a model route needs "
-                       r"`api_key_env` \(or an inline `api_key`\)"):
+    with pytest.raises(
+        SettingsError,
+        match=r"model_routes\.0: Value error, a model route needs "
+        r"`api_key_env` \(or an inline `api_key`\)",
+    ):
         load_settings(keyless)
 
 
@@ -218,10 +237,19 @@ _REPO = Path(__file__).resolve().parents[2]
 
 
 def test_every_setting_is_documented_with_its_default() -> None:
-    rows = {name: [cell.strip() for cell in line.strip().strip("|").split("|")][1]
-            for name, line in _setting_rows(_REPO / "docs" / "configuration.md").items()}
-    assert set(rows) - {"sessions", "progress", "leases", "retractions", "audit", "failures",
-                        "model_calls"} == set(Settings.model_fields)
+    rows = {
+        name: [cell.strip() for cell in line.strip().strip("|").split("|")][1]
+        for name, line in _setting_rows(_REPO / "docs" / "configuration.md").items()
+    }
+    assert set(rows) - {
+        "sessions",
+        "progress",
+        "leases",
+        "retractions",
+        "audit",
+        "failures",
+        "model_calls",
+    } == set(Settings.model_fields)
     defaults = Settings.model_fields
     for name, shown in rows.items():
         if name not in defaults or defaults[name].default_factory is not None:
@@ -229,15 +257,17 @@ def test_every_setting_is_documented_with_its_default() -> None:
         value = defaults[name].default
         shown = shown.split(" (", 1)[0] if shown.startswith("`") else shown  # `67108864` (64 MiB)
         if value is None:
-            assert shown.startswith("unset") or shown.startswith("`sqlite:///") or \
-                shown == "the checkout's `migrations/`", name
+            assert (
+                shown.startswith("unset")
+                or shown.startswith("`sqlite:///")
+                or shown == "the checkout's `migrations/`"
+            ), name
         elif isinstance(value, bool):
             assert shown == f"`{str(value).lower()}`", name
         elif isinstance(value, float) and value.is_integer():
             assert shown in (f"`{int(value)}`", f"`{value}`"), name
         else:
             assert shown == f"`{value}`", name
-
 
 
 def test_the_readme_settings_table_repeats_the_reference_rows() -> None:
@@ -249,8 +279,10 @@ def test_the_readme_settings_table_repeats_the_reference_rows() -> None:
     for name, line in shown.items():
         assert line == reference[name], name
 
-def test_each_value_knows_where_it_came_from(monkeypatch: pytest.MonkeyPatch,
-                                             tmp_path: Path) -> None:
+
+def test_each_value_knows_where_it_came_from(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     path = _write(tmp_path, "flush_window_s = 60\nidle_close_s = 900\n")
     monkeypatch.setenv("MEMORY_WORKER_IDLE_CLOSE_S", "30")
     sources = load_settings(path, lease_ttl_s=50).value_sources
@@ -271,8 +303,11 @@ def test_config_table_shows_the_source_column(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("MEMORY_WORKER_POLL_INTERVAL_S", "2")
     result = CliRunner().invoke(app, ["config"])
     assert result.exit_code == 0, result.output
-    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:4]]
-            for line in result.output.splitlines() if line.count("│") == 4}
+    rows = {
+        line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:4]]
+        for line in result.output.splitlines()
+        if line.count("│") == 4
+    }
     assert rows["poll_interval_s"] == ["2.0", "env"]
     assert rows["lease_ttl_s"] == ["300.0", "default"]
     assert rows["sessions_root"][1] == "derived"

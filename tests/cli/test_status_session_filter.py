@@ -28,10 +28,17 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     db = StateDB.open(url)
     with db.transaction() as repos:
         for sid, end in (("s-a", 10), ("s-b", 7)):
-            repos.sessions.upsert_scan(sid, path=f"/logs/{sid}.jsonl", scan_offset=0,
-                                       scan_seq=end, durable_end_seq=end, project=f"p-{sid}")
-            repos.audit.record("forget", "done", shelf="default", session_id=sid,
-                               detail=f"forgot {sid}")
+            repos.sessions.upsert_scan(
+                sid,
+                path=f"/logs/{sid}.jsonl",
+                scan_offset=0,
+                scan_seq=end,
+                durable_end_seq=end,
+                project=f"p-{sid}",
+            )
+            repos.audit.record(
+                "forget", "done", shelf="default", session_id=sid, detail=f"forgot {sid}"
+            )
     db.dispose()
     return {"MEMORY_WORKER_STATE_URL": url, "MEMORY_WORKER_DATA_DIR": str(tmp_path / "data")}
 
@@ -50,8 +57,9 @@ def test_session_restricts_the_json_rows_and_keeps_the_total(env: dict[str, str]
     assert [row["session_id"] for row in everything["sessions"]] == ["s-a", "s-b"]
     one = _json(_status(env, "--json", "--session", "s-b"))
     assert set(one) == {"shelf", "sessions", "total", "consolidation"}  # no "audit" without --audit
-    assert [(row["session_id"], row["durable_end_seq"], row["lag"]) for row in one["sessions"]] \
-        == [("s-b", 7, 7)]
+    assert [(row["session_id"], row["durable_end_seq"], row["lag"]) for row in one["sessions"]] == [
+        ("s-b", 7, 7)
+    ]
     assert one["total"] == everything["total"]
     assert (one["total"]["sessions"], one["total"]["lag"]) == (2, 17)
 
@@ -60,7 +68,8 @@ def test_session_with_audit_restricts_the_trail(env: dict[str, str]) -> None:
     found = _json(_status(env, "--json", "--audit", "--session", "s-a"))
     assert [row["session_id"] for row in found["sessions"]] == ["s-a"]
     assert [(row["action"], row["session_id"], row["detail"]) for row in found["audit"]] == [
-        ("forget", "s-a", "forgot s-a")]
+        ("forget", "s-a", "forgot s-a")
+    ]
     unfiltered = _json(_status(env, "--json", "--audit"))
     assert [row["session_id"] for row in unfiltered["audit"]] == ["s-a", "s-b"]
 
@@ -69,8 +78,11 @@ def test_session_table_has_one_row_and_a_total_of_all(env: dict[str, str]) -> No
     result = _status(env, "--session", "s-a", "--wide")  # every column, one line per row
     assert result.exit_code == 0, result.output
     assert "memory-worker status (shelf default, session s-a)" in result.stdout
-    rows = [[cell.strip() for cell in line.split("│")[1:-1]]
-            for line in result.stdout.splitlines() if line.count("│") == 12]
+    rows = [
+        [cell.strip() for cell in line.split("│")[1:-1]]
+        for line in result.stdout.splitlines()
+        if line.count("│") == 12
+    ]
     assert [row[:5] for row in rows] == [
         ["s-a", "p-s-a", "10", "0", "10"],
         ["total, all sessions (2)", "", "17", "", "17"],
@@ -79,10 +91,10 @@ def test_session_table_has_one_row_and_a_total_of_all(env: dict[str, str]) -> No
 
 
 @pytest.mark.parametrize("args", [(), ("--json",), ("--audit",), ("--json", "--audit")])
-def test_unknown_session_is_one_line_and_exit_1(env: dict[str, str],
-                                                args: tuple[str, ...]) -> None:
+def test_unknown_session_is_one_line_and_exit_1(env: dict[str, str], args: tuple[str, ...]) -> None:
     result = _status(env, "--session", "s-typo", *args)
     assert result.exit_code == 1
     assert result.stdout == ""
     assert result.stderr.splitlines() == [
-        "memory-worker status: s-typo: unknown session (not seen by the watcher)"]
+        "memory-worker status: s-typo: unknown session (not seen by the watcher)"
+    ]

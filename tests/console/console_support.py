@@ -24,12 +24,19 @@ from pipeline_support import process
 from redaction_cases import tok
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 HOSTILE_ID = 's-"><img src=x onerror=window.pwned=1>'
 HOSTILE_CWD = '/home/dev/"><img src=x onerror=window.pwned=2>'
-HOSTILE_TEXT = "<script>window.pwned=3</script> and \"><img src=x onerror=window.pwned=4>"
+HOSTILE_TEXT = '<script>window.pwned=3</script> and "><img src=x onerror=window.pwned=4>'
 SECRET = "AKIA" + tok(16, "console", string.ascii_uppercase + "234567")
 
 
@@ -102,8 +109,13 @@ class RunningConsole:
 @contextmanager
 def running_console(env: dict[str, str], *args: str) -> Iterator[RunningConsole]:
     """``memory-worker console --port 0`` as a subprocess; yields once it printed its URL."""
-    proc = subprocess.Popen([str(BIN / "memory-worker"), "console", "--port", "0", *args],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [str(BIN / "memory-worker"), "console", "--port", "0", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     lines: queue.Queue[str] = queue.Queue()
 
     def pump() -> None:
@@ -129,8 +141,13 @@ def running_console(env: dict[str, str], *args: str) -> Iterator[RunningConsole]
             proc.wait()
 
 
-def http(url: str, *, method: str = "GET", data: bytes | None = None,
-         headers: dict[str, str] | None = None) -> tuple[int, str]:
+def http(
+    url: str,
+    *,
+    method: str = "GET",
+    data: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, str]:
     """Status and body of one request (no redirect followed)."""
 
     class NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -153,10 +170,13 @@ def chromium() -> Iterator[Any]:
 
     with tempfile.TemporaryDirectory() as profile, sync_playwright() as driver:
         context = driver.chromium.launch_persistent_context(
-            profile, executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
-            viewport={"width": 1200, "height": 800})
+            profile,
+            executable_path=CHROMIUM,
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1200, "height": 800},
+        )
         try:
             yield context
         finally:
             context.close()
-

@@ -36,10 +36,12 @@ REPO = Path(__file__).resolve().parents[2]
 SHOTS = REPO / "docs" / "console"
 
 
-@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgresql",
-                                                               marks=pytest.mark.integration)])
-def home(request: pytest.FixtureRequest,
-         tmp_path_factory: pytest.TempPathFactory) -> Iterator[Home]:
+@pytest.fixture(
+    scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)]
+)
+def home(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Home]:
     server = ModelServer(canary_reply).start()
     try:
         if request.param == "sqlite":
@@ -97,7 +99,10 @@ def test_sessions_page(browser: Any, console: RunningConsole, home: Home) -> Non
     page.select_option("select[name=project]", "canaryproj")
     page.click("button:text-is('filter')")
     assert sorted(page.locator("#sessions td.id a").all_inner_texts()) == [
-        "s-alpha", "s-beta", "s-broken"]
+        "s-alpha",
+        "s-beta",
+        "s-broken",
+    ]
     page.fill("input[name=since]", "2001-01-01")
     page.fill("input[name=until]", "2001-01-02")
     page.click("button:text-is('filter')")
@@ -142,8 +147,7 @@ def test_session_as_memory_sees_it(browser: Any, console: RunningConsole, home: 
     shot(page, home, "entry")
 
 
-def test_search_links_back_to_sessions(browser: Any, console: RunningConsole,
-                                       home: Home) -> None:
+def test_search_links_back_to_sessions(browser: Any, console: RunningConsole, home: Home) -> None:
     page = browser
     page.goto(console.base + "/search")
     word = home.beta.canary("1", "ASK")
@@ -193,8 +197,9 @@ def test_hostile_text_renders_as_text(browser: Any, console: RunningConsole) -> 
     no_script_ran(page)
 
 
-def test_forget_then_verify_reports_no_leak(browser: Any, console: RunningConsole,
-                                            home: Home) -> None:
+def test_forget_then_verify_reports_no_leak(
+    browser: Any, console: RunningConsole, home: Home
+) -> None:
     page = browser
     page.goto(console.base + "/session?id=s-beta")
     page.click("text=forget this session…")
@@ -231,37 +236,40 @@ def test_retract_now(browser: Any, console: RunningConsole, home: Home) -> None:
 
 def test_refusals(console: RunningConsole) -> None:
     base, port = console.base, console.base.rsplit(":", 1)[1]
-    cookie = {"Cookie": f"memory_console_{port}={console.token}; "
-                        f"memory_console_csrf_{port}=c5rf"}
+    cookie = {"Cookie": f"memory_console_{port}={console.token}; memory_console_csrf_{port}=c5rf"}
     assert http(base + "/sessions")[0] == 401
     assert http(base + "/sessions?token=wrong")[0] == 401
-    assert http(base + "/session?id=s-alpha",
-                headers={"Cookie": f"memory_console_{port}=wrong"})[0] == 401
+    assert (
+        http(base + "/session?id=s-alpha", headers={"Cookie": f"memory_console_{port}=wrong"})[0]
+        == 401
+    )
     assert http(base + "/sessions", headers=cookie)[0] == 200
     # Bad input: one line, never a crash.
     for query, status, line in (
-            ("/session?id=s-alpha&page=x", 400, "page: not a number"),
-            ("/session?id=s-alpha&page=99", 404, "the session has 1 page(s)"),
-            ("/session?id=s%00x", 400, "the session id contains a NUL character"),
-            ("/session?id=nobody", 404, "no such session in the state database"),
-            ("/sessions?since=yesterday", 400, "since: not a date (YYYY-MM-DD)")):
+        ("/session?id=s-alpha&page=x", 400, "page: not a number"),
+        ("/session?id=s-alpha&page=99", 404, "the session has 1 page(s)"),
+        ("/session?id=s%00x", 400, "the session id contains a NUL character"),
+        ("/session?id=nobody", 404, "no such session in the state database"),
+        ("/sessions?since=yesterday", 400, "since: not a date (YYYY-MM-DD)"),
+    ):
         got, body = http(base + query, headers=cookie)
         assert got == status and f'<p class="bad">{line}' in body, (query, got, body)
     # DNS rebinding: another name for this address.
     assert http(base + "/sessions", headers={**cookie, "Host": f"evil.example:{port}"})[0] == 403
     form = urllib.parse.urlencode({"id": "s-alpha", "csrf": "c5rf"}).encode()
     for origin in ("http://evil.example", "null"):
-        status, _ = http(base + "/retract", method="POST", data=form,
-                         headers={**cookie, "Origin": origin})
+        status, _ = http(
+            base + "/retract", method="POST", data=form, headers={**cookie, "Origin": origin}
+        )
         assert status == 403
     status, _ = http(base + "/retract", method="POST", data=form, headers=cookie)
     assert status == 403  # neither Origin nor Referer
     bad = urllib.parse.urlencode({"id": "s-alpha", "csrf": "other"}).encode()
-    status, _ = http(base + "/retract", method="POST", data=bad,
-                     headers={**cookie, "Origin": base})
+    status, _ = http(base + "/retract", method="POST", data=bad, headers={**cookie, "Origin": base})
     assert status == 403
-    status, body = http(base + "/retract", method="POST", data=form,
-                        headers={**cookie, "Origin": base})
+    status, body = http(
+        base + "/retract", method="POST", data=form, headers={**cookie, "Origin": base}
+    )
     assert status == 200 and "Nothing to retract" in body
 
 
@@ -271,11 +279,13 @@ def test_cross_site_form_is_refused(browser: Any, console: RunningConsole, home:
     import http.server
     import threading
 
-    form = (f'<form method="post" action="{console.base}/forget">'
-            '<input type="hidden" name="id" value="s-alpha">'
-            '<input type="hidden" name="confirm" value="yes">'
-            '<input type="hidden" name="csrf" value="guess">'
-            '<button id="go" type="submit">go</button></form>').encode()
+    form = (
+        f'<form method="post" action="{console.base}/forget">'
+        '<input type="hidden" name="id" value="s-alpha">'
+        '<input type="hidden" name="confirm" value="yes">'
+        '<input type="hidden" name="csrf" value="guess">'
+        '<button id="go" type="submit">go</button></form>'
+    ).encode()
 
     class Page(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:

@@ -26,8 +26,9 @@ def _imported(argv: list[str]) -> list[str]:
         f"print(sorted(m for m in sys.modules if m == 'worker.console' or "
         f"m.split('.')[0] in {WEB!r}))\n"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         check=True, timeout=120).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
     return [line for line in out.splitlines() if line.startswith("[")]
 
 
@@ -38,13 +39,19 @@ def test_help_loads_no_web_stack() -> None:
 
 def test_another_address_needs_the_explicit_option(tmp_path: Path) -> None:
     env = cli_env(tmp_path)
-    done = subprocess.run([str(BIN / "memory-worker"), "console", "--host", "0.0.0.0",
-                           "--port", "0"], env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [str(BIN / "memory-worker"), "console", "--host", "0.0.0.0", "--port", "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.splitlines() == [
         "memory-worker console: --host 0.0.0.0 would let other machines reach the console; add "
-        "--i-know-it-is-exposed to do that"]
+        "--i-know-it-is-exposed to do that"
+    ]
     assert not (tmp_path / "data").exists()  # refused before anything was opened
 
 
@@ -63,5 +70,7 @@ def test_exposed_console_says_what_it_exposes_and_still_wants_the_token(tmp_path
         err = console.process.communicate(timeout=20)[1]
     lines = [line for line in err.splitlines() if "listening on" in line]
     assert len(lines) == 1
-    assert lines[0].startswith(f"memory-worker console: listening on 0.0.0.0:{port}: anyone who "
-                               "can reach it and has the token can read every session's")
+    assert lines[0].startswith(
+        f"memory-worker console: listening on 0.0.0.0:{port}: anyone who "
+        "can reach it and has the token can read every session's"
+    )

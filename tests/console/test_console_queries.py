@@ -28,9 +28,15 @@ def _seed(db: StateDB) -> dict[str, dt.datetime]:
         for i in range(125):
             sid = f"s-{i:03d}"
             when[sid] = T0 + dt.timedelta(minutes=i // 5)
-            repos.sessions.upsert_scan(sid, path=f"/x/{sid}", scan_offset=0, scan_seq=0,
-                                       durable_end_seq=10, project=f"p{i % 2}",
-                                       last_activity_at=when[sid])
+            repos.sessions.upsert_scan(
+                sid,
+                path=f"/x/{sid}",
+                scan_offset=0,
+                scan_seq=0,
+                durable_end_seq=10,
+                project=f"p{i % 2}",
+                last_activity_at=when[sid],
+            )
     return when
 
 
@@ -57,13 +63,19 @@ def test_filters_by_project_and_activity(state_db: StateDB) -> None:  # noqa: F8
     with state_db.read() as repos:
         browse = BrowseRepo(repos.conn)
         odd = browse.sessions("default", project="p1", limit=200).rows
-        window = browse.sessions("default", since=T0 + dt.timedelta(minutes=3),
-                                 until=T0 + dt.timedelta(minutes=5), limit=200).rows
+        window = browse.sessions(
+            "default",
+            since=T0 + dt.timedelta(minutes=3),
+            until=T0 + dt.timedelta(minutes=5),
+            limit=200,
+        ).rows
         assert browse.projects() == ["p0", "p1"]
     assert {line.session_id for line in odd} == {f"s-{i:03d}" for i in range(1, 125, 2)}
     assert {line.session_id for line in window} == {
-        sid for sid, at in when.items() if T0 + dt.timedelta(minutes=3) <= at
-        < T0 + dt.timedelta(minutes=5)}
+        sid
+        for sid, at in when.items()
+        if T0 + dt.timedelta(minutes=3) <= at < T0 + dt.timedelta(minutes=5)
+    }
     assert [line.lag for line in odd][:1] == [10]  # nothing logged: the whole durable end
 
 

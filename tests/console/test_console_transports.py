@@ -30,23 +30,34 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Home]:
 def _pages(home: Home, transport: str) -> dict[str, str]:
     env = dict(home.env)
     if transport != "lite":
-        env.update({"MEMORY_WORKER_STORE_TRANSPORT": transport,
-                    "MEMORY_WORKER_STORE_BINARY": str(BIN / "hypatia-lite"),
-                    "HYPATIA_LITE_HOME": str(Path(env["MEMORY_WORKER_LITE_HOME"]))})
+        env.update(
+            {
+                "MEMORY_WORKER_STORE_TRANSPORT": transport,
+                "MEMORY_WORKER_STORE_BINARY": str(BIN / "hypatia-lite"),
+                "HYPATIA_LITE_HOME": str(Path(env["MEMORY_WORKER_LITE_HOME"])),
+            }
+        )
     word = home.beta.canary("1", "ASK")
     with running_console(env) as console:
         port = console.base.rsplit(":", 1)[1]
-        cookie = {"Cookie": f"memory_console_{port}={console.token}; "
-                            f"memory_console_csrf_{port}=c5rf"}
+        cookie = {
+            "Cookie": f"memory_console_{port}={console.token}; memory_console_csrf_{port}=c5rf"
+        }
         found = {}
-        for name, path in (("session", "/session?id=s-alpha"),
-                           ("entry", "/entry?name=msg-s-alpha-0"),
-                           ("search", "/search?q=" + urllib.parse.quote(f'"{word}"'))):
+        for name, path in (
+            ("session", "/session?id=s-alpha"),
+            ("entry", "/entry?name=msg-s-alpha-0"),
+            ("search", "/search?q=" + urllib.parse.quote(f'"{word}"')),
+        ):
             status, body = http(console.base + path, headers=cookie)
             assert status == 200, (transport, name, body)
             found[name] = body
-        status, body = http(console.base + "/verify", method="POST",
-                            data=b"csrf=c5rf", headers={**cookie, "Origin": console.base})
+        status, body = http(
+            console.base + "/verify",
+            method="POST",
+            data=b"csrf=c5rf",
+            headers={**cookie, "Origin": console.base},
+        )
         assert status == 200, body
         found["verify"] = body
     return found
@@ -63,8 +74,9 @@ def _derived(page: str) -> list[str]:
 
 
 @pytest.mark.parametrize("transport", ["cli", pytest.param("mcp", marks=pytest.mark.integration)])
-def test_other_transports_show_the_same_memory(home: Home, lite: dict[str, str],
-                                               transport: str) -> None:
+def test_other_transports_show_the_same_memory(
+    home: Home, lite: dict[str, str], transport: str
+) -> None:
     other = _pages(home, transport)
     assert _derived(other["session"]) == _derived(lite["session"])
     assert len(_derived(lite["session"])) >= 3  # summaries, an archive, work units

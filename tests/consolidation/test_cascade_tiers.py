@@ -22,16 +22,18 @@ pytestmark = pytest.mark.integration
 
 
 def client(server: ModelServer) -> ModelClient:
-    return ModelClient([ModelRoute(server.base_url, "archivist", "K")], env={"K": "sk-test"},
-                       retry_wait_s=0)
+    return ModelClient(
+        [ModelRoute(server.base_url, "archivist", "K")], env={"K": "sk-test"}, retry_wait_s=0
+    )
 
 
 def archive_reply(request: Any) -> Reply:
     text = request["messages"][-1]["content"]
     tier = re.search(r"building tier (\d+)", text)
     assert tier is not None
-    return Reply(content=json.dumps({"title": f"Tier {tier.group(1)} digest",
-                                     "summary": "- merged"}))
+    return Reply(
+        content=json.dumps({"title": f"Tier {tier.group(1)} digest", "summary": "- merged"})
+    )
 
 
 @pytest.fixture
@@ -43,21 +45,24 @@ def store(tmp_path: Path) -> Any:
 def seed_tier_one(store: LiteStore, count: int, project: str = "demo") -> list[str]:
     names = [f"sum-s{i}-0-10" for i in range(count)]
     for i, name in enumerate(names):
-        store.knowledge_create(name, f"- summary {i}", tags=["summary", "summary 1"],
-                               scopes=[project])
+        store.knowledge_create(
+            name, f"- summary {i}", tags=["summary", "summary 1"], scopes=[project]
+        )
     return names
 
 
 def tier(store: LiteStore, level: int) -> dict[str, dict[str, Any]]:
     return {
-        row["name"]: row["content"] for row in store.dump()["knowledge"]
+        row["name"]: row["content"]
+        for row in store.dump()["knowledge"]
         if f"summary {level}" in row["content"].get("tags", [])
     }
 
 
 def summary_edges(store: LiteStore) -> set[tuple[str, str]]:
-    return {(r["head"], r["tail"]) for r in store.dump()["statements"]
-            if r["relation"] == "summary"}
+    return {
+        (r["head"], r["tail"]) for r in store.dump()["statements"] if r["relation"] == "summary"
+    }
 
 
 def test_nine_summaries_at_batch_three_climb_to_tier_three_over_three_runs(
@@ -68,7 +73,7 @@ def test_nine_summaries_at_batch_three_climb_to_tier_three_over_three_runs(
     reports = [run_cascade(store, client(model_server), "demo", batch_size=3) for _ in range(3)]
 
     tier_two = tier(store, 2)
-    expected_two = [archive_name(2, members[i:i + 3]) for i in (0, 3, 6)]
+    expected_two = [archive_name(2, members[i : i + 3]) for i in (0, 3, 6)]
     assert sorted(tier_two) == sorted(expected_two)
     assert all(re.fullmatch(r"sum2-[0-9a-f]{12}", name) for name in tier_two)
     first = tier_two[expected_two[0]]
@@ -78,7 +83,9 @@ def test_nine_summaries_at_batch_three_climb_to_tier_three_over_three_runs(
     expected_three = archive_name(3, expected_two)
     assert list(tier(store, 3)) == [expected_three]
     assert [r.created for r in reports] == [
-        [expected_two[0]], [expected_two[1]], [expected_two[2], expected_three]
+        [expected_two[0]],
+        [expected_two[1]],
+        [expected_two[2], expected_three],
     ]
     assert summary_edges(store) == {
         *((expected_two[i // 3], members[i]) for i in range(9)),
@@ -97,8 +104,9 @@ def test_an_existing_archive_only_gets_its_edges(
 ) -> None:
     members = seed_tier_one(store, 3)
     name = archive_name(2, members)
-    store.knowledge_create(name, "# Earlier\n\n- kept", tags=["summary", "summary 2"],
-                           scopes=["demo"])
+    store.knowledge_create(
+        name, "# Earlier\n\n- kept", tags=["summary", "summary 2"], scopes=["demo"]
+    )
     report = run_cascade(store, client(model_server), "demo", batch_size=3)
     assert (report.created, report.linked) == ([], [name])
     assert model_server.requests == []

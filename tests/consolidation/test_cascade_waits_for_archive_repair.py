@@ -40,8 +40,9 @@ def test_cascade_waits_while_a_repair_holds_the_archive_lease(
 
     model_server.responder = reply
     monkeypatch.setattr(cascade_job, "ARCHIVE_LEASE_WAIT_S", 0.3)
-    runtime = runtime_for(tmp_path, monkeypatch, model_server, cascade_batch_size=2,
-                          cascade_enabled=False)
+    runtime = runtime_for(
+        tmp_path, monkeypatch, model_server, cascade_batch_size=2, cascade_enabled=False
+    )
     for sid in ("s-a", "s-b"):
         log = SessionLogWriter(tmp_path / "dsh", sid, "/home/dev/proj")
         log.turn(f"question of {sid}", f"answer of {sid}")

@@ -42,8 +42,14 @@ def test_turn_interval_and_token_floor(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_server: ModelServer
 ) -> None:
     model_server.echo = True
-    runtime = runtime_for(tmp_path, monkeypatch, model_server, force_idle=False,
-                          check_every_turns=2, min_new_tokens=500)
+    runtime = runtime_for(
+        tmp_path,
+        monkeypatch,
+        model_server,
+        force_idle=False,
+        check_every_turns=2,
+        min_new_tokens=500,
+    )
     log = SessionLogWriter(tmp_path / "dsh", "s-gate", CWD)
 
     turn(log, BIG, "one", COMPLETED)
@@ -58,7 +64,9 @@ def test_turn_interval_and_token_floor(
     assert summaries(tmp_path) == [f"sum-s-gate-0-{end_2}"]
     state = progress(runtime, "s-gate")
     assert (state.last_consolidated_seq, state.last_check_turn, state.pending_tokens) == (
-        end_2, 2, 0
+        end_2,
+        2,
+        0,
     )
 
     turn(log, "three", "small", COMPLETED)
@@ -79,12 +87,22 @@ def test_user_abort_is_a_boundary_and_failed_turns_never_trigger(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_server: ModelServer
 ) -> None:
     model_server.echo = True
-    runtime = runtime_for(tmp_path, monkeypatch, model_server, force_idle=False,
-                          check_every_turns=5, min_new_tokens=500)
+    runtime = runtime_for(
+        tmp_path,
+        monkeypatch,
+        model_server,
+        force_idle=False,
+        check_every_turns=5,
+        min_new_tokens=500,
+    )
     log = SessionLogWriter(tmp_path / "dsh", "s-abort", CWD)
 
-    for kind in ({"kind": "error", "error": {"message": "boom"}}, {"kind": "blocked"},
-                 {"kind": "max-tokens"}, {"kind": "aborted", "reason": {"kind": "hook"}}):
+    for kind in (
+        {"kind": "error", "error": {"message": "boom"}},
+        {"kind": "blocked"},
+        {"kind": "max-tokens"},
+        {"kind": "aborted", "reason": {"kind": "hook"}},
+    ):
         turn(log, BIG, "failed turn", kind)
         process(runtime)
     assert summaries(tmp_path) == []
@@ -101,8 +119,15 @@ def test_disabled_consolidation_never_triggers_at_turn_end(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_server: ModelServer
 ) -> None:
     model_server.echo = True
-    runtime = runtime_for(tmp_path, monkeypatch, model_server, force_idle=False,
-                          check_every_turns=1, min_new_tokens=500, consolidation_enabled=False)
+    runtime = runtime_for(
+        tmp_path,
+        monkeypatch,
+        model_server,
+        force_idle=False,
+        check_every_turns=1,
+        min_new_tokens=500,
+        consolidation_enabled=False,
+    )
     log = SessionLogWriter(tmp_path / "dsh", "s-off", CWD)
     turn(log, BIG, "answer", COMPLETED)
     process(runtime)
@@ -116,8 +141,15 @@ def test_idle_close_consolidates_with_thresholds_waived(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_server: ModelServer
 ) -> None:
     model_server.echo = True
-    runtime = runtime_for(tmp_path, monkeypatch, model_server, force_idle=False, idle_close_s=1,
-                          check_every_turns=50, min_new_tokens=100_000)
+    runtime = runtime_for(
+        tmp_path,
+        monkeypatch,
+        model_server,
+        force_idle=False,
+        idle_close_s=1,
+        check_every_turns=50,
+        min_new_tokens=100_000,
+    )
     log = SessionLogWriter(tmp_path / "dsh", "s-idle", CWD)
     end = turn(log, "small", "talk", COMPLETED)
     process(runtime)

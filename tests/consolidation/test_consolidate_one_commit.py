@@ -32,15 +32,17 @@ class Transactions:
         event.listen(engine, "commit", self._commit)
         event.listen(engine, "rollback", self._rollback)
 
-    def _statement(self, conn: Any, _cursor: Any, statement: str, _params: Any, context: Any,
-                   _many: bool) -> None:
+    def _statement(
+        self, conn: Any, _cursor: Any, statement: str, _params: Any, context: Any, _many: bool
+    ) -> None:
         text = " ".join(statement.split()).upper()
         compiled = getattr(context, "compiled_parameters", None)
         values = compiled[0] if compiled else {}
         if text.startswith("INSERT INTO AUDIT") and values.get("action") == "reconsolidate":
             self.open[id(conn)].append(f"request {values.get('outcome')}")
         elif text.startswith("UPDATE PROGRESS") and any(
-                key.startswith("v_last_consolidated") for key in values):
+            key.startswith("v_last_consolidated") for key in values
+        ):
             self.open[id(conn)].append("advance last_consolidated_seq")
 
     def _commit(self, conn: Any) -> None:
@@ -56,8 +58,14 @@ def test_watermark_and_request_settle_in_one_transaction(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_server: ModelServer
 ) -> None:
     model_server.echo = True
-    runtime = runtime_for(tmp_path, monkeypatch, model_server, force_idle=False,
-                          check_every_turns=50, min_new_tokens=100_000)
+    runtime = runtime_for(
+        tmp_path,
+        monkeypatch,
+        model_server,
+        force_idle=False,
+        check_every_turns=50,
+        min_new_tokens=100_000,
+    )
     log = SessionLogWriter(tmp_path / "dsh", "s-one", "/home/dev/one-commit")
     log.turn("which port", "8443")
     log.turn("and the health check", "GET /healthz")
@@ -73,6 +81,5 @@ def test_watermark_and_request_settle_in_one_transaction(
     assert progress(runtime, "s-one").last_consolidated_seq == end
     with runtime.state.read() as repos:
         audit = repos.audit.entries(session_id="s-one", action="reconsolidate")
-    assert [(a.outcome, a.subject) for a in audit] == [("queued", f"0-{end}"),
-                                                        ("done", f"0-{end}")]
+    assert [(a.outcome, a.subject) for a in audit] == [("queued", f"0-{end}"), ("done", f"0-{end}")]
     runtime.close()

@@ -41,8 +41,13 @@ def routes(*servers: ModelServer) -> list[dict[str, str]]:
     ]
 
 
-def runtime_for(root: Path, monkeypatch: pytest.MonkeyPatch, *servers: ModelServer,
-                force_idle: bool = True, **overrides: Any) -> Any:
+def runtime_for(
+    root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *servers: ModelServer,
+    force_idle: bool = True,
+    **overrides: Any,
+) -> Any:
     monkeypatch.setenv(KEY_ENV, "sk-test-route-key-0000000000")
     values: dict[str, Any] = {"model_routes": routes(*servers), "retry_backoff_s": 0.1}
     values.update(overrides)
@@ -81,9 +86,7 @@ def test_summary_is_named_by_the_span_and_links_only_kept_messages(
     assert rows[summary]["data"] == (
         "U: first question about ruff\nA: first answer\nU: third question\nA: third answer"
     )
-    assert edges(tmp_path, "summary", "sum-") == {
-        (summary, f"msg-s-sum-{n}") for n in (0, 1, 4, 5)
-    }
+    assert edges(tmp_path, "summary", "sum-") == {(summary, f"msg-s-sum-{n}") for n in (0, 1, 4, 5)}
     for request in model_server.requests:
         assert b"SECRET-WITHDRAWN" not in request.body
     assert progress(runtime, "s-sum").last_consolidated_seq == end
@@ -161,7 +164,8 @@ def test_truncated_reply_retries_on_the_next_route_asking_for_one_unit(
             calls = repos.model_calls.recent()
             assert repos.failures.get("consolidate", "s-retry") is None
         assert [(c.route_index, c.outcome, c.detail) for c in calls] == [
-            (1, "ok", None), (0, "incomplete", "length")
+            (1, "ok", None),
+            (0, "incomplete", "length"),
         ]
         runtime.close()
     finally:
@@ -240,8 +244,12 @@ class _FailFirstSummaryCreate:
 def test_a_failure_before_the_summary_reruns_the_call_and_keeps_the_units(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_server: ModelServer
 ) -> None:
-    unit = {"title": "Cache the venv", "classification": "one-shot",
-            "content": "## Context\nSlow CI.\n## Solution\nCache .venv.", "tags": []}
+    unit = {
+        "title": "Cache the venv",
+        "classification": "one-shot",
+        "content": "## Context\nSlow CI.\n## Solution\nCache .venv.",
+        "tags": [],
+    }
     reply = json.dumps({"summary": "- cached", "workUnits": [unit]})
     model_server.push(Reply(content=reply), Reply(content=reply))
     runtime = runtime_for(tmp_path, monkeypatch, model_server)
@@ -268,8 +276,14 @@ def test_a_marker_beyond_the_logged_part_still_withdraws_from_the_summary(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_server: ModelServer
 ) -> None:
     model_server.echo = True
-    runtime = runtime_for(tmp_path, monkeypatch, model_server, force_idle=False,
-                          check_every_turns=50, min_new_tokens=100_000)
+    runtime = runtime_for(
+        tmp_path,
+        monkeypatch,
+        model_server,
+        force_idle=False,
+        check_every_turns=50,
+        min_new_tokens=100_000,
+    )
     log = SessionLogWriter(tmp_path / "dsh", "s-late", CWD)
     log.turn("keep this", "kept")
     taken = log.turn("WITHDRAWN-LATE question", "WITHDRAWN-LATE answer")

@@ -23,8 +23,12 @@ ROUTE_KEY = "sk-test-route-key-0000000000"
 def reply(request: dict[str, Any]) -> Reply:
     text = request["messages"][-1]["content"]
     if "memory consolidation engine" in text:
-        unit = {"title": "Rotate leaked keys", "classification": "bug-fix",
-                "content": "## Context\nA key leaked.\n## Solution\nRotate it.", "tags": []}
+        unit = {
+            "title": "Rotate leaked keys",
+            "classification": "bug-fix",
+            "content": "## Context\nA key leaked.\n## Solution\nRotate it.",
+            "tags": [],
+        }
         base = json.loads(echo_reply(request).content)
         return Reply(content=json.dumps({"summary": base["summary"], "workUnits": [unit]}))
     return Reply(content=json.dumps({"verdict": "unrelated", "target": ""}))
@@ -38,7 +42,8 @@ def test_no_secret_key_or_withdrawn_text_reaches_the_model(
     runtime.store("default").knowledge_create(
         "wu-rotate-keys-00000000",
         "Rotate leaked keys\n## Context\nA key leaked.\n## Solution\nRotate it now.",
-        tags=["memory", "work-unit"], scopes=["proj"],
+        tags=["memory", "work-unit"],
+        scopes=["proj"],
     )
     log = SessionLogWriter(tmp_path / "dsh", "s-priv", CWD)
     log.turn(f"deploy with {SECRETS[0]} and token {SECRETS[1]}", f"set AWS id {SECRETS[2]}")

@@ -15,12 +15,16 @@ BIN = Path(sys.executable).parent / "memory-worker"
 
 @pytest.mark.integration
 def test_all_with_no_sessions_says_so(tmp_path: Path) -> None:
-    env = {**os.environ, "MEMORY_WORKER_DATA_DIR": str(tmp_path / "data"),
-           "HYPATIA_LITE_HOME": str(tmp_path / "lite")}
+    env = {
+        **os.environ,
+        "MEMORY_WORKER_DATA_DIR": str(tmp_path / "data"),
+        "HYPATIA_LITE_HOME": str(tmp_path / "lite"),
+    }
     for name in ("MEMORY_WORKER_LITE_HOME", "MEMORY_WORKER_STATE_URL", "MEMORY_WORKER_CONFIG"):
         env.pop(name, None)
-    done = subprocess.run([str(BIN), "reconsolidate", "--all"], env=env, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [str(BIN), "reconsolidate", "--all"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0
     assert done.stderr.splitlines() == [
         "no sessions seen yet (run `memory-worker run` or `daemon`)"

@@ -36,8 +36,14 @@ def test_queued_busy_empty_and_no_second_summary(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_server: ModelServer
 ) -> None:
     model_server.echo = True
-    runtime = runtime_for(tmp_path, monkeypatch, model_server, force_idle=False,
-                          check_every_turns=50, min_new_tokens=100_000)
+    runtime = runtime_for(
+        tmp_path,
+        monkeypatch,
+        model_server,
+        force_idle=False,
+        check_every_turns=50,
+        min_new_tokens=100_000,
+    )
     log = SessionLogWriter(tmp_path / "dsh", "s-now", CWD)
     log.turn("short question", "short answer")
     log.turn("another", "reply")
@@ -68,7 +74,9 @@ def test_queued_busy_empty_and_no_second_summary(
     with runtime.state.transaction() as repos:
         audit = repos.audit.entries(session_id="s-now", action="reconsolidate")
     assert [(a.outcome, a.subject) for a in audit] == [
-        ("queued", f"0-{end}"), ("done", f"0-{end}"), ("queued", f"0-{end}"),
+        ("queued", f"0-{end}"),
+        ("done", f"0-{end}"),
+        ("queued", f"0-{end}"),
         ("done", f"0-{end}"),
     ]
     runtime.close()
@@ -96,8 +104,9 @@ def test_from_seq_resummarises_a_later_range(
     runtime.close()
 
 
-def test_error_reasons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                       model_server: ModelServer) -> None:
+def test_error_reasons(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_server: ModelServer
+) -> None:
     plain = embedded_runtime(tmp_path / "a")
     assert request_reconsolidation(plain, "s-x", "default").reason == "unavailable"
     plain.close()
@@ -114,13 +123,23 @@ def test_cli_waits_with_a_progress_bar_and_reports_each_session(
 ) -> None:
     model_server.echo = True
     monkeypatch.setenv(KEY_ENV, "sk-test-route-key-0000000000")
-    for name, value in {"DSH_HOME": tmp_path / "dsh", "DATA_DIR": tmp_path / "data",
-                        "LITE_HOME": tmp_path / "lite", "CHECK_EVERY_TURNS": 50,
-                        "MIN_NEW_TOKENS": 100_000,
-                        "MODEL_ROUTES": json.dumps(routes(model_server))}.items():
+    for name, value in {
+        "DSH_HOME": tmp_path / "dsh",
+        "DATA_DIR": tmp_path / "data",
+        "LITE_HOME": tmp_path / "lite",
+        "CHECK_EVERY_TURNS": 50,
+        "MIN_NEW_TOKENS": 100_000,
+        "MODEL_ROUTES": json.dumps(routes(model_server)),
+    }.items():
         monkeypatch.setenv(f"MEMORY_WORKER_{name}", str(value))
-    runtime = runtime_for(tmp_path, monkeypatch, model_server, force_idle=False,
-                          check_every_turns=50, min_new_tokens=100_000)
+    runtime = runtime_for(
+        tmp_path,
+        monkeypatch,
+        model_server,
+        force_idle=False,
+        check_every_turns=50,
+        min_new_tokens=100_000,
+    )
     log = SessionLogWriter(tmp_path / "dsh", "s-cli", CWD)
     log.turn("question", "answer")
     log.flush()
@@ -149,8 +168,10 @@ def test_cli_waits_with_a_progress_bar_and_reports_each_session(
     assert busy.exit_code == 0, busy.output
     assert f"s-cli: busy — a queued request already covers [0, {log.seq})" in busy.output
     # Nothing was written the second time, and the line says so (never "consolidated … into").
-    assert (f"s-cli: done — already summarised: sum-s-cli-0-{log.seq} exists, nothing written"
-            in busy.output)
+    assert (
+        f"s-cli: done — already summarised: sum-s-cli-0-{log.seq} exists, nothing written"
+        in busy.output
+    )
     assert "consolidated [0" not in busy.output
 
     unknown = cli.invoke(app, ["reconsolidate", "s-nope"])
@@ -166,16 +187,19 @@ def test_startup_backfill_queues_the_biggest_backlogs_per_project(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_server: ModelServer
 ) -> None:
     plain = embedded_runtime(tmp_path, force_idle=True)
-    for sid, cwd, turns in (("b-small", "/w/alpha", 1), ("b-mid", "/w/alpha", 2),
-                            ("b-big", "/w/alpha", 3), ("b-other", "/w/beta", 1)):
+    for sid, cwd, turns in (
+        ("b-small", "/w/alpha", 1),
+        ("b-mid", "/w/alpha", 2),
+        ("b-big", "/w/alpha", 3),
+        ("b-other", "/w/beta", 1),
+    ):
         log = SessionLogWriter(tmp_path / "dsh", sid, cwd)
         for i in range(turns):
             log.turn(f"q{i}", f"a{i}")
         log.flush()
     process(plain)  # logged without a model: nothing consolidated
     plain.close()
-    runtime = runtime_for(tmp_path, monkeypatch, model_server,
-                          consolidation_backfill_per_scope=2)
+    runtime = runtime_for(tmp_path, monkeypatch, model_server, consolidation_backfill_per_scope=2)
     queued = backfill_consolidation(runtime, "default")
     assert sorted(r.session_id for r in queued) == ["b-big", "b-mid", "b-other"]
     assert queued_sessions(runtime, "default") == ["b-big", "b-mid", "b-other"]

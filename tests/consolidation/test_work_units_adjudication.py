@@ -35,14 +35,28 @@ EXISTING_TEXT = (
 
 
 def client(server: ModelServer) -> ModelClient:
-    return ModelClient([ModelRoute(server.base_url, "judge", "K")], env={"K": "sk-test"},
-                       retry_wait_s=0)
+    return ModelClient(
+        [ModelRoute(server.base_url, "judge", "K")], env={"K": "sk-test"}, retry_wait_s=0
+    )
 
 
-def write(store: LiteStore, server: ModelServer, unit: WorkUnit = UNIT,
-          summary: str = "sum-s1-0-10", **options: Any) -> Any:
-    return store_work_unit(store, client(server), unit, summary_name=summary, project="demo",
-                           attempt=0, recorded=DAY, options=WorkUnitOptions(**options))
+def write(
+    store: LiteStore,
+    server: ModelServer,
+    unit: WorkUnit = UNIT,
+    summary: str = "sum-s1-0-10",
+    **options: Any,
+) -> Any:
+    return store_work_unit(
+        store,
+        client(server),
+        unit,
+        summary_name=summary,
+        project="demo",
+        attempt=0,
+        recorded=DAY,
+        options=WorkUnitOptions(**options),
+    )
 
 
 def edges_of(store: LiteStore, head: str) -> set[tuple[str, str]]:
@@ -71,8 +85,9 @@ def test_nothing_near_stores_an_unrelated_unit(store: LiteStore, model_server: M
 
 
 def test_operational_rows_are_never_candidates(store: LiteStore, model_server: ModelServer) -> None:
-    store.knowledge_create("sum-s0-0-5", EXISTING_TEXT, tags=["summary", "summary 1"],
-                           scopes=["demo"])
+    store.knowledge_create(
+        "sum-s0-0-5", EXISTING_TEXT, tags=["summary", "summary 1"], scopes=["demo"]
+    )
     store.knowledge_create("msg-s0-0", EXISTING_TEXT, tags=["message"], scopes=["demo"])
     outcome = write(store, model_server)
     assert outcome.verdict == "unrelated"
@@ -81,16 +96,23 @@ def test_operational_rows_are_never_candidates(store: LiteStore, model_server: M
 
 @pytest.mark.parametrize(
     ("verdict", "relation"),
-    [("refines", "refines"), ("extends", "extends"), ("supersedes", "supersedes"),
-     ("contradicts", "supersedes"), ("unrelated", None)],
+    [
+        ("refines", "refines"),
+        ("extends", "extends"),
+        ("supersedes", "supersedes"),
+        ("contradicts", "supersedes"),
+        ("unrelated", None),
+    ],
 )
 def test_verdicts_map_to_edges(
     store: LiteStore, model_server: ModelServer, verdict: str, relation: str | None
 ) -> None:
-    store.knowledge_create("wu-old-lesson-00000000", EXISTING_TEXT,
-                           tags=["memory", "work-unit"], scopes=["demo"])
-    model_server.push(Reply(content=json.dumps(
-        {"verdict": verdict, "target": "wu-old-lesson-00000000"})))
+    store.knowledge_create(
+        "wu-old-lesson-00000000", EXISTING_TEXT, tags=["memory", "work-unit"], scopes=["demo"]
+    )
+    model_server.push(
+        Reply(content=json.dumps({"verdict": verdict, "target": "wu-old-lesson-00000000"}))
+    )
     outcome = write(store, model_server)
     (request,) = model_server.requests
     assert "1. wu-old-lesson-00000000" in request.user_text
@@ -104,8 +126,9 @@ def test_verdicts_map_to_edges(
 
 
 def test_duplicate_stores_nothing(store: LiteStore, model_server: ModelServer) -> None:
-    store.knowledge_create("wu-old-lesson-00000000", EXISTING_TEXT,
-                           tags=["memory", "work-unit"], scopes=["demo"])
+    store.knowledge_create(
+        "wu-old-lesson-00000000", EXISTING_TEXT, tags=["memory", "work-unit"], scopes=["demo"]
+    )
     model_server.push(Reply(content='{"verdict": "duplicate", "target": ""}'))
     outcome = write(store, model_server)
     assert (outcome.verdict, outcome.stored) == ("duplicate", False)
@@ -116,8 +139,12 @@ def test_duplicate_stores_nothing(store: LiteStore, model_server: ModelServer) -
 def test_candidates_beyond_the_distance_ceiling_are_not_judged(
     store: LiteStore, model_server: ModelServer
 ) -> None:
-    store.knowledge_create("wu-far-00000000", "Bake sourdough bread at 230 degrees",
-                           tags=["memory", "work-unit"], scopes=["demo"])
+    store.knowledge_create(
+        "wu-far-00000000",
+        "Bake sourdough bread at 230 degrees",
+        tags=["memory", "work-unit"],
+        scopes=["demo"],
+    )
     rows = store.similar(f"{UNIT.title}\n{UNIT.content}", limit=5)
     assert [(r.key, r.distance > 0.45) for r in rows] == [("wu-far-00000000", True)]
     outcome = write(store, model_server)
@@ -128,14 +155,13 @@ def test_candidates_beyond_the_distance_ceiling_are_not_judged(
 def test_a_failed_judgement_stores_the_unit_as_unrelated(
     store: LiteStore, model_server: ModelServer
 ) -> None:
-    store.knowledge_create("wu-old-lesson-00000000", EXISTING_TEXT,
-                           tags=["memory", "work-unit"], scopes=["demo"])
+    store.knowledge_create(
+        "wu-old-lesson-00000000", EXISTING_TEXT, tags=["memory", "work-unit"], scopes=["demo"]
+    )
     model_server.push(Reply(content="not json at all"))
     outcome = write(store, model_server)
     assert (outcome.verdict, outcome.stored) == ("unrelated", True)
-    assert edges_of(store, outcome.name) == {
-        ("is_a", "work-unit"), ("derivedFrom", "sum-s1-0-10")
-    }
+    assert edges_of(store, outcome.name) == {("is_a", "work-unit"), ("derivedFrom", "sum-s1-0-10")}
 
 
 def test_the_same_lesson_again_only_gains_a_derived_from_edge(
@@ -147,18 +173,19 @@ def test_the_same_lesson_again_only_gains_a_derived_from_edge(
     assert (again.verdict, again.stored) == ("existing", False)
     assert model_server.requests == []
     assert edges_of(store, first.name) == {
-        ("is_a", "work-unit"), ("derivedFrom", "sum-s1-0-10"), ("derivedFrom", "sum-s2-0-8")
+        ("is_a", "work-unit"),
+        ("derivedFrom", "sum-s1-0-10"),
+        ("derivedFrom", "sum-s2-0-8"),
     }
 
 
 def test_adjudication_off_stores_without_lookup_or_call(
     store: LiteStore, model_server: ModelServer
 ) -> None:
-    store.knowledge_create("wu-old-lesson-00000000", EXISTING_TEXT,
-                           tags=["memory", "work-unit"], scopes=["demo"])
+    store.knowledge_create(
+        "wu-old-lesson-00000000", EXISTING_TEXT, tags=["memory", "work-unit"], scopes=["demo"]
+    )
     outcome = write(store, model_server, adjudicate=False)
     assert (outcome.verdict, outcome.stored) == ("unrelated", True)
     assert model_server.requests == []
-    assert edges_of(store, outcome.name) == {
-        ("is_a", "work-unit"), ("derivedFrom", "sum-s1-0-10")
-    }
+    assert edges_of(store, outcome.name) == {("is_a", "work-unit"), ("derivedFrom", "sum-s1-0-10")}

@@ -27,11 +27,23 @@ MESSAGES = "redact-messages-0001"
 COMPACTED = "redact-compaction-0001"
 #: Cases that go into the title and the compaction summary (by name).
 #: A key with no END line takes the rest of the text: such a case comes last.
-TITLE_CASES = ("github fine-grained", "env *_PASSWORD", "mongodb url password with #",
-               "curl -u user:pass", "pem cut inside a title")
-SUMMARY_CASES = ("postgres url", "stripe live", "authorization basic", "sshpass quoted",
-                 "mysql -pPASS", "django SECRET_KEY env", "npm token glued by _",
-                 "pem unterminated")
+TITLE_CASES = (
+    "github fine-grained",
+    "env *_PASSWORD",
+    "mongodb url password with #",
+    "curl -u user:pass",
+    "pem cut inside a title",
+)
+SUMMARY_CASES = (
+    "postgres url",
+    "stripe live",
+    "authorization basic",
+    "sshpass quoted",
+    "mysql -pPASS",
+    "django SECRET_KEY env",
+    "npm token glued by _",
+    "pem unterminated",
+)
 BY_NAME = {name: (raw, template) for name, raw, template in POSITIVE}
 
 

@@ -69,8 +69,11 @@ def test_open_log_opens_regular_files_only(tmp_path: Path) -> None:
     os.symlink(good, tmp_path / "link.jsonl")
     os.mkfifo(tmp_path / "fifo.jsonl")
     (tmp_path / "dir.jsonl").mkdir()
-    for name, why in (("link.jsonl", "symbolic link"), ("fifo.jsonl", "FIFO"),
-                      ("dir.jsonl", "directory")):
+    for name, why in (
+        ("link.jsonl", "symbolic link"),
+        ("fifo.jsonl", "FIFO"),
+        ("dir.jsonl", "directory"),
+    ):
         with pytest.raises(UnsafeLog, match=why):
             open_log(tmp_path / name)
 
@@ -83,8 +86,9 @@ def test_a_log_swapped_for_a_symlink_after_the_listing_is_not_followed(tmp_path:
     os.symlink("/etc/passwd", log)
     scan = LogScan(location.path)
     assert list(scan) == [] and scan.header is None
-    assert [str(p) for p in scan.problems] == [f"io: {log} is a symbolic link (not followed); "
-                                               "not read"]
+    assert [str(p) for p in scan.problems] == [
+        f"io: {log} is a symbolic link (not followed); not read"
+    ]
 
 
 def test_the_listing_names_what_it_does_not_follow(tmp_path: Path) -> None:

@@ -138,8 +138,14 @@ def test_bit_flips_give_an_outcome_never_a_crash(tmp_path: Path, compressed: boo
             flipped.write_bytes(bytes(mutated))
             log = read_log(flipped)
             for problem in log.problems:
-                assert problem.kind in {"torn", "damaged", "corrupt", "unsupported", "invalid",
-                                        "io"}
+                assert problem.kind in {
+                    "torn",
+                    "damaged",
+                    "corrupt",
+                    "unsupported",
+                    "invalid",
+                    "io",
+                }
                 assert "\n" not in problem.message and problem.message
             if not log.problems:
                 outcomes.add("clean")

@@ -46,8 +46,7 @@ def cluster(tmp_path: Path, model_server: ModelServer) -> Iterator[Cluster]:
         "MEMORY_WORKER_IDLE_CLOSE_S": "600",
         "MEMORY_WORKER_CASCADE_ENABLED": "false",
         "MEMORY_WORKER_MODEL_ROUTES": json.dumps(
-            [{"base_url": model_server.base_url, "model": "deepseek-chat",
-              "api_key_env": KEY_ENV}]
+            [{"base_url": model_server.base_url, "model": "deepseek-chat", "api_key_env": KEY_ENV}]
         ),
         KEY_ENV: "sk-lost-hints-000000000000",
     }
@@ -59,10 +58,15 @@ def local_runtime(cluster: Cluster, monkeypatch: pytest.MonkeyPatch, *, force_id
     """A runtime on the cluster's state, store and DSH home (what the daemon process builds)."""
     monkeypatch.setenv(KEY_ENV, cluster.env[KEY_ENV])
     return embedded_runtime(
-        cluster.root, force_idle=force_idle, dsh_home=cluster.home, lite_home=cluster.lite,
-        state_url=cluster.state_url, broker_url=cluster.env["MEMORY_WORKER_BROKER_URL"],
+        cluster.root,
+        force_idle=force_idle,
+        dsh_home=cluster.home,
+        lite_home=cluster.lite,
+        state_url=cluster.state_url,
+        broker_url=cluster.env["MEMORY_WORKER_BROKER_URL"],
         model_routes=json.loads(cluster.env["MEMORY_WORKER_MODEL_ROUTES"]),
-        cascade_enabled=False, idle_close_s=600,
+        cascade_enabled=False,
+        idle_close_s=600,
     )
 
 
@@ -115,8 +119,11 @@ def test_purged_consolidate_hint_is_re_sent_by_reconcile_and_completed(
         assert consolidated(cluster, "lost-one") == 0
 
         cluster.start_worker("w1")
-        wait_for(lambda: consolidated(cluster, "lost-one") == end, 60,
-                 "the worker to consolidate the re-sent hint")
+        wait_for(
+            lambda: consolidated(cluster, "lost-one") == end,
+            60,
+            "the worker to consolidate the re-sent hint",
+        )
         assert f"sum-lost-one-0-{end}" in cluster.names("sum-")
         assert watcher.reconcile() == 0
         assert queued_hints(cluster.queue) == []
@@ -146,10 +153,14 @@ def test_running_daemon_hints_a_queued_request_whose_message_was_lost(
 
     cluster.start("daemon", "daemon")
     cluster.start_worker("w1")
-    wait_for(lambda: consolidated(cluster, "lost-two") == end, 60,
-             "the daemon's reconcile to hint the queued request and a worker to run it")
+    wait_for(
+        lambda: consolidated(cluster, "lost-two") == end,
+        60,
+        "the daemon's reconcile to hint the queued request and a worker to run it",
+    )
     assert f"sum-lost-two-0-{end}" in cluster.names("sum-")
     with cluster.state.transaction() as repos:
-        outcomes = [e.outcome for e in repos.audit.entries(session_id="lost-two",
-                                                           action="reconsolidate")]
+        outcomes = [
+            e.outcome for e in repos.audit.entries(session_id="lost-two", action="reconsolidate")
+        ]
     assert outcomes == ["queued", "done"]

@@ -41,10 +41,17 @@ BROKER = f"redis://127.0.0.1:6379/{REDIS_DB}"
 
 def _env(root: Path, state_url: str, shelf_url: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_WORKER_")}
-    return {**env, "HOME": str(root), "MEMORY_WORKER_DSH_HOME": str(root / "dsh"),
-            "MEMORY_WORKER_DATA_DIR": str(root / "data"), "HYPATIA_LITE_HOME": str(root / "lite"),
-            "MEMORY_WORKER_STATE_URL": state_url, "MEMORY_WORKER_BROKER_URL": BROKER,
-            "MEMORY_WORKER_STORE_SHELF_URL": shelf_url, "COLUMNS": "300"}
+    return {
+        **env,
+        "HOME": str(root),
+        "MEMORY_WORKER_DSH_HOME": str(root / "dsh"),
+        "MEMORY_WORKER_DATA_DIR": str(root / "data"),
+        "HYPATIA_LITE_HOME": str(root / "lite"),
+        "MEMORY_WORKER_STATE_URL": state_url,
+        "MEMORY_WORKER_BROKER_URL": BROKER,
+        "MEMORY_WORKER_STORE_SHELF_URL": shelf_url,
+        "COLUMNS": "300",
+    }
 
 
 def _local_default_with_entries(lite: Path) -> None:
@@ -53,8 +60,9 @@ def _local_default_with_entries(lite: Path) -> None:
 
 
 def _start(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN / "memory-worker"), *argv], env=env, capture_output=True,
-                          text=True, timeout=90)
+    return subprocess.run(
+        [str(BIN / "memory-worker"), *argv], env=env, capture_output=True, text=True, timeout=90
+    )
 
 
 def test_daemon_and_worker_exit_2_with_one_line_on_a_refused_shelf(tmp_path: Path) -> None:
@@ -67,7 +75,8 @@ def test_daemon_and_worker_exit_2_with_one_line_on_a_refused_shelf(tmp_path: Pat
             f"memory-worker: cannot open the store: shelf error: shelf 'default' is registered "
             f"as {lite / 'default'}, a local shelf holding 1 entry, not as {url}; choose another "
             "shelf name for the URL, or disconnect the local one (hypatia-lite disconnect "
-            "default)")
+            "default)"
+        )
         for argv in (["daemon"], ["worker", "--pool", "solo", "--queue", f"q-{uuid.uuid4().hex}"]):
             done = _start(argv, env)
             assert (done.returncode, done.stderr.strip().splitlines()) == (2, [expected]), argv
@@ -79,16 +88,20 @@ def test_daemon_and_worker_exit_2_with_one_line_on_a_refused_shelf(tmp_path: Pat
             done = _start(argv, env)
             lines = done.stderr.strip().splitlines()
             assert done.returncode == 2 and len(lines) == 1, (argv, done.stderr)
-            assert lines[0].startswith("memory-worker: cannot open the store: shelf error: "
-                                       "cannot open shelf 'team' at "), lines
+            assert lines[0].startswith(
+                "memory-worker: cannot open the store: shelf error: cannot open shelf 'team' at "
+            ), lines
             assert 'role "no_such_role_mw" does not exist' in lines[0]
     with LiteStore(home=lite) as local:  # the refused local shelf is untouched
         assert [r["name"] for r in local.dump()["knowledge"]] == ["msg-laptop-0"]
 
 
 def test_a_job_whose_store_is_refused_is_a_celery_failure_not_retried(tmp_path: Path) -> None:
-    subprocess.run([str(BIN / "memory-worker"), "demo-home", str(tmp_path / "dsh")], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [str(BIN / "memory-worker"), "demo-home", str(tmp_path / "dsh")],
+        check=True,
+        capture_output=True,
+    )
     lite = tmp_path / "lite"
     queue = f"refused-{uuid.uuid4().hex[:8]}"
     node = f"refused-{uuid.uuid4().hex[:6]}@{queue}"
@@ -105,16 +118,37 @@ def test_a_job_whose_store_is_refused_is_a_celery_failure_not_retried(tmp_path: 
             ended.set()
 
     with throwaway_pg_database() as state_url, throwaway_pg_database() as shelf_url:
-        env = {**_env(tmp_path, state_url, shelf_url), "MEMORY_WORKER_TASK_MAX_RETRIES": "1",
-               "MEMORY_WORKER_RETRY_BACKOFF_S": "0.1"}
-        settings = load_settings(None, dsh_home=tmp_path / "dsh", data_dir=tmp_path / "data",
-                                 state_url=state_url, broker_url=BROKER, lite_home=lite,
-                                 store_shelf_url=shelf_url)
+        env = {
+            **_env(tmp_path, state_url, shelf_url),
+            "MEMORY_WORKER_TASK_MAX_RETRIES": "1",
+            "MEMORY_WORKER_RETRY_BACKOFF_S": "0.1",
+        }
+        settings = load_settings(
+            None,
+            dsh_home=tmp_path / "dsh",
+            data_dir=tmp_path / "data",
+            state_url=state_url,
+            broker_url=BROKER,
+            lite_home=lite,
+            store_shelf_url=shelf_url,
+        )
         app = tasks.configure(settings, queue=queue)
         log = tmp_path / "worker.log"
         worker = subprocess.Popen(
-            [str(BIN / "memory-worker"), "worker", "--pool", "solo", "--queue", queue,
-             "--name", node], env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+            [
+                str(BIN / "memory-worker"),
+                "worker",
+                "--pool",
+                "solo",
+                "--queue",
+                queue,
+                "--name",
+                node,
+            ],
+            env=env,
+            stdout=log.open("wb"),
+            stderr=subprocess.STDOUT,
+        )
         runtime = None
         try:
             with receiving(app, on_event, timeout_s=120):
@@ -144,10 +178,13 @@ def test_a_job_whose_store_is_refused_is_a_celery_failure_not_retried(tmp_path: 
         # The worker had opened (and so registered) the shared shelf at start-up.
         assert registered == {"shelves": {"default": shelf_url}}
         (failed,) = [e for e in seen if e["type"] == "task-failed"]
-        refusal = (f"shelf error: shelf 'default' is registered as {lite / 'default'}, a local "
-                   f"shelf holding 1 entry, not as {shelf_url}")
+        refusal = (
+            f"shelf error: shelf 'default' is registered as {lite / 'default'}, a local "
+            f"shelf holding 1 entry, not as {shelf_url}"
+        )
         assert failed["exception"].startswith(
-            f'JobNotFinished("log_span {sid} not finished: cannot open the store: {refusal}')
+            f'JobNotFinished("log_span {sid} not finished: cannot open the store: {refusal}'
+        )
         text = log.read_text(errors="replace")
         assert text.count(refusal) == 2, text  # the guard's line and Celery's FAILURE line
         assert "Traceback" not in text

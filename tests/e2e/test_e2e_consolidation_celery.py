@@ -35,8 +35,13 @@ def cluster(tmp_path: Path, model_server: ModelServer) -> Iterator[Cluster]:
         "MEMORY_WORKER_MIN_NEW_TOKENS": "500",
         "MEMORY_WORKER_CASCADE_BATCH_SIZE": "2",
         "MEMORY_WORKER_MODEL_ROUTES": json.dumps(
-            [{"base_url": model_server.base_url, "model": "deepseek-chat",
-              "api_key_env": "E2E_KEY"}]
+            [
+                {
+                    "base_url": model_server.base_url,
+                    "model": "deepseek-chat",
+                    "api_key_env": "E2E_KEY",
+                }
+            ]
         ),
         "E2E_KEY": "sk-e2e-0000000000000000",
     }
@@ -65,8 +70,11 @@ def test_live_sessions_are_consolidated_by_celery_workers(
     first = SessionLogWriter(cluster.home, "c-one", CWD)
     first.turn("hello", "hi")
     first.flush()
-    wait_for(lambda: {"msg-c-one-0", "msg-c-one-1"} <= names(cluster, "msg-"), 60,
-             "the first turn to be logged")
+    wait_for(
+        lambda: {"msg-c-one-0", "msg-c-one-1"} <= names(cluster, "msg-"),
+        60,
+        "the first turn to be logged",
+    )
 
     def judged() -> Any:
         with cluster.state.transaction() as repos:
@@ -96,7 +104,8 @@ def test_live_sessions_are_consolidated_by_celery_workers(
         edges = statements(cluster)
         units = names(cluster, "wu-")
         done = wanted <= edges and any(
-            {(u, "derivedFrom", one), (u, "derivedFrom", two)} <= edges for u in units)
+            {(u, "derivedFrom", one), (u, "derivedFrom", two)} <= edges for u in units
+        )
         return edges if done else None
 
     edges = wait_for(cascaded, 30, "the tier-2 archive, its edges and the work unit's")

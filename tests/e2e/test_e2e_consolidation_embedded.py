@@ -28,8 +28,12 @@ pytestmark = pytest.mark.integration
 
 BIN = Path(sys.executable).parent
 CWD = "/home/dev/e2e-proj"
-UNIT = {"title": "Pin the ruff version", "classification": "bug-fix",
-        "content": "## Context\nCI drifted.\n## Solution\nPin ruff==0.8.", "tags": ["ci"]}
+UNIT = {
+    "title": "Pin the ruff version",
+    "classification": "bug-fix",
+    "content": "## Context\nCI drifted.\n## Solution\nPin ruff==0.8.",
+    "tags": ["ci"],
+}
 
 
 def scripted(request: dict[str, Any]) -> Reply:
@@ -72,7 +76,9 @@ def test_run_once_writes_summaries_archive_and_work_units(
     done = subprocess.run(
         [str(BIN / "memory-worker"), "run", "--once"],
         env=worker_env(tmp_path, model_server, MEMORY_WORKER_CASCADE_BATCH_SIZE="2"),
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     store = dump(tmp_path)
@@ -101,11 +107,17 @@ def test_follow_mode_waits_for_the_turn_and_token_gates(
     log = SessionLogWriter(tmp_path / "dsh", "e-live", CWD)
     log.turn("a" * 2400, "first answer")
     log.flush()
-    env = worker_env(tmp_path, model_server, MEMORY_WORKER_CHECK_EVERY_TURNS="2",
-                     MEMORY_WORKER_MIN_NEW_TOKENS="500", MEMORY_WORKER_POLL_INTERVAL_S="0.2")
+    env = worker_env(
+        tmp_path,
+        model_server,
+        MEMORY_WORKER_CHECK_EVERY_TURNS="2",
+        MEMORY_WORKER_MIN_NEW_TOKENS="500",
+        MEMORY_WORKER_POLL_INTERVAL_S="0.2",
+    )
     out = (tmp_path / "run.log").open("wb")
-    proc = subprocess.Popen([str(BIN / "memory-worker"), "run"], env=env, stdout=out,
-                            stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [str(BIN / "memory-worker"), "run"], env=env, stdout=out, stderr=subprocess.STDOUT
+    )
     try:
         names = lambda: {row["name"] for row in dump(tmp_path)["knowledge"]}  # noqa: E731
         wait_for(lambda: {"msg-e-live-0", "msg-e-live-1"} <= names(), 30, "the first turn")

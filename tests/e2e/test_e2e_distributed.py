@@ -33,8 +33,11 @@ CWD = "/home/dev/dsh-demo"
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     root = tmp_path_factory.mktemp("distributed")
-    subprocess.run([str(BIN / "memory-worker"), "demo-home", str(root / "dsh")], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [str(BIN / "memory-worker"), "demo-home", str(root / "dsh")],
+        check=True,
+        capture_output=True,
+    )
     live = SessionLogWriter(root / "dsh", "g-live", CWD)
     first = live.turn("remember the build flag", "noted: --release")
     live.title("Build flags", first.user_seq)
@@ -67,8 +70,12 @@ def test_an_appended_turn_is_written_within_seconds(cluster: Cluster) -> None:
     turn = live.turn("which flag again?", "--release")
     live.flush()
     started = time.monotonic()
-    wait_for(lambda: {"msg-g-live-4", "msg-g-live-5"} <= cluster.names("msg-g-live-"), 10,
-             "the appended turn's entries", every=0.02)
+    wait_for(
+        lambda: {"msg-g-live-4", "msg-g-live-5"} <= cluster.names("msg-g-live-"),
+        10,
+        "the appended turn's entries",
+        every=0.02,
+    )
     assert time.monotonic() - started < 5
     assert turn.turn_end_seq + 1 == live.seq
 

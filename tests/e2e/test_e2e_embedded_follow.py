@@ -34,18 +34,25 @@ def test_run_follows_the_dsh_home_until_stopped(tmp_path: Path) -> None:
     with errors.open("w") as sink:
         proc = subprocess.Popen(
             [str(BIN / "memory-worker"), "run", "--dsh-home", str(tmp_path / "dsh")],
-            env=env, stdout=subprocess.DEVNULL, stderr=sink,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=sink,
         )
     try:
         # The home does not exist yet: one warning, then it keeps polling.
-        wait_for(lambda: "has no sessions directory" in errors.read_text(), 20, "the warning",
-                 every=0.05)
+        wait_for(
+            lambda: "has no sessions directory" in errors.read_text(), 20, "the warning", every=0.05
+        )
         log = SessionLogWriter(tmp_path / "dsh", "s-follow", "/home/dev/proj")
         log.turn("first question", "first answer")
         log.flush()
         started = time.monotonic()
-        wait_for(lambda: {"msg-s-follow-0", "msg-s-follow-1"} <= names(tmp_path / "lite"), 10,
-                 "the first turn", every=0.05)
+        wait_for(
+            lambda: {"msg-s-follow-0", "msg-s-follow-1"} <= names(tmp_path / "lite"),
+            10,
+            "the first turn",
+            every=0.05,
+        )
         assert time.monotonic() - started < 5
         log.open_turn("a turn still running")
         log.flush()
@@ -53,8 +60,12 @@ def test_run_follows_the_dsh_home_until_stopped(tmp_path: Path) -> None:
         assert "msg-s-follow-2" not in names(tmp_path / "lite")
         log.close_turn("done now")
         log.flush()
-        wait_for(lambda: {"msg-s-follow-2", "msg-s-follow-3"} <= names(tmp_path / "lite"), 10,
-                 "the finished turn", every=0.05)
+        wait_for(
+            lambda: {"msg-s-follow-2", "msg-s-follow-3"} <= names(tmp_path / "lite"),
+            10,
+            "the finished turn",
+            every=0.05,
+        )
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=20)

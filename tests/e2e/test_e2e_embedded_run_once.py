@@ -126,8 +126,7 @@ def test_hypatia_lite_cli_reads_what_the_worker_wrote(first_run: dict[str, Any])
 
 
 def test_second_run_writes_nothing_new(first_run: dict[str, Any]) -> None:
-    again = _cli(["run", "--once", "--dsh-home", str(first_run["root"] / "dsh")],
-                 first_run["env"])
+    again = _cli(["run", "--once", "--dsh-home", str(first_run["root"] / "dsh")], first_run["env"])
     assert again.returncode == 0, again.stderr
     assert "0 entries written, 0 retracted" in " ".join(again.stderr.split())
     with LiteStore("default", home=first_run["root"] / "lite") as store:
@@ -146,8 +145,7 @@ def test_a_wiped_store_is_rebuilt_on_the_next_run(first_run: dict[str, Any]) -> 
     import shutil
 
     shutil.rmtree(first_run["root"] / "lite")
-    again = _cli(["run", "--once", "--dsh-home", str(first_run["root"] / "dsh")],
-                 first_run["env"])
+    again = _cli(["run", "--once", "--dsh-home", str(first_run["root"] / "dsh")], first_run["env"])
     assert again.returncode == 0, again.stderr
     assert "the store has none of the entries of 8 session(s)" in " ".join(again.stderr.split())
     with LiteStore("default", home=first_run["root"] / "lite") as store:

@@ -53,15 +53,16 @@ _IMPORTS = "import celery, psycopg, redis, worker.run.tasks, worker.cli; redis.R
 
 
 def _usable(bindir: Path) -> bool:
-    ok = subprocess.run(_as_nobody(bindir / "python", "-c", _IMPORTS),
-                        capture_output=True, cwd="/", timeout=120)
+    ok = subprocess.run(
+        _as_nobody(bindir / "python", "-c", _IMPORTS), capture_output=True, cwd="/", timeout=120
+    )
     return ok.returncode == 0
 
 
 def _other_user_bin() -> Path | None:
     """A bin directory whose `memory-worker` uid 65534 can run, if any."""
     venv = os.environ.get("MEMORY_WORKER_TEST_OTHER_USER_VENV")
-    for candidate in ([BIN] + ([Path(venv) / "bin"] if venv else [])):
+    for candidate in [BIN] + ([Path(venv) / "bin"] if venv else []):
         if _usable(candidate):
             return candidate
     return None
@@ -73,24 +74,47 @@ def _build_other_user_venv(root: Path) -> Path:
     system_python = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
     source = root / "src"
     for part in ("hypatia_lite", "memory", "worker", "migrations"):
-        shutil.copytree(REPO / part, source / part,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        shutil.copytree(
+            REPO / part, source / part, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+        )
     for part in ("pyproject.toml", "setup.py", "README.md", "LICENSE"):
         shutil.copy2(REPO / part, source / part)
     venv = root / "venv"
-    subprocess.run([system_python, "-m", "venv", "--without-pip", str(venv)], check=True,
-                   capture_output=True, timeout=300)
+    subprocess.run(
+        [system_python, "-m", "venv", "--without-pip", str(venv)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     done = subprocess.run(
-        [str(BIN / "python"), "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
-         "-q", "--no-compile", f"{source}[distributed]"],
-        capture_output=True, text=True, timeout=1200)
+        [
+            str(BIN / "python"),
+            "-m",
+            "pip",
+            "--python",
+            str(venv / "bin" / "python"),
+            "install",
+            "-q",
+            "--no-compile",
+            f"{source}[distributed]",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return venv / "bin"
 
 
 def _as_nobody(program: Path, *args: str) -> list[str]:
-    return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-            str(program), *args]
+    return [
+        "setpriv",
+        f"--reuid={NOBODY}",
+        f"--regid={NOBODY}",
+        "--clear-groups",
+        str(program),
+        *args,
+    ]
 
 
 class TwoHosts:
@@ -98,26 +122,48 @@ class TwoHosts:
 
     def __init__(self, cluster: Cluster, bin_: Path, shelf_url: str, other: Path) -> None:
         self.cluster, self.bin, self.shelf_url, self.other = cluster, bin_, shelf_url, other
-        self.env = {**cluster.env, "HOME": str(other), "DSH_HOME": str(cluster.home),
-                    "MEMORY_WORKER_DSH_HOME": str(cluster.home),
-                    "MEMORY_WORKER_DATA_DIR": str(other / "data"),
-                    "MEMORY_WORKER_LITE_HOME": str(other / "lite")}
+        self.env = {
+            **cluster.env,
+            "HOME": str(other),
+            "DSH_HOME": str(cluster.home),
+            "MEMORY_WORKER_DSH_HOME": str(cluster.home),
+            "MEMORY_WORKER_DATA_DIR": str(other / "data"),
+            "MEMORY_WORKER_LITE_HOME": str(other / "lite"),
+        }
         self.reader = cluster.root / "reader-lite"  # the test's own view of the PG shelf
         shelves.connect(self.reader, shelf_url, "cluster")
 
     def start_worker(self, name: str) -> subprocess.Popen[bytes]:
         log = (self.cluster.root / f"{name}.log").open("wb")
         proc = subprocess.Popen(
-            _as_nobody(self.bin / "memory-worker", "worker", "--pool", "solo", "--name",
-                       f"{name}@{self.cluster.queue}", "--queue", self.cluster.queue),
-            env=self.env, cwd=self.other, stdout=log, stderr=subprocess.STDOUT)
+            _as_nobody(
+                self.bin / "memory-worker",
+                "worker",
+                "--pool",
+                "solo",
+                "--name",
+                f"{name}@{self.cluster.queue}",
+                "--queue",
+                self.cluster.queue,
+            ),
+            env=self.env,
+            cwd=self.other,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         self.cluster.procs[name] = proc
         return proc
 
     def command(self, *args: str) -> subprocess.CompletedProcess[str]:
         """A `memory-worker` command on the workers' host (uid 65534, no DSH home)."""
-        return subprocess.run(_as_nobody(self.bin / "memory-worker", *args), env=self.env,
-                              cwd=self.other, capture_output=True, text=True, timeout=300)
+        return subprocess.run(
+            _as_nobody(self.bin / "memory-worker", *args),
+            env=self.env,
+            cwd=self.other,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
 
     def dump(self) -> dict[str, Any]:
         with LiteStore("cluster", home=self.reader) as store:
@@ -152,8 +198,9 @@ def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoHosts]:
         assert _usable(bin_), "uid 65534 cannot run the venv built for it"
     root = tmp_path_factory.mktemp("two-hosts")
     home = root / "dsh"
-    subprocess.run([str(BIN / "memory-worker"), "demo-home", str(home)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [str(BIN / "memory-worker"), "demo-home", str(home)], check=True, capture_output=True
+    )
     live = SessionLogWriter(home, "g-live", CWD)
     first = live.turn("remember the build flag", "noted: --release")
     live.title("Build flags", first.user_seq)
@@ -171,9 +218,12 @@ def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoHosts]:
     with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{shelf_db}"')
     shelf_url = f"postgresql://postgres@127.0.0.1:5432/{shelf_db}"
-    env = {"MEMORY_WORKER_SHIPPING": "true", "MEMORY_WORKER_STORE_SHELF_URL": shelf_url,
-           "MEMORY_WORKER_STORE_SHELF": SHELF,
-           "MEMORY_WORKER_SHIPPING_SEGMENT_BYTES": "4096"}
+    env = {
+        "MEMORY_WORKER_SHIPPING": "true",
+        "MEMORY_WORKER_STORE_SHELF_URL": shelf_url,
+        "MEMORY_WORKER_STORE_SHELF": SHELF,
+        "MEMORY_WORKER_SHIPPING_SEGMENT_BYTES": "4096",
+    }
     try:
         with throwaway_cluster(root, "h17_ship", REDIS_DB, env) as cluster:
             two = TwoHosts(cluster, bin_, shelf_url, other)
@@ -200,8 +250,13 @@ def _embedded(home: Path, root: Path) -> dict[str, Any]:
     shutil.copytree(home, root / "dsh")
     runtime = embedded_runtime(root, force_idle=True)
     process(runtime, consolidation=False)
-    with_session_lease(runtime, "g-forget", "default", ACTION_FORGET,  # its SQLite shelf
-                       lambda ctx: forget_session(ctx))
+    with_session_lease(
+        runtime,
+        "g-forget",
+        "default",
+        ACTION_FORGET,  # its SQLite shelf
+        lambda ctx: forget_session(ctx),
+    )
     runtime.close()
     return dump(root)
 
@@ -240,10 +295,10 @@ def test_workers_as_another_user_equal_an_embedded_run(hosts: TwoHosts, tmp_path
         retracted = repos.audit.retractions(session_id="g-live")
         forgets = [(a.action, a.outcome) for a in repos.audit.entries(session_id="g-forget")]
     assert [(a.entry, a.marker_seq, a.source_kind, a.outcome) for a in retracted] == [
-        (f"msg-g-live-{n}", marker, "dsh-rewind", "retracted") for n in (4, 5)]
+        (f"msg-g-live-{n}", marker, "dsh-rewind", "retracted") for n in (4, 5)
+    ]
     assert forgets == [("forget", "started"), ("forget", "done")]
-    logs = "\n".join((cluster.root / f"{n}.log").read_text(errors="replace")
-                     for n in ("w1", "w2"))
+    logs = "\n".join((cluster.root / f"{n}.log").read_text(errors="replace") for n in ("w1", "w2"))
     assert "Permission denied" not in logs and "dsh" not in _opened_paths(logs)
 
 
@@ -271,8 +326,9 @@ def test_the_shipped_bytes_equal_the_files_and_the_forgotten_are_gone(hosts: Two
 def _count(url: str, prefix: str) -> int:
     """Entries named ``prefix…`` in the PostgreSQL shelf at ``url`` (cheap, for polling)."""
     with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute("SELECT count(*) FROM hypatia_lite.knowledge WHERE name LIKE %s",
-                           (prefix + "%",)).fetchone()
+        row = conn.execute(
+            "SELECT count(*) FROM hypatia_lite.knowledge WHERE name LIKE %s", (prefix + "%",)
+        ).fetchone()
     return int(row[0]) if row else 0
 
 
@@ -310,8 +366,11 @@ def test_kill_9_of_the_daemon_shipping_and_of_a_worker_then_restarts(
             lease = repos.leases.holder("session:g-long")
         if lease is None or not lease.owner.startswith("celery:"):
             return None
-        return int(lease.owner.split(":")[2]) if 0 < _count(hosts.shelf_url, "msg-g-long-") \
-            < expected else None
+        return (
+            int(lease.owner.split(":")[2])
+            if 0 < _count(hosts.shelf_url, "msg-g-long-") < expected
+            else None
+        )
 
     pid = wait_for(mid_job, 300, "a worker mid-way through g-long", every=0.01)
     victim = next(name for name, p in cluster.procs.items() if p.pid == pid)

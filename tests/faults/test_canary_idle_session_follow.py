@@ -47,14 +47,25 @@ def test_marker_after_idle_close_is_retracted_and_repaired(
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    env = cli_env(tmp_path, model_server, MEMORY_WORKER_IDLE_CLOSE_S="1",
-                  MEMORY_WORKER_FLUSH_WINDOW_S="0", MEMORY_WORKER_POLL_INTERVAL_S="0.2",
-                  MEMORY_WORKER_RECONCILE_INTERVAL_S="1", MEMORY_WORKER_LOG_JSON="true")
-    worker = subprocess.Popen([str(BIN / "memory-worker"), "run", "--metrics-port", str(port)],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True)
+    env = cli_env(
+        tmp_path,
+        model_server,
+        MEMORY_WORKER_IDLE_CLOSE_S="1",
+        MEMORY_WORKER_FLUSH_WINDOW_S="0",
+        MEMORY_WORKER_POLL_INTERVAL_S="0.2",
+        MEMORY_WORKER_RECONCILE_INTERVAL_S="1",
+        MEMORY_WORKER_LOG_JSON="true",
+    )
+    worker = subprocess.Popen(
+        [str(BIN / "memory-worker"), "run", "--metrics-port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     state = StateDB(f"sqlite:///{tmp_path / 'data' / 'state.db'}")
     try:
+
         def settled(session: str) -> Callable[[], bool]:
             def check() -> bool:
                 try:
@@ -62,8 +73,14 @@ def test_marker_after_idle_close_is_retracted_and_repaired(
                 except Exception:
                     return False
                 row: dict[str, Any] | None = rows.get(session)
-                return bool(row and row["closed"] and row["lag"] == 0
-                            and row["consolidation_lag"] == 0 and row["last_logged_seq"] > 0)
+                return bool(
+                    row
+                    and row["closed"]
+                    and row["lag"] == 0
+                    and row["consolidation_lag"] == 0
+                    and row["last_logged_seq"] > 0
+                )
+
             return check
 
         _until(settled("s-late"), "s-late logged, idle-closed and consolidated")
@@ -72,16 +89,21 @@ def test_marker_after_idle_close_is_retracted_and_repaired(
         assert "CANARY-s-late-2-ASK" in dump_text(tmp_path)
 
         marker, withdrawn = a.rewind(doomed.user_seq)  # the session is idle and closed
-        _until(lambda: not any(c in dump_text(tmp_path) for c in withdrawn),
-               "the withdrawn canaries to leave the store")
+        _until(
+            lambda: not any(c in dump_text(tmp_path) for c in withdrawn),
+            "the withdrawn canaries to leave the store",
+        )
         _until(settled("s-late"), "s-late settled again")
         text = dump_text(tmp_path)
         for canary in a.kept(withdrawn) + list(b.canaries.values()):
             assert canary in text, canary
         with state.transaction() as repos:
             retracted = sorted(r.entry for r in repos.audit.retractions(session_id="s-late"))
-            repaired = [(e.outcome, e.cause_marker_seq) for e in
-                        repos.audit.entries(session_id="s-late") if e.action == "repair-summary"]
+            repaired = [
+                (e.outcome, e.cause_marker_seq)
+                for e in repos.audit.entries(session_id="s-late")
+                if e.action == "repair-summary"
+            ]
         assert retracted == ["msg-s-late-2", "msg-s-late-3"]
         assert repaired == [("regenerated", marker)]
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:

@@ -51,8 +51,13 @@ def test_kill_9_mid_repair_is_finished_by_the_next_start(
 
     env = cli_env(tmp_path, model_server, MEMORY_WORKER_LEASE_TTL_S="5")
     hold.set()
-    worker = subprocess.Popen([str(BIN / "memory-worker"), "run", "--once"], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    worker = subprocess.Popen(
+        [str(BIN / "memory-worker"), "run", "--once"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 40
         while not archive_calls and time.monotonic() < deadline and worker.poll() is None:
@@ -68,8 +73,9 @@ def test_kill_9_mid_repair_is_finished_by_the_next_start(
     # Killed mid-repair: the archive still carries the withdrawn text; the intent is open.
     assert any(c in dump_text(tmp_path) for c in withdrawn)
     status = cli(["status", "--json"], env)
-    pending = {r["session_id"]: r["retractions_pending"]
-               for r in json.loads(status.stdout)["sessions"]}
+    pending = {
+        r["session_id"]: r["retractions_pending"] for r in json.loads(status.stdout)["sessions"]
+    }
     assert pending["s-k1"] == 1
 
     again = cli(["run", "--once"], env, timeout=90)

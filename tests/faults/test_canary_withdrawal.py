@@ -72,13 +72,19 @@ def test_withdrawals_after_consolidation_leave_no_canary_anywhere(
     rows = {row["name"]: row["content"]["data"] for row in dump(tmp_path)["knowledge"]}
     # Messages: b keeps turn 1 (ordinals 0, 1), a keeps turns 1 and 2 (0..3).
     assert {n for n in rows if n.startswith("msg-")} == {
-        "msg-s-b-0", "msg-s-b-1", "msg-s-a-0", "msg-s-a-1"}
+        "msg-s-b-0",
+        "msg-s-b-1",
+        "msg-s-a-0",
+        "msg-s-a-1",
+    }
     # b's first summary is regenerated from what is left; b's second and a's second had nothing
     # left and are gone; a's first was never touched.
     assert rows[b1] == "U: question CANARY-s-b-1-ASK\nA: reply CANARY-s-b-1-ANSWER"
     assert a1 in rows and a2 not in rows and b2 not in rows
     assert {(h, t) for h, r, t in triples(tmp_path) if r == "summary" and h == b1} == {
-        (b1, "msg-s-b-0"), (b1, "msg-s-b-1")}
+        (b1, "msg-s-b-0"),
+        (b1, "msg-s-b-1"),
+    }
     assert not [t for t in triples(tmp_path) if t[0] in (a2, b2) or t[2] in (a2, b2)]
     # The archive over a1 + b1 is regenerated, the one over a2 + b2 lost every member.
     archive_left = [n for n in archives2 if n in rows]
@@ -95,8 +101,11 @@ def test_withdrawals_after_consolidation_leave_no_canary_anywhere(
         [(f"msg-s-b-{n}", marker_b, "dsh-rewind", "retracted") for n in (2, 3, 4, 5)]
         + [(f"msg-s-a-{n}", marker_a, "plugin:rollback", "retracted") for n in (2, 3)]
     )
-    done = {(e.subject, e.outcome, e.cause_marker_seq, e.source_kind)
-            for e in audit if e.action == "repair-summary"}
+    done = {
+        (e.subject, e.outcome, e.cause_marker_seq, e.source_kind)
+        for e in audit
+        if e.action == "repair-summary"
+    }
     assert done == {
         (b1, "regenerated", marker_b, "dsh-rewind"),
         (b2, "retracted", marker_b, "dsh-rewind"),
@@ -108,7 +117,8 @@ def test_withdrawals_after_consolidation_leave_no_canary_anywhere(
     unit_outcomes = [e.outcome for e in audit if e.action == "repair-work-unit"]
     assert unit_outcomes.count("retracted") == 3 and unit_outcomes.count("re-extracted") == 1
     assert [e for e in audit if e.action == "repair-intent"] and all(
-        e.outcome == "pending" for e in audit if e.action == "repair-intent")
+        e.outcome == "pending" for e in audit if e.action == "repair-intent"
+    )
 
     # Idempotent: another catch-up changes nothing.
     settled = dump(tmp_path)

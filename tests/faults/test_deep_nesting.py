@@ -24,8 +24,10 @@ DEEP = 200_000
 
 def _deep_row(seq: int, depth: int) -> bytes:
     nested = b"[" * depth + b"]" * depth
-    return (b'{"type":"turn/start","seq":%d,"time":1700000009000,"data":{"turn":9,"x":%s}}\n'
-            % (seq, nested))
+    return b'{"type":"turn/start","seq":%d,"time":1700000009000,"data":{"turn":9,"x":%s}}\n' % (
+        seq,
+        nested,
+    )
 
 
 def _turn_end(seq: int) -> bytes:
@@ -50,8 +52,11 @@ def test_a_deep_line_is_one_corrupt_log_in_run_status_and_inspect(tmp_path: Path
     assert "Traceback" not in done.stderr and "RecursionError" not in done.stderr, done.stderr
     assert done.returncode == 0, done.stderr  # bad input is not a failed run (as any corrupt log)
     for name in ("h-deep", "h-deep-zstd"):
-        named = [line for line in done.lines if f"{name} " in line or f"{name}:" in line
-                 or line.rstrip().endswith(name)]
+        named = [
+            line
+            for line in done.lines
+            if f"{name} " in line or f"{name}:" in line or line.rstrip().endswith(name)
+        ]
         assert len(named) == 1, (name, done.lines)
         assert f"nested more than {MAX_JSON_DEPTH} levels" in named[0], named[0]
     names = {row["name"] for row in store_dump(tmp_path)["knowledge"]}
@@ -73,11 +78,17 @@ def test_a_deep_line_is_one_corrupt_log_in_run_status_and_inspect(tmp_path: Path
     assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr
 
     for name in ("h-deep", "h-deep-zstd"):
-        looked = run_worker(tmp_path, "inspect", str(home / "sessions"
-                            / next((home / "sessions").iterdir()).name / name))
+        looked = run_worker(
+            tmp_path,
+            "inspect",
+            str(home / "sessions" / next((home / "sessions").iterdir()).name / name),
+        )
         assert "Traceback" not in looked.stderr, looked.stderr
-        said = [line for line in (looked.stdout + looked.stderr).splitlines()
-                if f"nested more than {MAX_JSON_DEPTH} levels" in line]
+        said = [
+            line
+            for line in (looked.stdout + looked.stderr).splitlines()
+            if f"nested more than {MAX_JSON_DEPTH} levels" in line
+        ]
         assert len(said) == 1, (looked.stdout, looked.stderr)
 
 

@@ -55,8 +55,9 @@ def test_kill9_of_daemon_worker_and_pool_child_while_logs_grow(tmp_path: Path) -
             for number in range(kills(6)):
                 target = TARGETS[number % len(TARGETS)]
                 # Before a pool process is killed every log grows: its worker gets work.
-                grown = writers if target == "pool child" else [
-                    writers[points.randrange(len(writers))]]
+                grown = (
+                    writers if target == "pool child" else [writers[points.randrange(len(writers))]]
+                )
                 reach_kill_point(cluster, writers, grown, points, number)
                 if target == "pool child":
                     kill_pool_child(cluster, prefork_name, points)
@@ -74,12 +75,16 @@ def test_kill9_of_daemon_worker_and_pool_child_while_logs_grow(tmp_path: Path) -
                 made[target] += 1
             for writer in writers:  # the logs keep growing after the last kill
                 grow(writer, 10, 99)
-            expected = {f"msg-d-{i}-{n}" for i, w in enumerate(writers)
-                        for n in range(2 * w.turn_no)}
+            expected = {
+                f"msg-d-{i}-{n}" for i, w in enumerate(writers) for n in range(2 * w.turn_no)
+            }
             # (The state database learns of the last growth only when the daemon reads it.)
-            wait_for(lambda: expected <= cluster.names("msg-")
-                     and cluster.settled(len(writers)), 180,
-                     "the cluster to converge after the kills", every=0.2)
+            wait_for(
+                lambda: expected <= cluster.names("msg-") and cluster.settled(len(writers)),
+                180,
+                "the cluster to converge after the kills",
+                every=0.2,
+            )
             faulted = cluster.dump()
         finally:
             for pid in strays:

@@ -77,8 +77,9 @@ def test_kill9_of_run_once_and_its_children_at_random_points(tmp_path: Path) -> 
     for number in range(kills(6) + kills(14)):
         child = number < kills(6)  # children first, while every session still has work
         argv = run_once_argv(root, "--jobs", "2") if child else run_once_argv(root)
-        proc = subprocess.Popen(argv, env=env(root), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            argv, env=env(root), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
         # Anywhere from start-up to the end of the work.
         began = time.monotonic()
         killed = _kill_at(proc, points.uniform(0.05, 1.0) * window, child=child)

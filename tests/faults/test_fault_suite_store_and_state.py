@@ -55,10 +55,15 @@ def _cli_root(root: Path, mode: str, like: Path | None = None) -> dict[str, str]
     wrapper.write_text(WRAPPER)
     wrapper.chmod(0o755)
     (root / "mode").write_text(mode)
-    return {"MEMORY_WORKER_STORE_TRANSPORT": "cli", "MEMORY_WORKER_STORE_BINARY": str(wrapper),
-            "FAULT_MODE_FILE": str(root / "mode"), "FAULT_LITE": str(LITE),
-            "MEMORY_WORKER_TASK_MAX_RETRIES": "0", "MEMORY_WORKER_RETRY_BACKOFF_S": "0.1",
-            "MEMORY_WORKER_STORE_TIMEOUT_S": "1"}
+    return {
+        "MEMORY_WORKER_STORE_TRANSPORT": "cli",
+        "MEMORY_WORKER_STORE_BINARY": str(wrapper),
+        "FAULT_MODE_FILE": str(root / "mode"),
+        "FAULT_LITE": str(LITE),
+        "MEMORY_WORKER_TASK_MAX_RETRIES": "0",
+        "MEMORY_WORKER_RETRY_BACKOFF_S": "0.1",
+        "MEMORY_WORKER_STORE_TIMEOUT_S": "1",
+    }
 
 
 @pytest.mark.parametrize("mode", ["refuse", "hang"])
@@ -91,8 +96,9 @@ def test_a_state_database_locked_for_a_while_is_ridden_out(tmp_path: Path) -> No
     first = run_once(root, "--jobs", "1")  # creates and migrates the state database
     assert first.returncode == 0, first.stderr
     shutil.rmtree(root / "lite")  # the store is wiped: everything is written again...
-    locker = sqlite3.connect(root / "data" / "state.db", isolation_level=None,
-                             check_same_thread=False)
+    locker = sqlite3.connect(
+        root / "data" / "state.db", isolation_level=None, check_same_thread=False
+    )
     locker.execute("BEGIN EXCLUSIVE")  # ...while another process holds the state database
     release = threading.Timer(4.0, lambda: locker.execute("COMMIT"))
     release.start()
@@ -131,37 +137,67 @@ def private_pg() -> Iterator[tuple[str, Path, str]]:
     sockets.mkdir()
     shutil.chown(sockets, "postgres", "postgres")
     as_pg = ["runuser", "-u", "postgres", "--"]
-    subprocess.run([*as_pg, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U",
-                    "postgres"], check=True, capture_output=True, timeout=180)
+    subprocess.run(
+        [*as_pg, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"],
+        check=True,
+        capture_output=True,
+        timeout=180,
+    )
     pg_ctl = str(bindir / "pg_ctl")
     options = f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off"
-    subprocess.run([*as_pg, pg_ctl, "-D", str(data), "-o", options, "-l", str(base / "log"),
-                    "-w", "start"], check=True, capture_output=True, timeout=180)
+    subprocess.run(
+        [*as_pg, pg_ctl, "-D", str(data), "-o", options, "-l", str(base / "log"), "-w", "start"],
+        check=True,
+        capture_output=True,
+        timeout=180,
+    )
     try:
         yield f"postgresql://postgres@127.0.0.1:{port}/postgres", data, pg_ctl
     finally:
-        subprocess.run([*as_pg, pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"],
-                       capture_output=True, timeout=180)
+        subprocess.run(
+            [*as_pg, pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"],
+            capture_output=True,
+            timeout=180,
+        )
         shutil.rmtree(base, ignore_errors=True)
 
 
-def test_a_postgresql_restart_mid_run(tmp_path: Path,
-                                      private_pg: tuple[str, Path, str]) -> None:
+def test_a_postgresql_restart_mid_run(tmp_path: Path, private_pg: tuple[str, Path, str]) -> None:
     url, data, pg_ctl = private_pg
     clean = clean_run(tmp_path / "clean")
     root = tmp_path / "pg-run"
     lay_home(root, like=tmp_path / "clean")
     extra = {"MEMORY_WORKER_STATE_URL": url}
-    proc = subprocess.Popen(run_once_argv(root), env=env(root, **extra),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        run_once_argv(root),
+        env=env(root, **extra),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 120
     while not (root / "lite").exists():  # the run is writing
         assert proc.poll() is None and time.monotonic() < deadline
         time.sleep(0.02)
     assert proc.poll() is None, "the run ended before the restart"
-    restarted = subprocess.run(["runuser", "-u", "postgres", "--", pg_ctl, "-D", str(data),
-                                "-l", str(data.parent / "log"), "-m", "fast", "-w", "restart"],
-                               capture_output=True, timeout=180)
+    restarted = subprocess.run(
+        [
+            "runuser",
+            "-u",
+            "postgres",
+            "--",
+            pg_ctl,
+            "-D",
+            str(data),
+            "-l",
+            str(data.parent / "log"),
+            "-m",
+            "fast",
+            "-w",
+            "restart",
+        ],
+        capture_output=True,
+        timeout=180,
+    )
     assert restarted.returncode == 0, restarted.stderr
     _out, err = proc.communicate(timeout=600)
     text = err.decode()

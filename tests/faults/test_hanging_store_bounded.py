@@ -71,8 +71,12 @@ def test_run_once_on_a_hanging_cli_store_is_bounded(tmp_path: Path, clean: Path)
     wrapper = tmp_path / "hang-hypatia"
     wrapper.write_text(CLI_WRAPPER)
     wrapper.chmod(0o755)
-    _bounded_run(tmp_path, MEMORY_WORKER_STORE_TRANSPORT="cli",
-                 MEMORY_WORKER_STORE_BINARY=str(wrapper), HANG_LITE=str(LITE))
+    _bounded_run(
+        tmp_path,
+        MEMORY_WORKER_STORE_TRANSPORT="cli",
+        MEMORY_WORKER_STORE_BINARY=str(wrapper),
+        HANG_LITE=str(LITE),
+    )
     _converges(tmp_path, clean)
 
 
@@ -82,9 +86,15 @@ def test_run_once_on_an_mcp_server_that_never_answers_is_bounded(
     lay_home(tmp_path, like=clean)
     fake = write_fake_hypatia(tmp_path, LITE.as_posix())
     pids = tmp_path / "pids"
-    _bounded_run(tmp_path, MEMORY_WORKER_STORE_TRANSPORT="mcp",
-                 MEMORY_WORKER_STORE_BINARY=str(fake), FAKE_MODE="proxy", FAKE_HANG_CALLS="1",
-                 FAKE_PIDFILE=str(pids))
-    wait_for(lambda: not any(alive(pid) for pid in read_pids(pids)), 30,
-             "the MCP servers to be gone")
+    _bounded_run(
+        tmp_path,
+        MEMORY_WORKER_STORE_TRANSPORT="mcp",
+        MEMORY_WORKER_STORE_BINARY=str(fake),
+        FAKE_MODE="proxy",
+        FAKE_HANG_CALLS="1",
+        FAKE_PIDFILE=str(pids),
+    )
+    wait_for(
+        lambda: not any(alive(pid) for pid in read_pids(pids)), 30, "the MCP servers to be gone"
+    )
     _converges(tmp_path, clean)

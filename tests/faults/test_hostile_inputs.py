@@ -96,11 +96,13 @@ def _add_hostile(home: Path, outside: Path) -> None:
     with (sessions / PROJECT / "h-garbage-tail" / "session.v4.jsonl").open("ab") as handle:
         handle.write(b"\x7fELF garbage that is not a JSON row\n")
     session_path(home, "h-zeros").write_bytes(b"\0" * 4096)
-    rows = [header("h-seq-true"),
-            b'{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}\n',
-            b'{"type":"step/start","seq":true,"time":2,"data":{"turn":1,"step":1}}\n',
-            b'{"type":"step/end","seq":2,"time":3,"data":{"turn":1,"step":1}}\n',
-            b'{"type":"turn/end","seq":3,"time":4,"data":{"turn":1}}\n']
+    rows = [
+        header("h-seq-true"),
+        b'{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}\n',
+        b'{"type":"step/start","seq":true,"time":2,"data":{"turn":1,"step":1}}\n',
+        b'{"type":"step/end","seq":2,"time":3,"data":{"turn":1,"step":1}}\n',
+        b'{"type":"turn/end","seq":3,"time":4,"data":{"turn":1}}\n',
+    ]
     session_path(home, "h-seq-true").write_bytes(b"".join(rows))
     session_path(home, "h-cwd-int").write_bytes(header("h-cwd-int", cwd=42))
     os.mkfifo(session_path(home, "h-fifo"))
@@ -129,13 +131,13 @@ def homes(tmp_path: Path) -> Any:
 
 @pytest.mark.integration
 def test_run_once_over_a_hostile_home_names_each_bad_log_once_and_writes_the_good(
-    homes: Any, tmp_path: Path,
+    homes: Any,
+    tmp_path: Path,
 ) -> None:
     good, hostile = homes
     clean = run_worker(good.parent, "run", "--once", "--dsh-home", str(good))
     assert clean.returncode == 0, clean.stderr
-    done = run_worker(hostile.parent, "run", "--once", "--dsh-home", str(hostile),
-                      drop_dac=True)
+    done = run_worker(hostile.parent, "run", "--once", "--dsh-home", str(hostile), drop_dac=True)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     for name in BAD:
@@ -151,9 +153,16 @@ def test_run_once_over_a_hostile_home_names_each_bad_log_once_and_writes_the_goo
     assert store_dump(hostile.parent) == store_dump(good.parent)
     names = {row["name"] for row in store_dump(hostile.parent)["knowledge"]}
     assert {n for n in names if n.startswith("msg-")} == {
-        f"msg-{sid}-{i}" for sid, turns in
-        (("g-one", 3), ("g-two", 2), ("g-three", 1), ("h-torn", 2), ("h-garbage-tail", 2))
-        for i in range(2 * turns)}
+        f"msg-{sid}-{i}"
+        for sid, turns in (
+            ("g-one", 3),
+            ("g-two", 2),
+            ("g-three", 1),
+            ("h-torn", 2),
+            ("h-garbage-tail", 2),
+        )
+        for i in range(2 * turns)
+    }
 
     shown = run_worker(hostile.parent, "status", "--json", "--dsh-home", str(hostile))
     assert shown.returncode == 0, shown.stderr
@@ -171,7 +180,10 @@ def test_run_once_over_a_hostile_home_names_each_bad_log_once_and_writes_the_goo
 
 
 def test_a_following_watcher_says_each_problem_once_and_skips_unchanged_bad_logs(
-    homes: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch,
+    homes: Any,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _good, hostile = homes
     (hostile / "sessions" / PROJECT / "h-locked").chmod(0o755)  # root reads it anyway here

@@ -44,8 +44,14 @@ def _zstd_long_line(home: Path) -> None:
 
 
 def _run(root: Path, home: Path) -> tuple[int, list[str], int]:
-    done = run_worker(root, "run", "--once", "--dsh-home", str(home),
-                      environ=env(root, MEMORY_WORKER_LOG_MAX_FRAME_BYTES=str(LIMIT)))
+    done = run_worker(
+        root,
+        "run",
+        "--once",
+        "--dsh-home",
+        str(home),
+        environ=env(root, MEMORY_WORKER_LOG_MAX_FRAME_BYTES=str(LIMIT)),
+    )
     assert "Traceback" not in done.stderr, done.stderr
     return done.returncode, done.lines, done.max_rss_kb
 
@@ -70,4 +76,5 @@ def test_a_line_over_the_limit_costs_at_most_the_limit(tmp_path: Path, write_lon
     assert f"more than {LIMIT} bytes" in named[0] and "log_max_frame_bytes" in named[0]
     written = {row["name"] for row in store_dump(tmp_path / "long")["knowledge"]}
     assert {n for n in written if n.startswith("msg-g-")} == (
-        {f"msg-g-one-{i}" for i in range(6)} | {f"msg-g-two-{i}" for i in range(4)})
+        {f"msg-g-one-{i}" for i in range(6)} | {f"msg-g-two-{i}" for i in range(4)}
+    )

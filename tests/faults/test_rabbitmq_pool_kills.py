@@ -38,8 +38,9 @@ def test_pool_child_kills_over_rabbitmq_converge_exactly(tmp_path: Path) -> None
     home = root / "dsh"
     writers = titled_sessions(home, "r", 2, 60)
     points = rng()
-    with throwaway_cluster(root, "h22_rabbit", REDIS_DB,
-                           {"MEMORY_WORKER_BROKER_URL": RABBITMQ}) as cluster:
+    with throwaway_cluster(
+        root, "h22_rabbit", REDIS_DB, {"MEMORY_WORKER_BROKER_URL": RABBITMQ}
+    ) as cluster:
         cluster.start("daemon", "daemon")
         start_prefork(cluster, "w1")
         for number in range(kills(3)):
@@ -48,8 +49,12 @@ def test_pool_child_kills_over_rabbitmq_converge_exactly(tmp_path: Path) -> None
         for writer in writers:
             grow(writer, 10, 99)
         expected = {f"msg-r-{i}-{n}" for i, w in enumerate(writers) for n in range(2 * w.turn_no)}
-        wait_for(lambda: expected <= cluster.names("msg-") and cluster.settled(len(writers)), 120,
-                 "the cluster to converge after the kills", every=0.2)
+        wait_for(
+            lambda: expected <= cluster.names("msg-") and cluster.settled(len(writers)),
+            120,
+            "the cluster to converge after the kills",
+            every=0.2,
+        )
         faulted = cluster.dump()
     names = [row["name"] for row in faulted["knowledge"]]
     assert len(names) == len(set(names))

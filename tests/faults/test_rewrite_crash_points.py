@@ -36,13 +36,20 @@ def test_a_rewrite_that_dies_before_any_store_write_converges(
     shutil.copytree(work, snapshot)
 
     def clean_run(done: subprocess.CompletedProcess[str]) -> None:
-        assert done.stdout == ("s-2: rewrote 1 summary, 1 archive, 1 work unit; removed 2 "
-                               "entries the new pass no longer produces\n")
+        assert done.stdout == (
+            "s-2: rewrote 1 summary, 1 archive, 1 work unit; removed 2 "
+            "entries the new pass no longer produces\n"
+        )
         assert dump(work) != before
 
-    points = sweep(work, snapshot,
-                   [str(BIN / "memory-worker"), "reconsolidate", "s-2", "--replace", "--wait"],
-                   env_for(work, model_server, "model-b"), tmp_path / "writes.txt", clean_run)
+    points = sweep(
+        work,
+        snapshot,
+        [str(BIN / "memory-worker"), "reconsolidate", "s-2", "--replace", "--wait"],
+        env_for(work, model_server, "model-b"),
+        tmp_path / "writes.txt",
+        clean_run,
+    )
     # It deletes A's two units, updates the summary and the archive, writes B's unit and edges.
     assert points >= 10
     writes = (tmp_path / "writes.txt").read_text().split()

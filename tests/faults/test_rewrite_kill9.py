@@ -42,8 +42,9 @@ def b_written(root: Path) -> int:
 def replace(root: Path, server: ModelServer) -> Result:
     """The same command in this process (only the run that is killed needs its own)."""
     _register()
-    return CliRunner().invoke(app, ["reconsolidate", "--all", "--replace", "--wait"],
-                              env=env_for(root, server, "model-b"))
+    return CliRunner().invoke(
+        app, ["reconsolidate", "--all", "--replace", "--wait"], env=env_for(root, server, "model-b")
+    )
 
 
 def test_kill9_mid_replace_then_rerun_converges_on_the_uninterrupted_store(
@@ -63,7 +64,8 @@ def test_kill9_mid_replace_then_rerun_converges_on_the_uninterrupted_store(
 
     proc = subprocess.Popen(
         [str(BIN / "memory-worker"), "reconsolidate", "--all", "--replace", "--wait"],
-        env=env_for(crashed, model_server, "model-b"), stdout=subprocess.PIPE,
+        env=env_for(crashed, model_server, "model-b"),
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
     try:

@@ -31,8 +31,11 @@ def _allow(name: str, allowed: bool) -> None:
     with psycopg.connect(PG_ADMIN_DSN, autocommit=True) as admin:
         admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS {str(allowed).lower()}')
         if not allowed:
-            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                          "WHERE datname = %s AND pid <> pg_backend_pid()", (name,))
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = %s AND pid <> pg_backend_pid()",
+                (name,),
+            )
 
 
 def _logged(url: str) -> bool:
@@ -52,8 +55,13 @@ def test_a_state_outage_mid_run_ends_with_the_summary_and_exit_1(tmp_path: Path)
     with throwaway_pg_database() as url:
         name = url.rsplit("/", 1)[1]
         extra = {"MEMORY_WORKER_STATE_URL": url, "MEMORY_WORKER_RETRY_BACKOFF_S": "0.1"}
-        proc = subprocess.Popen(run_once_argv(root), env=env(root, **extra),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            run_once_argv(root),
+            env=env(root, **extra),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             deadline = time.monotonic() + 120
             while not _logged(url):  # the run is past its start and writing

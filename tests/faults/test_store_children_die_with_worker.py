@@ -46,15 +46,29 @@ def test_a_hanging_store_call_dies_with_run_once(tmp_path: Path, signum: int) ->
     wrapper.write_text(WRAPPER)
     wrapper.chmod(0o755)
     pids = tmp_path / "pids"
-    env = {**os.environ, "MEMORY_WORKER_DATA_DIR": str(tmp_path / "data"),
-           "HYPATIA_LITE_HOME": str(tmp_path / "lite"), "MEMORY_WORKER_STORE_TRANSPORT": "cli",
-           "MEMORY_WORKER_STORE_BINARY": str(wrapper), "MEMORY_WORKER_STORE_TIMEOUT_S": "600",
-           "HANG_PIDS": str(pids), "HANG_LITE": str(LITE)}
-    for name in ("MEMORY_WORKER_LITE_HOME", "MEMORY_WORKER_STATE_URL", "MEMORY_WORKER_CONFIG",
-                 "MEMORY_WORKER_MODEL_ROUTES"):
+    env = {
+        **os.environ,
+        "MEMORY_WORKER_DATA_DIR": str(tmp_path / "data"),
+        "HYPATIA_LITE_HOME": str(tmp_path / "lite"),
+        "MEMORY_WORKER_STORE_TRANSPORT": "cli",
+        "MEMORY_WORKER_STORE_BINARY": str(wrapper),
+        "MEMORY_WORKER_STORE_TIMEOUT_S": "600",
+        "HANG_PIDS": str(pids),
+        "HANG_LITE": str(LITE),
+    }
+    for name in (
+        "MEMORY_WORKER_LITE_HOME",
+        "MEMORY_WORKER_STATE_URL",
+        "MEMORY_WORKER_CONFIG",
+        "MEMORY_WORKER_MODEL_ROUTES",
+    ):
         env.pop(name, None)
-    worker = subprocess.Popen([str(BIN), "run", "--once", "--dsh-home", str(tmp_path / "dsh")],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = subprocess.Popen(
+        [str(BIN), "run", "--once", "--dsh-home", str(tmp_path / "dsh")],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         _wait(lambda: pids.exists() and pids.read_text().strip(), 120, "the hanging store call")
         child = int(pids.read_text().split()[0])

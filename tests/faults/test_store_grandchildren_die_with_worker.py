@@ -37,8 +37,7 @@ def _pids(path: Path) -> list[int]:
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
-def test_no_process_of_a_hanging_store_call_outlives_run_once(tmp_path: Path,
-                                                              signum: int) -> None:
+def test_no_process_of_a_hanging_store_call_outlives_run_once(tmp_path: Path, signum: int) -> None:
     conversation(tmp_path / "dsh", "grand-1", "/home/dev/grand", 2)
     wrapper = tmp_path / "hang-hypatia"
     wrapper.write_text(WRAPPER)
@@ -46,24 +45,36 @@ def test_no_process_of_a_hanging_store_call_outlives_run_once(tmp_path: Path,
     pids = tmp_path / "pids"
     worker = subprocess.Popen(
         [str(BIN), "run", "--once", "--dsh-home", str(tmp_path / "dsh")],
-        env=env(tmp_path, MEMORY_WORKER_STORE_TRANSPORT="cli",
-                MEMORY_WORKER_STORE_BINARY=str(wrapper), MEMORY_WORKER_STORE_TIMEOUT_S="600",
-                HANG_PIDS=str(pids), HANG_LITE=str(LITE)),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        env=env(
+            tmp_path,
+            MEMORY_WORKER_STORE_TRANSPORT="cli",
+            MEMORY_WORKER_STORE_BINARY=str(wrapper),
+            MEMORY_WORKER_STORE_TIMEOUT_S="600",
+            HANG_PIDS=str(pids),
+            HANG_LITE=str(LITE),
+        ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         wait_for(lambda: len(_pids(pids)) >= 2, 120, "the hanging store call and its child")
         shell, grandchild = _pids(pids)[:2]
         assert alive(shell) and alive(grandchild)
         os.kill(worker.pid, signum)
         _, stderr = worker.communicate(timeout=60)
-        wait_for(lambda: not alive(shell) and not alive(grandchild), 30,
-              f"store call {shell} and its child {grandchild} to die")
+        wait_for(
+            lambda: not alive(shell) and not alive(grandchild),
+            30,
+            f"store call {shell} and its child {grandchild} to die",
+        )
         if signum != signal.SIGKILL:
             summary = stderr.strip().splitlines()[-1]
             name = signal.Signals(signum).name
             assert summary.startswith(f"stopped by {name}: "), stderr
-            assert summary.endswith("not finished: grand-1 (why: the lines above, or "
-                                    "`memory-worker status`)"), stderr
+            assert summary.endswith(
+                "not finished: grand-1 (why: the lines above, or `memory-worker status`)"
+            ), stderr
             assert worker.returncode == 1
     finally:
         if worker.poll() is None:

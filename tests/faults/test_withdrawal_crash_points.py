@@ -43,8 +43,14 @@ def test_a_withdrawal_repair_that_dies_before_any_store_write_still_forgets(
         assert [c for c in kept if c not in text] == []
         assert done.returncode == 0 and "not finished" not in done.stderr
 
-    points = sweep(work, snapshot, [str(BIN / "memory-worker"), "run", "--once"],
-                   cli_env(work, model_server), tmp_path / "writes.txt", clean_run)
+    points = sweep(
+        work,
+        snapshot,
+        [str(BIN / "memory-worker"), "run", "--once"],
+        cli_env(work, model_server),
+        tmp_path / "writes.txt",
+        clean_run,
+    )
     writes = (tmp_path / "writes.txt").read_text().split()
     # Retracts four messages and two units, repairs one summary, retracts the other, rewrites
     # the archive.

@@ -49,8 +49,9 @@ class WordySession(TokenSession):
         return seqs
 
 
-def _scenario(root: Path, server: ModelServer, monkeypatch: pytest.MonkeyPatch,
-              **overrides: Any) -> tuple[list[str], list[str], list[str]]:
+def _scenario(
+    root: Path, server: ModelServer, monkeypatch: pytest.MonkeyPatch, **overrides: Any
+) -> tuple[list[str], list[str], list[str]]:
     """Two sessions logged, their consolidation refused by errors quoting the transcript; one
     rewound, the other forgotten. Returns (withdrawn, forgotten, kept) canaries."""
     server.responder = prompt_quoting_error
@@ -103,8 +104,7 @@ def test_postgresql_state_keeps_no_quoted_prompt_after_rewind_and_forget(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_server: ModelServer
 ) -> None:
     with throwaway_pg_database() as url:
-        withdrawn, forgotten, kept = _scenario(tmp_path, model_server, monkeypatch,
-                                               state_url=url)
+        withdrawn, forgotten, kept = _scenario(tmp_path, model_server, monkeypatch, state_url=url)
         _forget_and_verify(tmp_path, model_server, MEMORY_WORKER_STATE_URL=url)
         gone = withdrawn + forgotten
         files = [pg_table_file(url, table) for table in STATE_TABLES]

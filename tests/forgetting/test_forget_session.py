@@ -71,7 +71,10 @@ def test_forget_removes_the_session_and_its_share_of_archives(
     assert not [n for n in entries(tmp_path) if "s-gone" in n]
     with again.state.transaction() as repos:
         assert repos.sessions.is_forgotten("s-gone")
-        audit = [(e.action, e.outcome) for e in repos.audit.entries(session_id="s-gone")
-                 if e.action == "forget"]
+        audit = [
+            (e.action, e.outcome)
+            for e in repos.audit.entries(session_id="s-gone")
+            if e.action == "forget"
+        ]
     assert audit == [("forget", "started"), ("forget", "done")]
     again.close()

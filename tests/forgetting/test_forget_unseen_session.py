@@ -16,26 +16,44 @@ BIN = Path(sys.executable).parent / "memory-worker"
 
 @pytest.mark.integration
 def test_unseen_session_is_named_in_one_line(tmp_path: Path) -> None:
-    env = {**os.environ, "MEMORY_WORKER_DATA_DIR": str(tmp_path / "data"),
-           "HYPATIA_LITE_HOME": str(tmp_path / "lite"), "COLUMNS": "200"}
-    for name in ("MEMORY_WORKER_LITE_HOME", "MEMORY_WORKER_STATE_URL", "MEMORY_WORKER_CONFIG",
-                 "MEMORY_WORKER_MODEL_ROUTES"):
+    env = {
+        **os.environ,
+        "MEMORY_WORKER_DATA_DIR": str(tmp_path / "data"),
+        "HYPATIA_LITE_HOME": str(tmp_path / "lite"),
+        "COLUMNS": "200",
+    }
+    for name in (
+        "MEMORY_WORKER_LITE_HOME",
+        "MEMORY_WORKER_STATE_URL",
+        "MEMORY_WORKER_CONFIG",
+        "MEMORY_WORKER_MODEL_ROUTES",
+    ):
         env.pop(name, None)
 
     def forget(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(BIN), "forget", "s-typo", *args], env=env,
-                              capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            [str(BIN), "forget", "s-typo", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
 
     dry = forget("--dry-run")
     assert dry.returncode == 0, dry.stderr
-    assert ("memory-worker forget: s-typo: not seen by the watcher and nothing of it in memory"
-            in dry.stderr.splitlines())
+    assert (
+        "memory-worker forget: s-typo: not seen by the watcher and nothing of it in memory"
+        in dry.stderr.splitlines()
+    )
     real = forget()
     assert real.returncode == 0, real.stderr
-    assert ("memory-worker forget: s-typo: not seen by the watcher and nothing of it in memory; "
-            "marked forgotten, so it is never ingested") in real.stderr.splitlines()
-    status = subprocess.run([str(BIN), "status", "--json"], env=env, capture_output=True,
-                            text=True, timeout=60)
+    assert (
+        "memory-worker forget: s-typo: not seen by the watcher and nothing of it in memory; "
+        "marked forgotten, so it is never ingested"
+    ) in real.stderr.splitlines()
+    status = subprocess.run(
+        [str(BIN), "status", "--json"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert '"forgotten": true' in status.stdout
     again = forget()  # now known (marked forgotten): no note
     assert again.returncode == 0, again.stderr

@@ -35,8 +35,9 @@ def _env(home: Path) -> dict[str, str]:
 
 
 def _cli(home: Path, *argv: str) -> str:
-    done = subprocess.run([str(BIN), *argv], capture_output=True, text=True, env=_env(home),
-                          timeout=60, check=False)
+    done = subprocess.run(
+        [str(BIN), *argv], capture_output=True, text=True, env=_env(home), timeout=60, check=False
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -48,8 +49,12 @@ def _search(home: Path, query: str) -> list[str]:
 
 
 def _filler(store: LiteStore, start: int, count: int) -> None:
-    store.write_batch([EntryWrite(f"msg-fill-{i}", f"filler message {i} about the weather " * 4,
-                                  embed=False) for i in range(start, start + count)])
+    store.write_batch(
+        [
+            EntryWrite(f"msg-fill-{i}", f"filler message {i} about the weather " * 4, embed=False)
+            for i in range(start, start + count)
+        ]
+    )
 
 
 def test_cli_knowledge_delete_and_statement_delete(tmp_path: Path) -> None:
@@ -57,8 +62,16 @@ def test_cli_knowledge_delete_and_statement_delete(tmp_path: Path) -> None:
     doomed, edge, kept = token("cli-doomed"), token("cli-edge"), token("cli-kept")
     with LiteStore(home=home) as store:
         _filler(store, 0, 200)
-    _cli(home, "knowledge-create", "msg-cli-1", f"--data=question {doomed} here",
-         "--tags", f"message,{doomed}", "--synonyms", doomed)
+    _cli(
+        home,
+        "knowledge-create",
+        "msg-cli-1",
+        f"--data=question {doomed} here",
+        "--tags",
+        f"message,{doomed}",
+        "--synonyms",
+        doomed,
+    )
     _cli(home, "statement-create", "msg-cli-1", "belongTo", "session-cli", f"--data=on {edge}")
     _cli(home, "knowledge-create", "msg-cli-2", f"--data=answer {kept} stays")
     with LiteStore(home=home) as store:
@@ -75,8 +88,9 @@ def test_cli_knowledge_delete_and_statement_delete(tmp_path: Path) -> None:
 
 def _mcp(home: Path, body: Any) -> None:
     async def main() -> None:
-        params = StdioServerParameters(command=str(BIN), args=["mcp"], env=_env(home),
-                                       cwd=str(home.parent))
+        params = StdioServerParameters(
+            command=str(BIN), args=["mcp"], env=_env(home), cwd=str(home.parent)
+        )
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             with anyio.fail_after(60):
                 await session.initialize()
@@ -93,21 +107,32 @@ async def _ok(session: ClientSession, tool: str, **args: Any) -> Any:
 
 def test_mcp_deletes_and_update_while_the_server_holds_the_shelf(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    doomed, edge, old, new, kept = (token(f"mcp-{n}") for n in ("doomed", "edge", "old", "new",
-                                                                "kept"))
+    doomed, edge, old, new, kept = (
+        token(f"mcp-{n}") for n in ("doomed", "edge", "old", "new", "kept")
+    )
     with LiteStore(home=home) as store:
         _filler(store, 0, 300)
 
     async def body(s: ClientSession) -> None:
-        await _ok(s, "knowledge_create", name="msg-mcp-1", data=f"withdrawn {doomed} words",
-                  tags=["message"])
-        await _ok(s, "statement_create", head="msg-mcp-1", relation="belongTo",
-                  tail="session-mcp", data=f"edge {edge}")
+        await _ok(
+            s,
+            "knowledge_create",
+            name="msg-mcp-1",
+            data=f"withdrawn {doomed} words",
+            tags=["message"],
+        )
+        await _ok(
+            s,
+            "statement_create",
+            head="msg-mcp-1",
+            relation="belongTo",
+            tail="session-mcp",
+            data=f"edge {edge}",
+        )
         await _ok(s, "knowledge_create", name="sum-mcp-1", data=f"summary {old} of it")
         await _ok(s, "knowledge_create", name="msg-mcp-2", data=f"kept {kept} words")
         assert present(shelf_files(home), [doomed, edge, old, kept]) == {doomed, edge, old, kept}
-        await _ok(s, "statement_delete", head="msg-mcp-1", relation="belongTo",
-                  tail="session-mcp")
+        await _ok(s, "statement_delete", head="msg-mcp-1", relation="belongTo", tail="session-mcp")
         await _ok(s, "knowledge_delete", name="msg-mcp-1")
         await _ok(s, "knowledge_update", name="sum-mcp-1", data=f"summary {new} regenerated")
         # The server process is still running and holds the shelf open.
@@ -136,15 +161,21 @@ def test_a_checkpoint_blocked_by_a_reader_is_done_at_the_next_write(tmp_path: Pa
         assert owed.fetchall() == [(purge.OWED_CHECKPOINT,)]
         assert store.knowledge_get("msg-b-1") is None  # nothing waits: the delete is done
         # The old snapshot still reads the row: the WAL frames stay valid, nothing is lost.
-        assert reader.execute(
-            "SELECT count(*) FROM knowledge WHERE name = 'msg-b-1'").fetchone()[0] == 1
+        assert (
+            reader.execute("SELECT count(*) FROM knowledge WHERE name = 'msg-b-1'").fetchone()[0]
+            == 1
+        )
     finally:
         reader.execute("COMMIT")
         reader.close()
     store.knowledge_create("msg-b-2", f"later {later}")  # the next write finishes the purge
     assert not store.conn.checkpoint_owed
-    assert store.conn.execute("SELECT count(*) FROM meta WHERE k = ?",
-                              (purge.OWED_CHECKPOINT,)).fetchone()[0] == 0
+    assert (
+        store.conn.execute(
+            "SELECT count(*) FROM meta WHERE k = ?", (purge.OWED_CHECKPOINT,)
+        ).fetchone()[0]
+        == 0
+    )
     assert leaks(shelf_files(home), [doomed]) == []
     assert present(shelf_files(home), [later]) == {later}
     store.close()
@@ -168,8 +199,12 @@ def test_a_blocked_checkpoint_left_owed_is_done_by_the_next_process(tmp_path: Pa
     reader.close()
     assert leaks(shelf_files(home), [doomed]) == []
     with LiteStore(home=home, embedder=None) as again:
-        assert again.conn.execute("SELECT count(*) FROM meta WHERE k = ?",
-                                  (purge.OWED_CHECKPOINT,)).fetchone()[0] == 0
+        assert (
+            again.conn.execute(
+                "SELECT count(*) FROM meta WHERE k = ?", (purge.OWED_CHECKPOINT,)
+            ).fetchone()[0]
+            == 0
+        )
 
 
 def test_a_shelf_from_before_secure_deletion_is_cleaned_on_its_first_open(tmp_path: Path) -> None:
@@ -189,9 +224,11 @@ def test_a_shelf_from_before_secure_deletion_is_cleaned_on_its_first_open(tmp_pa
     assert early.lower()[:-1].encode() + b"i" in b"".join(p.read_bytes() for p in shelf_files(home))
     with LiteStore(home=home, embedder=None) as store:  # rebuild + VACUUM, once
         assert store.conn.execute(
-            "SELECT v FROM docs_fts_config WHERE k = 'secure-delete'").fetchone() == (1,)
-        assert store.conn.execute("SELECT count(*) FROM meta WHERE k LIKE 'purge_%'").fetchone() \
-            == (0,)
+            "SELECT v FROM docs_fts_config WHERE k = 'secure-delete'"
+        ).fetchone() == (1,)
+        assert store.conn.execute(
+            "SELECT count(*) FROM meta WHERE k LIKE 'purge_%'"
+        ).fetchone() == (0,)
         assert [r.key for r in store.search(kept)] == ["msg-l-2"]
     assert leaks(shelf_files(home), [early]) == []
     assert present(shelf_files(home), [kept]) == {kept}

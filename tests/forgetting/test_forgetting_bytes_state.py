@@ -21,8 +21,14 @@ from worker.state import StateDB
 def _titled(db: StateDB, *titles: tuple[str, str]) -> None:
     with db.transaction() as repos:
         for sid, title in titles:
-            repos.sessions.upsert_scan(sid, path=f"/logs/{sid}.jsonl", scan_offset=10, scan_seq=3,
-                                       durable_end_seq=3, title=(2, title))
+            repos.sessions.upsert_scan(
+                sid,
+                path=f"/logs/{sid}.jsonl",
+                scan_offset=10,
+                scan_seq=3,
+                durable_end_seq=3,
+                title=(2, title),
+            )
 
 
 @pytest.mark.integration
@@ -46,7 +52,6 @@ def test_postgresql_vacuums_the_dead_tuple_of_a_scrubbed_title() -> None:
             assert present([pg_table_file(url)], [kept]) == {kept}
         finally:
             db.dispose()
-
 
 
 @pytest.mark.integration
@@ -75,6 +80,7 @@ def test_postgresql_title_a_snapshot_still_sees_is_purged_once_the_snapshot_ends
             db.dispose()  # the snapshot is gone: the owed purge runs
         assert leaks([pg_table_file(url)], [doomed]) == []
         assert present([pg_table_file(url)], [kept]) == {kept}
+
 
 def _files(root: Path) -> list[Path]:
     base = root / "state.db"

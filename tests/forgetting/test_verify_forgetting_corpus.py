@@ -24,6 +24,7 @@ from worker.verify.run import verify
 
 pytestmark = pytest.mark.integration
 
+
 def _consolidated(root: Path, server: ModelServer, monkeypatch: pytest.MonkeyPatch) -> Corpus:
     """The corpus logged and consolidated, then a late withdrawal in every session, logged and
     repaired."""
@@ -50,7 +51,9 @@ def _planted(corpus: Corpus) -> Any:
 
 
 def test_a_clean_store_after_late_withdrawals_verifies_clean_and_a_plant_is_named(
-    tmp_path: Path, model_server: ModelServer, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    model_server: ModelServer,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     corpus = _consolidated(tmp_path, model_server, monkeypatch)
     withdrawn = sum(len(r.withdrawn()) for r in corpus.records)
@@ -74,18 +77,35 @@ def test_a_clean_store_after_late_withdrawals_verifies_clean_and_a_plant_is_name
     assert cli(["verify-forgetting"], env, timeout=300).returncode == 0
     record, said = _planted(corpus)
     created = subprocess.run(
-        [str(BIN / "hypatia-lite"), "knowledge-create", "notes-from-yesterday", "-d",
-         f"Recap: {said.text}"], env={**env, "HYPATIA_LITE_HOME": str(tmp_path / "lite")},
-        capture_output=True, text=True, timeout=60)
+        [
+            str(BIN / "hypatia-lite"),
+            "knowledge-create",
+            "notes-from-yesterday",
+            "-d",
+            f"Recap: {said.text}",
+        ],
+        env={**env, "HYPATIA_LITE_HOME": str(tmp_path / "lite")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert created.returncode == 0, created.stderr
     found = cli(["verify-forgetting"], env, timeout=300)
     assert found.returncode == 1, found.stderr
     name = f"msg-{record.session_id}-{said.ordinal}"
-    planted = [line for line in found.stdout.splitlines()
-               if line.startswith("leak: entry notes-from-yesterday (query): ")]
+    planted = [
+        line
+        for line in found.stdout.splitlines()
+        if line.startswith("leak: entry notes-from-yesterday (query): ")
+    ]
     assert planted and all(f", {name} (seq {said.seq}, withdrawn): " in line for line in planted)
-    assert all(line.endswith(" — not explained: no legitimate source: not an entry the worker "
-                             "derives from a kept message") for line in planted)
+    assert all(
+        line.endswith(
+            " — not explained: no legitimate source: not an entry the worker "
+            "derives from a kept message"
+        )
+        for line in planted
+    )
     in_bytes = [line for line in found.stdout.splitlines() if "(bytes)" in line]
     assert in_bytes and all(name in line and "hypatia.sqlite" in line for line in in_bytes)
     assert len(found.stdout.splitlines()) == len(planted) + len(in_bytes)

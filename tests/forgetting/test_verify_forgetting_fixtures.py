@@ -38,20 +38,38 @@ def rewind_last_prompt(path: Path) -> bool:
         return False
     surface = fold_surface(log.events).nodes
     by_seq = {e.seq: e for e in log.events}
-    prompts = [s for s in surface if s >= log.inherited and by_seq[s].type == "user/message"
-               and by_seq[s].message is not None and by_seq[s].message.source_kind == "user"]
+    prompts = [
+        s
+        for s in surface
+        if s >= log.inherited
+        and by_seq[s].type == "user/message"
+        and by_seq[s].message is not None
+        and by_seq[s].message.source_kind == "user"
+    ]
     if not prompts:
         return False
-    shadowed = surface[surface.index(prompts[-1]):]
+    shadowed = surface[surface.index(prompts[-1]) :]
     last = log.events[-1]
     version = log.header.version if log.header is not None else 4
-    op = ({"op": "replace", "startSeq": shadowed[0], "endSeq": shadowed[-1]} if version >= 3
-          else {"op": "replace", "start": shadowed[0], "end": shadowed[-1]})
+    op = (
+        {"op": "replace", "startSeq": shadowed[0], "endSeq": shadowed[-1]}
+        if version >= 3
+        else {"op": "replace", "start": shadowed[0], "end": shadowed[-1]}
+    )
     source = {"kind": "dsh-rewind"} if version >= 4 else {"kind": "plugin", "plugin": "dsh-rewind"}
-    row = {"type": "user/message", "seq": last.seq + 1, "time": (last.time or 0) + 1,
-           "data": {"id": "late-rewind", "role": "user", "source": source,
-                    "content": [{"type": "text", "text": "(empty message)"}]},
-           "surfaceOp": op, "sourceEventSeqs": shadowed}
+    row = {
+        "type": "user/message",
+        "seq": last.seq + 1,
+        "time": (last.time or 0) + 1,
+        "data": {
+            "id": "late-rewind",
+            "role": "user",
+            "source": source,
+            "content": [{"type": "text", "text": "(empty message)"}],
+        },
+        "surfaceOp": op,
+        "sourceEventSeqs": shadowed,
+    }
     line = (json.dumps(row, separators=(",", ":")) + "\n").encode()
     if path.name.endswith(".zstd"):
         line = zstandard.ZstdCompressor(write_checksum=True).compress(line)
@@ -61,7 +79,9 @@ def rewind_last_prompt(path: Path) -> bool:
 
 
 def test_shipped_fixtures_rewound_late_verify_clean(
-    tmp_path: Path, model_server: ModelServer, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    model_server: ModelServer,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     model_server.responder = canary_reply
     home = tmp_path / "dsh"

@@ -13,8 +13,10 @@ from worker.verify.sources import Gone, content_section
 
 
 def test_phrases_are_consecutive_five_word_runs_and_terms_carry_their_index_stems() -> None:
-    text = ("Deploy the quartermaster service behind the flamingo gateway tonight, "
-            "then rotate every credential we used.")
+    text = (
+        "Deploy the quartermaster service behind the flamingo gateway tonight, "
+        "then rotate every credential we used."
+    )
     found = fragments_of(text)
     assert found.phrases == (
         "deploy the quartermaster service behind",
@@ -22,7 +24,10 @@ def test_phrases_are_consecutive_five_word_runs_and_terms_carry_their_index_stem
         "rotate every credential we used",
     )
     assert found.terms == (
-        ("quartermaster", "quartermast"), ("credential", "credenti"), ("flamingo",))
+        ("quartermaster", "quartermast"),
+        ("credential", "credenti"),
+        ("flamingo",),
+    )
 
 
 def test_short_texts_placeholders_and_kept_text_make_no_fragment() -> None:
@@ -33,8 +38,10 @@ def test_short_texts_placeholders_and_kept_text_make_no_fragment() -> None:
     assert split.phrases == ("alpha bravo charlie", "delta echo foxtrot golf")
     assert "redacted" not in " ".join(split.phrases)
     # what a kept message of the session also says proves nothing
-    kept = fragments_of("Ship the monitoring dashboard today please.",
-                        kept=["I said: ship the monitoring dashboard today."])
+    kept = fragments_of(
+        "Ship the monitoring dashboard today please.",
+        kept=["I said: ship the monitoring dashboard today."],
+    )
     assert kept.phrases == ("the monitoring dashboard today please",)
     assert kept.terms == ()  # "monitoring" and "dashboard" are in the kept text
 
@@ -52,13 +59,17 @@ def test_byte_patterns_cross_json_escapes_and_fold_case_outside_ascii() -> None:
     assert re.search(phrase_pattern("so i cannot edit files"), stored, re.IGNORECASE)
     accented = "Élan vital reçu".encode()
     assert re.search(phrase_pattern("élan vital reçu"), accented, re.IGNORECASE)
-    assert not re.search(phrase_pattern("so i cannot edit files"), b"so i can edit files",
-                         re.IGNORECASE)
+    assert not re.search(
+        phrase_pattern("so i cannot edit files"), b"so i can edit files", re.IGNORECASE
+    )
 
 
 def test_porter_stems_are_the_shelf_index_terms() -> None:
     assert porter_stems(["configured", "withdrawals", "healthz"]) == {
-        "configured": "configur", "withdrawals": "withdraw", "healthz": "healthz"}
+        "configured": "configur",
+        "withdrawals": "withdraw",
+        "healthz": "healthz",
+    }
 
 
 def test_text_matcher_finds_each_phrase_once_per_text() -> None:
@@ -70,8 +81,10 @@ def test_text_matcher_finds_each_phrase_once_per_text() -> None:
 
 
 def test_content_section_is_the_body_without_the_tool_ledger() -> None:
-    markdown = ("## Role\nassistant\n\n## Timestamp\nunknown\n\n## Turn\n1\n\n## Content\n"
-                "Done.\n\n## Tool Calls\n- read config.json")
+    markdown = (
+        "## Role\nassistant\n\n## Timestamp\nunknown\n\n## Turn\n1\n\n## Content\n"
+        "Done.\n\n## Tool Calls\n- read config.json"
+    )
     assert content_section(markdown) == "Done."
     assert content_section("no sections") == ""
 
@@ -91,7 +104,11 @@ def test_a_word_of_another_script_is_not_a_separator() -> None:
     kept = "Пожалуйста, добавь тесты для модуля разбора логов.".encode()
     assert not re.search(phrase_pattern("добавь тесты для разбора логов"), kept, re.IGNORECASE)
     assert not re.search(phrase_pattern("请 检查 配置"), "请仔细检查配置".encode(), re.IGNORECASE)
-    for text in ("добавь — тесты «для» разбора… логов", "добавь，тесты！для 🙂 разбора ✅ логов",
-                 "добавь\u00a0тесты\u3001для разбора\\nлогов"):
-        assert re.search(phrase_pattern("добавь тесты для разбора логов"), text.encode(),
-                         re.IGNORECASE), text
+    for text in (
+        "добавь — тесты «для» разбора… логов",
+        "добавь，тесты！для 🙂 разбора ✅ логов",
+        "добавь\u00a0тесты\u3001для разбора\\nлогов",
+    ):
+        assert re.search(
+            phrase_pattern("добавь тесты для разбора логов"), text.encode(), re.IGNORECASE
+        ), text

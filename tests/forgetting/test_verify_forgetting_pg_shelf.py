@@ -30,11 +30,21 @@ WITHDRAWN_TEXT = "The session is read-only, so I cannot edit files now."
 
 def _verify(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_WORKER_")}
-    env.update({"MEMORY_WORKER_DSH_HOME": str(root / "dsh"),
-                "MEMORY_WORKER_DATA_DIR": str(root / "data"),
-                "MEMORY_WORKER_LITE_HOME": str(root / "lite"), "COLUMNS": "400"})
-    return subprocess.run([str(BIN / "memory-worker"), "verify-forgetting", "--shelf", "pg",
-                           *args], env=env, capture_output=True, text=True, timeout=300)
+    env.update(
+        {
+            "MEMORY_WORKER_DSH_HOME": str(root / "dsh"),
+            "MEMORY_WORKER_DATA_DIR": str(root / "data"),
+            "MEMORY_WORKER_LITE_HOME": str(root / "lite"),
+            "COLUMNS": "400",
+        }
+    )
+    return subprocess.run(
+        [str(BIN / "memory-worker"), "verify-forgetting", "--shelf", "pg", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_a_postgresql_shelf_is_searched_by_its_tables_and_says_so(tmp_path: Path) -> None:
@@ -53,13 +63,15 @@ def test_a_postgresql_shelf_is_searched_by_its_tables_and_says_so(tmp_path: Path
 
     assert clean.returncode == 0, clean.stderr
     assert clean.stdout.startswith("0 leaks in 2 withdrawn messages and 0 forgotten sessions")
-    note = (f"memory-worker verify-forgetting: shelf 'pg' is a PostgreSQL shelf ({url}): it has "
-            "no files here, so its tables (knowledge, statement, docs) were searched through "
-            "queries — every row and the full-text index. Dead row versions (MVCC) are not "
-            "visible to a query, and PostgreSQL's WAL (pg_wal), archives and backups may hold "
-            "deleted text until they are recycled; hypatia-lite rewrites the three tables with "
-            "VACUUM FULL after every delete or update (owed and retried when blocked), the WAL "
-            "is the database's retention")
+    note = (
+        f"memory-worker verify-forgetting: shelf 'pg' is a PostgreSQL shelf ({url}): it has "
+        "no files here, so its tables (knowledge, statement, docs) were searched through "
+        "queries — every row and the full-text index. Dead row versions (MVCC) are not "
+        "visible to a query, and PostgreSQL's WAL (pg_wal), archives and backups may hold "
+        "deleted text until they are recycled; hypatia-lite rewrites the three tables with "
+        "VACUUM FULL after every delete or update (owed and retried when blocked), the WAL "
+        "is the database's retention"
+    )
     assert clean.stderr.strip().splitlines() == [note]
     assert "not hypatia-lite" not in clean.stderr + leaked.stderr
     assert report["bytes_skipped"] == note.removeprefix("memory-worker verify-forgetting: ")
@@ -69,8 +81,10 @@ def test_a_postgresql_shelf_is_searched_by_its_tables_and_says_so(tmp_path: Path
 
     assert leaked.returncode == 1, leaked.stderr
     lines = leaked.stdout.splitlines()
-    assert lines[0] == (f"leak: entry planted-note (query): session {V4}, msg-{V4}-5 (seq 49, "
-                        'withdrawn): "the session is read only" — not explained: no legitimate '
-                        "source: not an entry the worker derives from a kept message")
+    assert lines[0] == (
+        f"leak: entry planted-note (query): session {V4}, msg-{V4}-5 (seq 49, "
+        'withdrawn): "the session is read only" — not explained: no legitimate '
+        "source: not an entry the worker derives from a kept message"
+    )
     assert all(line.startswith("leak: entry planted-note (") for line in lines)
     assert leaked.stderr.strip().splitlines()[-1] == note

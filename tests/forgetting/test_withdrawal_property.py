@@ -60,15 +60,24 @@ def _withdraw(log: CorpusLog, book: Phrasebook, pick: float, rollback: bool) -> 
         return
     target = prompts[min(int(pick * len(prompts)), len(prompts) - 1)]
     log.withdraw(target.seq, ROLLBACK if rollback else REWIND, legacy=pick < 0.5)
-    log.turn(book.retyped(target.text), [book.boilerplate(), book.reply(target.text)],
-             [book.tool()], secret_=target.secret)
+    log.turn(
+        book.retyped(target.text),
+        [book.boilerplate(), book.reply(target.text)],
+        [book.tool()],
+        secret_=target.secret,
+    )
 
 
 def _turns(log: CorpusLog, book: Phrasebook, count: int) -> None:
     for prompt, key in session_prompts(book, count):
         title = " ".join(prompt.split()[:4]) if log.record.title is None else None
-        log.turn(prompt, [book.boilerplate(), book.reply(prompt)], [book.tool()], secret_=key,
-                 title=title)
+        log.turn(
+            prompt,
+            [book.boilerplate(), book.reply(prompt)],
+            [book.tool()],
+            secret_=key,
+            title=title,
+        )
 
 
 def _run_once(env: dict[str, str]) -> None:
@@ -100,11 +109,14 @@ def check_oracle(root: Path, records: list[SessionRecord]) -> None:
         assert (f"session-{sid}" in entries) == (node is not None), sid
         if node is not None:
             assert node in entries[f"session-{sid}"]
-        kept_lines = {f"{'U' if m.role == 'user' else 'A'}: {rendered(m.text, m.secret)}"
-                      for m in record.kept()}
+        kept_lines = {
+            f"{'U' if m.role == 'user' else 'A'}: {rendered(m.text, m.secret)}"
+            for m in record.kept()
+        }
         for name in (n for n in entries if n.startswith(f"sum-{sid}-")):
-            said_lines = {line for line in entries[name].splitlines()
-                          if line.startswith(("U: ", "A: "))}
+            said_lines = {
+                line for line in entries[name].splitlines() if line.startswith(("U: ", "A: "))
+            }
             assert said_lines and said_lines <= kept_lines, name
     gone = withdrawn_only_words(records)
     assert files_holding(root / "lite", gone) == files_holding(root / "data", gone) == {}
@@ -112,17 +124,25 @@ def check_oracle(root: Path, records: list[SessionRecord]) -> None:
     assert not any(s in str(shelf) for s in secrets)
 
 
-@settings(max_examples=4, deadline=None, derandomize=True, print_blob=True,
-          phases=[Phase.explicit, Phase.generate],  # a failing example costs minutes to shrink
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=4,
+    deadline=None,
+    derandomize=True,
+    print_blob=True,
+    phases=[Phase.explicit, Phase.generate],  # a failing example costs minutes to shrink
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(scripts=st.lists(SESSION, min_size=1, max_size=2), seed=st.integers(0, 2**16))
 # DSH 0.1.x forms every run: V0 (its user-message marker early, the empty assistant-message
 # marker late) beside V4, and V3 (plugin-spelled rollback and rewind)
-@example(scripts=[(0, 3, [(0.6, False)], 1, [(0.2, False), (0.9, True)]),
-                  (4, 2, [], 1, [(0.0, False)])], seed=7)
+@example(
+    scripts=[(0, 3, [(0.6, False)], 1, [(0.2, False), (0.9, True)]), (4, 2, [], 1, [(0.0, False)])],
+    seed=7,
+)
 @example(scripts=[(3, 3, [(0.5, True)], 1, [(0.4, False)])], seed=11)
 def test_random_withdrawals_leave_exactly_the_kept_conversation(
-    scripts: list[tuple[int, int, Withdrawals, int, Withdrawals]], seed: int,
+    scripts: list[tuple[int, int, Withdrawals, int, Withdrawals]],
+    seed: int,
 ) -> None:
     _register()
     server = ModelServer(canary_reply).start()
@@ -152,8 +172,15 @@ def test_random_withdrawals_leave_exactly_the_kept_conversation(
             assert clean.exit_code == 0, clean.stdout
             assert clean.stdout.startswith("0 leaks in ")
 
-            planted = next(((r, m) for r in corpus.records for m in r.withdrawn()
-                            if set(words(m.text)) & withdrawn_only_words(corpus.records)), None)
+            planted = next(
+                (
+                    (r, m)
+                    for r in corpus.records
+                    for m in r.withdrawn()
+                    if set(words(m.text)) & withdrawn_only_words(corpus.records)
+                ),
+                None,
+            )
             if planted is not None:
                 record, said = planted
                 from hypatia_lite.store import LiteStore
@@ -162,8 +189,10 @@ def test_random_withdrawals_leave_exactly_the_kept_conversation(
                     store.knowledge_create("planted-by-hand", f"From memory: {said.text}")
                 found = _verify(env)
                 assert found.exit_code == 1, found.stdout
-                assert (f"leak: entry planted-by-hand (query): session {record.session_id}, "
-                        f"msg-{record.session_id}-{said.ordinal} (seq {said.seq}, withdrawn): "
-                        in found.stdout)
+                assert (
+                    f"leak: entry planted-by-hand (query): session {record.session_id}, "
+                    f"msg-{record.session_id}-{said.ordinal} (seq {said.seq}, withdrawn): "
+                    in found.stdout
+                )
     finally:
         server.stop()

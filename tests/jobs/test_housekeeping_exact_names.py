@@ -26,16 +26,24 @@ SESSIONS = ("ab", "ab-1", "a_b", "axb")
 
 
 def _run_once(root: Path) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([str(BIN), "run", "--once", "--dsh-home", str(root / "dsh")],
-                          env=cli_env(root), capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [str(BIN), "run", "--once", "--dsh-home", str(root / "dsh")],
+        env=cli_env(root),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stderr
     return done
 
 
 def _delete_messages(root: Path, session_id: str) -> list[str]:
     with LiteStore("default", home=root / "lite") as store:
-        names = [row["name"] for row in store.dump()["knowledge"]
-                 if is_message_of(row["name"], session_id)]
+        names = [
+            row["name"]
+            for row in store.dump()["knowledge"]
+            if is_message_of(row["name"], session_id)
+        ]
         for name in names:
             assert store.knowledge_delete(name)
     return names
@@ -60,9 +68,7 @@ def test_a_wiped_session_is_logged_again_next_to_a_prefix_sibling(
     clean = dump(tmp_path)
     names = [row["name"] for row in clean["knowledge"]]
     for sid in SESSIONS:
-        assert [n for n in names if is_message_of(n, sid)] == [
-            f"msg-{sid}-{i}" for i in range(6)
-        ]
+        assert [n for n in names if is_message_of(n, sid)] == [f"msg-{sid}-{i}" for i in range(6)]
 
     deleted = _delete_messages(tmp_path, wiped)
     assert deleted == [f"msg-{wiped}-{i}" for i in range(6)]

@@ -52,8 +52,10 @@ def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
 def _store(root: Path) -> tuple[dict[str, str], set[tuple[str, str, str]]]:
     with LiteStore("default", home=root / "lite") as store:
         dump = store.dump()
-    return ({r["name"]: r["content"]["data"] for r in dump["knowledge"]},
-            {(s["head"], s["relation"], s["tail"]) for s in dump["statements"]})
+    return (
+        {r["name"]: r["content"]["data"] for r in dump["knowledge"]},
+        {(s["head"], s["relation"], s["tail"]) for s in dump["statements"]},
+    )
 
 
 def _watermarks(runtime: Any, sid: str) -> tuple[int, int, bool]:
@@ -88,11 +90,18 @@ def test_jobs_after_the_scan_use_its_decode_and_write_the_same(
     handed_rt, handed = _run(tmp_path / "handed", hand_off=True)
     assert reads == []  # neither log_span nor session_node decoded the log again
     assert [(r.job, r.status) for r in handed.stats.results] == [
-        ("log_span", "done"), ("session_node", "done")]
+        ("log_span", "done"),
+        ("session_node", "done"),
+    ]
     knowledge, edges = _store(tmp_path / "handed")
     assert (knowledge, edges) == _store(tmp_path / "plain")
-    assert sorted(knowledge) == ["msg-handoff-0", "msg-handoff-1", "msg-handoff-4",
-                                 "msg-handoff-5", "session-handoff"]
+    assert sorted(knowledge) == [
+        "msg-handoff-0",
+        "msg-handoff-1",
+        "msg-handoff-4",
+        "msg-handoff-5",
+        "session-handoff",
+    ]
     assert _watermarks(handed_rt, "handoff") == _watermarks(plain_rt, "handoff")
     plain_rt.close()
     handed_rt.close()

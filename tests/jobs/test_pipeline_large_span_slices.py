@@ -103,8 +103,9 @@ def test_read_span_reads_the_first_slice_and_each_later_one_when_reached(tmp_pat
     clock = Timing(now_ms=0, last_growth_ms=None, force_idle=True)
     kinds = runtime.settings.withdrawal_kinds
 
-    whole = read_span(state, 0, clock, whitelist=kinds, limit=1_000_000, hand_off=None,
-                      segments=None)
+    whole = read_span(
+        state, 0, clock, whitelist=kinds, limit=1_000_000, hand_off=None, segments=None
+    )
     span = read_span(state, 0, clock, whitelist=kinds, limit=25, hand_off=None, segments=None)
     runtime.close()
     assert whole.cut is not None and span.cut == whole.cut
@@ -125,8 +126,9 @@ def test_read_span_reads_the_first_slice_and_each_later_one_when_reached(tmp_pat
         seen.append((piece.lower, piece.upper))
         assert piece.window.durable_end == piece.upper
         assert piece.window.first_seq <= max(piece.lower - 1, 0)
-        assert [e.seq for e in piece.window.tail(piece.lower)] == list(range(piece.lower,
-                                                                             piece.upper))
+        assert [e.seq for e in piece.window.tail(piece.lower)] == list(
+            range(piece.lower, piece.upper)
+        )
         if piece.lower:
             assert piece.before is not None and piece.before.seq == piece.lower - 1
     assert seen == span.slices

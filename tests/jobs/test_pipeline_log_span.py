@@ -149,8 +149,9 @@ def test_unreachable_store_leaves_the_watermark_and_nothing_is_lost(
     log = SessionLogWriter(tmp_path / "dsh", "s-store", CWD)
     log.turn("hello", "hi")
     log.flush()
-    broken = embedded_runtime(tmp_path, store_transport="cli",
-                              store_binary=str(tmp_path / "no-such-hypatia"))
+    broken = embedded_runtime(
+        tmp_path, store_transport="cli", store_binary=str(tmp_path / "no-such-hypatia")
+    )
     caplog.set_level(logging.WARNING, logger="worker")
     Watcher(broken, lambda *_: None).poll_once()
     result = run_job(broken, "log_span", "s-store", "default")

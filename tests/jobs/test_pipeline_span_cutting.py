@@ -18,8 +18,11 @@ def turn(seq: int, *, steps: int = 1, time: int = NOW - 1_000) -> list[Event]:
     out = [ev(seq, "turn/start", time)]
     for _ in range(steps):
         base = out[-1].seq + 1
-        out += [ev(base, "step/start", time), ev(base + 1, "assistant/message", time),
-                ev(base + 2, "step/end", time)]
+        out += [
+            ev(base, "step/start", time),
+            ev(base + 1, "assistant/message", time),
+            ev(base + 2, "step/end", time),
+        ]
     out.append(ev(out[-1].seq + 1, "turn/end", time))
     return out
 
@@ -42,9 +45,16 @@ def test_nothing_is_cut_inside_a_young_turn() -> None:
 
 def test_a_long_turn_is_cut_at_its_last_step_end_after_the_flush_window() -> None:
     old = NOW - 121_000
-    events = [ev(0, "turn/start", old), ev(1, "step/start", old), ev(2, "user/message", old),
-              ev(3, "step/end", old), ev(4, "step/start"), ev(5, "assistant/message"),
-              ev(6, "step/end"), ev(7, "step/start")]
+    events = [
+        ev(0, "turn/start", old),
+        ev(1, "step/start", old),
+        ev(2, "user/message", old),
+        ev(3, "step/end", old),
+        ev(4, "step/start"),
+        ev(5, "assistant/message"),
+        ev(6, "step/end"),
+        ev(7, "step/start"),
+    ]
     assert cut_span(events, start=0, durable_end=8, timing=timing()) == Cut(0, 7, "step-end")
     # Within the window (the oldest unlogged step/end decides; the window is not extended).
     young = timing(now_ms=old + 119_000)
@@ -98,15 +108,19 @@ def test_a_withdrawal_marker_past_the_last_turn_end_cuts_just_after_itself() -> 
     events = [*turn(0), ev(5, "user/message")]
     markers = [events[-1]]
     assert cut_span(events, start=5, durable_end=6, timing=timing()) is None
-    assert cut_span(events, start=5, durable_end=6, timing=timing(),
-                    markers=markers) == Cut(5, 6, "withdrawal")
+    assert cut_span(events, start=5, durable_end=6, timing=timing(), markers=markers) == Cut(
+        5, 6, "withdrawal"
+    )
     # Inside an unfinished span the furthest boundary wins: a later turn/end keeps its reason.
     later = [*turn(0), ev(5, "user/message"), *turn(6)]
-    assert cut_span(later, start=0, durable_end=11, timing=timing(),
-                    markers=[later[5]]) == Cut(0, 11, "turn-end")
+    assert cut_span(later, start=0, durable_end=11, timing=timing(), markers=[later[5]]) == Cut(
+        0, 11, "turn-end"
+    )
     # A marker beyond the durable end (or before the start) does not cut.
-    assert cut_span(events, start=0, durable_end=5, timing=timing(),
-                    markers=markers) == Cut(0, 5, "turn-end")
+    assert cut_span(events, start=0, durable_end=5, timing=timing(), markers=markers) == Cut(
+        0, 5, "turn-end"
+    )
     # Idle still flushes the whole tail.
-    assert cut_span(events, start=5, durable_end=6, timing=timing(force_idle=True),
-                    markers=markers) == Cut(5, 6, "idle")
+    assert cut_span(
+        events, start=5, durable_end=6, timing=timing(force_idle=True), markers=markers
+    ) == Cut(5, 6, "idle")

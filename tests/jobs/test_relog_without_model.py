@@ -45,14 +45,20 @@ REDACTED = "[REDACTED:custom]"
 def _env(root: Path, server: ModelServer | None, **extra: str) -> dict[str, str]:
     """``env_for`` with the new pattern; without ``server``, no model route at all."""
     if server is not None:
-        return env_for(root, server, "model-b", MEMORY_WORKER_REDACT_EXTRA_PATTERNS=PATTERN,
-                       **extra)
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("MEMORY_WORKER_") and k != KEY_ENV}
-    env.update(MEMORY_WORKER_DSH_HOME=str(root / "dsh"),
-               MEMORY_WORKER_DATA_DIR=str(root / "data"),
-               MEMORY_WORKER_LITE_HOME=str(root / "lite"), MEMORY_WORKER_CONFIG="",
-               MEMORY_WORKER_REDACT_EXTRA_PATTERNS=PATTERN, **extra)
+        return env_for(
+            root, server, "model-b", MEMORY_WORKER_REDACT_EXTRA_PATTERNS=PATTERN, **extra
+        )
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith("MEMORY_WORKER_") and k != KEY_ENV
+    }
+    env.update(
+        MEMORY_WORKER_DSH_HOME=str(root / "dsh"),
+        MEMORY_WORKER_DATA_DIR=str(root / "data"),
+        MEMORY_WORKER_LITE_HOME=str(root / "lite"),
+        MEMORY_WORKER_CONFIG="",
+        MEMORY_WORKER_REDACT_EXTRA_PATTERNS=PATTERN,
+        **extra,
+    )
     return env
 
 
@@ -74,16 +80,14 @@ def test_relog_without_a_model_scrubs_every_message_and_byte(tmp_path: Path) -> 
     finally:
         runtime.close()
     before = _messages(tmp_path)
-    assert {n for n, d in before.items() if SECRET in d} == {"msg-s-1-0", "msg-s-2-0",
-                                                            "msg-s-3-0"}
+    assert {n for n, d in before.items() if SECRET in d} == {"msg-s-1-0", "msg-s-2-0", "msg-s-3-0"}
     assert SECRET in knowledge(tmp_path)["session-s-1"]
     assert not any(n.startswith(("sum", "wu-")) for n in knowledge(tmp_path))
     assert present(shelf_files(tmp_path / "lite"), [SECRET]) == {SECRET}
 
     code, out, err = _relog(tmp_path, None, "--all", "--dry-run")
     assert code == 0, err
-    assert out.splitlines()[0] == ("s-1: would re-render 1 message, 1 session node — "
-                                   "0 model calls")
+    assert out.splitlines()[0] == ("s-1: would re-render 1 message, 1 session node — 0 model calls")
     assert _messages(tmp_path) == before
 
     code, out, err = _relog(tmp_path, None, "--all", "--wait")
@@ -128,7 +132,8 @@ def test_summaries_wait_for_a_model_route_and_a_later_relog_rewrites_them(
     assert len(model_server.requests) == calls
     assert out.splitlines()[0] == (
         "s-1: re-rendered 1 message, 1 session node; 1 summary, 1 archive, 2 work units wait "
-        "for a model route (set MEMORY_WORKER_MODEL_ROUTES, then rerun relog)")
+        "for a model route (set MEMORY_WORKER_MODEL_ROUTES, then rerun relog)"
+    )
     now = knowledge(tmp_path)
     assert not any(SECRET in d for n, d in now.items() if n.startswith(("msg-", "session-")))
     assert SECRET in now[summaries["s-1"]]  # it waits: nothing could rewrite it
@@ -137,7 +142,8 @@ def test_summaries_wait_for_a_model_route_and_a_later_relog_rewrites_them(
     code, out, err = _relog(tmp_path, model_server, "--all", "--dry-run")
     assert code == 0, err
     assert out.splitlines()[0].startswith(
-        "s-1: would re-render 0 messages, 0 session nodes; would rewrite 1 summary, 1 archive")
+        "s-1: would re-render 0 messages, 0 session nodes; would rewrite 1 summary, 1 archive"
+    )
     code, out, err = _relog(tmp_path, model_server, "--all", "--wait")
     assert code == 0, out + err
     assert len(model_server.requests) - calls == 5

@@ -34,8 +34,13 @@ class _Limited(LiteStore):
         return super().knowledge_update(name, **fields)
 
 
-def _limited_runtime(root: Path, server: ModelServer, monkeypatch: pytest.MonkeyPatch,
-                     limits: dict[str, bool], **overrides: Any) -> Any:
+def _limited_runtime(
+    root: Path,
+    server: ModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+    limits: dict[str, bool],
+    **overrides: Any,
+) -> Any:
     runtime = runtime_for(root, server, monkeypatch, **overrides)
     store_class = type("Limited", (_Limited,), {"limits": limits})
     runtime.store_factory = lambda shelf: store_class(shelf, home=root / "lite")
@@ -63,7 +68,9 @@ def test_without_update_summaries_are_deleted_and_created_again(
 
 
 def test_without_a_model_route_affected_summaries_are_removed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_server: ModelServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    model_server: ModelServer,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     model_server.responder = canary_reply
@@ -87,7 +94,9 @@ def test_without_a_model_route_affected_summaries_are_removed(
 
 
 def test_without_delete_nothing_is_removed_and_the_refusal_is_audited(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_server: ModelServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    model_server: ModelServer,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     model_server.responder = canary_reply
@@ -99,10 +108,14 @@ def test_without_delete_nothing_is_removed_and_the_refusal_is_audited(
     with caplog.at_level(logging.WARNING, logger="worker"):
         process(runtime)
     assert {r["name"] for r in dump(tmp_path)["knowledge"]} == {
-        r["name"] for r in before["knowledge"]}
+        r["name"] for r in before["knowledge"]
+    }
     with runtime.state.transaction() as repos:
-        audit = [(e.action, e.outcome, e.cause_marker_seq)
-                 for e in repos.audit.entries(session_id="s-d1") if e.action.startswith("repair")]
+        audit = [
+            (e.action, e.outcome, e.cause_marker_seq)
+            for e in repos.audit.entries(session_id="s-d1")
+            if e.action.startswith("repair")
+        ]
         refused = {r.outcome for r in repos.audit.retractions(session_id="s-d1")}
     assert audit and all(row == ("repair-summary", "failed", marker) for row in audit)
     assert refused == {"failed"}

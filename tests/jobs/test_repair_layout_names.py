@@ -16,7 +16,8 @@ def test_span_summary_names_parse_to_their_own_session_only() -> None:
     assert parse_span_summary("sum2-0123456789ab", "s-a") is None
     uuid = "7d3c1f0e-2b6a-4c59-9e1d-5a8f3b2c4d10"
     assert parse_span_summary(f"sum-{uuid}-42-108", uuid) == SpanSummaryRef(
-        f"sum-{uuid}-42-108", 42, 108)
+        f"sum-{uuid}-42-108", 42, 108
+    )
 
 
 def test_archive_levels() -> None:

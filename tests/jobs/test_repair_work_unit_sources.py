@@ -51,10 +51,16 @@ def test_units_are_retracted_or_unlinked_by_their_other_sources(
     fresh = {h for h, r, t in edges if r == "derivedFrom" and t == summary_a}
     assert len(fresh) == 1 and fresh.isdisjoint({unit_a, unit_b})
     with runtime.state.transaction() as repos:
-        rows = [(e.subject, e.outcome, e.cause_marker_seq) for e in
-                repos.audit.entries(session_id="s-u1") if e.action == "repair-work-unit"]
-    assert sorted(rows) == sorted([
-        (unit_a, "retracted", marker), (unit_b, "unlinked", marker),
-        (next(iter(fresh)), "re-extracted", marker),
-    ])
+        rows = [
+            (e.subject, e.outcome, e.cause_marker_seq)
+            for e in repos.audit.entries(session_id="s-u1")
+            if e.action == "repair-work-unit"
+        ]
+    assert sorted(rows) == sorted(
+        [
+            (unit_a, "retracted", marker),
+            (unit_b, "unlinked", marker),
+            (next(iter(fresh)), "re-extracted", marker),
+        ]
+    )
     runtime.close()

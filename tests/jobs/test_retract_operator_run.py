@@ -30,8 +30,9 @@ def _rows(root: Path) -> dict[str, Any]:
     return {row["name"]: row["content"]["data"] for row in dump(root)["knowledge"]}
 
 
-def _older_store(root: Path, server: ModelServer,
-                 monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[str]]:
+def _older_store(
+    root: Path, server: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[str], list[str]]:
     """Two sessions logged and consolidated with ``dsh-rewind`` as the only withdrawal kind;
     one carries a ``plugin:rollback`` marker. Returns the rolled-back and kept canaries."""
     runtime = runtime_for(root, server, monkeypatch, withdrawal_kinds=["dsh-rewind"])
@@ -62,7 +63,9 @@ def test_dry_run_lists_exactly_what_the_real_run_changes(
     plan = [item for s in json.loads(dry.stdout)["sessions"] for item in s["plan"]]
     assert _rows(tmp_path) == before
     assert {(p["entry"], p["action"]) for p in plan if p["entry"].startswith("msg-")} == {
-        ("msg-s-old-2", "retract"), ("msg-s-old-3", "retract")}
+        ("msg-s-old-2", "retract"),
+        ("msg-s-old-3", "retract"),
+    }
     table = cli(["retract", "s-old", "--dry-run"], env)
     assert table.returncode == 0 and "msg-s-old-2" in table.stdout
     assert "withdrawn by plugin:rollback marker" in " ".join(table.stdout.split())
@@ -91,8 +94,9 @@ def test_dry_run_lists_exactly_what_the_real_run_changes(
     runtime = runtime_for(tmp_path, model_server, monkeypatch)
     with runtime.state.transaction() as repos:
         retractions = repos.audit.retractions(session_id="s-old")
-        runs = [e.outcome for e in repos.audit.entries(session_id="s-old")
-                if e.action == "retract-run"]
+        runs = [
+            e.outcome for e in repos.audit.entries(session_id="s-old") if e.action == "retract-run"
+        ]
     runtime.close()
     assert sorted((r.entry, r.source_kind, r.outcome) for r in retractions) == [
         ("msg-s-old-2", "plugin:rollback", "retracted"),

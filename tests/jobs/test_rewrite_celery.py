@@ -68,35 +68,56 @@ def test_replace_on_celery_workers_survives_a_killed_worker(
     write_sessions(reference)
     consolidate_with_a(reference, model_server)
     _register()
-    done = CliRunner().invoke(app, ["reconsolidate", "--all", "--replace", "--wait"],
-                              env=env_for(reference, model_server, "model-b"))
+    done = CliRunner().invoke(
+        app,
+        ["reconsolidate", "--all", "--replace", "--wait"],
+        env=env_for(reference, model_server, "model-b"),
+    )
     assert done.exit_code == 0, done.output
     expected = dump(reference)
 
     root = tmp_path / "cluster"
-    env = {KEY_ENV: "sk-rewrite-test-0000000000",
-           "MEMORY_WORKER_MODEL_ROUTES": json.dumps(route(model_server, "model-b")),
-           "MEMORY_WORKER_ADJUDICATE": "false", "MEMORY_WORKER_CASCADE_BATCH_SIZE": "2"}
+    env = {
+        KEY_ENV: "sk-rewrite-test-0000000000",
+        "MEMORY_WORKER_MODEL_ROUTES": json.dumps(route(model_server, "model-b")),
+        "MEMORY_WORKER_ADJUDICATE": "false",
+        "MEMORY_WORKER_CASCADE_BATCH_SIZE": "2",
+    }
     with throwaway_cluster(root, "rw_celery", REDIS_DB, env) as cluster:
         write_sessions(root)
         consolidate_with_a(root, model_server, state_url=cluster.state_url)
 
         def b_written() -> int:
             with cluster.state.read() as repos:
-                return sum(1 for p in repos.provenance.list("default")
-                           if p.writer.model == "model-b")
+                return sum(
+                    1 for p in repos.provenance.list("default") if p.writer.model == "model-b"
+                )
 
         cluster.start("daemon", "daemon")
         workers = {w.pid: w for w in (cluster.start_worker("w1"), cluster.start_worker("w2"))}
         follow = subprocess.Popen(
-            [str(BIN / "memory-worker"), "reconsolidate", "--all", "--replace", "--workers",
-             "--wait", "--timeout", "240", "--queue", cluster.queue],
-            env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [
+                str(BIN / "memory-worker"),
+                "reconsolidate",
+                "--all",
+                "--replace",
+                "--workers",
+                "--wait",
+                "--timeout",
+                "240",
+                "--queue",
+                cluster.queue,
+            ],
+            env=cluster.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         try:
             wait_for(lambda: b_written() >= 2, 120, "the first summary rewritten")
-            killed, busy = wait_for(lambda: holder(cluster, workers), 30,
-                                    "a worker holding a lease")
+            killed, busy = wait_for(
+                lambda: holder(cluster, workers), 30, "a worker holding a lease"
+            )
             busy.send_signal(signal.SIGKILL)  # mid-session: its summary is B's, its archive not
             busy.wait(timeout=10)
             out, err = follow.communicate(timeout=300)
@@ -107,14 +128,16 @@ def test_replace_on_celery_workers_survives_a_killed_worker(
         wanted = {
             "s-1": "s-1: rewrote 1 summary, 1 archive, 1 work unit",
             "s-2": "s-2: rewrote 1 summary, 1 archive, 1 work unit; removed 2 entries the new "
-                   "pass no longer produces",
+            "pass no longer produces",
             "s-3": "s-3: rewrote 1 summary, 0 archives, 1 work unit; removed 2 entries the new "
-                   "pass no longer produces",
+            "pass no longer produces",
         }
         lines = dict(zip(SESSIONS, out.splitlines(), strict=True))
         for sid, line in lines.items():
-            if sid == killed and (line == f"{sid}: already current: nothing to do"
-                                  or line.startswith(f"{sid}: rewrote ")):
+            if sid == killed and (
+                line == f"{sid}: already current: nothing to do"
+                or line.startswith(f"{sid}: rewrote ")
+            ):
                 # The retry reports what it did itself: nothing, when the kill landed after the
                 # worker's last write, or fewer removals, when an entry was already gone (the
                 # dump below proves the rewrite either way).
@@ -123,10 +146,23 @@ def test_replace_on_celery_workers_survives_a_killed_worker(
         assert cluster.dump() == expected
 
         calls = len(model_server.requests)
-        again = CliRunner().invoke(app, ["reconsolidate", "--all", "--replace", "--workers",
-                                         "--wait", "--timeout", "120", "--queue", cluster.queue],
-                                   env=cluster.env)
+        again = CliRunner().invoke(
+            app,
+            [
+                "reconsolidate",
+                "--all",
+                "--replace",
+                "--workers",
+                "--wait",
+                "--timeout",
+                "120",
+                "--queue",
+                cluster.queue,
+            ],
+            env=cluster.env,
+        )
         assert again.exit_code == 0, again.output
         assert again.stdout.splitlines() == [
-            f"{sid}: already current: nothing to do" for sid in ("s-1", "s-2", "s-3")]
+            f"{sid}: already current: nothing to do" for sid in ("s-1", "s-2", "s-3")
+        ]
         assert len(model_server.requests) == calls

@@ -40,13 +40,18 @@ def responder(request: dict[str, Any]) -> Reply:
         sid = re.search(r"p-\d\d", first)
         topic = next(t for t in TOPICS if t in first)
         units = [
-            {"title": f"{tag} lesson on {topic}", "classification": "bug-fix",
-             "content": f"## Context\n{tag} fixed {topic}\n## Solution\nretry the step",
-             "tags": ["ci"]},
-            {"title": f"{tag} note on {topic} in {sid.group(0) if sid else '?'}",
-             "classification": "one-shot",
-             "content": f"## Context\n{tag} fixed {topic} in {first}\n## Solution\nretry",
-             "tags": ["ci"]},
+            {
+                "title": f"{tag} lesson on {topic}",
+                "classification": "bug-fix",
+                "content": f"## Context\n{tag} fixed {topic}\n## Solution\nretry the step",
+                "tags": ["ci"],
+            },
+            {
+                "title": f"{tag} note on {topic} in {sid.group(0) if sid else '?'}",
+                "classification": "one-shot",
+                "content": f"## Context\n{tag} fixed {topic} in {first}\n## Solution\nretry",
+                "tags": ["ci"],
+            },
         ]
         return Reply(content=json.dumps({"summary": f"- {tag}: {first}", "workUnits": units}))
     return archive_or_verdict(tag, text)
@@ -61,8 +66,9 @@ def kind(request: dict[str, Any]) -> str:
 
 def write_project(root: Path) -> None:
     for index, sid in enumerate(SESSIONS):
-        log = SessionLogWriter(root / "dsh", sid, CWD,
-                               created_at=1_764_000_000_000 + index * 60_000)
+        log = SessionLogWriter(
+            root / "dsh", sid, CWD, created_at=1_764_000_000_000 + index * 60_000
+        )
         topic = TOPICS[index % len(TOPICS)]
         log.turn(f"fix {topic} again in {sid}, {topic} fails", f"fixed {topic}")
         log.turn(f"thanks, {topic} passes", "welcome")
@@ -71,8 +77,13 @@ def write_project(root: Path) -> None:
 
 def cli(root: Path, server: ModelServer, *args: str) -> tuple[int, str, str]:
     _register()
-    env = env_for(root, server, "model-b", MEMORY_WORKER_ADJUDICATE="true",
-                  MEMORY_WORKER_CASCADE_BATCH_SIZE="4")
+    env = env_for(
+        root,
+        server,
+        "model-b",
+        MEMORY_WORKER_ADJUDICATE="true",
+        MEMORY_WORKER_CASCADE_BATCH_SIZE="4",
+    )
     result = CliRunner().invoke(app, [*args], env=env)
     return result.exit_code, result.stdout, result.stderr
 
@@ -99,24 +110,26 @@ def project(tmp_path: Path, model_server: ModelServer) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize(("selection", "current"),
-                         [(["--all"], []), (["--stale"], ["p-00", "p-05", "p-10"])])
+@pytest.mark.parametrize(
+    ("selection", "current"), [(["--all"], []), (["--stale"], ["p-00", "p-05", "p-10"])]
+)
 def test_dry_run_is_exact_for_summaries_and_archives_and_bounds_the_run(
     project: Path, model_server: ModelServer, selection: list[str], current: list[str]
 ) -> None:
     if current:  # sessions route B already rewrote: --stale leaves their summaries alone
-        code, out, err = cli(project, model_server, "reconsolidate", "--replace", *current,
-                             "--wait")
+        code, out, err = cli(
+            project, model_server, "reconsolidate", "--replace", *current, "--wait"
+        )
         assert code == 0, out + err
-    code, out, err = cli(project, model_server, "reconsolidate", "--replace", *selection,
-                         "--dry-run")
+    code, out, err = cli(
+        project, model_server, "reconsolidate", "--replace", *selection, "--dry-run"
+    )
     assert code == 0, err
     exact, bound = dry_figures(out)
     assert bound > exact  # adjudication may add calls: the line says how many at most
 
     start = len(model_server.requests)
-    code, out, err = cli(project, model_server, "reconsolidate", "--replace", *selection,
-                         "--wait")
+    code, out, err = cli(project, model_server, "reconsolidate", "--replace", *selection, "--wait")
     assert code == 0, out + err
     made = requests_since(model_server, start)
     print(f"{selection}: dry run {exact} calls (at most {bound}); run {made}")
@@ -131,14 +144,21 @@ def test_max_calls_counts_like_the_dry_run_and_is_never_exceeded(
 ) -> None:
     budget = 10
     start = len(model_server.requests)
-    code, out, err = cli(project, model_server, "reconsolidate", "--replace", "--all", "--wait",
-                         "--max-calls", str(budget))
+    code, out, err = cli(
+        project,
+        model_server,
+        "reconsolidate",
+        "--replace",
+        "--all",
+        "--wait",
+        "--max-calls",
+        str(budget),
+    )
     assert code == 0, out + err
     made = requests_since(model_server, start)
     assert 0 < sum(made.values()) <= budget, made
     assert "stopped at the --max-calls budget" in out
 
-    code, out, _ = cli(project, model_server, "reconsolidate", "--replace", "--all",
-                       "--dry-run")
+    code, out, _ = cli(project, model_server, "reconsolidate", "--replace", "--all", "--dry-run")
     left, _ = dry_figures(out)
     assert left > 0  # what the budget left stays stale for the next run

@@ -49,8 +49,14 @@ def test_relog_removes_a_planted_secret_from_everything_that_held_it(
     summaries = {sid: f"sum-{sid}-0-{ends[sid]}" for sid in SESSIONS}
     archive = archive_name(2, [summaries["s-1"], summaries["s-2"]])
     held = {name for name, data in knowledge(tmp_path).items() if SECRET in data}
-    assert {"msg-s-1-0", "msg-s-2-0", "msg-s-3-0", "session-s-1", archive,
-            *summaries.values()} <= held
+    assert {
+        "msg-s-1-0",
+        "msg-s-2-0",
+        "msg-s-3-0",
+        "session-s-1",
+        archive,
+        *summaries.values(),
+    } <= held
     assert sum(1 for n in held if n.startswith("wu-")) == 6
     edges_before = {t for t in triples(tmp_path) if t[1] == "summary"}
 
@@ -59,7 +65,8 @@ def test_relog_removes_a_planted_secret_from_everything_that_held_it(
     assert code == 0, err
     assert out.splitlines()[0] == (
         "s-1: would re-render 1 message, 1 session node; would rewrite 1 summary, 1 archive, "
-        "re-extract 2 work units — 2 model calls, ~" + out.splitlines()[0].split("~")[1])
+        "re-extract 2 work units — 2 model calls, ~" + out.splitlines()[0].split("~")[1]
+    )
     assert dump(tmp_path) == full
 
     calls = len(model_server.requests)
@@ -67,12 +74,16 @@ def test_relog_removes_a_planted_secret_from_everything_that_held_it(
     assert code == 0, err
     assert len(model_server.requests) - calls == 5
     lines = out.splitlines()
-    assert lines[0] == ("s-1: re-rendered 1 message, 1 session node; rewrote 1 summary, "
-                        "1 archive, 2 work units; removed 2 entries the new pass no longer "
-                        "produces")
-    assert lines[2] == ("s-3: re-rendered 1 message, 0 session nodes; rewrote 1 summary, "
-                        "0 archives, 2 work units; removed 2 entries the new pass no longer "
-                        "produces")
+    assert lines[0] == (
+        "s-1: re-rendered 1 message, 1 session node; rewrote 1 summary, "
+        "1 archive, 2 work units; removed 2 entries the new pass no longer "
+        "produces"
+    )
+    assert lines[2] == (
+        "s-3: re-rendered 1 message, 0 session nodes; rewrote 1 summary, "
+        "0 archives, 2 work units; removed 2 entries the new pass no longer "
+        "produces"
+    )
     now = knowledge(tmp_path)
     assert "fix the build of s-1 [REDACTED:custom]" in now["msg-s-1-0"]
     assert now["session-s-1"] == "Build fixes [REDACTED:custom]"

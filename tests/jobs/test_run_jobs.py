@@ -28,14 +28,11 @@ pytestmark = pytest.mark.integration
 
 BIN = Path(sys.executable).parent / "memory-worker"
 #: Generated sessions on top of the fixtures: (session id, project, turns, titled).
-GENERATED = [
-    (f"gen-{i}", f"/home/dev/jobs-{i % 3}", 60 + 40 * i, i % 2 == 0) for i in range(6)
-]
+GENERATED = [(f"gen-{i}", f"/home/dev/jobs-{i % 3}", 60 + 40 * i, i % 2 == 0) for i in range(6)]
 
 
 def _run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return run_cli(["run", *args, "--dsh-home", str(root / "dsh")], env=cli_env(root),
-                   timeout=180)
+    return run_cli(["run", *args, "--dsh-home", str(root / "dsh")], env=cli_env(root), timeout=180)
 
 
 def _watermarks(root: Path) -> dict[str, Any]:
@@ -59,12 +56,24 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A DSH home: the shipped fixtures (`demo-home`) plus six generated sessions of 60-260
     turns in three projects, half of them titled."""
     root = tmp_path_factory.mktemp("jobs-home")
-    laid = subprocess.run([str(BIN), "demo-home", str(root / "dsh")], env=cli_env(root),
-                          capture_output=True, text=True, timeout=120)
+    laid = subprocess.run(
+        [str(BIN), "demo-home", str(root / "dsh")],
+        env=cli_env(root),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert laid.returncode == 0, laid.stderr
     for sid, cwd, turns, titled in GENERATED:
-        conversation(root / "dsh", sid, cwd, turns, compressed=True, batch_turns=5,
-                     title=f"Generated session {sid}" if titled else None)
+        conversation(
+            root / "dsh",
+            sid,
+            cwd,
+            turns,
+            compressed=True,
+            batch_turns=5,
+            title=f"Generated session {sid}" if titled else None,
+        )
     return root / "dsh"
 
 
@@ -85,8 +94,7 @@ def serial(home: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, An
 def test_jobs_2_writes_exactly_what_jobs_1_writes(
     home: Path, serial: dict[str, Any], tmp_path: Path
 ) -> None:
-    expected_names = {f"msg-{sid}-{n}" for sid, _, turns, _ in GENERATED
-                      for n in range(2 * turns)}
+    expected_names = {f"msg-{sid}-{n}" for sid, _, turns, _ in GENERATED for n in range(2 * turns)}
     assert expected_names <= {row["name"] for row in serial["dump"]["knowledge"]}
     root = _copy(home, tmp_path)
     first = _run(root, "--once", "--jobs", "2")
@@ -95,8 +103,9 @@ def test_jobs_2_writes_exactly_what_jobs_1_writes(
     assert _watermarks(root) == serial["watermarks"]
     assert serial["watermarks"]["failures"] == []
     assert first.stderr.strip().splitlines()[-1] == serial["run"].stderr.strip().splitlines()[-1]
-    assert serial["run"].stderr.strip().splitlines()[-1].startswith(
-        f"{8 + len(GENERATED)} sessions, ")
+    assert (
+        serial["run"].stderr.strip().splitlines()[-1].startswith(f"{8 + len(GENERATED)} sessions, ")
+    )
     assert "memory-worker: process" not in first.stderr  # no child lost
 
     again = _run(root, "--once", "--jobs", "2")
@@ -112,8 +121,13 @@ def test_jobs_2_writes_exactly_what_jobs_1_writes(
 def test_jobs_needs_a_positive_count_and_once(tmp_path: Path) -> None:
     env = cli_env(tmp_path)
     procs = {
-        args: subprocess.Popen([str(BIN), "run", *args, "--dsh-home", str(tmp_path / "dsh")],
-                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        args: subprocess.Popen(
+            [str(BIN), "run", *args, "--dsh-home", str(tmp_path / "dsh")],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for args in (("--once", "--jobs", "0"), ("--jobs", "2"))
     }
     outputs = {args: proc.communicate(timeout=120) for args, proc in procs.items()}
@@ -132,8 +146,12 @@ def _child_holding_a_lease(state_db: Path, parent: int) -> int | None:
     """The pid of a child of ``parent`` that holds a session lease right now, if any."""
     try:
         with sqlite3.connect(f"file:{state_db}?mode=ro", uri=True, timeout=1) as conn:
-            owners = [row[0] for row in conn.execute(
-                "SELECT owner FROM leases WHERE owner IS NOT NULL AND key LIKE 'session:%'")]
+            owners = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT owner FROM leases WHERE owner IS NOT NULL AND key LIKE 'session:%'"
+                )
+            ]
     except sqlite3.Error:  # not created yet, or busy
         return None
     for owner in owners:  # "run:<host>:<pid>:<random>"
@@ -153,7 +171,10 @@ def test_a_killed_child_is_named_and_its_sessions_finished(
     root = _copy(home, tmp_path)
     proc = subprocess.Popen(
         [str(BIN), "run", "--once", "--jobs", "2", "--dsh-home", str(root / "dsh")],
-        env=cli_env(root), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=cli_env(root),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     killed = None
     deadline = time.monotonic() + 120

@@ -36,8 +36,9 @@ LATER_TITLE = "Reviewing open pull requests"
 
 def state_title(root: Path) -> tuple[Any, ...]:
     with sqlite3.connect(root / "data" / "state.db") as conn:
-        row = conn.execute("SELECT last_title_seq, title_text FROM sessions WHERE session_id = ?",
-                           (SID,)).fetchone()
+        row = conn.execute(
+            "SELECT last_title_seq, title_text FROM sessions WHERE session_id = ?", (SID,)
+        ).fetchone()
     return tuple(row)
 
 
@@ -66,10 +67,14 @@ def later_turns(log: SessionLogWriter, *, titled: bool) -> int | None:
     second = log.turn("List the open pull requests", "Three are open")
     title = None
     if titled:
-        title = log.event("session/title", {
-            "title": LATER_TITLE, "messageSeqs": [second.user_seq],
-            "source": {"kind": "provider", "provider": "deepseek"},
-        })
+        title = log.event(
+            "session/title",
+            {
+                "title": LATER_TITLE,
+                "messageSeqs": [second.user_seq],
+                "source": {"kind": "provider", "provider": "deepseek"},
+            },
+        )
     log.turn("Merge the first one", "Merged")
     return title
 
@@ -78,8 +83,12 @@ def assert_no_withdrawn_text(root: Path) -> None:
     with LiteStore("default", home=root / "lite") as store:
         dumped = json.dumps(store.dump(), ensure_ascii=False)
     state = live_state_text(root)
-    files = {path: path.read_bytes() for folder in (root / "data", root / "lite")
-             for path in sorted(folder.rglob("*")) if path.is_file()}
+    files = {
+        path: path.read_bytes()
+        for folder in (root / "data", root / "lite")
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
     assert any(path.name == "state.db" for path in files)
     for words in WITHDRAWN_WORDS:
         assert words not in dumped, words
@@ -90,8 +99,11 @@ def assert_no_withdrawn_text(root: Path) -> None:
 
 
 def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "MEMORY_WORKER_DATA_DIR": str(root / "data"),
-           "MEMORY_WORKER_LITE_HOME": str(root / "lite")}
+    env = {
+        **os.environ,
+        "MEMORY_WORKER_DATA_DIR": str(root / "data"),
+        "MEMORY_WORKER_LITE_HOME": str(root / "lite"),
+    }
     for name in ("MEMORY_WORKER_STATE_URL", "MEMORY_WORKER_WITHDRAWAL_KINDS"):
         env.pop(name, None)
     done = run_cli(list(args), env=env, timeout=180)
@@ -101,8 +113,9 @@ def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def audit(root: Path) -> list[dict[str, Any]]:
     done = cli(root, "status", "--audit", "--json")
-    return [row for row in json.loads(done.stdout)["audit"]
-            if row["action"] == "repair-session-node"]
+    return [
+        row for row in json.loads(done.stdout)["audit"] if row["action"] == "repair-session-node"
+    ]
 
 
 KEPT = [f"msg-{SID}-{n}" for n in (2, 3, 4, 5)]
@@ -174,10 +187,15 @@ def test_a_late_marker_rewrites_the_node_from_the_later_clean_title(tmp_path: Pa
     runtime.close()
     (row,) = audit(tmp_path)
     assert (row["subject"], row["outcome"], row["cause_marker_seq"], row["source_kind"]) == (
-        f"session-{SID}", "rewritten", marker, "dsh-rewind")
+        f"session-{SID}",
+        "rewritten",
+        marker,
+        "dsh-rewind",
+    )
     assert row["detail"] == (
         f"now from session/title seq {later} (provider); skipped session/title seq {title}: "
-        f"cites message seq {prompt}, withdrawn by the dsh-rewind marker at seq {marker}")
+        f"cites message seq {prompt}, withdrawn by the dsh-rewind marker at seq {marker}"
+    )
 
 
 @pytest.mark.integration
@@ -199,9 +217,12 @@ def test_a_late_marker_deletes_the_node_when_no_clean_title_is_left(tmp_path: Pa
     runtime.close()
     (row,) = audit(tmp_path)
     assert (row["subject"], row["outcome"], row["cause_marker_seq"], row["detail"]) == (
-        f"session-{SID}", "deleted", marker,
+        f"session-{SID}",
+        "deleted",
+        marker,
         f"skipped session/title seq {title}: cites message seq {prompt}, withdrawn by the "
-        f"dsh-rewind marker at seq {marker}")
+        f"dsh-rewind marker at seq {marker}",
+    )
 
 
 @pytest.mark.integration
@@ -212,29 +233,53 @@ def test_inspect_json_shows_the_title_source_used_and_the_one_skipped(tmp_path: 
     later = later_turns(log, titled=True)
     log.flush()
     env = {**os.environ, "MEMORY_WORKER_TIMEZONE": "UTC"}
-    done = subprocess.run([str(BIN / "memory-worker"), "inspect", "--json", str(log.path)],
-                          env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(BIN / "memory-worker"), "inspect", "--json", str(log.path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     (report,) = json.loads(done.stdout)["sessions"]
     # turn/start, step/start, prompt, answer, step/end, turn/end, then the provider title
     second_prompt = later - 4
     assert report["session_node"] == {
-        "source": {"seq": later, "type": "session/title", "source": "provider",
-                   "cites": [second_prompt], "checkpoint": None, "text": LATER_TITLE},
-        "skipped": [{
-            "seq": title, "type": "session/title", "source": "fallback",
-            "reason": "withdrawn-source", "withdrawn_seq": prompt, "marker_seq": marker,
-            "marker_kind": "dsh-rewind",
-            "detail": f"cites message seq {prompt}, withdrawn by the dsh-rewind marker at seq "
-                      f"{marker}",
-        }],
+        "source": {
+            "seq": later,
+            "type": "session/title",
+            "source": "provider",
+            "cites": [second_prompt],
+            "checkpoint": None,
+            "text": LATER_TITLE,
+        },
+        "skipped": [
+            {
+                "seq": title,
+                "type": "session/title",
+                "source": "fallback",
+                "reason": "withdrawn-source",
+                "withdrawn_seq": prompt,
+                "marker_seq": marker,
+                "marker_kind": "dsh-rewind",
+                "detail": f"cites message seq {prompt}, withdrawn by the dsh-rewind marker at seq "
+                f"{marker}",
+            }
+        ],
     }
-    plain = subprocess.run([str(BIN / "memory-worker"), "inspect", str(log.path)],
-                           env=env, capture_output=True, text=True, timeout=120)
+    plain = subprocess.run(
+        [str(BIN / "memory-worker"), "inspect", str(log.path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert plain.returncode == 0, plain.stderr
     assert f"session node: session/title seq {later} (provider)" in plain.stdout
-    assert (f"node skips session/title seq {title}: cites message seq {prompt}, withdrawn by "
-            f"the dsh-rewind marker at seq {marker}") in plain.stdout
+    assert (
+        f"node skips session/title seq {title}: cites message seq {prompt}, withdrawn by "
+        f"the dsh-rewind marker at seq {marker}"
+    ) in plain.stdout
 
 
 @pytest.mark.integration
@@ -246,16 +291,26 @@ def test_a_late_rollback_of_a_compaction_checkpoint_deletes_the_node_built_on_it
     first = log.turn("Plan the walrus migration", "Here is the plan")
     start = log.event("compaction/start", {"compactionId": "cmp-1", "turn": None})
     shadowed = [first.user_seq, first.assistant_seq]
-    summary = log.event("compaction/summary", {
-        "compactionId": "cmp-1", "summary": [{"type": "text", "text": "Earlier: walrus plan"}],
-        "shadowedRange": {"start": shadowed[0], "end": shadowed[-1]}, "shadowedSeqs": shadowed,
-        "shadowedTokenCount": 40, "provider": "deepseek", "model": "deepseek-chat",
-    })
+    summary = log.event(
+        "compaction/summary",
+        {
+            "compactionId": "cmp-1",
+            "summary": [{"type": "text", "text": "Earlier: walrus plan"}],
+            "shadowedRange": {"start": shadowed[0], "end": shadowed[-1]},
+            "shadowedSeqs": shadowed,
+            "shadowedTokenCount": 40,
+            "provider": "deepseek",
+            "model": "deepseek-chat",
+        },
+    )
     checkpoint = log.event(
         "user/message",
-        {"id": "m-cp", "role": "user", "source": {"kind": "compact-checkpoint",
-                                                  "compactionId": "cmp-1"},
-         "content": [{"type": "text", "text": "checkpoint"}]},
+        {
+            "id": "m-cp",
+            "role": "user",
+            "source": {"kind": "compact-checkpoint", "compactionId": "cmp-1"},
+            "content": [{"type": "text", "text": "checkpoint"}],
+        },
         surfaceOp={"op": "replace", "startSeq": shadowed[0], "endSeq": shadowed[-1]},
         sourceEventSeqs=[start, summary, *shadowed],
     )
@@ -278,9 +333,12 @@ def test_a_late_rollback_of_a_compaction_checkpoint_deletes_the_node_built_on_it
     runtime.close()
     (row,) = audit(tmp_path)
     assert (row["outcome"], row["cause_marker_seq"], row["source_kind"], row["detail"]) == (
-        "deleted", marker, "plugin:rollback",
+        "deleted",
+        marker,
+        "plugin:rollback",
         f"skipped compaction/summary seq {summary}: its checkpoint seq {checkpoint} was "
-        f"withdrawn by the plugin:rollback marker at seq {marker}")
+        f"withdrawn by the plugin:rollback marker at seq {marker}",
+    )
 
 
 @pytest.mark.integration
@@ -301,17 +359,24 @@ def test_the_retract_run_plans_and_makes_the_node_rewrite_a_new_marker_kind_caus
     dry = json.loads(cli(tmp_path, "retract", "--all", "--dry-run", "--json").stdout)
     (session,) = dry["sessions"]
     node = [p for p in session["plan"] if p["entry"] == f"session-{SID}"]
-    assert node == [{
-        "session_id": SID, "entry": f"session-{SID}", "action": "regenerate",
-        "why": f"session/title seq {title} cites message seq {prompt}, withdrawn by the "
-               f"plugin:rollback marker at seq {marker}",
-    }]
+    assert node == [
+        {
+            "session_id": SID,
+            "entry": f"session-{SID}",
+            "action": "regenerate",
+            "why": f"session/title seq {title} cites message seq {prompt}, withdrawn by the "
+            f"plugin:rollback marker at seq {marker}",
+        }
+    ]
     assert store_rows(tmp_path)[0][f"session-{SID}"] == FALLBACK  # a dry run changes nothing
 
     cli(tmp_path, "retract", "--all")
     assert_node_shows_the_later_title(tmp_path, later)
     (row,) = audit(tmp_path)
     assert (row["outcome"], row["cause_marker_seq"], row["source_kind"]) == (
-        "rewritten", marker, "plugin:rollback")
+        "rewritten",
+        marker,
+        "plugin:rollback",
+    )
     again = json.loads(cli(tmp_path, "retract", "--all", "--dry-run", "--json").stdout)
     assert again["sessions"][0]["plan"] == []

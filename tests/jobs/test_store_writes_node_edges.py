@@ -18,8 +18,9 @@ from worker.jobs.context import JobContext
 from worker.jobs.store_writes import create_node_with_edges, settle_edges
 
 SID = "s-node"
-NODE = EntryWrite(f"session-{SID}", "Release planning", tags=("session",), scopes=("proj",),
-                  embed=False)
+NODE = EntryWrite(
+    f"session-{SID}", "Release planning", tags=("session",), scopes=("proj",), embed=False
+)
 
 
 class _Ctx:
@@ -56,12 +57,15 @@ def _rows(store: LiteStore) -> dict[str, list[tuple[Any, ...]]]:
     try:
         return {
             "knowledge": conn.execute(
-                "SELECT id, name, content, embed_wanted FROM knowledge ORDER BY id").fetchall(),
+                "SELECT id, name, content, embed_wanted FROM knowledge ORDER BY id"
+            ).fetchall(),
             "statement": conn.execute(
-                "SELECT id, triple, content, embed_wanted FROM statement ORDER BY id").fetchall(),
+                "SELECT id, triple, content, embed_wanted FROM statement ORDER BY id"
+            ).fetchall(),
             "docs": conn.execute("SELECT * FROM docs ORDER BY id").fetchall(),
-            "fts": conn.execute("SELECT rowid, * FROM docs_fts WHERE docs_fts MATCH 'session'"
-                                " ORDER BY rowid").fetchall(),
+            "fts": conn.execute(
+                "SELECT rowid, * FROM docs_fts WHERE docs_fts MATCH 'session' ORDER BY rowid"
+            ).fetchall(),
         }
     finally:
         conn.close()
@@ -70,32 +74,34 @@ def _rows(store: LiteStore) -> dict[str, list[tuple[Any, ...]]]:
 def _reference(root: Path, link_to: int, skip: frozenset[int]) -> dict[str, Any]:
     """The rows of the two-step write: ``knowledge_create``, then ``settle_edges``."""
     with LiteStore(home=root / "reference", embedder=None) as store:
-        store.knowledge_create(NODE.name, NODE.data, tags=NODE.tags, scopes=NODE.scopes,
-                               embed=NODE.embed)
-        settle_edges(_ctx(_Ctx()), store, project="proj", link_from=0, link_to=link_to,
-                     skip=skip)
+        store.knowledge_create(
+            NODE.name, NODE.data, tags=NODE.tags, scopes=NODE.scopes, embed=NODE.embed
+        )
+        settle_edges(_ctx(_Ctx()), store, project="proj", link_from=0, link_to=link_to, skip=skip)
         return _rows(store)
 
 
 @pytest.mark.parametrize("batched", [True, False])
 @pytest.mark.parametrize("link_to", [0, 7])
-def test_the_same_rows_as_create_then_settle(tmp_path: Path, batched: bool,
-                                             link_to: int, monkeypatch: pytest.MonkeyPatch
-                                             ) -> None:
+def test_the_same_rows_as_create_then_settle(
+    tmp_path: Path, batched: bool, link_to: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(store_writes, "WRITE_BATCH", 3)  # edges in batches of 3, 3, 1
     skip = frozenset({2})
     expected = _reference(tmp_path, link_to, skip)
     with LiteStore(home=tmp_path / "got", embedder=None) as lite:
         store = cast(MemoryStore, lite if batched else _Unbatched(lite))
         ctx = _Ctx()
-        created, linked = create_node_with_edges(_ctx(ctx), store, NODE, project="proj",
-                                                 link_to=link_to, skip=skip)
+        created, linked = create_node_with_edges(
+            _ctx(ctx), store, NODE, project="proj", link_to=link_to, skip=skip
+        )
         assert (created, linked) == (True, max(link_to - 1, 0))
         assert _rows(lite) == expected
         assert ctx.heartbeats == (2 if link_to else 0)  # after each full batch
         # Again: the node exists (not created), every edge is re-asserted, nothing changes.
-        assert create_node_with_edges(_ctx(ctx), store, NODE, project="proj",
-                                      link_to=link_to, skip=skip) == (False, linked)
+        assert create_node_with_edges(
+            _ctx(ctx), store, NODE, project="proj", link_to=link_to, skip=skip
+        ) == (False, linked)
         assert _rows(lite) == expected
 
 
@@ -114,10 +120,12 @@ def test_the_node_shares_the_first_edge_batch_transaction(
     with LiteStore(home=tmp_path / "crashy", embedder=None) as store:
         monkeypatch.setattr(lite_fts, "doc_columns", failing)
         with pytest.raises(OSError, match="injected crash"):
-            create_node_with_edges(_ctx(_Ctx()), store, NODE, project="proj", link_to=4,
-                                   skip=frozenset())
+            create_node_with_edges(
+                _ctx(_Ctx()), store, NODE, project="proj", link_to=4, skip=frozenset()
+            )
         assert store.dump() == {"knowledge": [], "statements": []}  # neither node nor edges
         monkeypatch.setattr(lite_fts, "doc_columns", real)
-        assert create_node_with_edges(_ctx(_Ctx()), store, NODE, project="proj", link_to=4,
-                                      skip=frozenset()) == (True, 4)
+        assert create_node_with_edges(
+            _ctx(_Ctx()), store, NODE, project="proj", link_to=4, skip=frozenset()
+        ) == (True, 4)
         assert _rows(store) == _reference(tmp_path, 4, frozenset())

@@ -27,26 +27,36 @@ from memory.store.base import (
     write_batch,
 )
 
-PRE_ENTRIES = [EntryWrite("msg-s-2", "already here", tags=("message",), scopes=("p",),
-                          embed=False)]
-PRE_STATEMENTS = [StatementWrite("msg-s-1", "belongTo", "session-s", scopes=("p",),
-                                 embed=False)]
+PRE_ENTRIES = [EntryWrite("msg-s-2", "already here", tags=("message",), scopes=("p",), embed=False)]
+PRE_STATEMENTS = [StatementWrite("msg-s-1", "belongTo", "session-s", scopes=("p",), embed=False)]
 
 ENTRIES = [
-    EntryWrite("msg-s-1", "## Role\nuser\n\nhello, world", tags=("message",), scopes=("p",),
-               embed=False),
+    EntryWrite(
+        "msg-s-1", "## Role\nuser\n\nhello, world", tags=("message",), scopes=("p",), embed=False
+    ),
     EntryWrite("msg-s-2", "a different body", tags=("message",), scopes=("p",), embed=False),
-    EntryWrite("wu-fix-tests-1234abcd", "Fixed the flaky test", tags=("memory", "work-unit"),
-               scopes=("p",), embed=True),
-    EntryWrite("msg-s-3", "third \"quoted\", with comma", tags=(), scopes=None, embed=False),
+    EntryWrite(
+        "wu-fix-tests-1234abcd",
+        "Fixed the flaky test",
+        tags=("memory", "work-unit"),
+        scopes=("p",),
+        embed=True,
+    ),
+    EntryWrite("msg-s-3", 'third "quoted", with comma', tags=(), scopes=None, embed=False),
     EntryWrite("msg-s-1", "duplicate inside the batch", tags=("message",), embed=False),
     EntryWrite("lone-\ud800-surrogate", "data \udfff", tags=("t\ud800",), scopes=("",)),
 ]
 STATEMENTS = [
     StatementWrite("msg-s-1", "belongTo", "session-s", scopes=("p",), embed=False),
     StatementWrite("msg-s-2", "belongTo", "session-s", scopes=("p",), embed=False),
-    StatementWrite("wu-fix-tests-1234abcd", "derivedFrom", "msg-s-1, part \"2\"", data="why",
-                   scopes=("p",), embed=True),
+    StatementWrite(
+        "wu-fix-tests-1234abcd",
+        "derivedFrom",
+        'msg-s-1, part "2"',
+        data="why",
+        scopes=("p",),
+        embed=True,
+    ),
     StatementWrite("msg-s-2", "belongTo", "session-s", data="re-asserted", embed=False),
 ]
 
@@ -60,12 +70,21 @@ def _open(root: Path, name: str) -> LiteStore:
     return LiteStore(home=root / name, embedder=HashingEmbedder())
 
 
-def _one_by_one(store: LiteStore, entries: list[EntryWrite],
-                statements: list[StatementWrite]) -> BatchResult:
-    names = [e.name for e in entries if store.knowledge_create(
-        e.name, e.data, tags=e.tags, scopes=e.scopes, embed=e.embed)]
-    triples = [s.triple for s in statements if store.statement_create(
-        s.head, s.relation, s.tail, data=s.data, scopes=s.scopes, embed=s.embed)]
+def _one_by_one(
+    store: LiteStore, entries: list[EntryWrite], statements: list[StatementWrite]
+) -> BatchResult:
+    names = [
+        e.name
+        for e in entries
+        if store.knowledge_create(e.name, e.data, tags=e.tags, scopes=e.scopes, embed=e.embed)
+    ]
+    triples = [
+        s.triple
+        for s in statements
+        if store.statement_create(
+            s.head, s.relation, s.tail, data=s.data, scopes=s.scopes, embed=s.embed
+        )
+    ]
     return BatchResult(tuple(names), tuple(triples))
 
 
@@ -76,17 +95,20 @@ def _raw(store: LiteStore) -> dict[str, list[tuple[Any, ...]]]:
         return {
             "knowledge": conn.execute(
                 "SELECT name, content, embed_wanted, embedding, embedding_model FROM knowledge"
-                " ORDER BY created_at, id").fetchall(),
+                " ORDER BY created_at, id"
+            ).fetchall(),
             "statement": conn.execute(
                 "SELECT triple, head, relation, tail, content, embed_wanted, embedding,"
-                " embedding_model FROM statement ORDER BY created_at, id").fetchall(),
+                " embedding_model FROM statement ORDER BY created_at, id"
+            ).fetchall(),
             "docs": conn.execute(
                 "SELECT catalog, key, fts_key, fts_data, fts_tags, fts_synonyms FROM docs"
-                " ORDER BY catalog, key").fetchall(),
+                " ORDER BY catalog, key"
+            ).fetchall(),
             "fts": conn.execute(
                 "SELECT d.key FROM docs_fts JOIN docs AS d ON d.id = docs_fts.rowid"
-                " WHERE docs_fts MATCH 'body OR flaky OR quoted OR why' ORDER BY d.key")
-            .fetchall(),
+                " WHERE docs_fts MATCH 'body OR flaky OR quoted OR why' ORDER BY d.key"
+            ).fetchall(),
         }
     finally:
         conn.close()
@@ -108,8 +130,12 @@ def test_batch_equals_one_by_one_including_duplicates_and_reasserted_statements(
         got = write_batch(batched, ENTRIES, STATEMENTS)
         assert got == expected
         # Names as given (a lone surrogate is stored as U+FFFD, reported as passed in).
-        assert got.created_names == ("msg-s-1", "wu-fix-tests-1234abcd", "msg-s-3",
-                                     "lone-\ud800-surrogate")
+        assert got.created_names == (
+            "msg-s-1",
+            "wu-fix-tests-1234abcd",
+            "msg-s-3",
+            "lone-\ud800-surrogate",
+        )
         assert batched.knowledge_get_row("lone-\ufffd-surrogate") is not None
         assert got.created_triples == (
             "msg-s-2,belongTo,session-s",
@@ -132,12 +158,14 @@ def test_batch_equals_one_by_one_including_duplicates_and_reasserted_statements(
 
 
 def test_created_at_order_is_insertion_order(home: Path) -> None:
-    entries = [EntryWrite(f"msg-o-{n}", f"body {n}", tags=("message",), embed=False)
-               for n in range(300)]
+    entries = [
+        EntryWrite(f"msg-o-{n}", f"body {n}", tags=("message",), embed=False) for n in range(300)
+    ]
     with _open(home, "order") as store:
         store.write_batch(entries)
-        rows = store.query_rows({"$knowledge": [["$like", "name", "msg-o-%"]], "limit": 1000,
-                                 "offset": 0})
+        rows = store.query_rows(
+            {"$knowledge": [["$like", "name", "msg-o-%"]], "limit": 1000, "offset": 0}
+        )
     # Newest first (Hypatia's order), ties broken by insertion order.
     assert [r["name"] for r in rows] == [f"msg-o-{n}" for n in reversed(range(300))]
     stamps = [r["created_at"] for r in reversed(rows)]
@@ -147,10 +175,12 @@ def test_created_at_order_is_insertion_order(home: Path) -> None:
 def test_a_failure_mid_batch_leaves_nothing_and_a_retry_completes(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    entries = [EntryWrite(f"msg-c-{n}", f"body {n}", tags=("message",), embed=False)
-               for n in range(10)]
-    statements = [StatementWrite(f"msg-c-{n}", "belongTo", "session-c", embed=False)
-                  for n in range(10)]
+    entries = [
+        EntryWrite(f"msg-c-{n}", f"body {n}", tags=("message",), embed=False) for n in range(10)
+    ]
+    statements = [
+        StatementWrite(f"msg-c-{n}", "belongTo", "session-c", embed=False) for n in range(10)
+    ]
     with _open(home, "reference") as reference:
         _one_by_one(reference, PRE_ENTRIES, [])
         _one_by_one(reference, entries, statements)

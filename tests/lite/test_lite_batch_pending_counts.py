@@ -12,13 +12,17 @@ from hypatia_lite.store import LiteStore
 from hypatia_lite.vectors import _PENDING
 from memory.store.base import EntryWrite, StatementWrite
 
-_SLOW = ("SELECT count(*) FROM {t} WHERE embed_wanted = 1 AND"
-         " (embedding IS NULL OR embedding_model IS NOT ?)")
+_SLOW = (
+    "SELECT count(*) FROM {t} WHERE embed_wanted = 1 AND"
+    " (embedding IS NULL OR embedding_model IS NOT ?)"
+)
 
 
 def _slow_counts(store: LiteStore, model: str) -> dict[str, int]:
-    return {t: store.conn.execute(_SLOW.format(t=t), (model,)).fetchone()[0]
-            for t in ("knowledge", "statement")}
+    return {
+        t: store.conn.execute(_SLOW.format(t=t), (model,)).fetchone()[0]
+        for t in ("knowledge", "statement")
+    }
 
 
 def test_counts_equal_the_full_predicate_for_every_kind_of_row(tmp_path: Path) -> None:
@@ -34,8 +38,10 @@ def test_counts_equal_the_full_predicate_for_every_kind_of_row(tmp_path: Path) -
         conn = store.conn
         # Owed: no vector; a vector of an older ("a…") and a newer ("z…") model; a vector with
         # no model recorded. Not owed: rows that do not want one, even without a vector.
-        conn.execute("UPDATE knowledge SET embedding = NULL, embedding_model = NULL"
-                     " WHERE name IN ('w0', 'w1')")
+        conn.execute(
+            "UPDATE knowledge SET embedding = NULL, embedding_model = NULL"
+            " WHERE name IN ('w0', 'w1')"
+        )
         conn.execute("UPDATE knowledge SET embedding_model = 'a-old' WHERE name = 'w2'")
         conn.execute("UPDATE knowledge SET embedding_model = 'zz-new' WHERE name = 'w3'")
         conn.execute("UPDATE knowledge SET embedding_model = NULL WHERE name = 'w4'")
@@ -55,8 +61,12 @@ def test_counts_equal_the_full_predicate_for_every_kind_of_row(tmp_path: Path) -
 def test_the_counts_never_scan_the_tables(tmp_path: Path) -> None:
     with LiteStore(home=tmp_path / "home") as store:
         for table in ("knowledge", "statement"):
-            plan = [row[3] for row in store.conn.execute(
-                "EXPLAIN QUERY PLAN " + _PENDING.format(table=table), ("m", "m"))]
+            plan = [
+                row[3]
+                for row in store.conn.execute(
+                    "EXPLAIN QUERY PLAN " + _PENDING.format(table=table), ("m", "m")
+                )
+            ]
             assert not [step for step in plan if step.startswith("SCAN " + table)], plan
             assert sum(f"USING INDEX {table}_" in step for step in plan) == 4, plan
 
@@ -67,14 +77,23 @@ def test_an_existing_shelf_gets_the_indexes_when_opened(tmp_path: Path) -> None:
         path = store.path / "hypatia.sqlite"
         store.write_batch([EntryWrite("w", "x", embed=True)])
     conn = sqlite3.connect(path)
-    for name in ("knowledge_owed", "statement_owed", "knowledge_vector_model",
-                 "statement_vector_model"):
+    for name in (
+        "knowledge_owed",
+        "statement_owed",
+        "knowledge_vector_model",
+        "statement_vector_model",
+    ):
         conn.execute(f"DROP INDEX {name}")
     conn.commit()
     conn.close()
     with LiteStore(home=home) as store:
-        names = {r[0] for r in store.conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'index'")}
-        assert {"knowledge_owed", "knowledge_vector_model", "statement_owed",
-                "statement_vector_model"} <= names
+        names = {
+            r[0] for r in store.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
+        }
+        assert {
+            "knowledge_owed",
+            "knowledge_vector_model",
+            "statement_owed",
+            "statement_vector_model",
+        } <= names
         assert store.pending_embeddings() == {"knowledge": 0, "statement": 0}

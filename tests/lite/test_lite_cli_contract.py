@@ -24,9 +24,15 @@ class Cli:
         self.env.pop("HYPATIA_LITE_EMBED_URL", None)
 
     def __call__(self, *argv: str | bytes, **env: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(BIN), *argv], capture_output=True, text=True,
-                              env={**self.env, **env}, cwd=self.home.parent, timeout=60,
-                              check=False)
+        return subprocess.run(
+            [str(BIN), *argv],
+            capture_output=True,
+            text=True,
+            env={**self.env, **env},
+            cwd=self.home.parent,
+            timeout=60,
+            check=False,
+        )
 
     def json(self, *argv: str) -> object:
         done = self(*argv)
@@ -43,29 +49,48 @@ def test_version_and_lazy_imports(cli: Cli) -> None:
     done = cli("--version")
     assert done.returncode == 0
     assert done.stdout.startswith("hypatia-lite ")
-    probe = ("import sys; from hypatia_lite.cli import run; run(['--version']); "
-             "print(sorted({m.split('.')[0] for m in sys.modules} & "
-             "{'mcp', 'openai', 'pydantic', 'httpx2', 'sqlite3', 'sqlean', 'anyio'}))")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         check=True, env=cli.env).stdout
+    probe = (
+        "import sys; from hypatia_lite.cli import run; run(['--version']); "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'mcp', 'openai', 'pydantic', 'httpx2', 'sqlite3', 'sqlean', 'anyio'}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=cli.env
+    ).stdout
     assert out.splitlines()[-1] == "[]"
 
 
 def test_knowledge_create_get_and_duplicate(cli: Cli) -> None:
-    done = cli("knowledge-create", "msg-s-1", "--shelf", "default", "--data=-starts with dash",
-               "--tags", "message, summary 1", "--scopes", "proj,")
+    done = cli(
+        "knowledge-create",
+        "msg-s-1",
+        "--shelf",
+        "default",
+        "--data=-starts with dash",
+        "--tags",
+        "message, summary 1",
+        "--scopes",
+        "proj,",
+    )
     assert (done.returncode, done.stdout, done.stderr) == (0, "Created knowledge: msg-s-1\n", "")
     dup = cli("knowledge-create", "msg-s-1", "--shelf", "default", "--data=other")
     assert dup.returncode == 1
     assert dup.stdout == ""
-    assert dup.stderr == "Error: storage error: SQLite error: UNIQUE constraint failed: " \
-                         "knowledge.name\n"
+    assert (
+        dup.stderr == "Error: storage error: SQLite error: UNIQUE constraint failed: "
+        "knowledge.name\n"
+    )
     got = cli("knowledge-get", "msg-s-1", "--shelf", "default")
     assert got.returncode == 0
     row = json.loads(got.stdout)
-    assert row["content"] == {"format": "markdown", "data": "-starts with dash",
-                              "tags": ["message", "summary 1"], "synonyms": None,
-                              "figures": None, "scopes": ["proj", ""]}
+    assert row["content"] == {
+        "format": "markdown",
+        "data": "-starts with dash",
+        "tags": ["message", "summary 1"],
+        "synonyms": None,
+        "figures": None,
+        "scopes": ["proj", ""],
+    }
     assert list(row) == ["content", "created_at", "name"]
     assert got.stdout.startswith('{\n  "content": {\n    "data": "-starts with dash",\n')
     missing = cli("knowledge-get", "nope", "--shelf", "default")
@@ -82,8 +107,9 @@ def test_knowledge_create_get_and_duplicate(cli: Cli) -> None:
         ("x", "p,q,", ["x"], ["p", "q", ""]),
     ],
 )
-def test_list_parsing_rules(cli: Cli, tags: str, scopes: str, want_tags: list[str],
-                            want_scopes: list[str] | None) -> None:
+def test_list_parsing_rules(
+    cli: Cli, tags: str, scopes: str, want_tags: list[str], want_scopes: list[str] | None
+) -> None:
     assert cli("knowledge-create", "k", "--tags", tags, "--scopes", scopes).returncode == 0
     content = cli.json("knowledge-get", "k")["content"]  # type: ignore[index]
     assert (content["tags"], content["scopes"]) == (want_tags, want_scopes)
@@ -112,8 +138,11 @@ def test_usage_errors_exit_2(cli: Cli) -> None:
 
 
 def test_help_probes_advertise_features(cli: Cli) -> None:
-    for command, flag in (("knowledge-create", "--no-embed"), ("statement-create", "--no-embed"),
-                          ("similar", "--exclude-tags")):
+    for command, flag in (
+        ("knowledge-create", "--no-embed"),
+        ("statement-create", "--no-embed"),
+        ("similar", "--exclude-tags"),
+    ):
         done = cli(command, "--help")
         assert done.returncode == 0
         assert flag in done.stdout
@@ -122,17 +151,41 @@ def test_help_probes_advertise_features(cli: Cli) -> None:
 
 
 def test_statements(cli: Cli) -> None:
-    done = cli("statement-create", "Alice, Jr.", "knows", "Bob", "--shelf", "default",
-               "--data=d", "--scopes", "p")
+    done = cli(
+        "statement-create",
+        "Alice, Jr.",
+        "knows",
+        "Bob",
+        "--shelf",
+        "default",
+        "--data=d",
+        "--scopes",
+        "p",
+    )
     assert (done.returncode, done.stdout) == (0, "Created statement: (Alice, Jr., knows, Bob)\n")
     again = cli("statement-create", "Alice, Jr.", "knows", "Bob", "--data=other")
     assert (again.returncode, again.stdout) == (
-        0, "Statement already exists: (Alice, Jr., knows, Bob)\n")
+        0,
+        "Statement already exists: (Alice, Jr., knows, Bob)\n",
+    )
     rows = cli.json("query", '["$statement", ["$triple", "Alice, Jr.", "knows", "Bob"]]')
-    assert rows == [{"triple": '"Alice, Jr.",knows,Bob', "head": "Alice, Jr.",
-                     "relation": "knows", "tail": "Bob", "created_at": rows[0]["created_at"],
-                     "content": {"format": "markdown", "data": "d", "tags": [],
-                                 "synonyms": None, "figures": None, "scopes": ["p"]}}]
+    assert rows == [
+        {
+            "triple": '"Alice, Jr.",knows,Bob',
+            "head": "Alice, Jr.",
+            "relation": "knows",
+            "tail": "Bob",
+            "created_at": rows[0]["created_at"],
+            "content": {
+                "format": "markdown",
+                "data": "d",
+                "tags": [],
+                "synonyms": None,
+                "figures": None,
+                "scopes": ["p"],
+            },
+        }
+    ]
     bad = cli("statement-create", "a", "b", "c", "--synonyms", "{nope")
     assert bad.returncode == 1
     assert bad.stderr.startswith("Error: JSE parse error: invalid synonyms JSON: ")
@@ -143,19 +196,24 @@ def test_statements(cli: Cli) -> None:
     assert (gone.returncode, gone.stdout) == (0, "Deleted statement: (Alice, Jr., knows, Bob)\n")
     missing = cli("statement-delete", "Alice, Jr.", "knows", "Bob")
     assert (missing.returncode, missing.stderr) == (
-        1, "Error: not found: statement '\"Alice, Jr.\",knows,Bob'\n")
+        1,
+        "Error: not found: statement '\"Alice, Jr.\",knows,Bob'\n",
+    )
 
 
 def test_update_and_delete_texts(cli: Cli) -> None:
     cli("knowledge-create", "k", "--data=one", "--tags", "a")
     nothing = cli("knowledge-update", "k")
-    assert (nothing.returncode, nothing.stderr) == (1, (
-        "Error: validation error: nothing to update: pass at least one of --data, --tags, "
-        "--synonyms, --figures, --scopes\n"))
+    assert (nothing.returncode, nothing.stderr) == (
+        1,
+        (
+            "Error: validation error: nothing to update: pass at least one of --data, --tags, "
+            "--synonyms, --figures, --scopes\n"
+        ),
+    )
     assert cli("knowledge-update", "k", "--data=two").stdout == "Updated knowledge: k\n"
     assert cli("knowledge-update", "k", "--data=two").stdout == "Knowledge unchanged: k\n"
-    assert cli("knowledge-update", "k", "-t", "", "--scopes", "").stdout == \
-        "Updated knowledge: k\n"
+    assert cli("knowledge-update", "k", "-t", "", "--scopes", "").stdout == "Updated knowledge: k\n"
     content = cli.json("knowledge-get", "k")["content"]  # type: ignore[index]
     assert (content["data"], content["tags"], content["scopes"]) == ("two", [], None)
     missing = cli("knowledge-update", "nope", "--data=x")
@@ -169,12 +227,20 @@ def test_search_similar_query_outputs(cli: Cli) -> None:
     cli("knowledge-create", "zebra", "--data=striped animal", "--tags", "animal")
     cli("knowledge-create", "tax", "--data=quarterly filing", "--tags", "work", "--no-embed")
     rows = cli.json("search", "zebra", "-c", "knowledge", "--limit", "5", "--shelf", "default")
-    assert rows == [{"id": 1, "catalog": "knowledge", "key": "zebra", "rank": rows[0]["rank"],
-                     "content": '{"format":"markdown","data":"striped animal","tags":["animal"],'
-                                '"synonyms":null,"figures":null,"scopes":null}'}]
+    assert rows == [
+        {
+            "id": 1,
+            "catalog": "knowledge",
+            "key": "zebra",
+            "rank": rows[0]["rank"],
+            "content": '{"format":"markdown","data":"striped animal","tags":["animal"],'
+            '"synonyms":null,"figures":null,"scopes":null}',
+        }
+    ]
     assert cli("search", "unicorn", "-c", "knowledge").stdout == "No results found.\n"
-    sim = cli.json("similar", "striped", "-t", "knowledge", "--limit", "5",
-                   "--exclude-tags", "work")
+    sim = cli.json(
+        "similar", "striped", "-t", "knowledge", "--limit", "5", "--exclude-tags", "work"
+    )
     assert [r["name"] for r in sim] == ["zebra"]  # "tax" was written with --no-embed
     assert set(sim[0]) == {"name", "content", "distance"}
     both = cli.json("similar", "striped")
@@ -182,11 +248,15 @@ def test_search_similar_query_outputs(cli: Cli) -> None:
     assert cli("similar", "x", "--exclude-tags", "animal,work").stdout == "No results found.\n"
     off = cli("similar", "striped", HYPATIA_LITE_EMBEDDER="none")
     assert (off.returncode, off.stderr) == (
-        1, "Error: model unavailable: no embedding provider configured\n")
+        1,
+        "Error: model unavailable: no embedding provider configured\n",
+    )
     bad_target = cli("similar", "x", "-t", "all")
     assert bad_target.returncode == 1
-    assert bad_target.stderr == ("Error: validation error: invalid target 'all': must be "
-                                 "'knowledge', 'statement', or 'both'\n")
+    assert bad_target.stderr == (
+        "Error: validation error: invalid target 'all': must be "
+        "'knowledge', 'statement', or 'both'\n"
+    )
     query = cli.json("query", '{"$knowledge": [["$like", "name", "ZEB%"]], "limit": 1}')
     with LiteStore(home=cli.home) as store:
         assert query == store.query_rows(["$knowledge", ["$eq", "name", "zebra"]])
@@ -202,25 +272,35 @@ def test_search_similar_query_outputs(cli: Cli) -> None:
 def test_shelves(cli: Cli, tmp_path: Path) -> None:
     unknown = cli("knowledge-get", "k", "--shelf", "nope")
     assert (unknown.returncode, unknown.stderr) == (
-        1, "Error: shelf error: shelf 'nope' is not connected\n")
+        1,
+        "Error: shelf error: shelf 'nope' is not connected\n",
+    )
     done = cli("connect", str(tmp_path / "proj-shelf"), "-n", "proj")
     assert (done.returncode, done.stdout) == (0, "Shelf 'proj' connected and registered.\n")
     again = cli("connect", str(tmp_path / "other"), "-n", "proj")
     assert (again.returncode, again.stderr) == (
-        1, "Error: shelf error: shelf 'proj' is already connected\n")
+        1,
+        "Error: shelf error: shelf 'proj' is already connected\n",
+    )
     assert cli("knowledge-create", "k", "-s", "proj", "--data=p").returncode == 0
     assert cli("knowledge-get", "k").stdout == "Knowledge 'k' not found.\n"
     assert cli.json("knowledge-get", "k", "-s", "proj")["content"]["data"] == "p"  # type: ignore
     assert cli("list").stdout == (
         f"  default  {cli.home / 'default'}  [connected]\n"
-        f"  proj     {tmp_path / 'proj-shelf'}  [connected]\n")
+        f"  proj     {tmp_path / 'proj-shelf'}  [connected]\n"
+    )
     assert cli("disconnect", "proj").stdout == "Shelf 'proj' disconnected and unregistered.\n"
     assert cli("disconnect", "proj").stderr == "Error: shelf error: shelf 'proj' is not connected\n"
 
 
 def test_invalid_utf8_argv_is_stored_as_replacement_characters(cli: Cli) -> None:
-    done = subprocess.run([str(BIN), "knowledge-create", b"bad\xff", b"--data=x\xfey"],
-                          capture_output=True, env=cli.env, timeout=60, check=False)
+    done = subprocess.run(
+        [str(BIN), "knowledge-create", b"bad\xff", b"--data=x\xfey"],
+        capture_output=True,
+        env=cli.env,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.decode("utf-8") == "Created knowledge: bad\ufffd\n"
     row = cli.json("knowledge-get", "bad\ufffd")
@@ -232,11 +312,15 @@ def test_embedder_settings_only_affect_similar_and_backfill(cli: Cli) -> None:
     assert cli("knowledge-create", "k", "--data=zebra", **bad).returncode == 0
     off = cli("similar", "zebra", **bad)
     assert (off.returncode, off.stderr) == (
-        1, "Error: model unavailable: HYPATIA_LITE_EMBEDDER=openai needs HYPATIA_LITE_EMBED_URL\n")
+        1,
+        "Error: model unavailable: HYPATIA_LITE_EMBEDDER=openai needs HYPATIA_LITE_EMBED_URL\n",
+    )
     none = cli("knowledge-create", "later", "--data=zebra", HYPATIA_LITE_EMBEDDER="none")
     assert none.returncode == 0
     filled = cli("backfill")
     assert (filled.returncode, filled.stdout) == (
-        0, "Backfill complete: 2 vectors created, 0 skipped, 0 errors\n")
+        0,
+        "Backfill complete: 2 vectors created, 0 skipped, 0 errors\n",
+    )
     names = sorted(r["name"] for r in cli.json("similar", "zebra", "-t", "knowledge"))
     assert names == ["k", "later"]

@@ -47,8 +47,13 @@ print(shelves.connect(home, home / "dirs" / name, name))
 
 def _spawn(script: str, *args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    return subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, "-c", script, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 @pytest.mark.integration
@@ -75,7 +80,8 @@ def test_racing_creates_have_exactly_one_winner(tmp_path: Path) -> None:
         for i in range(NAMES):
             winner = [n for n, r in enumerate(results) if r["knowledge"][f"msg-race-{i}"]]
             assert store.knowledge_get(f"msg-race-{i}").content.data == (  # type: ignore[union-attr]
-                f"written by w{winner[0]}")
+                f"written by w{winner[0]}"
+            )
         hits = store.search_rows("msg race 7", catalog="knowledge")
         assert [r["key"] for r in hits] == ["msg-race-7"]
     registry = json.loads((home / "shelves.json").read_text())

@@ -8,11 +8,22 @@ import pytest
 
 from hypatia_lite.rows import ContentShape, content_text, make_content
 
-DATA = ["", "plain", "## Role\nuser\n\n\"quoted\", \\back\\slash\t\x00\x1f\x7f", "naïve — 東京 🚀",
-        "lone \ud800 surrogate", "pair \ud83d\ude80 joined", "\u2028\u2029</script>"]
+DATA = [
+    "",
+    "plain",
+    '## Role\nuser\n\n"quoted", \\back\\slash\t\x00\x1f\x7f',
+    "naïve — 東京 🚀",
+    "lone \ud800 surrogate",
+    "pair \ud83d\ude80 joined",
+    "\u2028\u2029</script>",
+]
 SHAPES: list[tuple[tuple[str, ...], tuple[str, ...] | None]] = [
-    ((), None), (("message",), ("project-0",)), (("memory", "work-unit"), ("",)),
-    (("t\ud800", 'q"uote'), ()), ((), ("a", "b\nc"))]
+    ((), None),
+    (("message",), ("project-0",)),
+    (("memory", "work-unit"), ("",)),
+    (("t\ud800", 'q"uote'), ()),
+    ((), ("a", "b\nc")),
+]
 
 
 @pytest.mark.parametrize("embed", [True, False])

@@ -66,7 +66,8 @@ def test_a_local_default_with_entries_is_refused(tmp_path: Path) -> None:
         assert str(caught.value) == (
             f"shelf error: shelf 'default' is registered as {home / 'default'}, a local shelf "
             f"holding 2 entries, not as {url}; choose another shelf name for the URL, or "
-            "disconnect the local one (hypatia-lite disconnect default)")
+            "disconnect the local one (hypatia-lite disconnect default)"
+        )
     assert (home / "shelves.json").read_bytes() == before
     with LiteStore(home=home) as local:
         assert [r["name"] for r in local.dump()["knowledge"]] == ["msg-local-0", "msg-local-1"]

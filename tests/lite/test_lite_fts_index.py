@@ -28,10 +28,11 @@ def test_batch_single_update_and_delete_keep_the_index_exact(tmp_path: Path) -> 
     store = LiteStore(home=tmp_path / "lite")
     try:
         store.write_batch(
-            [EntryWrite(f"msg-f-{n}", f"walrus number {n}", tags=("message",), embed=False)
-             for n in range(5)],
-            [StatementWrite(f"msg-f-{n}", "belongTo", "session-f", embed=False)
-             for n in range(5)],
+            [
+                EntryWrite(f"msg-f-{n}", f"walrus number {n}", tags=("message",), embed=False)
+                for n in range(5)
+            ],
+            [StatementWrite(f"msg-f-{n}", "belongTo", "session-f", embed=False) for n in range(5)],
         )
         assert store.knowledge_create("note-otter", "an otter", tags=("memory",), embed=False)
         assert store.statement_create("note-otter", "mentions", "msg-f-1", embed=False)
@@ -39,8 +40,12 @@ def test_batch_single_update_and_delete_keep_the_index_exact(tmp_path: Path) -> 
         assert store.knowledge_delete("msg-f-3")
         assert store.statement_delete("msg-f-4", "belongTo", "session-f")
         # A batch that repeats existing names indexes only what it created.
-        store.write_batch([EntryWrite("msg-f-0", "ignored", embed=False),
-                           EntryWrite("msg-f-9", "walrus late", embed=False)])
+        store.write_batch(
+            [
+                EntryWrite("msg-f-0", "ignored", embed=False),
+                EntryWrite("msg-f-9", "walrus late", embed=False),
+            ]
+        )
         _integrity(store)
 
         assert _keys(store, "walrus") == ["msg-f-0", "msg-f-1", "msg-f-4", "msg-f-9"]
@@ -68,8 +73,7 @@ def test_a_shelf_with_the_old_insert_trigger_loses_it_and_is_not_indexed_twice(
     store.close()
 
     conn = db.connect(shelf)
-    triggers = {r[0] for r in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    triggers = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
     conn.close()
     assert triggers == {"docs_ad", "docs_au"}
 
@@ -78,7 +82,8 @@ def test_a_shelf_with_the_old_insert_trigger_loses_it_and_is_not_indexed_twice(
         store.write_batch([EntryWrite("msg-g-1", "walrus", embed=False)])
         _integrity(store)
         hits = store.conn.execute(
-            "SELECT count(*) FROM docs_fts WHERE docs_fts MATCH 'walrus'").fetchone()[0]
+            "SELECT count(*) FROM docs_fts WHERE docs_fts MATCH 'walrus'"
+        ).fetchone()[0]
         assert hits == 1
     finally:
         store.close()
@@ -90,7 +95,8 @@ def test_integrity_check_catches_a_missing_index_row(tmp_path: Path) -> None:
     try:
         store.conn.execute(
             "INSERT INTO docs(catalog, key, fts_key, fts_data, fts_tags, fts_synonyms)"
-            " VALUES ('knowledge', 'x', 'x', 'walrus', '', '')")
+            " VALUES ('knowledge', 'x', 'x', 'walrus', '', '')"
+        )
         try:
             _integrity(store)
         except sqlite3.DatabaseError as err:

@@ -39,8 +39,9 @@ def _env(home: Path) -> dict[str, str]:
 
 
 def _run(home: Path, *argv: str) -> str:
-    done = subprocess.run([str(BIN), *argv], capture_output=True, text=True, env=_env(home),
-                          timeout=60, check=False)
+    done = subprocess.run(
+        [str(BIN), *argv], capture_output=True, text=True, env=_env(home), timeout=60, check=False
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -58,8 +59,17 @@ def test_cli_shows_the_marker_only_for_no_embed_writes(shelf: tuple[Path, str]) 
     home, name = shelf
     _run(home, "knowledge-create", "quiet", "--data=zebra quiet", "--no-embed", "-s", name)
     _run(home, "knowledge-create", "loud", "--data=zebra loud", "-s", name)
-    _run(home, "statement-create", "quiet", "belongTo", "loud", "--data=zebra edge",
-         "--no-embed", "-s", name)
+    _run(
+        home,
+        "statement-create",
+        "quiet",
+        "belongTo",
+        "loud",
+        "--data=zebra edge",
+        "--no-embed",
+        "-s",
+        name,
+    )
     _run(home, "statement-create", "loud", "relatesTo", "quiet", "--data=zebra link", "-s", name)
 
     got = _cli(home, "knowledge-get", "quiet", "-s", name)
@@ -70,11 +80,17 @@ def test_cli_shows_the_marker_only_for_no_embed_writes(shelf: tuple[Path, str]) 
     assert {r["name"]: _content(r).get("embed") for r in rows} == {"quiet": False, "loud": None}
     edges = _cli(home, "query", '["$statement", ["$like", "head", "%"]]', "-s", name)
     assert {r["relation"]: _content(r).get("embed") for r in edges} == {
-        "belongTo": False, "relatesTo": None}
+        "belongTo": False,
+        "relatesTo": None,
+    }
 
     hits = _cli(home, "search", "zebra", "-s", name)
     assert {r["key"]: _content(r).get("embed") for r in hits} == {
-        "quiet": False, "loud": None, "quiet,belongTo,loud": False, "loud,relatesTo,quiet": None}
+        "quiet": False,
+        "loud": None,
+        "quiet,belongTo,loud": False,
+        "loud,relatesTo,quiet": None,
+    }
 
     _run(home, "knowledge-update", "quiet", "--data=zebra quieter", "-s", name)
     after = _content(_cli(home, "knowledge-get", "quiet", "-s", name))
@@ -86,8 +102,9 @@ def test_mcp_shows_the_marker_only_for_no_embed_writes(shelf: tuple[Path, str]) 
     seen: dict[str, Any] = {}
 
     async def main() -> None:
-        params = StdioServerParameters(command=str(BIN), args=["mcp"], env=_env(home),
-                                       cwd=str(home.parent))
+        params = StdioServerParameters(
+            command=str(BIN), args=["mcp"], env=_env(home), cwd=str(home.parent)
+        )
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             with anyio.fail_after(60):
                 await session.initialize()
@@ -99,8 +116,14 @@ def test_mcp_shows_the_marker_only_for_no_embed_writes(shelf: tuple[Path, str]) 
 
                 await call("knowledge_create", name="quiet", data="zebra quiet", embed=False)
                 await call("knowledge_create", name="loud", data="zebra loud")
-                await call("statement_create", head="quiet", relation="belongTo", tail="loud",
-                           data="zebra edge", embed=False)
+                await call(
+                    "statement_create",
+                    head="quiet",
+                    relation="belongTo",
+                    tail="loud",
+                    data="zebra edge",
+                    embed=False,
+                )
                 seen["get"] = await call("knowledge_get", name="quiet")
                 seen["loud"] = await call("knowledge_get", name="loud")
                 seen["query"] = await call("query", jse='["$knowledge", ["$like", "name", "%"]]')
@@ -110,6 +133,11 @@ def test_mcp_shows_the_marker_only_for_no_embed_writes(shelf: tuple[Path, str]) 
     assert _content(seen["get"])["embed"] is False
     assert "embed" not in _content(seen["loud"])
     assert {r["name"]: _content(r).get("embed") for r in seen["query"]["rows"]} == {
-        "quiet": False, "loud": None}
+        "quiet": False,
+        "loud": None,
+    }
     assert {r["key"]: _content(r).get("embed") for r in seen["search"]["rows"]} == {
-        "quiet": False, "loud": None, "quiet,belongTo,loud": False}
+        "quiet": False,
+        "loud": None,
+        "quiet,belongTo,loud": False,
+    }

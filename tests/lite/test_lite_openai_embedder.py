@@ -32,19 +32,24 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        _Handler.requests.append({"path": self.path, "auth": self.headers.get("Authorization"),
-                                  "body": body})
+        _Handler.requests.append(
+            {"path": self.path, "auth": self.headers.get("Authorization"), "body": body}
+        )
         if _Handler.fail:
             self.send_response(503)
             self.end_headers()
             return
         data = [
-            {"object": "embedding", "index": i,
-             "embedding": [float(text.lower().count(word)) + 0.01 for word in VOCAB]}
+            {
+                "object": "embedding",
+                "index": i,
+                "embedding": [float(text.lower().count(word)) + 0.01 for word in VOCAB],
+            }
             for i, text in enumerate(body["input"])
         ]
-        payload = json.dumps({"object": "list", "data": list(reversed(data)),
-                              "model": body["model"]}).encode()
+        payload = json.dumps(
+            {"object": "list", "data": list(reversed(data)), "model": body["model"]}
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
@@ -96,9 +101,14 @@ def test_provider_failure_never_fails_a_write(server: str, tmp_path: Path) -> No
 def test_environment_selects_the_embedder(server: str) -> None:
     assert isinstance(embedder_from_env({}), HashingEmbedder)
     assert embedder_from_env({"HYPATIA_LITE_EMBEDDER": "none"}) is None
-    remote = embedder_from_env({"HYPATIA_LITE_EMBED_URL": server,
-                                "HYPATIA_LITE_EMBED_MODEL": "m1",
-                                "HYPATIA_LITE_EMBED_KEY_ENV": "MY_KEY", "MY_KEY": "k"})
+    remote = embedder_from_env(
+        {
+            "HYPATIA_LITE_EMBED_URL": server,
+            "HYPATIA_LITE_EMBED_MODEL": "m1",
+            "HYPATIA_LITE_EMBED_KEY_ENV": "MY_KEY",
+            "MY_KEY": "k",
+        }
+    )
     assert isinstance(remote, OpenAIEmbedder)
     assert (remote.base_url, remote.model, remote.api_key) == (server, "m1", "k")
     with pytest.raises(ModelUnavailableError, match="needs HYPATIA_LITE_EMBED_URL"):

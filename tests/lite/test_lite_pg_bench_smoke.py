@@ -15,9 +15,18 @@ pytestmark = pytest.mark.integration
 
 def test_lite_pg_benchmark_runs() -> None:
     out = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks/lite_pg_bench.py"), "--messages", "40",
-         "--batch", "20"],
-        capture_output=True, text=True, check=True, timeout=300,
+        [
+            sys.executable,
+            str(REPO / "benchmarks/lite_pg_bench.py"),
+            "--messages",
+            "40",
+            "--batch",
+            "20",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
     ).stdout
     lines = out.splitlines()
     assert re.match(r"^\d+ CPU cores here ", lines[0])

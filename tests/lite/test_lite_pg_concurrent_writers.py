@@ -73,10 +73,18 @@ print("done")
 
 
 def _spawn(script: str, *args: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
-           "HYPATIA_LITE_EMBEDDER": "hash"}
-    return subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+        "HYPATIA_LITE_EMBEDDER": "hash",
+    }
+    return subprocess.Popen(
+        [sys.executable, "-c", script, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def _all_ready(procs: list[subprocess.Popen[str]], go: Path) -> None:
@@ -89,8 +97,9 @@ def _all_ready(procs: list[subprocess.Popen[str]], go: Path) -> None:
 def test_racing_writers_have_exactly_one_winner_per_name(tmp_path: Path) -> None:
     home, go = tmp_path / "home", tmp_path / "go"
     with pg_home(home) as url:
-        procs = [_spawn(_RACER, str(home), str(go), str(NAMES), f"w{n}", SHELF)
-                 for n in range(WORKERS)]
+        procs = [
+            _spawn(_RACER, str(home), str(go), str(NAMES), f"w{n}", SHELF) for n in range(WORKERS)
+        ]
         _all_ready(procs, go)
         results = []
         for proc in procs:
@@ -104,18 +113,23 @@ def test_racing_writers_have_exactly_one_winner_per_name(tmp_path: Path) -> None
         with LiteStore(SHELF, home=home) as store:
             dump = store.dump()
             assert [r["name"] for r in dump["knowledge"]] == sorted(
-                f"msg-race-{i}" for i in range(NAMES))
+                f"msg-race-{i}" for i in range(NAMES)
+            )
             assert [r["triple"] for r in dump["statements"]] == sorted(
-                f"session-race,belongTo,msg-race-{i}" for i in range(NAMES))
+                f"session-race,belongTo,msg-race-{i}" for i in range(NAMES)
+            )
             for i in range(NAMES):
                 winner = [n for n, r in enumerate(results) if r["knowledge"][f"msg-race-{i}"]]
                 entry = store.knowledge_get(f"msg-race-{i}")
                 assert entry is not None and entry.content.data == f"written by w{winner[0]}"
             assert [r["key"] for r in store.search_rows("msg race 7", catalog="knowledge")] == [
-                "msg-race-7"]
+                "msg-race-7"
+            ]
         with psycopg.connect(admin_dsn(url)) as conn:
-            docs = conn.execute("SELECT catalog, count(*), count(DISTINCT key)"
-                                " FROM hypatia_lite.docs GROUP BY catalog ORDER BY catalog")
+            docs = conn.execute(
+                "SELECT catalog, count(*), count(DISTINCT key)"
+                " FROM hypatia_lite.docs GROUP BY catalog ORDER BY catalog"
+            )
             assert docs.fetchall() == [("knowledge", NAMES, NAMES), ("statement", NAMES, NAMES)]
 
 

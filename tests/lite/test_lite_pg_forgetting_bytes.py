@@ -26,14 +26,29 @@ BIN = Path(sys.executable).parent / "hypatia-lite"
 
 
 def _filler(store: LiteStore, count: int) -> None:
-    store.write_batch([EntryWrite(f"msg-fill-{i}", f"filler message {i} about the weather",
-                                  tags=("message",), embed=False) for i in range(count)])
+    store.write_batch(
+        [
+            EntryWrite(
+                f"msg-fill-{i}",
+                f"filler message {i} about the weather",
+                tags=("message",),
+                embed=False,
+            )
+            for i in range(count)
+        ]
+    )
 
 
 def _cli(home: Path, *argv: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HYPATIA_LITE_")}
-    done = subprocess.run([str(BIN), *argv, "--shelf", SHELF], capture_output=True, text=True,
-                          env={**env, "HYPATIA_LITE_HOME": str(home)}, timeout=60, check=False)
+    done = subprocess.run(
+        [str(BIN), *argv, "--shelf", SHELF],
+        capture_output=True,
+        text=True,
+        env={**env, "HYPATIA_LITE_HOME": str(home)},
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -101,8 +116,9 @@ def test_a_blocked_purge_is_owed_and_done_by_the_next_open(
             assert store.knowledge_delete("msg-owed-1") is True
             backend = store.backend
             assert getattr(backend, "vacuum_owed", None) is True
-            owed = reader.execute("SELECT v FROM hypatia_lite.meta WHERE k = %s",
-                                  (purge.OWED_VACUUM,)).fetchone()
+            owed = reader.execute(
+                "SELECT v FROM hypatia_lite.meta WHERE k = %s", (purge.OWED_VACUUM,)
+            ).fetchone()
             # MVCC: the dead tuple is still in the files while the purge is owed
             assert present(shelf_table_files(url), [gone]) == {gone}
             store.close()  # tries again, still blocked: stays owed in ``meta``
@@ -111,8 +127,12 @@ def test_a_blocked_purge_is_owed_and_done_by_the_next_open(
         assert present(shelf_table_files(url), [gone]) == {gone}
         with LiteStore(SHELF, home=home) as again:  # the next open does the owed purge
             assert getattr(again.backend, "vacuum_owed", None) is False
-            assert again.conn.execute("SELECT count(*) FROM meta WHERE k = ?",
-                                      (purge.OWED_VACUUM,)).fetchone()[0] == 0
+            assert (
+                again.conn.execute(
+                    "SELECT count(*) FROM meta WHERE k = ?", (purge.OWED_VACUUM,)
+                ).fetchone()[0]
+                == 0
+            )
         assert leaks(shelf_table_files(url), [gone]) == []
         assert present(shelf_table_files(url), [kept]) == {kept}
 

@@ -19,13 +19,16 @@ from memory.store.base import EntryWrite, StatementWrite, StoreError
 pytestmark = pytest.mark.integration
 
 ENTRIES = [
-    EntryWrite("msg-a-1", "The Kubernetes clusters were upgraded", tags=("message",),
-               scopes=("proj",)),
-    EntryWrite("msg-a-2", "tag-19 and data-7 in one line", tags=("message", "tag-19"),
-               scopes=("proj", "")),
+    EntryWrite(
+        "msg-a-1", "The Kubernetes clusters were upgraded", tags=("message",), scopes=("proj",)
+    ),
+    EntryWrite(
+        "msg-a-2", "tag-19 and data-7 in one line", tags=("message", "tag-19"), scopes=("proj", "")
+    ),
     EntryWrite("msg-a-3", "the quick brown fox", tags=("message",), scopes=None),
-    EntryWrite("msg-b-1", "version 3.5 of a.b.c released", tags=("summary", "summary x"),
-               scopes=("other",)),
+    EntryWrite(
+        "msg-b-1", "version 3.5 of a.b.c released", tags=("summary", "summary x"), scopes=("other",)
+    ),
     EntryWrite("sum-a-1-3", "summary of msg-a-1", tags=("summary",), scopes=("proj",)),
     EntryWrite("wu-a-1", "wu-a-1", tags=("work-unit",), scopes=("",)),
     EntryWrite("msg-a-4", "not summarised yet", tags=("message",), scopes=("proj",)),
@@ -79,8 +82,24 @@ QUERIES: list[Any] = [
     ["$statement", ["$eq", "data", "covers clusters"]],
     ["$statement", ["$eq", "tr_start", None]],
 ]
-SEARCHES = ["cluster", "upgrade", "the", "tag 19", "data-7", "msg a 1", "summary", "3.5",
-            "a.b.c", "upper", "MIXED", "sale", "summary x", "session", "no-such-word", "50%"]
+SEARCHES = [
+    "cluster",
+    "upgrade",
+    "the",
+    "tag 19",
+    "data-7",
+    "msg a 1",
+    "summary",
+    "3.5",
+    "a.b.c",
+    "upper",
+    "MIXED",
+    "sale",
+    "summary x",
+    "session",
+    "no-such-word",
+    "50%",
+]
 ERRORS: list[Any] = [
     ["$bogus", 1],
     ["$knowledge", "$eq"],
@@ -121,27 +140,69 @@ def test_queries_return_the_same_rows(shelves_pair: tuple[LiteStore, ...], jse: 
 def test_the_queries_are_not_vacuous(shelves_pair: tuple[LiteStore, ...]) -> None:
     sqlite_shelf, _ = shelves_pair
     counts = [len(sqlite_shelf.query_rows(jse)) for jse in QUERIES]
-    assert counts == [8, 3, 1, 4, 1, 1, 2, 2, 2, 2, 6, 2, 1, 4, 2, 8, 1, 0, 3, 1, 4, 2, 3, 1, 2,
-                      0, 0, 1, 6, 2, 2, 1, 2, 3, 1, 1, 1, 6]
+    assert counts == [
+        8,
+        3,
+        1,
+        4,
+        1,
+        1,
+        2,
+        2,
+        2,
+        2,
+        6,
+        2,
+        1,
+        4,
+        2,
+        8,
+        1,
+        0,
+        3,
+        1,
+        4,
+        2,
+        3,
+        1,
+        2,
+        0,
+        0,
+        1,
+        6,
+        2,
+        2,
+        1,
+        2,
+        3,
+        1,
+        1,
+        1,
+        6,
+    ]
 
 
 @pytest.mark.parametrize("query", SEARCHES)
 def test_searches_find_the_same_entries(shelves_pair: tuple[LiteStore, ...], query: str) -> None:
     sqlite_shelf, pg_shelf = shelves_pair
-    expected = sorted((r["catalog"], r["key"], r["content"])
-                      for r in sqlite_shelf.search_rows(query))
+    expected = sorted(
+        (r["catalog"], r["key"], r["content"]) for r in sqlite_shelf.search_rows(query)
+    )
     found = pg_shelf.search_rows(query)
     assert sorted((r["catalog"], r["key"], r["content"]) for r in found) == expected
     assert [r["rank"] for r in found] == sorted(r["rank"] for r in found)
     for catalog in ("knowledge", "statement"):
         assert sorted(r["key"] for r in pg_shelf.search_rows(query, catalog=catalog)) == sorted(
-            key for cat, key, _ in expected if cat == catalog)
+            key for cat, key, _ in expected if cat == catalog
+        )
 
 
 def test_search_hits(shelves_pair: tuple[LiteStore, ...]) -> None:
     _, pg_shelf = shelves_pair
     assert sorted(r["key"] for r in pg_shelf.search_rows("cluster")) == [
-        "msg-a-1", "sum-a-1-3,summary,msg-a-1"]
+        "msg-a-1",
+        "sum-a-1-3,summary,msg-a-1",
+    ]
     assert [r["key"] for r in pg_shelf.search_rows("tag 19")] == ["msg-a-2"]
     assert [r["key"] for r in pg_shelf.search_rows("the", limit=1, offset=0)] != []
 

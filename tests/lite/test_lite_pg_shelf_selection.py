@@ -21,8 +21,7 @@ from hypatia_lite.store import LiteStore
 pytestmark = pytest.mark.integration
 BIN = Path(sys.executable).parent / "hypatia-lite"
 _NO_PSYCOPG = (
-    "import sys; sys.modules['psycopg'] = None; "
-    "from hypatia_lite.cli import main; sys.exit(main())"
+    "import sys; sys.modules['psycopg'] = None; from hypatia_lite.cli import main; sys.exit(main())"
 )
 
 
@@ -33,8 +32,9 @@ def _env(home: Path) -> dict[str, str]:
 
 def _run(home: Path, *argv: str, no_psycopg: bool = False) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-c", _NO_PSYCOPG] if no_psycopg else [str(BIN)]
-    return subprocess.run([*cmd, *argv], capture_output=True, text=True, env=_env(home),
-                          timeout=60, check=False)
+    return subprocess.run(
+        [*cmd, *argv], capture_output=True, text=True, env=_env(home), timeout=60, check=False
+    )
 
 
 def test_connect_list_and_separate_schemas(tmp_path: Path) -> None:
@@ -57,10 +57,13 @@ def test_connect_list_and_separate_schemas(tmp_path: Path) -> None:
         got = _run(home, "knowledge-get", "msg-1", "-s", "team_a")
         assert json.loads(got.stdout)["content"]["data"] == "only in a"
         assert _run(home, "knowledge-get", "msg-1", "-s", "b").stdout == (
-            "Knowledge 'msg-1' not found.\n")
+            "Knowledge 'msg-1' not found.\n"
+        )
         again = _run(home, "connect", f"{url}?schema=team_b")
         assert (again.returncode, again.stderr) == (
-            1, f"Error: shelf error: {url}?schema=team_b is already connected as 'b'\n")
+            1,
+            f"Error: shelf error: {url}?schema=team_b is already connected as 'b'\n",
+        )
         with pytest.raises(shelves.ShelfError, match="is stored in PostgreSQL"):
             shelves.resolve(home, "b")
         with LiteStore("b", home=home) as store:  # in process: the same shelf
@@ -68,7 +71,8 @@ def test_connect_list_and_separate_schemas(tmp_path: Path) -> None:
             with pytest.raises(shelves.ShelfError, match="not in a directory"):
                 _ = store.path
         assert _run(home, "knowledge-get", "msg-2", "-s", "team_a").stdout == (
-            "Knowledge 'msg-2' not found.\n")
+            "Knowledge 'msg-2' not found.\n"
+        )
 
 
 def test_one_line_errors(tmp_path: Path) -> None:
@@ -78,7 +82,8 @@ def test_one_line_errors(tmp_path: Path) -> None:
     assert bad.stderr == (
         "Error: shelf error: invalid schema 'Bad-Name' in "
         "postgresql://postgres@127.0.0.1:5432/test?schema=Bad-Name: use lowercase letters, "
-        "digits and '_'\n")
+        "digits and '_'\n"
+    )
     down = "postgresql://postgres@127.0.0.1:1/none"
     assert _run(home, "connect", down, "-n", "down").returncode == 0
     failed = _run(home, "knowledge-get", "x", "-s", "down")
@@ -89,12 +94,22 @@ def test_one_line_errors(tmp_path: Path) -> None:
 
 def test_without_psycopg_only_the_postgresql_shelf_fails(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    assert _run(home, "connect", "postgresql://postgres@127.0.0.1:5432/test", "-n", "pg",
-                no_psycopg=True).returncode == 0
+    assert (
+        _run(
+            home,
+            "connect",
+            "postgresql://postgres@127.0.0.1:5432/test",
+            "-n",
+            "pg",
+            no_psycopg=True,
+        ).returncode
+        == 0
+    )
     done = _run(home, "knowledge-create", "msg-1", "--data=x", no_psycopg=True)
     assert (done.returncode, done.stdout) == (0, "Created knowledge: msg-1\n")
     failed = _run(home, "knowledge-get", "msg-1", "-s", "pg", no_psycopg=True)
     assert (failed.returncode, failed.stdout) == (1, "")
     assert failed.stderr == (
         "Error: shelf error: shelf 'pg' is stored in PostgreSQL, which needs the psycopg "
-        "driver: pip install 'dsh-memory-worker[distributed]'\n")
+        "driver: pip install 'dsh-memory-worker[distributed]'\n"
+    )

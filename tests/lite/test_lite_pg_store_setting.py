@@ -33,8 +33,15 @@ def test_open_store_registers_the_shelf_url(tmp_path: Path) -> None:
             store.close()
         assert shelves.registry(home)["team"] == url
         for transport in ("lite", "cli", "mcp"):  # registered already: accepted as it is
-            again = open_store(StoreConfig(transport=transport, binary=lite_binary(),
-                                           shelf="team", lite_home=home, shelf_url=url))
+            again = open_store(
+                StoreConfig(
+                    transport=transport,
+                    binary=lite_binary(),
+                    shelf="team",
+                    lite_home=home,
+                    shelf_url=url,
+                )
+            )
             try:
                 entry = again.knowledge_get("msg-s-1")
                 assert isinstance(entry, KnowledgeEntry)
@@ -46,7 +53,8 @@ def test_open_store_registers_the_shelf_url(tmp_path: Path) -> None:
             open_store(StoreConfig(shelf="team", lite_home=home, shelf_url=other))
         assert str(caught.value) == (
             f"shelf error: shelf 'team' is registered as {url}, not as {other}; disconnect it "
-            "or choose another shelf name")
+            "or choose another shelf name"
+        )
         with pytest.raises(FatalStoreError) as caught:
             open_store(StoreConfig(shelf="default", lite_home=home, shelf_url=url))
         assert str(caught.value) == f"shelf error: {url} is already connected as 'team'"
@@ -54,8 +62,9 @@ def test_open_store_registers_the_shelf_url(tmp_path: Path) -> None:
             open_store(StoreConfig(shelf="x", lite_home=home, shelf_url="mysql://x"))
 
 
-def test_the_setting_reaches_the_worker_store(tmp_path: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_setting_reaches_the_worker_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     home = tmp_path / "lite"
     with throwaway_pg_database() as url:
         secret = url.replace("postgres@", "postgres:pw9@")
@@ -65,7 +74,8 @@ def test_the_setting_reaches_the_worker_store(tmp_path: Path,
         monkeypatch.setenv("MEMORY_WORKER_DATA_DIR", str(tmp_path / "data"))
         settings = load_settings()
         assert settings.public_dict()["store_shelf_url"] == url.replace(
-            "postgres@", "postgres:***@")
+            "postgres@", "postgres:***@"
+        )
         state = StateDB.open(settings.effective_state_url)
         runtime = Runtime(settings=settings, state=state, owner="test")
         try:

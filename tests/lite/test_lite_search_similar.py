@@ -24,22 +24,34 @@ def test_search_row_shape_and_key_weight(store: LiteStore) -> None:
     store.statement_create("zebra", "is_a", "animal", data="zebras are equids")
     rows = store.search_rows("zebra")
     assert [(r["catalog"], r["key"]) for r in rows] == [
-        ("knowledge", "zebra"), ("statement", "zebra,is_a,animal"), ("knowledge", "notes")]
+        ("knowledge", "zebra"),
+        ("statement", "zebra,is_a,animal"),
+        ("knowledge", "notes"),
+    ]
     first = rows[0]
     assert set(first) == {"id", "catalog", "key", "content", "rank"}
     assert isinstance(first["id"], int)
-    assert first["content"] == ('{"format":"markdown","data":"an animal with stripes",'
-                                '"tags":["animal"],"synonyms":null,"figures":null,"scopes":null}')
+    assert first["content"] == (
+        '{"format":"markdown","data":"an animal with stripes",'
+        '"tags":["animal"],"synonyms":null,"figures":null,"scopes":null}'
+    )
     assert [r["rank"] for r in rows] == sorted(r["rank"] for r in rows)
     assert all(r["rank"] < 0 for r in rows)
     assert [r["key"] for r in store.search_rows("zebra", catalog="statement")] == [
-        "zebra,is_a,animal"]
+        "zebra,is_a,animal"
+    ]
     assert [r["key"] for r in store.search_rows("zebra", limit=1)] == ["zebra"]
     assert [r["key"] for r in store.search_rows("zebra", limit=1, offset=2)] == ["notes"]
     typed = store.search("stripes")
-    assert typed == [SearchRow(first["id"], "knowledge", "zebra",
-                               Content("an animal with stripes", tags=("animal",)),
-                               typed[0].rank)]
+    assert typed == [
+        SearchRow(
+            first["id"],
+            "knowledge",
+            "zebra",
+            Content("an animal with stripes", tags=("animal",)),
+            typed[0].rank,
+        )
+    ]
 
 
 def test_search_terms_are_anded_and_punctuation_is_stripped(store: LiteStore) -> None:
@@ -68,8 +80,9 @@ def test_similar_ranks_filters_and_skips_unembedded(store: LiteStore) -> None:
     assert set(rows[0]) == {"name", "content", "distance"}
     assert rows[0]["content"]["data"] == "cats purr and chase mice"
     assert 0 <= rows[0]["distance"] < rows[1]["distance"] < rows[2]["distance"] <= 2
-    assert [r["name"] for r in store.similar_rows("cats purr", limit=10,
-                                                  exclude_tags=["loud"])] == ["cats", "tax"]
+    assert [
+        r["name"] for r in store.similar_rows("cats purr", limit=10, exclude_tags=["loud"])
+    ] == ["cats", "tax"]
     assert [r["name"] for r in store.similar_rows("tax", limit=10, tags=["work"])] == ["tax"]
     assert [r["name"] for r in store.similar_rows("cats", limit=1)] == ["cats"]
     where = ["$like", "name", "d%"]
@@ -84,9 +97,13 @@ def test_similar_both_targets_carry_catalog(store: LiteStore) -> None:
     store.statement_create("cats", "chase", "mice")
     rows = store.similar_rows("cats", target="both", limit=5)
     assert {(r["catalog"], r.get("name") or r.get("triple")) for r in rows} == {
-        ("knowledge", "cats"), ("statement", "cats,chase,mice")}
-    assert all(set(r) == {"catalog", "content", "distance", "name" if "name" in r else "triple"}
-               for r in rows)
+        ("knowledge", "cats"),
+        ("statement", "cats,chase,mice"),
+    }
+    assert all(
+        set(r) == {"catalog", "content", "distance", "name" if "name" in r else "triple"}
+        for r in rows
+    )
 
 
 def test_update_reembeds(store: LiteStore) -> None:
@@ -101,8 +118,9 @@ def test_update_reembeds(store: LiteStore) -> None:
 def test_no_embedder_means_model_unavailable(tmp_path: Path) -> None:
     with LiteStore(home=tmp_path, embedder=None) as store:
         assert store.knowledge_create("k", "x")
-        with pytest.raises(ModelUnavailableError,
-                           match=r"^model unavailable: no embedding provider configured$"):
+        with pytest.raises(
+            ModelUnavailableError, match=r"^model unavailable: no embedding provider configured$"
+        ):
             store.similar_rows("x")
     # entries written without an embedder are embedded once one is configured
     with LiteStore(home=tmp_path, embedder=HashingEmbedder()) as store:

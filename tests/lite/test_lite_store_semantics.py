@@ -29,7 +29,11 @@ def test_implements_the_protocol_with_all_features(store: LiteStore) -> None:
     assert isinstance(store, MemoryStore)
     features = store.features()
     assert (features.no_embed, features.similar_filters, features.delete, features.update) == (
-        True, True, True, True)
+        True,
+        True,
+        True,
+        True,
+    )
     assert store.shelf == "default"
     assert store.path == store.home / "default"
     assert (store.path / "hypatia.sqlite").is_file()
@@ -44,12 +48,19 @@ def test_knowledge_row_shape_and_duplicate_create(store: LiteStore) -> None:
     assert row is not None
     assert set(row) == {"name", "content", "created_at"}
     assert row["name"] == "msg-s-1"
-    assert row["content"] == {"format": "markdown", "data": "hello", "tags": ["message"],
-                              "synonyms": None, "figures": None, "scopes": ["proj", ""]}
+    assert row["content"] == {
+        "format": "markdown",
+        "data": "hello",
+        "tags": ["message"],
+        "synonyms": None,
+        "figures": None,
+        "scopes": ["proj", ""],
+    }
     assert CREATED_AT.match(row["created_at"])
     entry = store.knowledge_get("msg-s-1")
     assert entry == KnowledgeEntry(
-        "msg-s-1", Content("hello", tags=("message",), scopes=("proj", "")), row["created_at"])
+        "msg-s-1", Content("hello", tags=("message",), scopes=("proj", "")), row["created_at"]
+    )
     assert store.knowledge_get("missing") is None
     assert store.knowledge_get_row("missing") is None
 
@@ -59,8 +70,13 @@ def test_empty_scopes_are_null_and_not_global(store: LiteStore) -> None:
     store.knowledge_create("global", "b", tags=["rule"], scopes=[""])
     store.knowledge_create("proj", "c", tags=["rule"], scopes=["p"])
     assert store.knowledge_get_row("none")["content"]["scopes"] is None  # type: ignore[index]
-    rows = store.query_rows(["$knowledge", ["$contains", "tags", "rule"],
-                             ["$or", ["$contains", "scopes", "p"], ["$contains", "scopes", ""]]])
+    rows = store.query_rows(
+        [
+            "$knowledge",
+            ["$contains", "tags", "rule"],
+            ["$or", ["$contains", "scopes", "p"], ["$contains", "scopes", ""]],
+        ]
+    )
     assert _names(rows) == ["proj", "global"]
     assert _names(store.query_rows(["$knowledge", ["$contains", "scopes", ""]])) == ["global"]
 
@@ -71,8 +87,9 @@ def test_tag_membership_is_exact_and_allows_spaces(store: LiteStore) -> None:
     store.knowledge_create("c", "x", tags=["summary 10"])
     assert _names(store.query_rows(["$knowledge", ["$contains", "tags", "summary 1"]])) == ["a"]
     assert _names(store.query_rows(["$knowledge", ["$contains", "tags", "summary"]])) == ["b"]
-    assert _names(store.query_rows(
-        ["$knowledge", ["$has", "tags", ["summary", "summary 10"]]])) == ["c", "b"]
+    assert _names(
+        store.query_rows(["$knowledge", ["$has", "tags", ["summary", "summary 10"]]])
+    ) == ["c", "b"]
     # on a non-array field $contains is a substring test
     store.knowledge_create("d", "the quick fox")
     assert _names(store.query_rows(["$knowledge", ["$contains", "data", "quick f"]])) == ["d"]
@@ -86,14 +103,20 @@ def test_not_summaried_excludes_summary_tails_in_ascending_order(store: LiteStor
     store.statement_create("sum-s-1-2", "summary", "msg-s-1")
     store.statement_create("sum-s-1-2", "summary", "msg-s-2")
     store.statement_create("sum-s-1-2", "belongTo", "msg-s-3")  # not a summary edge
-    rows = store.query_rows({"$not-summaried": ["message", ["$contains", "scopes", "p"]],
-                             "limit": 2})
+    rows = store.query_rows(
+        {"$not-summaried": ["message", ["$contains", "scopes", "p"]], "limit": 2}
+    )
     assert _names(rows) == ["msg-s-3", "msg-s-4"]
-    rows = store.query_rows({"$not-summaried": ["message", ["$contains", "scopes", "p"]],
-                             "limit": 2, "offset": 2})
+    rows = store.query_rows(
+        {"$not-summaried": ["message", ["$contains", "scopes", "p"]], "limit": 2, "offset": 2}
+    )
     assert _names(rows) == ["msg-s-5"]
     assert _names(store.query_rows(["$not-summaried", "message"])) == [
-        "msg-s-3", "msg-s-4", "msg-s-5", "msg-other"]
+        "msg-s-3",
+        "msg-s-4",
+        "msg-s-5",
+        "msg-other",
+    ]
 
 
 def test_default_order_is_newest_first_with_stable_ties(store: LiteStore) -> None:
@@ -102,18 +125,27 @@ def test_default_order_is_newest_first_with_stable_ties(store: LiteStore) -> Non
         store.knowledge_create(name, "")
     assert _names(store.query_rows(["$knowledge"])) == list(reversed(names))
     assert _names(store.query_rows({"$knowledge": [], "limit": 3, "offset": 1})) == [
-        "n10", "n09", "n08"]
+        "n10",
+        "n09",
+        "n08",
+    ]
 
 
 def test_like_is_case_insensitive_with_wildcards(store: LiteStore) -> None:
     for name in ("msg-abc-1", "msg-abc-2", "MSG-ABC-3", "msg-abd-1", "sum-abc-1-2"):
         store.knowledge_create(name, "")
     assert sorted(_names(store.query_rows(["$knowledge", ["$like", "name", "msg-abc-%"]]))) == [
-        "MSG-ABC-3", "msg-abc-1", "msg-abc-2"]
+        "MSG-ABC-3",
+        "msg-abc-1",
+        "msg-abc-2",
+    ]
     assert sorted(_names(store.query_rows(["$knowledge", ["$like", "name", "msg-ab_-1"]]))) == [
-        "msg-abc-1", "msg-abd-1"]
-    assert _names(store.query_rows({"$knowledge": [["$like", "name", "sum-abc-%"]],
-                                    "limit": 5, "offset": 0})) == ["sum-abc-1-2"]
+        "msg-abc-1",
+        "msg-abd-1",
+    ]
+    assert _names(
+        store.query_rows({"$knowledge": [["$like", "name", "sum-abc-%"]], "limit": 5, "offset": 0})
+    ) == ["sum-abc-1-2"]
 
 
 def test_statement_rows_csv_triple_and_idempotent_create(store: LiteStore) -> None:
@@ -126,10 +158,17 @@ def test_statement_rows_csv_triple_and_idempotent_create(store: LiteStore) -> No
     assert set(row) == {"triple", "head", "relation", "tail", "content", "created_at"}
     assert row["triple"] == '"Alice, Jr.",knows,"Bob ""B"""'
     assert (row["head"], row["relation"], row["tail"]) == ("Alice, Jr.", "knows", 'Bob "B"')
-    assert row["content"] == {"format": "markdown", "data": "d", "tags": [], "synonyms": None,
-                              "figures": None, "scopes": ["p", ""]}
-    assert [r["triple"] for r in store.query_rows(["$statement", ["$triple", "$*", "rel", "$*"]])
-            ] == ['"a\nb",rel,c']
+    assert row["content"] == {
+        "format": "markdown",
+        "data": "d",
+        "tags": [],
+        "synonyms": None,
+        "figures": None,
+        "scopes": ["p", ""],
+    }
+    assert [
+        r["triple"] for r in store.query_rows(["$statement", ["$triple", "$*", "rel", "$*"]])
+    ] == ['"a\nb",rel,c']
     raw = store.query_rows(["$statement", ["$eq", "relation", "rel"]])
     typed = store.query(["$statement", ["$eq", "relation", "rel"]])
     assert typed == [StatementRow("a\nb", "rel", "c", Content(), raw[0]["created_at"])]
@@ -140,17 +179,29 @@ def test_statement_query_shapes_used_by_the_layout(store: LiteStore) -> None:
     store.statement_create("wu-x-1", "derivedFrom", "sum-s1-1-4")
     store.statement_create("wu-x-2", "derivedFrom", "sum-s2-1-4")
     store.statement_create("wu-x-3", "refines", "sum-s1-1-4")
-    rows = store.query_rows({"$statement": [["$and", ["$eq", "relation", "derivedFrom"],
-                                             ["$like", "tail", "sum-s1-%"]]],
-                             "limit": 10, "offset": 0})
+    rows = store.query_rows(
+        {
+            "$statement": [
+                ["$and", ["$eq", "relation", "derivedFrom"], ["$like", "tail", "sum-s1-%"]]
+            ],
+            "limit": 10,
+            "offset": 0,
+        }
+    )
     assert [r["head"] for r in rows] == ["wu-x-1"]
     for name in ("a", "b", "c"):
         store.knowledge_create(name, name)
-    rows = store.query_rows({"$knowledge": [["$or", ["$eq", "name", "a"], ["$eq", "name", "c"]]],
-                             "limit": 5, "offset": 0})
+    rows = store.query_rows(
+        {
+            "$knowledge": [["$or", ["$eq", "name", "a"], ["$eq", "name", "c"]]],
+            "limit": 5,
+            "offset": 0,
+        }
+    )
     assert _names(rows) == ["c", "a"]
-    assert _names(store.query_rows(["$knowledge", ["$not", ["$eq", "name", "a"]],
-                                    ["$ne", "name", "b"]])) == ["c"]
+    assert _names(
+        store.query_rows(["$knowledge", ["$not", ["$eq", "name", "a"]], ["$ne", "name", "b"]])
+    ) == ["c"]
 
 
 def test_k_hop_follows_edges_forward(store: LiteStore) -> None:
@@ -171,9 +222,18 @@ def test_update_changes_only_given_fields(store: LiteStore) -> None:
     assert not store.knowledge_update("k", data="new")
     assert store.knowledge_update("k", tags=[], scopes=[])
     row = store.knowledge_get_row("k")
-    assert row == {"name": "k", "created_at": created_at, "content": {
-        "format": "markdown", "data": "new", "tags": [], "synonyms": None, "figures": None,
-        "scopes": None}}
+    assert row == {
+        "name": "k",
+        "created_at": created_at,
+        "content": {
+            "format": "markdown",
+            "data": "new",
+            "tags": [],
+            "synonyms": None,
+            "figures": None,
+            "scopes": None,
+        },
+    }
     assert not store.knowledge_update("k", scopes=[])  # null vs empty counts as unchanged
     with pytest.raises(NotFoundError, match=r"^not found: knowledge 'nope'$"):
         store.knowledge_update("nope", data="x")
@@ -209,7 +269,8 @@ def test_lone_surrogates_become_replacement_characters(store: LiteStore) -> None
     assert row["content"]["data"] == "a\ufffdb \U0001f600"
     assert row["content"]["tags"] == ["t\ufffd"]
     assert _names(store.query_rows('["$knowledge", ["$eq", "name", "sur\\ud800"]]')) == [
-        "sur\ufffd"]
+        "sur\ufffd"
+    ]
     assert store.statement_create("h\ud800", "r", "t")
     assert store.query_rows(["$statement"])[0]["head"] == "h\ufffd"
 
@@ -221,15 +282,44 @@ def test_dump_is_deterministic_and_complete(store: LiteStore) -> None:
     dump = store.dump()
     assert dump == {
         "knowledge": [
-            {"name": "a", "content": {"format": "markdown", "data": "1", "tags": [],
-                                      "synonyms": None, "figures": None, "scopes": [""]}},
-            {"name": "b", "content": {"format": "markdown", "data": "2", "tags": ["x"],
-                                      "synonyms": None, "figures": None, "scopes": None}},
+            {
+                "name": "a",
+                "content": {
+                    "format": "markdown",
+                    "data": "1",
+                    "tags": [],
+                    "synonyms": None,
+                    "figures": None,
+                    "scopes": [""],
+                },
+            },
+            {
+                "name": "b",
+                "content": {
+                    "format": "markdown",
+                    "data": "2",
+                    "tags": ["x"],
+                    "synonyms": None,
+                    "figures": None,
+                    "scopes": None,
+                },
+            },
         ],
         "statements": [
-            {"triple": "b,is_a,a", "head": "b", "relation": "is_a", "tail": "a",
-             "content": {"format": "markdown", "data": "edge", "tags": [], "synonyms": None,
-                         "figures": None, "scopes": None}},
+            {
+                "triple": "b,is_a,a",
+                "head": "b",
+                "relation": "is_a",
+                "tail": "a",
+                "content": {
+                    "format": "markdown",
+                    "data": "edge",
+                    "tags": [],
+                    "synonyms": None,
+                    "figures": None,
+                    "scopes": None,
+                },
+            },
         ],
     }
     timed = store.dump(include_created_at=True)

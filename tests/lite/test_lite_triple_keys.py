@@ -15,11 +15,13 @@ from memory.store.base import csv_triple
 _FIELD = st.text(alphabet=st.sampled_from(list('ab ,"\n*%_é')), min_size=1, max_size=8)
 
 
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(head=_FIELD, relation=_FIELD, tail=_FIELD)
-def test_any_triple_is_found_by_its_fields(tmp_path: Path, head: str, relation: str,
-                                           tail: str) -> None:
+def test_any_triple_is_found_by_its_fields(
+    tmp_path: Path, head: str, relation: str, tail: str
+) -> None:
     with LiteStore(home=tmp_path, embedder=None) as store:
         assert store.statement_create(head, relation, tail)
         assert not store.statement_create(head, relation, tail)

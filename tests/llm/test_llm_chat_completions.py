@@ -157,8 +157,9 @@ def test_an_error_quoting_the_prompt_is_recorded_without_its_words(
     client = client_for(model_server, "m", records=records, transient_tries=1)
     prompt = "plan the Zq51d0c0ffeeCanary migration"
     model_server.push(
-        Reply(status=400, error=f"Content Exists Risk: {prompt}",
-              error_type="invalid_request_error"),
+        Reply(
+            status=400, error=f"Content Exists Risk: {prompt}", error_type="invalid_request_error"
+        ),
         Reply(status=400, error=f"refused: {prompt}", error_type=f"refused {prompt}"),
     )
     with pytest.raises(RetryableModelError) as first:

@@ -42,7 +42,11 @@ def test_memory_and_worker_loggers_write_json_with_the_job_fields(
     assert not set(JOB_FIELDS) & set(lines[0])
     for record in lines[1:]:
         assert {k: record[k] for k in JOB_FIELDS} == {
-            "session": "s-1", "job": "consolidate", "shelf": "work", "attempt": 2}
+            "session": "s-1",
+            "job": "consolidate",
+            "shelf": "work",
+            "attempt": 2,
+        }
         assert record["time"].endswith("+00:00")
 
 
@@ -51,14 +55,26 @@ def test_the_json_lines_of_a_run_parse_and_job_lines_carry_the_four_fields(
     tmp_path: Path,
 ) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_WORKER_")}
-    env.update(MEMORY_WORKER_DATA_DIR=str(tmp_path / "data"), MEMORY_WORKER_CONFIG="",
-               HYPATIA_LITE_HOME=str(tmp_path / "lite"), MEMORY_WORKER_LOG_JSON="true",
-               MEMORY_WORKER_LOG_LEVEL="DEBUG")
-    subprocess.run([str(BIN / "memory-worker"), "demo-home", str(tmp_path / "dsh")], env=env,
-                   check=True, capture_output=True, timeout=120)
+    env.update(
+        MEMORY_WORKER_DATA_DIR=str(tmp_path / "data"),
+        MEMORY_WORKER_CONFIG="",
+        HYPATIA_LITE_HOME=str(tmp_path / "lite"),
+        MEMORY_WORKER_LOG_JSON="true",
+        MEMORY_WORKER_LOG_LEVEL="DEBUG",
+    )
+    subprocess.run(
+        [str(BIN / "memory-worker"), "demo-home", str(tmp_path / "dsh")],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     run = subprocess.run(
         [str(BIN / "memory-worker"), "run", "--once", "--dsh-home", str(tmp_path / "dsh")],
-        env=env, capture_output=True, text=True, timeout=300,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert run.returncode == 0, run.stderr
     assert "28 entries written, 0 retracted, 19 edges; 24 jobs done" in run.stderr
@@ -72,7 +88,11 @@ def test_the_json_lines_of_a_run_parse_and_job_lines_carry_the_four_fields(
     for record in done:
         job, session = record["message"].split()[:2]
         assert (record["job"], record["session"], record["shelf"], record["attempt"]) == (
-            job, session, "default", 0)
+            job,
+            session,
+            "default",
+            0,
+        )
     # Every other line a job emitted (the consolidation notice) has the four fields too.
     in_jobs = [r for r in records if r["logger"].startswith("worker.jobs.")]
     assert len(in_jobs) > len(done)

@@ -85,12 +85,18 @@ def test_status_and_metrics_report_independently_computed_numbers(
     extraction = [r for r in model_server.requests if "<transcript>" in r.user_text]
     archive = [r for r in model_server.requests if "memory archivist" in r.user_text]
     assert len(extraction) == 3 and len(archive) == 2  # a, b, a regenerated; built + regenerated
-    assert _value(second_scrape, "memory_worker_model_tokens", purpose="memory-consolidation",
-                  direction="input") == 100 * len(extraction)
-    assert _value(second_scrape, "memory_worker_model_tokens", purpose="memory-cascade",
-                  direction="output") == 7 * len(archive)
+    assert _value(
+        second_scrape,
+        "memory_worker_model_tokens",
+        purpose="memory-consolidation",
+        direction="input",
+    ) == 100 * len(extraction)
+    assert _value(
+        second_scrape, "memory_worker_model_tokens", purpose="memory-cascade", direction="output"
+    ) == 7 * len(archive)
     assert _value(second_scrape, "memory_worker_model_calls", purpose="memory-consolidation") == (
-        len(extraction))
+        len(extraction)
+    )
     assert _value(second_scrape, "memory_worker_job_seconds_count", job="log_span") >= 3
     runtime.close()
 
@@ -106,7 +112,10 @@ def test_status_and_metrics_report_independently_computed_numbers(
     assert found["total"]["lag"] == 6 and found["total"]["sessions"] == 2
     assert found["total"]["retractions"] == {"retracted": 2}
     assert found["total"]["model_tokens"]["memory-consolidation"] == {
-        "input": 300, "output": 21, "reasoning": 0}
+        "input": 300,
+        "output": 21,
+        "reasoning": 0,
+    }
     table = cli(["status"], cli_env(tmp_path, model_server))
     assert table.returncode == 0
     flat = " ".join(table.stdout.split())

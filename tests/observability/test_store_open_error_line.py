@@ -17,12 +17,20 @@ BIN = Path(sys.executable).parent / "memory-worker"
 def test_uncreatable_lite_home_is_one_line(tmp_path: Path) -> None:
     home = Path("/proc/dsh-memory-worker-no-such-dir/lite")
     (tmp_path / "dsh" / "sessions").mkdir(parents=True)
-    env = {**os.environ, "MEMORY_WORKER_DATA_DIR": str(tmp_path / "data"),
-           "HYPATIA_LITE_HOME": str(home)}
+    env = {
+        **os.environ,
+        "MEMORY_WORKER_DATA_DIR": str(tmp_path / "data"),
+        "HYPATIA_LITE_HOME": str(home),
+    }
     for name in ("MEMORY_WORKER_LITE_HOME", "MEMORY_WORKER_STATE_URL", "MEMORY_WORKER_CONFIG"):
         env.pop(name, None)
-    done = subprocess.run([str(BIN), "run", "--once", "--dsh-home", str(tmp_path / "dsh")],
-                          env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [str(BIN), "run", "--once", "--dsh-home", str(tmp_path / "dsh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
         "memory-worker: cannot open the store: [Errno 2] No such file or directory: "
@@ -32,12 +40,20 @@ def test_uncreatable_lite_home_is_one_line(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 def test_reconsolidate_wait_checks_the_store_first(tmp_path: Path) -> None:
-    env = {**os.environ, "MEMORY_WORKER_DATA_DIR": str(tmp_path / "data"),
-           "HYPATIA_LITE_HOME": "/proc/dsh-memory-worker-no-such-dir/lite"}
+    env = {
+        **os.environ,
+        "MEMORY_WORKER_DATA_DIR": str(tmp_path / "data"),
+        "HYPATIA_LITE_HOME": "/proc/dsh-memory-worker-no-such-dir/lite",
+    }
     for name in ("MEMORY_WORKER_LITE_HOME", "MEMORY_WORKER_STATE_URL", "MEMORY_WORKER_CONFIG"):
         env.pop(name, None)
-    done = subprocess.run([str(BIN), "reconsolidate", "s-1", "--wait"], env=env,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [str(BIN), "reconsolidate", "s-1", "--wait"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
         "memory-worker: cannot open the store: [Errno 2] No such file or directory: "

@@ -19,10 +19,21 @@ from redis_dbs import redis_db
 def test_cluster_bench_reports_four_runs(tmp_path: Path) -> None:
     out = tmp_path / "cluster_bench.json"
     done = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks/cluster_bench.py"), "--sessions", "2",
-         "--turns", "2", "--out", str(out),
-         "--redis-db", str(redis_db("cluster_bench_smoke"))],
-        capture_output=True, text=True, timeout=850,
+        [
+            sys.executable,
+            str(REPO / "benchmarks/cluster_bench.py"),
+            "--sessions",
+            "2",
+            "--turns",
+            "2",
+            "--out",
+            str(out),
+            "--redis-db",
+            str(redis_db("cluster_bench_smoke")),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=850,
     )
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     result = json.loads(out.read_text())

@@ -15,9 +15,22 @@ pytestmark = pytest.mark.integration  # a real subprocess or server
 
 def test_console_benchmark_runs() -> None:
     out = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks/console_bench.py"), "--repeat", "1",
-         "--messages", "100", "400", "--sessions", "5", "60"],
-        capture_output=True, text=True, check=True, timeout=300,
+        [
+            sys.executable,
+            str(REPO / "benchmarks/console_bench.py"),
+            "--repeat",
+            "1",
+            "--messages",
+            "100",
+            "400",
+            "--sessions",
+            "5",
+            "60",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
     ).stdout.splitlines()
     assert len(out) == 11, out
     assert re.fullmatch(r"session page 3 of 4, 400 messages: ms: \d+\.\d", out[3])

@@ -27,15 +27,18 @@ def _pins() -> dict[str, str]:
 
 def test_every_runtime_dependency_is_pinned_within_its_bounds() -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    declared = [Requirement(line) for line in
-                project["dependencies"] + project["optional-dependencies"]["distributed"]]
+    declared = [
+        Requirement(line)
+        for line in project["dependencies"] + project["optional-dependencies"]["distributed"]
+    ]
     pins = _pins()
     assert {"typer", "openai", "celery", "psycopg"} <= {r.name for r in declared}
     for requirement in declared:
         name = canonicalize_name(requirement.name)
         assert name in pins, f"{requirement.name} is not pinned in constraints.txt"
         assert requirement.specifier.contains(pins[name], prereleases=True), (
-            f"{requirement.name}=={pins[name]} is outside {requirement.specifier}")
+            f"{requirement.name}=={pins[name]} is outside {requirement.specifier}"
+        )
 
 
 def test_the_installed_runtime_closure_is_pinned_and_no_dev_tool() -> None:

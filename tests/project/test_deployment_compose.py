@@ -30,8 +30,17 @@ DOCKERFILE = (REPO / "Dockerfile").read_text(encoding="utf-8")
 
 TOP_LEVEL = {"services", "volumes", "networks", "configs", "secrets"}
 SERVICE_KEYS = {
-    "build", "image", "command", "entrypoint", "environment", "volumes", "ports", "depends_on",
-    "healthcheck", "restart", "deploy",
+    "build",
+    "image",
+    "command",
+    "entrypoint",
+    "environment",
+    "volumes",
+    "ports",
+    "depends_on",
+    "healthcheck",
+    "restart",
+    "deploy",
 }
 CONDITIONS = {"service_started", "service_healthy", "service_completed_successfully"}
 
@@ -60,18 +69,31 @@ def test_docker_compose_config_validates_the_file(tmp_path: Path) -> None:
     env = {**os.environ, "DSH_HOME": str(tmp_path), "FLOWER_BASIC_AUTH": "admin:pw"}
     done = subprocess.run(
         [binary, "-f", str(REPO / "docker-compose.yml"), "config", "-q"],
-        capture_output=True, text=True, env=env, cwd=REPO, timeout=60,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     services = subprocess.run(
         [binary, "-f", str(REPO / "docker-compose.yml"), "config", "--services"],
-        capture_output=True, text=True, env=env, cwd=REPO, timeout=60, check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=60,
+        check=True,
     ).stdout.split()
     assert sorted(services) == sorted(_services())
     unset = {k: v for k, v in env.items() if k != "FLOWER_BASIC_AUTH"}
     refused = subprocess.run(
         [binary, "-f", str(REPO / "docker-compose.yml"), "config", "-q"],
-        capture_output=True, text=True, env=unset, cwd=REPO, timeout=60,
+        capture_output=True,
+        text=True,
+        env=unset,
+        cwd=REPO,
+        timeout=60,
     )
     assert refused.returncode != 0  # Flower never runs without authentication
     assert "set FLOWER_BASIC_AUTH=user:password" in refused.stderr
@@ -95,8 +117,15 @@ def test_top_level_and_service_keys_are_compose_keys() -> None:
 
 
 def test_the_services_are_exactly_the_deployment_roles() -> None:
-    assert set(_services()) == {"redis", "postgres", "migrate", "worker", "watcher", "flower",
-                                "prometheus"}
+    assert set(_services()) == {
+        "redis",
+        "postgres",
+        "migrate",
+        "worker",
+        "watcher",
+        "flower",
+        "prometheus",
+    }
 
 
 def test_every_service_has_a_healthcheck() -> None:
@@ -113,8 +142,11 @@ def test_flower_and_prometheus_listen_on_localhost_only() -> None:
     assert flower["ports"] == ["127.0.0.1:${FLOWER_PORT:-5555}:5555"]
     assert flower["environment"]["FLOWER_BASIC_AUTH"].startswith("${FLOWER_BASIC_AUTH:?")
     assert _services()["prometheus"]["ports"] == ["127.0.0.1:${PROMETHEUS_PORT:-9090}:9090"]
-    assert not [s for s in _services().values() if any(
-        not str(p).startswith("127.0.0.1:") for p in s.get("ports", []))]
+    assert not [
+        s
+        for s in _services().values()
+        if any(not str(p).startswith("127.0.0.1:") for p in s.get("ports", []))
+    ]
 
 
 def test_prometheus_scrapes_workers_and_watcher_and_the_dashboard_reads_its_metrics() -> None:
@@ -124,7 +156,8 @@ def test_prometheus_scrapes_workers_and_watcher_and_the_dashboard_reads_its_metr
     config = yaml.safe_load((REPO / "deploy" / "prometheus.yml").read_text(encoding="utf-8"))
     jobs = {job["job_name"]: job for job in config["scrape_configs"]}
     assert jobs["memory-worker"]["dns_sd_configs"] == [
-        {"names": ["worker"], "type": "A", "port": int(port)}]
+        {"names": ["worker"], "type": "A", "port": int(port)}
+    ]
     assert jobs["memory-worker-daemon"]["static_configs"] == [{"targets": [f"watcher:{port}"]}]
     mount = "./deploy/prometheus.yml:/etc/prometheus/prometheus.yml:ro"
     assert mount in _services()["prometheus"]["volumes"]
@@ -133,15 +166,24 @@ def test_prometheus_scrapes_workers_and_watcher_and_the_dashboard_reads_its_metr
     import worker.observability as obs
 
     exported = {m._name for m in vars(obs).values() if hasattr(m, "_name")}
-    exported |= {"memory_worker_lag_events", "memory_worker_consolidation_lag_events",
-                 "memory_worker_retractions_pending", "memory_worker_model_calls",
-                 "memory_worker_model_tokens"}
+    exported |= {
+        "memory_worker_lag_events",
+        "memory_worker_consolidation_lag_events",
+        "memory_worker_retractions_pending",
+        "memory_worker_model_calls",
+        "memory_worker_model_tokens",
+    }
     used = set(re.findall(r"memory_worker_[a-z_]+", exprs))
     used = {re.sub(r"_(total|bucket)$", "", name) for name in used}
     assert used <= {re.sub(r"_total$", "", name) for name in exported}, used
     titles = {panel["title"] for panel in dashboard["panels"]}
-    assert {"Lag (events)", "Throughput (jobs/s)", "Failures (jobs/s)", "Retractions",
-            "Model calls"} <= titles
+    assert {
+        "Lag (events)",
+        "Throughput (jobs/s)",
+        "Failures (jobs/s)",
+        "Retractions",
+        "Model calls",
+    } <= titles
 
 
 def test_migrate_runs_once_before_the_workers_and_the_watcher() -> None:
@@ -153,7 +195,8 @@ def test_migrate_runs_once_before_the_workers_and_the_watcher() -> None:
     for role, command in (("worker", ["worker", "--name", "worker@%h"]), ("watcher", ["daemon"])):
         assert services[role]["command"] == command
         assert services[role]["depends_on"]["migrate"] == {
-            "condition": "service_completed_successfully"}
+            "condition": "service_completed_successfully"
+        }
         assert services[role]["depends_on"]["redis"] == {"condition": "service_healthy"}
     assert int(_resolve(str(services["worker"]["deploy"]["replicas"]))) == 2
 
@@ -168,7 +211,7 @@ def test_log_readers_mount_the_dsh_home_read_only() -> None:
 
 def test_every_worker_variable_is_a_valid_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     env = _services()["worker"]["environment"]
-    names = {k[len(ENV_PREFIX):].lower() for k in env if k.startswith(ENV_PREFIX)}
+    names = {k[len(ENV_PREFIX) :].lower() for k in env if k.startswith(ENV_PREFIX)}
     assert names <= set(Settings.model_fields), names - set(Settings.model_fields)
     for name in list(os.environ):
         if name.startswith(ENV_PREFIX):
@@ -183,15 +226,19 @@ def test_every_worker_variable_is_a_valid_setting(monkeypatch: pytest.MonkeyPatc
     assert settings.metrics_port == 9400
     assert settings.store_transport == "lite"
     assert settings.log_json is True
-    assert settings.public_dict()["state_url"] == "postgresql://memory:***@postgres:5432/memory_worker"
+    assert (
+        settings.public_dict()["state_url"] == "postgresql://memory:***@postgres:5432/memory_worker"
+    )
 
 
 def test_postgres_credentials_match_the_state_url() -> None:
     services = _services()
     pg = services["postgres"]["environment"]
     url = _resolve(services["worker"]["environment"]["MEMORY_WORKER_STATE_URL"])
-    expected = (f"postgresql://{pg['POSTGRES_USER']}:{_resolve(pg['POSTGRES_PASSWORD'])}"
-                f"@postgres:5432/{pg['POSTGRES_DB']}")
+    expected = (
+        f"postgresql://{pg['POSTGRES_USER']}:{_resolve(pg['POSTGRES_PASSWORD'])}"
+        f"@postgres:5432/{pg['POSTGRES_DB']}"
+    )
     assert url == expected
     assert "healthcheck" in services["postgres"] and "healthcheck" in services["redis"]
 

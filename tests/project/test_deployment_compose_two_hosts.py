@@ -32,14 +32,19 @@ def _services(path: Path) -> dict[str, dict[str, Any]]:
 def _config(path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     binary = shutil.which("docker-compose")
     assert binary is not None, "docker-compose is missing: `apt-get install docker-compose`"
-    return subprocess.run([binary, "-f", str(path), "config", *args], capture_output=True,
-                          text=True, env={**os.environ, **env}, cwd=REPO, timeout=60)
+    return subprocess.run(
+        [binary, "-f", str(path), "config", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        cwd=REPO,
+        timeout=60,
+    )
 
 
 @pytest.mark.integration
 def test_docker_compose_config_validates_both_files(tmp_path: Path) -> None:
-    harness = _config(HARNESS, {"DSH_HOME": str(tmp_path), "CLUSTER_HOST": "cluster"},
-                      "--services")
+    harness = _config(HARNESS, {"DSH_HOME": str(tmp_path), "CLUSTER_HOST": "cluster"}, "--services")
     assert harness.returncode == 0, harness.stderr
     assert harness.stdout.split() == ["daemon"]
     refused = _config(HARNESS, {"DSH_HOME": str(tmp_path), "CLUSTER_HOST": ""}, "-q")
@@ -47,7 +52,13 @@ def test_docker_compose_config_validates_both_files(tmp_path: Path) -> None:
     cluster = _config(CLUSTER, {"FLOWER_BASIC_AUTH": "admin:pw"}, "--services")
     assert cluster.returncode == 0, cluster.stderr
     assert sorted(cluster.stdout.split()) == [
-        "flower", "migrate", "postgres", "prometheus", "redis", "worker"]
+        "flower",
+        "migrate",
+        "postgres",
+        "prometheus",
+        "redis",
+        "worker",
+    ]
 
 
 def test_only_the_daemon_reads_the_dsh_home_and_read_only() -> None:
@@ -60,22 +71,28 @@ def test_only_the_daemon_reads_the_dsh_home_and_read_only() -> None:
     assert "DSH_HOME" not in body and "/dsh" not in body
 
 
-@pytest.mark.parametrize("path,role", [(HARNESS, "daemon"), (CLUSTER, "worker"),
-                                       (CLUSTER, "migrate")])
+@pytest.mark.parametrize(
+    "path,role", [(HARNESS, "daemon"), (CLUSTER, "worker"), (CLUSTER, "migrate")]
+)
 def test_every_variable_is_a_setting_and_shipping_is_on(
     path: Path, role: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     env = _services(path)[role]["environment"]
-    names = {k[len(ENV_PREFIX):].lower() for k in env if k.startswith(ENV_PREFIX)}
+    names = {k[len(ENV_PREFIX) :].lower() for k in env if k.startswith(ENV_PREFIX)}
     assert names <= set(Settings.model_fields), names - set(Settings.model_fields)
     for name in list(os.environ):
         if name.startswith(ENV_PREFIX):
             monkeypatch.delenv(name)
     values = {"POSTGRES_PASSWORD": "pw", "CLUSTER_HOST": "cluster.example"}
     for key, value in env.items():
-        monkeypatch.setenv(key, re.sub(
-            r"\$\{([A-Z_]+)(:[-?]([^}]*))?\}",
-            lambda m: values.get(m.group(1), m.group(3) or ""), str(value)))
+        monkeypatch.setenv(
+            key,
+            re.sub(
+                r"\$\{([A-Z_]+)(:[-?]([^}]*))?\}",
+                lambda m: values.get(m.group(1), m.group(3) or ""),
+                str(value),
+            ),
+        )
     settings = load_settings()
     host = "cluster.example" if role == "daemon" else "postgres"
     broker = "cluster.example" if role == "daemon" else "redis"
@@ -92,10 +109,12 @@ def test_the_cluster_creates_the_store_database_and_scrapes_its_workers() -> Non
     assert "CREATE DATABASE memory_store" in (REPO / "deploy" / "postgres-store-db.sql").read_text()
     config = yaml.safe_load((REPO / "deploy" / "prometheus-cluster.yml").read_text())
     jobs = {job["job_name"]: job for job in config["scrape_configs"]}
-    assert jobs["memory-worker"]["dns_sd_configs"] == [{"names": ["worker"], "type": "A",
-                                                        "port": 9400}]
+    assert jobs["memory-worker"]["dns_sd_configs"] == [
+        {"names": ["worker"], "type": "A", "port": 9400}
+    ]
     assert services["worker"]["depends_on"]["migrate"] == {
-        "condition": "service_completed_successfully"}
+        "condition": "service_completed_successfully"
+    }
     for name, service in services.items():
         assert service["healthcheck"]["test"][0] in ("CMD", "CMD-SHELL"), name
         for port in service.get("ports", []):

@@ -80,8 +80,14 @@ def expected_dump(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     box = Sandbox(tmp_path_factory.mktemp("reference"))
     box.make()
     for line in ("memory-worker demo-home ~/.dsh", "memory-worker run --once"):
-        subprocess.run(["bash", "-c", line], env=box.env, cwd=box.work, check=True,
-                       capture_output=True, timeout=300)
+        subprocess.run(
+            ["bash", "-c", line],
+            env=box.env,
+            cwd=box.work,
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
     with LiteStore(home=box.home / ".hypatia-lite") as store:
         dump: dict[str, Any] = store.dump()
     assert len(dump["knowledge"]) == 28, dump  # the README's count for the fixtures
@@ -105,7 +111,8 @@ def _redis_db_to_ourselves() -> Iterator[None]:
 def _check_installs(box: Sandbox) -> list[str]:
     """The recorded install and suite lines, each checked against the policy."""
     declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"]
+        "optional-dependencies"
+    ]
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     seen = []
     for call in box.shim_calls():
@@ -114,8 +121,10 @@ def _check_installs(box: Sandbox) -> list[str]:
         if name == "python3":
             assert args[:2] == ["-m", "venv"] and len(args) == 3, call
         elif name == "python":
-            assert any(line.strip().endswith(" ".join(["-m", *args[1:]])) and "pytest" in line
-                       for line in ci), f"the suite line {call} is not run by .ci/run"
+            assert any(
+                line.strip().endswith(" ".join(["-m", *args[1:]])) and "pytest" in line
+                for line in ci
+            ), f"the suite line {call} is not run by .ci/run"
         else:
             assert args[0] == "install", call
             (target,) = [a for a in args[1:] if a not in ("-q", "-e")]
@@ -150,8 +159,9 @@ def _stop(proc: subprocess.Popen[bytes], words: list[str], log: Path) -> None:
         code = proc.wait(timeout=90)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
-        raise AssertionError(f"{' '.join(words)} did not stop; log: "
-                             + log.read_text(errors="replace")[-2000:]) from None
+        raise AssertionError(
+            f"{' '.join(words)} did not stop; log: " + log.read_text(errors="replace")[-2000:]
+        ) from None
     text = log.read_text(errors="replace")
     assert code == 0 and "Traceback" not in text, f"{' '.join(words)} exit {code}: {text[-2000:]}"
 
@@ -165,14 +175,23 @@ def run_block(block: Block, box: Sandbox, expected: dict[str, Any]) -> str:
         return "tool"
     assert "tool" not in kinds, f"{block.id}: a block mixing Celery's tools with other lines"
     box.make()
-    subprocess.run(["bash", "-c", "memory-worker demo-home ~/.dsh"], env=box.env, cwd=box.work,
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        ["bash", "-c", "memory-worker demo-home ~/.dsh"],
+        env=box.env,
+        cwd=box.work,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     followers: list[tuple[subprocess.Popen[bytes], list[str], Path]] = []
     written: set[str] = set()
     envfile = box.root / "env"
     with ExitStack() as stack:
-        databases = {name: stack.enter_context(throwaway_pg_database())
-                     for line in statements for name in sorted(postgres_names(line))}
+        databases = {
+            name: stack.enter_context(throwaway_pg_database())
+            for line in statements
+            for name in sorted(postgres_names(line))
+        }
         stack.enter_context(_redis_db_to_ourselves())
         try:
             for n, line in enumerate(statements):
@@ -187,29 +206,46 @@ def run_block(block: Block, box: Sandbox, expected: dict[str, Any]) -> str:
                 if any(kind(words) == "follow" for words in words_of):
                     assert len(words_of) == 1, f"{block.id}: {line!r} must stand alone"
                     log = box.root / f"follow-{n}.log"
-                    proc = subprocess.Popen(["bash", "-c", text], env=box.env, cwd=box.work,
-                                            stdout=log.open("wb"), stderr=subprocess.STDOUT,
-                                            start_new_session=True)
+                    proc = subprocess.Popen(
+                        ["bash", "-c", text],
+                        env=box.env,
+                        cwd=box.work,
+                        stdout=log.open("wb"),
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
                     followers.append((proc, words_of[0], log))
                     continue
                 done = subprocess.run(
                     ["bash", "-c", f"{text}\n__rc=$?; env -0 > {envfile}; exit $__rc"],
-                    env=box.env, cwd=box.work, capture_output=True, text=True, timeout=600)
+                    env=box.env,
+                    cwd=box.work,
+                    capture_output=True,
+                    text=True,
+                    timeout=600,
+                )
                 assert done.returncode == 0 and "Traceback" not in done.stderr, (
                     f"{block.id}: {line!r} exit {done.returncode}\n{done.stdout[-1500:]}\n"
-                    f"{done.stderr[-1500:]}")
+                    f"{done.stderr[-1500:]}"
+                )
                 pairs = envfile.read_bytes().split(b"\0")
                 box.env = dict(p.decode().split("=", 1) for p in pairs if b"=" in p)
             if written:
+
                 def full() -> bool:
                     for proc, words, log in followers:  # one that stopped by itself is a failure
                         assert proc.poll() is None, (
                             f"{block.id}: {' '.join(words)} exited {proc.returncode}: "
-                            + log.read_text(errors="replace")[-2000:])
+                            + log.read_text(errors="replace")[-2000:]
+                        )
                     return _dumps_match(box.home, written, expected)
 
-                wait_for(full, 240, f"{block.id}: shelves {sorted(written)} to equal "
-                         "run --once's", every=1.0)
+                wait_for(
+                    full,
+                    240,
+                    f"{block.id}: shelves {sorted(written)} to equal run --once's",
+                    every=1.0,
+                )
             for proc, words, log in followers:
                 _stop(proc, words, log)
         finally:
@@ -223,8 +259,7 @@ def run_block(block: Block, box: Sandbox, expected: dict[str, Any]) -> str:
 
 
 @pytest.mark.parametrize("block", ALL, ids=[b.id for b in ALL])
-def test_block_runs_as_written(block: Block, tmp_path: Path,
-                               expected_dump: dict[str, Any]) -> None:
+def test_block_runs_as_written(block: Block, tmp_path: Path, expected_dump: dict[str, Any]) -> None:
     RAN[block.id] = run_block(block, Sandbox(tmp_path), expected_dump)
 
 
@@ -235,8 +270,14 @@ def test_every_block_was_classified_and_run() -> None:
     readme = [b for b in ALL if b.doc == "README.md"]
     assert readme and all(RAN[b.id] == "run" for b in readme)
     for doc in DOCS:
-        recipe = [b for b in ALL if b.doc == doc and "memory-worker daemon" in b.text
-                  and "MEMORY_WORKER_STORE_SHELF_URL" in b.text]
+        recipe = [
+            b
+            for b in ALL
+            if b.doc == doc
+            and "memory-worker daemon" in b.text
+            and "MEMORY_WORKER_STORE_SHELF_URL" in b.text
+        ]
         assert len(recipe) == 1 and RAN[recipe[0].id] == "run", doc
     assert {b.id for b in ALL if RAN[b.id] == "tool"} <= {
-        b.id for b in ALL if b.doc == "docs/running.md"}
+        b.id for b in ALL if b.doc == "docs/running.md"
+    }

@@ -20,8 +20,11 @@ CODE = {"memory", "worker", "hypatia_lite", "migrations", "setup.py"}
 
 def instructions(text: str) -> list[tuple[str, str]]:
     """(INSTRUCTION, arguments) in order; comments dropped, ``\\`` continuations joined."""
-    joined = re.sub(r"\\\n", " ", "\n".join(
-        line for line in text.splitlines() if not line.lstrip().startswith("#")))
+    joined = re.sub(
+        r"\\\n",
+        " ",
+        "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#")),
+    )
     found = []
     for line in joined.splitlines():
         if line.strip():
@@ -35,8 +38,9 @@ def layer_problems(text: str) -> list[str]:
     steps = instructions(text)
     copies = [(i, shlex.split(args)[:-1]) for i, (kw, args) in enumerate(steps) if kw == "COPY"]
     installs = [i for i, (kw, args) in enumerate(steps) if kw == "RUN" and "pip install" in args]
-    code_copied = min((i for i, sources in copies if CODE & {s.rstrip("/") for s in sources}),
-                      default=None)
+    code_copied = min(
+        (i for i, sources in copies if CODE & {s.rstrip("/") for s in sources}), default=None
+    )
     problems = []
     if code_copied is None:
         return ["the code is never copied"]
@@ -59,12 +63,15 @@ def test_the_dependencies_are_installed_before_the_code_is_copied() -> None:
 
 
 def test_the_old_order_is_caught() -> None:
-    old = ('FROM python:3.11-slim\nCOPY pyproject.toml README.md ./\nCOPY memory ./memory\n'
-           'COPY worker ./worker\nRUN pip install ".[distributed]" \\\n    && useradd memory\n')
+    old = (
+        "FROM python:3.11-slim\nCOPY pyproject.toml README.md ./\nCOPY memory ./memory\n"
+        'COPY worker ./worker\nRUN pip install ".[distributed]" \\\n    && useradd memory\n'
+    )
     assert layer_problems(old) == [
         "no dependency install before the code is copied",
         "the dependency layer copies ['README.md', 'pyproject.toml']",
-        "the package is not installed with --no-deps after the code"]
+        "the package is not installed with --no-deps after the code",
+    ]
 
 
 def test_every_copied_path_exists_and_is_not_ignored() -> None:
@@ -79,14 +86,23 @@ def test_every_copied_path_exists_and_is_not_ignored() -> None:
 @pytest.mark.integration
 def test_the_dependency_list_is_pyprojects(tmp_path: Path) -> None:
     """Run the image's `python -c …` that writes /tmp/requirements.txt on this pyproject.toml."""
-    step = next(args for kw, args in instructions((REPO / "Dockerfile").read_text(
-        encoding="utf-8")) if kw == "RUN" and "tomllib" in args)
+    step = next(
+        args
+        for kw, args in instructions((REPO / "Dockerfile").read_text(encoding="utf-8"))
+        if kw == "RUN" and "tomllib" in args
+    )
     command = step.split(">", 1)[0]
     (tmp_path / "pyproject.toml").write_bytes((REPO / "pyproject.toml").read_bytes())
     words = shlex.split(command)
     assert words[:2] == ["python", "-c"], words
-    printed = subprocess.run([sys.executable, "-c", words[2]], cwd=tmp_path, check=True,
-                             capture_output=True, text=True, timeout=60).stdout.splitlines()
+    printed = subprocess.run(
+        [sys.executable, "-c", words[2]],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.splitlines()
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert printed == project["dependencies"] + project["optional-dependencies"]["distributed"]
     assert any(line.startswith("openai") for line in printed)

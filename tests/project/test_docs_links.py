@@ -32,8 +32,11 @@ def _prose_lines(text: str) -> list[str]:
 def slug(heading: str) -> str:
     """GitHub's anchor for a heading: lower case, markup and punctuation dropped, spaces to '-'."""
     text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading).strip().lower()
-    kept = "".join(ch for ch in text if ch in " -" or unicodedata.category(ch)[0] in "LMN"
-                   or unicodedata.category(ch) == "Pc")
+    kept = "".join(
+        ch
+        for ch in text
+        if ch in " -" or unicodedata.category(ch)[0] in "LMN" or unicodedata.category(ch) == "Pc"
+    )
     return kept.replace(" ", "-")
 
 
@@ -67,7 +70,7 @@ def broken_links(path: Path, root: Path) -> list[str]:
         for match in _LINK.finditer(line):
             target = match.group(1).strip("<>")
             if re.match(r"^[a-z][a-z0-9+.-]*:", target):
-                continue                                   # https:, mailto: …
+                continue  # https:, mailto: …
             file_part, _, anchor = target.partition("#")
             resolved = (path.parent / file_part).resolve() if file_part else path.resolve()
             where = f"{path.relative_to(root)}: {target}"
@@ -93,9 +96,11 @@ def test_every_relative_link_and_anchor_resolves() -> None:
 def test_the_readme_is_short_and_links_every_docs_page() -> None:
     readme = REPO / "README.md"
     assert len(readme.read_text(encoding="utf-8").splitlines()) <= 150  # a front door
-    linked = {m.group(1).partition("#")[0]
-              for line in _prose_lines(readme.read_text(encoding="utf-8"))
-              for m in _LINK.finditer(line)}
+    linked = {
+        m.group(1).partition("#")[0]
+        for line in _prose_lines(readme.read_text(encoding="utf-8"))
+        for m in _LINK.finditer(line)
+    }
     pages = {f"docs/{page.name}" for page in (REPO / "docs").glob("*.md")}
     assert pages - linked == set()
 
@@ -104,18 +109,26 @@ def test_the_checker_finds_a_missing_file_and_a_missing_anchor(tmp_path: Path) -
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "page.md").write_text(
         "# Page\n\n## Rewriting memory: `reconsolidate --replace` and `relog`\n\n## Tests\n\n"
-        "### Tests\n\n```sh\n## not a heading\n```\n", encoding="utf-8")
+        "### Tests\n\n```sh\n## not a heading\n```\n",
+        encoding="utf-8",
+    )
     (tmp_path / "README.md").write_text(
         "[ok](docs/page.md#rewriting-memory-reconsolidate---replace-and-relog) "
         "[ok](docs/page.md#tests-1) [web](https://example.com/x#y) `[code](nowhere.md)`\n"
         "[gone](docs/missing.md) [bad anchor](docs/page.md#not-a-heading) [self](#page)\n"
-        "```\n[in a fence](nowhere.md)\n```\n", encoding="utf-8")
+        "```\n[in a fence](nowhere.md)\n```\n",
+        encoding="utf-8",
+    )
     assert broken_links(tmp_path / "README.md", tmp_path) == [
         "README.md: docs/missing.md (no such file)",
         "README.md: docs/page.md#not-a-heading (no heading with anchor #not-a-heading)",
         "README.md: #page (no heading with anchor #page)",
     ]
-    assert slug("Consolidation: summaries, work units and archive tiers") == \
-        "consolidation-summaries-work-units-and-archive-tiers"
-    assert slug("Distributed mode: `memory-worker daemon` + `memory-worker worker`") == \
-        "distributed-mode-memory-worker-daemon--memory-worker-worker"
+    assert (
+        slug("Consolidation: summaries, work units and archive tiers")
+        == "consolidation-summaries-work-units-and-archive-tiers"
+    )
+    assert (
+        slug("Distributed mode: `memory-worker daemon` + `memory-worker worker`")
+        == "distributed-mode-memory-worker-daemon--memory-worker-worker"
+    )

@@ -14,9 +14,12 @@ def test_task_and_queue_names() -> None:
     assert names.TASK_JOB == "memory_worker.job"
     assert names.DEFAULT_QUEUE == "memory-worker"
     assert names.TASK_OF_JOB == {
-        "log_span": "memory_worker.log_span", "session_node": "memory_worker.session_node",
-        "consolidate": "memory_worker.consolidate", "cascade": "memory_worker.cascade",
-        "retract": "memory_worker.retract", "rewrite": "memory_worker.rewrite",
+        "log_span": "memory_worker.log_span",
+        "session_node": "memory_worker.session_node",
+        "consolidate": "memory_worker.consolidate",
+        "cascade": "memory_worker.cascade",
+        "retract": "memory_worker.retract",
+        "rewrite": "memory_worker.rewrite",
     }
     assert {*names.TASK_OF_JOB.values(), names.TASK_JOB} <= set(tasks.app.tasks)
 

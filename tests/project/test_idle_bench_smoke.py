@@ -16,10 +16,28 @@ from conftest import REPO
 def test_idle_bench_reports_cpu_and_rss(tmp_path: Path) -> None:
     out = tmp_path / "idle_bench.json"
     done = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks/idle_bench.py"), "--sessions", "2", "4",
-         "--turns", "2", "--seconds", "2", "--warmup", "2", "--daemon-state", "sqlite",
-         "--rewritten", "2", "--out", str(out)],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            str(REPO / "benchmarks/idle_bench.py"),
+            "--sessions",
+            "2",
+            "4",
+            "--turns",
+            "2",
+            "--seconds",
+            "2",
+            "--warmup",
+            "2",
+            "--daemon-state",
+            "sqlite",
+            "--rewritten",
+            "2",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(out.read_text())

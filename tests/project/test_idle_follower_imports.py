@@ -20,6 +20,7 @@ def test_the_follow_path_imports_no_model_sdk_and_no_mcp_client() -> None:
         "import worker.jobs.runtime, worker.run.runner, memory.store.factory\n"
         f"print(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r}))\n"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         check=True, timeout=120).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    ).stdout.strip()
     assert out == "[]"

@@ -43,33 +43,61 @@ def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     dist = root / "dist"
     subprocess.run(
         [str(BIN / "python"), "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(REPO)],
-        check=True, capture_output=True, timeout=300,
+        check=True,
+        capture_output=True,
+        timeout=300,
     )
     (wheel,) = dist.glob("dsh_memory_worker-*.whl")
     venv = root / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
-                   timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120
+    )
     # This environment's pip installs into the new one (no pip bootstrap); no .pyc compiling.
     subprocess.run(
-        [str(BIN / "python"), "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
-         "-q", "--no-compile", f"{wheel}[distributed]"],
-        check=True, capture_output=True, timeout=600,
+        [
+            str(BIN / "python"),
+            "-m",
+            "pip",
+            "--python",
+            str(venv / "bin" / "python"),
+            "install",
+            "-q",
+            "--no-compile",
+            f"{wheel}[distributed]",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=600,
     )
     yield venv
 
 
 def _env(tmp: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("MEMORY_WORKER_", "PYTHON", "HYPATIA_LITE", "DSH_"))}
-    env.update(HYPATIA_LITE_HOME=str(tmp / "lite"), MEMORY_WORKER_DATA_DIR=str(tmp / "data"),
-               MEMORY_WORKER_CONFIG="", HOME=str(tmp))
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("MEMORY_WORKER_", "PYTHON", "HYPATIA_LITE", "DSH_"))
+    }
+    env.update(
+        HYPATIA_LITE_HOME=str(tmp / "lite"),
+        MEMORY_WORKER_DATA_DIR=str(tmp / "data"),
+        MEMORY_WORKER_CONFIG="",
+        HOME=str(tmp),
+    )
     return env
 
 
-def _run(binary: Path, args: list[str], tmp: Path,
-         **extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(binary), *args], cwd=tmp, env={**_env(tmp), **extra},
-                          capture_output=True, text=True, timeout=300)
+def _run(
+    binary: Path, args: list[str], tmp: Path, **extra: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(binary), *args],
+        cwd=tmp,
+        env={**_env(tmp), **extra},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def _main_command(bindir: Path, tmp: Path) -> tuple[set[str], int, str]:
@@ -80,8 +108,9 @@ def _main_command(bindir: Path, tmp: Path) -> tuple[set[str], int, str]:
     assert once.returncode == 0, once.stderr
     path = shelves.resolve(shelves.lite_home(tmp / "lite"), "default") / db.DB_FILE
     with sqlite3.connect(path) as conn:
-        edges = int(conn.execute("SELECT count(*) FROM statement WHERE relation = 'belongTo'")
-                    .fetchone()[0])
+        edges = int(
+            conn.execute("SELECT count(*) FROM statement WHERE relation = 'belongTo'").fetchone()[0]
+        )
     return lite_names(tmp / "lite"), edges, once.stderr
 
 
@@ -90,8 +119,15 @@ def test_the_wheel_runs_the_readme_command_migrates_and_reports_versions(
 ) -> None:
     bindir = wheel_venv / "bin"
     where = subprocess.run(
-        [str(bindir / "python"), "-c", "import worker, memory; print(worker.__file__, "
-         "memory.__file__)"], cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True,
+        [
+            str(bindir / "python"),
+            "-c",
+            "import worker, memory; print(worker.__file__, memory.__file__)",
+        ],
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
         check=True,
     ).stdout.split()
     assert all(Path(p).is_relative_to(wheel_venv) for p in where), where
@@ -99,12 +135,21 @@ def test_the_wheel_runs_the_readme_command_migrates_and_reports_versions(
     (license_file,) = site.glob("dsh_memory_worker-*.dist-info/licenses/LICENSE")
     assert license_file.read_bytes() == (REPO / "LICENSE").read_bytes()
     found = subprocess.run(
-        [str(bindir / "python"), "-c", "from worker.state.migrate import find_migrations_dir; "
-         "print(find_migrations_dir())"], cwd=tmp_path, env=_env(tmp_path), capture_output=True,
-        text=True, check=True).stdout.strip()
+        [
+            str(bindir / "python"),
+            "-c",
+            "from worker.state.migrate import find_migrations_dir; print(find_migrations_dir())",
+        ],
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert Path(found) == site / "dsh_memory_worker_migrations"
     assert sorted(p.name for p in Path(found, "versions").glob("*.py")) == sorted(
-        p.name for p in (REPO / "migrations" / "versions").glob("*.py"))
+        p.name for p in (REPO / "migrations" / "versions").glob("*.py")
+    )
 
     names, edges, summary = _main_command(bindir, tmp_path / "wheel")
     checkout_names, checkout_edges, _ = _main_command(BIN, tmp_path / "checkout")
@@ -112,13 +157,14 @@ def test_the_wheel_runs_the_readme_command_migrates_and_reports_versions(
     assert (names, edges) == (checkout_names, checkout_edges)
     assert "28 entries written, 0 retracted, 19 edges" in summary
 
-    assert _run(bindir / "hypatia-lite", ["--version"], tmp_path).stdout.startswith(
-        "hypatia-lite ")
+    assert _run(bindir / "hypatia-lite", ["--version"], tmp_path).stdout.startswith("hypatia-lite ")
     assert _run(bindir / "memory-worker", ["--version"], tmp_path).stdout == (
-        f"memory-worker {__version__}\n")
+        f"memory-worker {__version__}\n"
+    )
     with throwaway_pg_database() as url:
-        migrated = _run(bindir / "memory-worker", ["migrate", "upgrade"], tmp_path,
-                        MEMORY_WORKER_STATE_URL=url)
+        migrated = _run(
+            bindir / "memory-worker", ["migrate", "upgrade"], tmp_path, MEMORY_WORKER_STATE_URL=url
+        )
         assert migrated.returncode == 0, migrated.stderr
         assert migrated.stdout.strip() == f"{url}: now at {head_revision()}"
 
@@ -131,11 +177,16 @@ def test_missing_revisions_are_one_line_and_exit_2(wheel_venv: Path, tmp_path: P
     try:
         for revision in versions.glob("*.py"):
             revision.unlink()
-        result = _run(wheel_venv / "bin" / "memory-worker", ["run", "--once", "--dsh-home",
-                      str(tmp_path / "dsh")], tmp_path)
+        result = _run(
+            wheel_venv / "bin" / "memory-worker",
+            ["run", "--once", "--dsh-home", str(tmp_path / "dsh")],
+            tmp_path,
+        )
     finally:
         shutil.copytree(kept, versions, dirs_exist_ok=True)
     assert result.returncode == 2
     lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert lines == [f"memory-worker: {versions} holds no Alembic revision; reinstall "
-                     "dsh-memory-worker or fix migrations_dir"], result.stderr
+    assert lines == [
+        f"memory-worker: {versions} holds no Alembic revision; reinstall "
+        "dsh-memory-worker or fix migrations_dir"
+    ], result.stderr

@@ -16,11 +16,21 @@ ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml"
 PACKAGES = ("hypatia_lite", "memory", "worker")
 #: What each package may import of the others.
 MAY_IMPORT = {
-    "hypatia_lite": set(), "memory": {"hypatia_lite"}, "worker": {"hypatia_lite", "memory"}}
+    "hypatia_lite": set(),
+    "memory": {"hypatia_lite"},
+    "worker": {"hypatia_lite", "memory"},
+}
 #: ``worker``'s floors, top first: a module imports its own floor or the ones below, never above.
 WORKER_FLOORS: tuple[tuple[str, ...], ...] = (
-    ("worker.cli", "worker.__main__", "worker.commands", "worker.console", "worker.tasks",
-     "worker.service", "worker.at_rest"),
+    (
+        "worker.cli",
+        "worker.__main__",
+        "worker.commands",
+        "worker.console",
+        "worker.tasks",
+        "worker.service",
+        "worker.at_rest",
+    ),
     ("worker.run",),
     ("worker.watch", "worker.verify"),
     ("worker.jobs",),
@@ -96,7 +106,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
             nxt = pending.pop()
             if colour[nxt] == 1:
                 trail = [name for name, _ in stack]
-                return [*trail[trail.index(nxt):], nxt]
+                return [*trail[trail.index(nxt) :], nxt]
             if colour[nxt] == 0:
                 colour[nxt] = 1
                 stack.append((nxt, sorted(graph[nxt])))
@@ -138,11 +148,11 @@ def test_no_arrow_runs_back_up_inside_worker() -> None:
         f"{module} -> {target}"
         for module, targets in import_graph().items()
         for target in targets
-        if (low := _floor(module)) is not None and (high := _floor(target)) is not None
+        if (low := _floor(module)) is not None
+        and (high := _floor(target)) is not None
         and high < low
     )
-    assert not upward, "imports from a lower floor of worker to a higher one:\n" + "\n".join(
-        upward)
+    assert not upward, "imports from a lower floor of worker to a higher one:\n" + "\n".join(upward)
 
 
 def test_no_import_cycle() -> None:

@@ -17,9 +17,25 @@ from conftest import REPO
 def test_worker_bench_reports_floor_ratios_profile_and_latency(tmp_path: Path) -> None:
     out = tmp_path / "worker_bench.json"
     done = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks/worker_bench.py"), "--sessions", "2",
-         "--turns", "4", "--samples", "3", "--jobs", "2", "--profile", "2", "--out", str(out)],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            str(REPO / "benchmarks/worker_bench.py"),
+            "--sessions",
+            "2",
+            "--turns",
+            "4",
+            "--samples",
+            "3",
+            "--jobs",
+            "2",
+            "--profile",
+            "2",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(out.read_text())

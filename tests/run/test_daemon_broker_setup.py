@@ -20,8 +20,9 @@ def test_the_follow_path_of_the_daemon_loads_no_celery() -> None:
         "hints = BrokerHints(setup=lambda: None)\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'celery', 'kombu'}))\n"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         check=True, timeout=120).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    ).stdout.strip()
     assert out == "[]"
 
 
@@ -33,8 +34,7 @@ def test_setup_runs_once_before_the_first_hint() -> None:
 
     def setup() -> None:
         calls.append(str(tasks.app.conf.task_default_queue))
-        tasks.configure(load_settings(None, broker_url="redis://127.0.0.1:1/0"),
-                        queue="q-lazy")
+        tasks.configure(load_settings(None, broker_url="redis://127.0.0.1:1/0"), queue="q-lazy")
 
     hints = BrokerHints(retry_after_s=60, setup=setup)
     assert calls == []

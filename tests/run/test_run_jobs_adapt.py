@@ -48,10 +48,12 @@ CORES = len(os.sched_getaffinity(0))
         (2, 2.0, 10, MIN_BYTES_PER_PROCESS * 2, ProcessPlan(2)),
     ],
 )
-def test_plan_processes(requested: int, free: float, sessions: int, log_bytes: int,
-                        plan: ProcessPlan) -> None:
-    assert plan_processes(requested, free_cores=free, sessions=sessions,
-                          log_bytes=log_bytes) == plan
+def test_plan_processes(
+    requested: int, free: float, sessions: int, log_bytes: int, plan: ProcessPlan
+) -> None:
+    assert (
+        plan_processes(requested, free_cores=free, sessions=sessions, log_bytes=log_bytes) == plan
+    )
 
 
 def test_probe_measures_a_window_of_at_least_its_minimum() -> None:
@@ -77,23 +79,30 @@ class _Probe:
 def _home(root: Path, sessions: int, turns: int) -> Path:
     """Plain (uncompressed) logs, so their size is what the plan weighs."""
     for i in range(sessions):
-        conversation(root / "dsh", f"a-{i}", f"/home/dev/adapt-{i % 2}", turns,
-                     title=f"Adapt {i}" if i % 2 == 0 else None, batch_turns=10,
-                     created_at=1_764_000_000_000 + i)
+        conversation(
+            root / "dsh",
+            f"a-{i}",
+            f"/home/dev/adapt-{i % 2}",
+            turns,
+            title=f"Adapt {i}" if i % 2 == 0 else None,
+            batch_turns=10,
+            created_at=1_764_000_000_000 + i,
+        )
     return root / "dsh"
 
 
-def _run(root: Path, home: Path, jobs: int, adapt: bool) -> tuple[OnceTotals, list[str],
-                                                                   list[int | None]]:
-    settings = load_settings(None, dsh_home=home, data_dir=root / "data",
-                             lite_home=root / "lite", jobs_adapt=adapt)
+def _run(
+    root: Path, home: Path, jobs: int, adapt: bool
+) -> tuple[OnceTotals, list[str], list[int | None]]:
+    settings = load_settings(
+        None, dsh_home=home, data_dir=root / "data", lite_home=root / "lite", jobs_adapt=adapt
+    )
     children = OnceChildren(settings, settings.store_shelf, jobs) if jobs > 1 else None
     said: list[str] = []
     try:
         runtime = build_runtime(settings, force_idle=True)
         try:
-            totals = run_once(runtime, settings.store_shelf, children=children,
-                              say=said.append)
+            totals = run_once(runtime, settings.store_shelf, children=children, say=said.append)
         finally:
             runtime.close()
     finally:
@@ -114,8 +123,7 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, OnceTotal
     """A home with more than 2 × 256 KiB of logs, and its one-process run."""
     src = tmp_path_factory.mktemp("adapt-src")
     home = _home(src, sessions=6, turns=150)
-    assert sum(p.stat().st_size for p in home.rglob("session*.jsonl*")) \
-        >= 2 * MIN_BYTES_PER_PROCESS
+    assert sum(p.stat().st_size for p in home.rglob("session*.jsonl*")) >= 2 * MIN_BYTES_PER_PROCESS
     one = tmp_path_factory.mktemp("adapt-one")
     totals, said, _codes = _run(one, home, 1, adapt=True)
     assert said == [] and totals.failed == 0 and totals.sessions == 6
@@ -133,25 +141,31 @@ def probe(monkeypatch: pytest.MonkeyPatch) -> type[_Probe]:
 
 
 def _did_the_same(totals: OnceTotals, reference: OnceTotals) -> None:
-    assert (totals.sessions, totals.new_events, totals.written, totals.edges, totals.failed) \
-        == (reference.sessions, reference.new_events, reference.written, reference.edges, 0)
+    assert (totals.sessions, totals.new_events, totals.written, totals.edges, totals.failed) == (
+        reference.sessions,
+        reference.new_events,
+        reference.written,
+        reference.edges,
+        0,
+    )
 
 
-def test_busy_cores_run_in_one_process(big: tuple[Path, Path, OnceTotals], tmp_path: Path,
-                                       probe: type[_Probe]) -> None:
+def test_busy_cores_run_in_one_process(
+    big: tuple[Path, Path, OnceTotals], tmp_path: Path, probe: type[_Probe]
+) -> None:
     home, one, reference = big
     probe.FREE = 0.6
     totals, said, codes = _run(tmp_path, home, 2, adapt=True)
-    assert said == [f"memory-worker: --jobs 2: 0.6 of {CORES} cores free; "
-                    "running in one process"]
+    assert said == [f"memory-worker: --jobs 2: 0.6 of {CORES} cores free; running in one process"]
     # Sent no sessions, they ended (or were ended by the stop) without doing anything.
     assert totals.processes == 1 and None not in codes and len(codes) == 2
     _did_the_same(totals, reference)
     assert len(_same(tmp_path, one)["knowledge"]) == reference.written
 
 
-def test_free_cores_split_the_home(big: tuple[Path, Path, OnceTotals], tmp_path: Path,
-                                   probe: type[_Probe]) -> None:
+def test_free_cores_split_the_home(
+    big: tuple[Path, Path, OnceTotals], tmp_path: Path, probe: type[_Probe]
+) -> None:
     home, one, reference = big
     probe.FREE = 2.0
     totals, said, codes = _run(tmp_path, home, 2, adapt=True)
@@ -169,8 +183,9 @@ def test_a_small_home_runs_in_one_process(tmp_path: Path, probe: type[_Probe]) -
     assert totals.processes == 1 and totals.sessions == 3 and totals.written == 3 * 4 * 2 + 2
 
 
-def test_without_adapt_exactly_n_processes(big: tuple[Path, Path, OnceTotals], tmp_path: Path,
-                                           probe: type[_Probe]) -> None:
+def test_without_adapt_exactly_n_processes(
+    big: tuple[Path, Path, OnceTotals], tmp_path: Path, probe: type[_Probe]
+) -> None:
     home, one, reference = big
     totals, said, _codes = _run(tmp_path, home, 2, adapt=False)
     assert probe.made == 0 and said == [] and totals.processes == 2

@@ -37,8 +37,9 @@ PROBE = (
 
 
 def _cli(args: list[str], env: dict[str, str]) -> tuple[int, str, str, str]:
-    done = subprocess.run([sys.executable, "-c", PROBE, *args], env=env, capture_output=True,
-                          text=True, timeout=180)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args], env=env, capture_output=True, text=True, timeout=180
+    )
     *out, path = done.stdout.splitlines() or [""]
     return done.returncode, "\n".join(out), done.stderr, path
 
@@ -61,15 +62,32 @@ def _names(lite: Path) -> set[str]:
 
 @pytest.fixture
 def home(tmp_path: Path) -> dict[str, Any]:
-    env = {**os.environ, "MEMORY_WORKER_DATA_DIR": str(tmp_path / "data"),
-           "HYPATIA_LITE_HOME": str(tmp_path / "lite"), "DSH_HOME": str(tmp_path / "dsh"),
-           "XDG_CACHE_HOME": str(tmp_path / "cache"), "COLUMNS": "200"}
-    for name in ("MEMORY_WORKER_LITE_HOME", "MEMORY_WORKER_STATE_URL", "MEMORY_WORKER_CONFIG",
-                 "MEMORY_WORKER_STORE_SHELF"):
+    env = {
+        **os.environ,
+        "MEMORY_WORKER_DATA_DIR": str(tmp_path / "data"),
+        "HYPATIA_LITE_HOME": str(tmp_path / "lite"),
+        "DSH_HOME": str(tmp_path / "dsh"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "COLUMNS": "200",
+    }
+    for name in (
+        "MEMORY_WORKER_LITE_HOME",
+        "MEMORY_WORKER_STATE_URL",
+        "MEMORY_WORKER_CONFIG",
+        "MEMORY_WORKER_STORE_SHELF",
+    ):
         env.pop(name, None)
-    laid = subprocess.run([str(Path(sys.executable).parent / "memory-worker"), "demo-home",
-                           str(tmp_path / "staging")], env=env, capture_output=True, text=True,
-                          timeout=120)
+    laid = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "memory-worker"),
+            "demo-home",
+            str(tmp_path / "staging"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert laid.returncode == 0, laid.stderr
     sessions = tmp_path / "dsh" / "sessions"
     held_back = {}
@@ -83,15 +101,20 @@ def home(tmp_path: Path) -> dict[str, Any]:
     first = _cli(["run", "--once"], env)
     assert first[0] == 0, first[2]
     assert first[3] == "FULL"
-    return {"env": env, "root": tmp_path, "held_back": held_back,
-            "names": _names(tmp_path / "lite")}
+    return {
+        "env": env,
+        "root": tmp_path,
+        "held_back": held_back,
+        "names": _names(tmp_path / "lite"),
+    }
 
 
 def test_settled_run_is_answered_at_rest_with_the_same_line(home: dict[str, Any]) -> None:
     code, _out, err, path = _settled(home["env"], ["run", "--once"])
     assert (code, path) == (0, "AT-REST"), err
-    assert err.strip() == ("7 sessions, 0 new events; 0 entries written, 0 retracted, 0 edges; "
-                           "0 jobs done, 0 failed")
+    assert err.strip() == (
+        "7 sessions, 0 new events; 0 entries written, 0 retracted, 0 edges; 0 jobs done, 0 failed"
+    )
     assert _names(home["root"] / "lite") == home["names"]
     records = list((home["root"] / "cache" / "dsh-memory-worker" / "at-rest").glob("*.json"))
     assert len(records) == 1
@@ -111,7 +134,10 @@ def test_a_new_session_takes_the_full_path_and_is_written(home: dict[str, Any]) 
     assert (code, path) == (0, "FULL"), err
     assert "8 sessions" in err.splitlines()[-1]
     assert _names(home["root"] / "lite") - home["names"] == {
-        f"msg-{CANCEL}-0", f"msg-{CANCEL}-1", f"session-{CANCEL}"}
+        f"msg-{CANCEL}-0",
+        f"msg-{CANCEL}-1",
+        f"session-{CANCEL}",
+    }
 
 
 def test_a_wiped_store_takes_the_full_path_and_is_rebuilt(home: dict[str, Any]) -> None:
@@ -126,17 +152,23 @@ def test_another_setting_takes_the_full_path(home: dict[str, Any]) -> None:
     assert _settled(home["env"], ["run", "--once"])[3] == "AT-REST"
     code, _out, err, path = _cli(["run", "--once", "--shelf", "other"], home["env"])
     assert path == "FULL", err
-    code, _out, err, path = _cli(["run", "--once"],
-                                 {**home["env"], "MEMORY_WORKER_REDACT_EXTRA_PATTERNS": "[]"})
+    code, _out, err, path = _cli(
+        ["run", "--once"], {**home["env"], "MEMORY_WORKER_REDACT_EXTRA_PATTERNS": "[]"}
+    )
     assert (code, path) == (0, "FULL"), err
 
 
 def test_a_state_database_changed_by_another_command_takes_the_full_path(
-        home: dict[str, Any]) -> None:
+    home: dict[str, Any],
+) -> None:
     assert _settled(home["env"], ["run", "--once"])[3] == "AT-REST"
-    forgot = subprocess.run([str(Path(sys.executable).parent / "memory-worker"), "forget",
-                             FS_READ], env=home["env"], capture_output=True, text=True,
-                            timeout=120)
+    forgot = subprocess.run(
+        [str(Path(sys.executable).parent / "memory-worker"), "forget", FS_READ],
+        env=home["env"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert forgot.returncode == 0, forgot.stderr
     code, _out, err, path = _cli(["run", "--once"], home["env"])
     assert (code, path) == (0, "FULL"), err
@@ -164,9 +196,13 @@ def test_status_at_rest_shows_the_full_figures(home: dict[str, Any]) -> None:
 def test_no_record_while_a_file_is_too_recent(tmp_path: Path) -> None:
     """A file changed within SETTLE_NS of the first fingerprint could change again in the same
     clock tick unseen: nothing is recorded."""
-    inputs = at_rest.Inputs(state_db=str(tmp_path / "state.db"),
-                            sessions_root=str(tmp_path / "logs"),
-                            lite_home=str(tmp_path / "lite"), config=None, code=())
+    inputs = at_rest.Inputs(
+        state_db=str(tmp_path / "state.db"),
+        sessions_root=str(tmp_path / "logs"),
+        lite_home=str(tmp_path / "lite"),
+        config=None,
+        code=(),
+    )
     (tmp_path / "state.db").write_bytes(b"x")
     watch = at_rest.Watch.__new__(at_rest.Watch)
     watch.key, watch.inputs, watch.started_ns = "k" * 64, inputs, time.time_ns()

@@ -16,11 +16,19 @@ BIN = Path(sys.executable).parent / "memory-worker"
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {**os.environ, "MEMORY_WORKER_DATA_DIR": str(tmp_path / "data"),
-           "HYPATIA_LITE_HOME": str(tmp_path / "lite"), "MEMORY_WORKER_STORE_TRANSPORT": "cli",
-           **extra}
-    for name in ("MEMORY_WORKER_LITE_HOME", "MEMORY_WORKER_STATE_URL", "MEMORY_WORKER_CONFIG",
-                 "COLUMNS"):
+    env = {
+        **os.environ,
+        "MEMORY_WORKER_DATA_DIR": str(tmp_path / "data"),
+        "HYPATIA_LITE_HOME": str(tmp_path / "lite"),
+        "MEMORY_WORKER_STORE_TRANSPORT": "cli",
+        **extra,
+    }
+    for name in (
+        "MEMORY_WORKER_LITE_HOME",
+        "MEMORY_WORKER_STATE_URL",
+        "MEMORY_WORKER_CONFIG",
+        "COLUMNS",
+    ):
         env.pop(name, None)
     return env
 
@@ -28,11 +36,17 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
 def _run(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     home = tmp_path / "dsh"
     if not home.exists():
-        laid = subprocess.run([str(BIN), "demo-home", str(home)], env=env, capture_output=True,
-                              text=True, timeout=60)
+        laid = subprocess.run(
+            [str(BIN), "demo-home", str(home)], env=env, capture_output=True, text=True, timeout=60
+        )
         assert laid.returncode == 0, laid.stderr
-    return subprocess.run([str(BIN), "run", "--once", "--dsh-home", str(home)], env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [str(BIN), "run", "--once", "--dsh-home", str(home)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.mark.integration
@@ -47,8 +61,10 @@ def test_missing_binary_is_one_line_at_start(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 def test_progress_counts_jobs_not_attempts(tmp_path: Path) -> None:
-    done = _run(tmp_path, _env(tmp_path, MEMORY_WORKER_STORE_BINARY="false",
-                               MEMORY_WORKER_RETRY_BACKOFF_S="0.1"))
+    done = _run(
+        tmp_path,
+        _env(tmp_path, MEMORY_WORKER_STORE_BINARY="false", MEMORY_WORKER_RETRY_BACKOFF_S="0.1"),
+    )
     assert done.returncode == 1
     assert "failed (will retry)" in done.stderr  # jobs really were retried
     bars = [m.groups() for m in re.finditer(r"writing memory \S+ (\d+)/(\d+)", done.stderr)]
@@ -60,11 +76,15 @@ def test_progress_counts_jobs_not_attempts(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 def test_celery_worker_refuses_a_missing_binary_before_starting(tmp_path: Path) -> None:
-    env = _env(tmp_path, MEMORY_WORKER_STORE_TRANSPORT="mcp",
-               MEMORY_WORKER_STORE_BINARY="no-such-hypatia-binary",
-               MEMORY_WORKER_BROKER_URL="redis://127.0.0.1:1/0")
-    done = subprocess.run([str(BIN), "worker", "--pool", "solo"], env=env, capture_output=True,
-                          text=True, timeout=60)
+    env = _env(
+        tmp_path,
+        MEMORY_WORKER_STORE_TRANSPORT="mcp",
+        MEMORY_WORKER_STORE_BINARY="no-such-hypatia-binary",
+        MEMORY_WORKER_BROKER_URL="redis://127.0.0.1:1/0",
+    )
+    done = subprocess.run(
+        [str(BIN), "worker", "--pool", "solo"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
         "memory-worker: cannot open the store: the mcp transport's binary "

@@ -33,10 +33,19 @@ BIN = Path(sys.executable).parent / "memory-worker"
 
 
 def _env(root: Path, **extra: str) -> dict[str, str]:
-    env = {**os.environ, "MEMORY_WORKER_DATA_DIR": str(root / "data"),
-           "HYPATIA_LITE_HOME": str(root / "lite"), "COLUMNS": "250", **extra}
-    for name in ("MEMORY_WORKER_LITE_HOME", "MEMORY_WORKER_STATE_URL", "MEMORY_WORKER_CONFIG",
-                 "MEMORY_WORKER_MODEL_ROUTES"):
+    env = {
+        **os.environ,
+        "MEMORY_WORKER_DATA_DIR": str(root / "data"),
+        "HYPATIA_LITE_HOME": str(root / "lite"),
+        "COLUMNS": "250",
+        **extra,
+    }
+    for name in (
+        "MEMORY_WORKER_LITE_HOME",
+        "MEMORY_WORKER_STATE_URL",
+        "MEMORY_WORKER_CONFIG",
+        "MEMORY_WORKER_MODEL_ROUTES",
+    ):
         env.pop(name, None)
     return env
 
@@ -46,8 +55,13 @@ def _argv(root: Path, *args: str) -> list[str]:
 
 
 def _run(root: Path, **extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(_argv(root, "run", "--once"), env=_env(root, **extra),
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        _argv(root, "run", "--once"),
+        env=_env(root, **extra),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def _dump(root: Path) -> dict[str, Any]:
@@ -75,8 +89,12 @@ def test_a_killed_run_once_does_not_block_the_next(tmp_path: Path) -> None:
     shutil.copytree(clean / "dsh", killed / "dsh")
     assert _run(clean).returncode == 0
 
-    proc = subprocess.Popen(_argv(killed, "run", "--once"), env=_env(killed),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        _argv(killed, "run", "--once"),
+        env=_env(killed),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 120
     while not _held_by(killed, proc.pid):
         assert proc.poll() is None, "run --once finished before it could be killed mid-job"
@@ -112,20 +130,29 @@ def test_a_lease_held_by_a_live_process_is_named_and_recorded(tmp_path: Path) ->
     assert len(lines) == 2, blocked.stderr
     assert lines[0].endswith(
         f"log_span held not finished: could not get its lease: the session's lease is held by "
-        f"{holder} until {until}; the next run or reconcile tries again")
+        f"{holder} until {until}; the next run or reconcile tries again"
+    )
     assert lines[1].endswith(
-        "1 failed; not finished: held (why: the lines above, or `memory-worker status`)")
+        "1 failed; not finished: held (why: the lines above, or `memory-worker status`)"
+    )
     assert {row["name"] for row in _dump(tmp_path)["knowledge"]} >= {
-        f"msg-free-{i}" for i in range(6)}
+        f"msg-free-{i}" for i in range(6)
+    }
     assert not any(row["name"].startswith("msg-held-") for row in _dump(tmp_path)["knowledge"])
 
-    shown = subprocess.run([str(BIN), "status", "--json"], env=_env(tmp_path),
-                           capture_output=True, text=True, timeout=120)
+    shown = subprocess.run(
+        [str(BIN), "status", "--json"],
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     rows = {row["session_id"]: row for row in json.loads(shown.stdout)["sessions"]}
     assert rows["held"]["lease"]["owner"] == holder
     assert rows["held"]["last_failure"]["task"] == "log_span"
     assert rows["held"]["last_failure"]["error"] == (
-        f"could not get its lease: the session's lease is held by {holder} until {until}")
+        f"could not get its lease: the session's lease is held by {holder} until {until}"
+    )
     assert rows["free"]["last_failure"] is None
 
     with state.transaction() as repos:
@@ -134,8 +161,14 @@ def test_a_lease_held_by_a_live_process_is_named_and_recorded(tmp_path: Path) ->
     after = _run(tmp_path)
     assert after.returncode == 0, after.stderr
     assert {f"msg-held-{i}" for i in range(6)} <= {
-        row["name"] for row in _dump(tmp_path)["knowledge"]}
-    shown = subprocess.run([str(BIN), "status", "--json"], env=_env(tmp_path),
-                           capture_output=True, text=True, timeout=120)
+        row["name"] for row in _dump(tmp_path)["knowledge"]
+    }
+    shown = subprocess.run(
+        [str(BIN), "status", "--json"],
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     rows = {row["session_id"]: row for row in json.loads(shown.stdout)["sessions"]}
     assert rows["held"]["last_failure"] is None and rows["held"]["lag"] == 0

@@ -15,16 +15,33 @@ BIN = Path(sys.executable).parent / "memory-worker"
 
 @pytest.mark.integration
 def test_summary_is_one_unwrapped_line(tmp_path: Path) -> None:
-    env = {**os.environ, "MEMORY_WORKER_DATA_DIR": str(tmp_path / "data"),
-           "HYPATIA_LITE_HOME": str(tmp_path / "lite")}
-    for name in ("COLUMNS", "MEMORY_WORKER_LITE_HOME", "MEMORY_WORKER_STATE_URL",
-                 "MEMORY_WORKER_CONFIG"):
+    env = {
+        **os.environ,
+        "MEMORY_WORKER_DATA_DIR": str(tmp_path / "data"),
+        "HYPATIA_LITE_HOME": str(tmp_path / "lite"),
+    }
+    for name in (
+        "COLUMNS",
+        "MEMORY_WORKER_LITE_HOME",
+        "MEMORY_WORKER_STATE_URL",
+        "MEMORY_WORKER_CONFIG",
+    ):
         env.pop(name, None)
-    laid = subprocess.run([str(BIN), "demo-home", str(tmp_path / "dsh")], env=env,
-                          capture_output=True, text=True, timeout=60)
+    laid = subprocess.run(
+        [str(BIN), "demo-home", str(tmp_path / "dsh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert laid.returncode == 0, laid.stderr
-    done = subprocess.run([str(BIN), "run", "--once", "--dsh-home", str(tmp_path / "dsh")],
-                          env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(BIN), "run", "--once", "--dsh-home", str(tmp_path / "dsh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines()[-1] == (
         "8 sessions, 551 new events; 28 entries written, 0 retracted, 19 edges; "

@@ -15,8 +15,10 @@ from hostile_support import run_worker, store_dump, write_good
 STUCK = [f"stuck-{n}" for n in range(1, 5)]
 FINE = ["fine-1", "fine-2"]
 # A real SQLite error on every insert of a stuck session's row (what a full disk returns).
-FULL = ("CREATE TRIGGER disk_full BEFORE INSERT ON sessions WHEN NEW.session_id LIKE 'stuck-%' "
-        "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+FULL = (
+    "CREATE TRIGGER disk_full BEFORE INSERT ON sessions WHEN NEW.session_id LIKE 'stuck-%' "
+    "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END"
+)
 
 
 def _status(root: Path, home: Path) -> dict[str, dict[str, object]]:
@@ -50,7 +52,8 @@ def test_sessions_that_cannot_be_recorded_fail_the_run_by_name(tmp_path: Path) -
         assert "not recorded" in str(rows[sid]["problem"])
     names = {row["name"] for row in store_dump(tmp_path)["knowledge"]}
     assert {n for n in names if n.startswith("msg-")} == {
-        f"msg-{sid}-{i}" for sid in FINE for i in range(2)}
+        f"msg-{sid}-{i}" for sid in FINE for i in range(2)
+    }
 
     # With --jobs the children's scans are counted and named the same way.
     parallel = run_worker(tmp_path, "run", "--once", "--jobs", "2", "--dsh-home", str(home))
@@ -66,4 +69,5 @@ def test_sessions_that_cannot_be_recorded_fail_the_run_by_name(tmp_path: Path) -
     assert all(row["recorded"] is True and row["lag"] == 0 for row in rows.values())
     names = {row["name"] for row in store_dump(tmp_path)["knowledge"]}
     assert {n for n in names if n.startswith("msg-")} == {
-        f"msg-{sid}-{i}" for sid in [*FINE, *STUCK] for i in range(2)}
+        f"msg-{sid}-{i}" for sid in [*FINE, *STUCK] for i in range(2)
+    }

@@ -51,13 +51,25 @@ def _setup(root: Path, turns: int, like: Path | None = None) -> Path:
 
 
 def _env(root: Path, slow_s: float, commands: str) -> dict[str, str]:
-    env = {**os.environ, "MEMORY_WORKER_DATA_DIR": str(root / "data"),
-           "HYPATIA_LITE_HOME": str(root / "lite"), "MEMORY_WORKER_STORE_TRANSPORT": "cli",
-           "MEMORY_WORKER_STORE_BINARY": str(root / "slow-hypatia"),
-           "MEMORY_WORKER_LEASE_TTL_S": "5", "SLOW_S": str(slow_s), "SLOW_COMMANDS": commands,
-           "SLOW_CALLS": str(root / "calls.log"), "SLOW_LITE": str(LITE), "COLUMNS": "200"}
-    for name in ("MEMORY_WORKER_LITE_HOME", "MEMORY_WORKER_STATE_URL", "MEMORY_WORKER_CONFIG",
-                 "MEMORY_WORKER_MODEL_ROUTES"):
+    env = {
+        **os.environ,
+        "MEMORY_WORKER_DATA_DIR": str(root / "data"),
+        "HYPATIA_LITE_HOME": str(root / "lite"),
+        "MEMORY_WORKER_STORE_TRANSPORT": "cli",
+        "MEMORY_WORKER_STORE_BINARY": str(root / "slow-hypatia"),
+        "MEMORY_WORKER_LEASE_TTL_S": "5",
+        "SLOW_S": str(slow_s),
+        "SLOW_COMMANDS": commands,
+        "SLOW_CALLS": str(root / "calls.log"),
+        "SLOW_LITE": str(LITE),
+        "COLUMNS": "200",
+    }
+    for name in (
+        "MEMORY_WORKER_LITE_HOME",
+        "MEMORY_WORKER_STATE_URL",
+        "MEMORY_WORKER_CONFIG",
+        "MEMORY_WORKER_MODEL_ROUTES",
+    ):
         env.pop(name, None)
     return env
 
@@ -73,8 +85,11 @@ def _calls(root: Path) -> list[str]:
 
 def _started(root: Path, command: str) -> Counter[str]:
     """How often each ``command`` call was issued (the feature probe ``--help`` left out)."""
-    return Counter(line.split(" ", 2)[2] for line in _calls(root)
-                   if line.startswith(f"start {command} ") and " --help" not in line)
+    return Counter(
+        line.split(" ", 2)[2]
+        for line in _calls(root)
+        if line.startswith(f"start {command} ") and " --help" not in line
+    )
 
 
 def _dump(root: Path) -> dict[str, Any]:
@@ -89,9 +104,13 @@ def _edge(ordinal: int) -> str:
 def test_a_span_longer_than_the_lease_finishes_in_one_attempt(tmp_path: Path) -> None:
     _setup(tmp_path, 2)
     started = time.monotonic()
-    done = subprocess.run(_argv(tmp_path),
-                          env=_env(tmp_path, 1.5, "knowledge-create statement-create"),
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        _argv(tmp_path),
+        env=_env(tmp_path, 1.5, "knowledge-create statement-create"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     took = time.monotonic() - started
     assert done.returncode == 0, done.stderr
     assert "lost" not in done.stderr and "0 failed" in done.stderr
@@ -105,13 +124,21 @@ def test_a_span_longer_than_the_lease_finishes_in_one_attempt(tmp_path: Path) ->
 def test_a_killed_run_resends_only_the_missing_edges(tmp_path: Path) -> None:
     clean = tmp_path / "clean"
     _setup(clean, 3)
-    assert subprocess.run(_argv(clean), env=_env(clean, 0, ""), capture_output=True,
-                          timeout=300).returncode == 0
+    assert (
+        subprocess.run(
+            _argv(clean), env=_env(clean, 0, ""), capture_output=True, timeout=300
+        ).returncode
+        == 0
+    )
 
     root = tmp_path / "killed"
     _setup(root, 3, like=clean)
-    proc = subprocess.Popen(_argv(root), env=_env(root, 1.5, "statement-create"),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        _argv(root),
+        env=_env(root, 1.5, "statement-create"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     third = f"sleeping statement-create {_edge(2)}"
     deadline = time.monotonic() + 180
     while not (_calls(root) and _calls(root)[-1] == third):
@@ -122,8 +149,9 @@ def test_a_killed_run_resends_only_the_missing_edges(tmp_path: Path) -> None:
     assert proc.wait(timeout=30) == -signal.SIGKILL
     assert _started(root, "statement-create") == Counter({_edge(0): 1, _edge(1): 1})
 
-    again = subprocess.run(_argv(root), env=_env(root, 0, ""), capture_output=True, text=True,
-                           timeout=300)
+    again = subprocess.run(
+        _argv(root), env=_env(root, 0, ""), capture_output=True, text=True, timeout=300
+    )
     assert again.returncode == 0, again.stderr
     assert _started(root, "statement-create") == Counter({_edge(i): 1 for i in range(6)})
     assert _dump(root) == _dump(clean)

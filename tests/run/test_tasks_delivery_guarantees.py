@@ -62,7 +62,8 @@ def test_a_redis_task_message_carries_only_session_and_shelf() -> None:
     finally:
         client.delete(queue)
     assert [m["headers"]["task"] for m in raw] == [
-        "memory_worker.log_span", "memory_worker.session_node"
+        "memory_worker.log_span",
+        "memory_worker.session_node",
     ]
     assert [_body(m)[0] for m in raw] == [["sess-1", "default"], ["sess-1", "work"]]
     assert all(_body(m)[1] == {} for m in raw)
@@ -110,8 +111,9 @@ def test_an_unreachable_broker_is_one_line_and_never_blocks_the_watcher(
 @pytest.mark.integration
 def test_each_job_kind_has_its_task_and_other_jobs_travel_by_name() -> None:
     queue = f"h7-job-{uuid.uuid4().hex[:8]}"
-    tasks.configure(load_settings(None, broker_url=f"redis://127.0.0.1:6379/{REDIS_DB}"),
-                    queue=queue)
+    tasks.configure(
+        load_settings(None, broker_url=f"redis://127.0.0.1:6379/{REDIS_DB}"), queue=queue
+    )
     client = redis.Redis(db=REDIS_DB)
     try:
         for job in ("consolidate", "cascade", "retract", "some_registered_job"):
@@ -120,10 +122,14 @@ def test_each_job_kind_has_its_task_and_other_jobs_travel_by_name() -> None:
     finally:
         client.delete(queue)
     assert [m["headers"]["task"] for m in raw] == [
-        "memory_worker.consolidate", "memory_worker.cascade", "memory_worker.retract",
+        "memory_worker.consolidate",
+        "memory_worker.cascade",
+        "memory_worker.retract",
         "memory_worker.job",
     ]
     assert [_body(m)[0] for m in raw] == [
-        ["sess-3", "default"], ["sess-3", "default"], ["sess-3", "default"],
+        ["sess-3", "default"],
+        ["sess-3", "default"],
+        ["sess-3", "default"],
         ["some_registered_job", "sess-3", "default"],
     ]

@@ -29,8 +29,15 @@ BIN = Path(sys.executable).parent
 def test_argv_sends_task_events_and_keeps_heartbeats() -> None:
     argv = celery_argv("q1", 3, Pool.solo, "INFO", "w@host")
     assert argv == [
-        "worker", "--queues=q1", "--concurrency=3", "--pool=solo", "--loglevel=INFO",
-        "--hostname=w@host", "--task-events", "--without-gossip", "--without-mingle",
+        "worker",
+        "--queues=q1",
+        "--concurrency=3",
+        "--pool=solo",
+        "--loglevel=INFO",
+        "--hostname=w@host",
+        "--task-events",
+        "--without-gossip",
+        "--without-mingle",
     ]
     assert "--without-heartbeat" not in argv
 
@@ -70,18 +77,23 @@ def test_running_worker_emits_heartbeats_and_task_events(tmp_path: Path) -> None
     }
     log = (tmp_path / "worker.log").open("wb")
     proc = subprocess.Popen(
-        [str(BIN / "memory-worker"), "worker", "--pool", "solo", "--queue", queue,
-         "--name", node],
-        env=env, stdout=log, stderr=subprocess.STDOUT,
+        [str(BIN / "memory-worker"), "worker", "--pool", "solo", "--queue", queue, "--name", node],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     try:
         with receiving(app, on_event):
             # Events are not buffered: send the task once the worker's heartbeat arrived.
-            assert online.wait(120), "no heartbeat from the worker; log: " + (
-                tmp_path / "worker.log").read_text(errors="replace")[-2000:]
+            assert online.wait(120), (
+                "no heartbeat from the worker; log: "
+                + (tmp_path / "worker.log").read_text(errors="replace")[-2000:]
+            )
             tasks.enqueue("session_node", "no-such-session", "default")
-            assert done.wait(30), f"events seen: {sorted(seen)}; log: " + (
-                tmp_path / "worker.log").read_text(errors="replace")[-2000:]
+            assert done.wait(30), (
+                f"events seen: {sorted(seen)}; log: "
+                + (tmp_path / "worker.log").read_text(errors="replace")[-2000:]
+            )
     finally:
         proc.terminate()
         proc.wait(timeout=15)

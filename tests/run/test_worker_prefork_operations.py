@@ -50,7 +50,8 @@ def _job_runs(port: int) -> dict[tuple[str, str], float]:
     return {
         (s.labels["job"], s.labels["status"]): s.value
         for family in text_string_to_metric_families(text)
-        for s in family.samples if s.name == "memory_worker_job_runs_total"
+        for s in family.samples
+        if s.name == "memory_worker_job_runs_total"
     }
 
 
@@ -72,30 +73,60 @@ def test_prefork_worker_answers_ping_names_each_job_and_counts_every_child(
     node = f"prefork-{uuid.uuid4().hex[:6]}@{queue}"
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_WORKER_")}
-    env.update({
-        "MEMORY_WORKER_BROKER_URL": broker,
-        "MEMORY_WORKER_STATE_URL": f"sqlite:///{tmp_path / 'state.db'}",
-        "MEMORY_WORKER_DATA_DIR": str(tmp_path / "data"),
-        "MEMORY_WORKER_LITE_HOME": str(tmp_path / "lite"),
-        "MEMORY_WORKER_DSH_HOME": str(tmp_path / "dsh"),
-        "MEMORY_WORKER_CONFIG": "",
-        "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics"),
-    })
+    env.update(
+        {
+            "MEMORY_WORKER_BROKER_URL": broker,
+            "MEMORY_WORKER_STATE_URL": f"sqlite:///{tmp_path / 'state.db'}",
+            "MEMORY_WORKER_DATA_DIR": str(tmp_path / "data"),
+            "MEMORY_WORKER_LITE_HOME": str(tmp_path / "lite"),
+            "MEMORY_WORKER_DSH_HOME": str(tmp_path / "dsh"),
+            "MEMORY_WORKER_CONFIG": "",
+            "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics"),
+        }
+    )
     log_path = tmp_path / "worker.log"
     log = log_path.open("wb")
     proc = subprocess.Popen(
-        [str(BIN / "memory-worker"), "worker", "--pool", "prefork", "--concurrency", "2",
-         "--queue", queue, "--name", node, "--metrics-port", str(port)],
-        env=env, stdout=log, stderr=subprocess.STDOUT,
+        [
+            str(BIN / "memory-worker"),
+            "worker",
+            "--pool",
+            "prefork",
+            "--concurrency",
+            "2",
+            "--queue",
+            queue,
+            "--name",
+            node,
+            "--metrics-port",
+            str(port),
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     app = tasks.configure(load_settings(None, broker_url=broker), queue=queue)
     seen: list[dict[str, Any]] = []
     try:
+
         def ping() -> str | None:
             done = subprocess.run(
-                [str(BIN / "celery"), "-A", "worker.run.tasks", "inspect", "ping", "-d", node,
-                 "--timeout", "3"],
-                env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                [
+                    str(BIN / "celery"),
+                    "-A",
+                    "worker.run.tasks",
+                    "inspect",
+                    "ping",
+                    "-d",
+                    node,
+                    "--timeout",
+                    "3",
+                ],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                cwd=tmp_path,
             )
             return done.stdout if done.returncode == 0 and "pong" in done.stdout else None
 
@@ -116,12 +147,18 @@ def test_prefork_worker_answers_ping_names_each_job_and_counts_every_child(
             for job, count in JOBS.items():
                 for n in range(count):
                     tasks.enqueue(job, f"no-such-{job}-{n}", "default")
-            assert succeeded.wait(90), f"events: {Counter(e['type'] for e in seen)}; log: " + (
-                log_path.read_text(errors="replace")[-3000:])
+            assert succeeded.wait(90), (
+                f"events: {Counter(e['type'] for e in seen)}; log: "
+                + (log_path.read_text(errors="replace")[-3000:])
+            )
 
         wanted = {(job, "skipped"): float(count) for job, count in JOBS.items()}
-        runs = _wait(lambda: (r := _job_runs(port)) == wanted and r, 30,
-                     f"metrics port never showed {wanted} (last: {_job_runs(port)})", log_path)
+        runs = _wait(
+            lambda: (r := _job_runs(port)) == wanted and r,
+            30,
+            f"metrics port never showed {wanted} (last: {_job_runs(port)})",
+            log_path,
+        )
         assert runs == wanted
         # The jobs ran in the pool's children: each wrote its own counter file beside the
         # parent's, and the parent's port summed them.

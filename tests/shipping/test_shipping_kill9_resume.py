@@ -39,9 +39,20 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float = 120.0) -
 
 def start_shipper(url: str, path: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "worker.shipping.follow", url, f"{SID}={path}",
-         "--segment-bytes", "1024", "--interval", "0.01"],
-        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "worker.shipping.follow",
+            url,
+            f"{SID}={path}",
+            "--segment-bytes",
+            "1024",
+            "--interval",
+            "0.01",
+        ],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
 
 
@@ -85,7 +96,9 @@ def shipped(store: SqlSegmentStore) -> bytes:
     with store.db.read() as repos:
         rows = repos.conn.execute(
             select(SEGMENTS.c.byte_offset, SEGMENTS.c.data)
-            .where(SEGMENTS.c.session_id == SID).order_by(SEGMENTS.c.byte_offset)).all()
+            .where(SEGMENTS.c.session_id == SID)
+            .order_by(SEGMENTS.c.byte_offset)
+        ).all()
     out = b""
     for offset, data in rows:
         assert offset == len(out), "segments overlap or leave a gap"

@@ -36,7 +36,8 @@ def segments(store: SqlSegmentStore, sid: str) -> list[tuple[int, int, int]]:
         rows = repos.conn.execute(
             select(SEGMENTS.c.generation, SEGMENTS.c.byte_offset, SEGMENTS.c.length)
             .where(SEGMENTS.c.session_id == sid)
-            .order_by(SEGMENTS.c.generation, SEGMENTS.c.byte_offset)).all()
+            .order_by(SEGMENTS.c.generation, SEGMENTS.c.byte_offset)
+        ).all()
     return [(g, o, n) for g, o, n in rows]
 
 
@@ -48,8 +49,9 @@ def shipped_session(store: SqlSegmentStore, tmp_path: Path, sid: str, n: int = 2
     return path
 
 
-def record_state(db: StateDB, sid: str, path: Path, *, generation: int = 0,
-                 closed_days_ago: float | None = 40) -> list[Checkpoint]:
+def record_state(
+    db: StateDB, sid: str, path: Path, *, generation: int = 0, closed_days_ago: float | None = 40
+) -> list[Checkpoint]:
     """What the follower of the shipped log records: scan end, checkpoints, closed."""
     source = latest_source(SqlSegmentStore(db), sid)
     assert source is not None
@@ -58,8 +60,14 @@ def record_state(db: StateDB, sid: str, path: Path, *, generation: int = 0,
     points = [Checkpoint(s, o, 0) for s, o in zip(index.seqs, index.offsets, strict=True)]
     with db.transaction() as repos:
         repos.sessions.upsert_scan(
-            sid, path=str(path), scan_offset=scan.position.offset, scan_seq=scan.position.next_seq,
-            durable_end_seq=scan.position.next_seq, generation=generation, new_checkpoints=points)
+            sid,
+            path=str(path),
+            scan_offset=scan.position.offset,
+            scan_seq=scan.position.next_seq,
+            durable_end_seq=scan.position.next_seq,
+            generation=generation,
+            new_checkpoints=points,
+        )
         if closed_days_ago is not None:
             repos.sessions.mark_closed(sid, utcnow() - dt.timedelta(days=closed_days_ago))
     return points
@@ -68,9 +76,14 @@ def record_state(db: StateDB, sid: str, path: Path, *, generation: int = 0,
 def set_progress(db: StateDB, sid: str, marks: dict[str, tuple[int, int]]) -> None:
     with db.transaction() as repos:
         for shelf, (logged, consolidated) in marks.items():
-            repos.conn.execute(insert(ProgressRow).values(
-                shelf=shelf, session_id=sid, last_logged_seq=logged,
-                last_consolidated_seq=consolidated))
+            repos.conn.execute(
+                insert(ProgressRow).values(
+                    shelf=shelf,
+                    session_id=sid,
+                    last_logged_seq=logged,
+                    last_consolidated_seq=consolidated,
+                )
+            )
 
 
 def test_below_the_floor_only_on_request_and_only_when_nothing_is_pending(
@@ -105,7 +118,8 @@ def test_below_the_floor_only_on_request_and_only_when_nothing_is_pending(
     report = prune_segments(state_db, consolidated=True)
     assert (report.segments, report.bytes) == (len(gone), sum(n for _, _, n in gone))
     assert report.lines == [
-        f"{sid} generation 0: below byte {floor}: {len(gone)} segments, {report.bytes} bytes"]
+        f"{sid} generation 0: below byte {floor}: {len(gone)} segments, {report.bytes} bytes"
+    ]
     assert segments(store, sid) == [s for s in before if s not in gone]
 
     source = latest_source(store, sid)
@@ -120,7 +134,10 @@ def test_below_the_floor_only_on_request_and_only_when_nothing_is_pending(
         f.write(("\n".join(list(synthetic_rows(2010))[2000:]) + "\n").encode())
     again = ship_log(store, sid, path, segment_bytes=2000)
     assert (again.generation, again.new_generation, again.shipped_end) == (
-        0, False, path.stat().st_size)
+        0,
+        False,
+        path.stat().st_size,
+    )
 
 
 def test_superseded_generations_go_once_the_state_moved_on(
@@ -130,16 +147,21 @@ def test_superseded_generations_go_once_the_state_moved_on(
     path = shipped_session(store, tmp_path, sid, n=300)
     record_state(state_db, sid, path, closed_days_ago=None)
     newer = path.parent / "session.v5.jsonl"
-    write_log(newer, list(synthetic_rows(310)), compressed=False,
-              header=synthetic_header(sid).replace('"version":4', '"version":5'))
+    write_log(
+        newer,
+        list(synthetic_rows(310)),
+        compressed=False,
+        header=synthetic_header(sid).replace('"version":4', '"version":5'),
+    )
     assert ship_log(store, sid, newer, segment_bytes=2000).generation == 1
     old = [s for s in segments(store, sid) if s[0] == 0]
     assert prune_segments(state_db).segments == 0  # the state still reads generation 0
     record_state(state_db, sid, newer, generation=1, closed_days_ago=None)
     report = prune_segments(state_db)
     assert (report.segments, report.lines) == (
-        len(old), [f"{sid} generation 0: superseded: {len(old)} segments, "
-                   f"{sum(n for _, _, n in old)} bytes"])
+        len(old),
+        [f"{sid} generation 0: superseded: {len(old)} segments, {sum(n for _, _, n in old)} bytes"],
+    )
     assert {g for g, _, _ in segments(store, sid)} == {1}
     with state_db.read() as repos:
         kept = repos.conn.execute(select(LOGS.c.generation).where(LOGS.c.session_id == sid))

@@ -74,7 +74,8 @@ def test_complete_pieces_are_the_complete_prefix(path: Path, tmp_path: Path) -> 
     # The complete prefix holds every event of the complete frames / lines.
     assert prefix.torn is False
     assert [e.seq for e in prefix.events] == [
-        e.seq for e in whole.events if e.seq < prefix.position.next_seq]
+        e.seq for e in whole.events if e.seq < prefix.position.next_seq
+    ]
 
 
 def test_the_header_is_a_piece_of_its_own_and_pieces_end_on_boundaries(tmp_path: Path) -> None:
@@ -121,7 +122,8 @@ def test_torn_tails_read_the_same_from_segments(tmp_path: Path) -> None:
     zst = tmp_path / "session.v4.jsonl.zstd"
     write_log(zst, rows, compressed=True, batch=7)
     frame = zstandard.ZstdCompressor(write_checksum=True).compress(
-        ("\n".join(rows[:3]) + "\n").encode())
+        ("\n".join(rows[:3]) + "\n").encode()
+    )
     with zst.open("ab") as f:
         f.write(frame[: len(frame) - 3])
     source = memory_source(zst.read_bytes(), zst.name, piece=1000)
@@ -144,20 +146,27 @@ def test_iter_log_streams_from_segments_and_resumes_at_a_position(tmp_path: Path
     part = scan_log(path, None)
     resume = scan_log(source, part.position, part.index)
     assert resume.events == [] and resume.position == part.position
-    assert read_range(source, middle, middle + 50).events == read_range(
-        path, middle, middle + 50).events
+    assert (
+        read_range(source, middle, middle + 50).events
+        == read_range(path, middle, middle + 50).events
+    )
 
 
 def test_missing_segments_are_an_io_problem_not_an_exception(tmp_path: Path) -> None:
     path = tmp_path / "session.v4.jsonl"
     write_log(path, list(synthetic_rows(30)), compressed=False)
     data = path.read_bytes()
-    source = SegmentSource(path.name, len(data), lambda off, n: data[off : min(off + n, 500)],
-                           "shipped log s1 generation 0 (session.v4.jsonl)")
+    source = SegmentSource(
+        path.name,
+        len(data),
+        lambda off, n: data[off : min(off + n, 500)],
+        "shipped log s1 generation 0 (session.v4.jsonl)",
+    )
     result = scan_log(source)
     assert [str(p) for p in result.problems] == [
         "io: cannot read shipped log s1 generation 0 (session.v4.jsonl): "
-        f"shipped bytes 500..{len(data)} are not stored (pruned?)"]
+        f"shipped bytes 500..{len(data)} are not stored (pruned?)"
+    ]
 
 
 def test_a_path_is_a_file_source_and_reads_unchanged(tmp_path: Path) -> None:

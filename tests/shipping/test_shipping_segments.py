@@ -26,6 +26,7 @@ from worker.state import StateDB
 
 pytest_plugins = ["state_db_support"]
 
+
 @pytest.fixture
 def store(state_db: StateDB) -> Iterator[SqlSegmentStore]:
     yield SqlSegmentStore(state_db)
@@ -36,7 +37,8 @@ def segments(store: SqlSegmentStore, sid: str, generation: int) -> list[tuple[in
         rows = repos.conn.execute(
             select(SEGMENTS.c.byte_offset, SEGMENTS.c.data)
             .where(SEGMENTS.c.session_id == sid, SEGMENTS.c.generation == generation)
-            .order_by(SEGMENTS.c.byte_offset)).all()
+            .order_by(SEGMENTS.c.byte_offset)
+        ).all()
     return [(off, bytes(data)) for off, data in rows]
 
 
@@ -123,8 +125,12 @@ def test_a_growing_log_is_shipped_complete_part_by_part(
         complete = path.stat().st_size
         if compressed:
             with path.open("ab") as f:
-                f.write(b"".join(cctx.compress(("\n".join(batch[i : i + 10]) + "\n").encode())
-                                 for i in range(0, len(batch), 10)))
+                f.write(
+                    b"".join(
+                        cctx.compress(("\n".join(batch[i : i + 10]) + "\n").encode())
+                        for i in range(0, len(batch), 10)
+                    )
+                )
                 complete = f.tell()
                 torn = cctx.compress(b'{"type":"x"}\n' * 30)
                 f.write(torn[: len(torn) // 2])
@@ -195,8 +201,11 @@ def test_a_rewritten_log_is_shipped_as_a_new_generation(
     source = latest_source(store, sid)
     assert source is not None and scan_log(source).events == scan_log(v4).events
     old = store.get(sid, 1)
-    assert old is not None and scan_log(shipped_source(store, old)).events == scan_log(
-        tmp_path_copy(v4, rows, header, tmp_path)).events
+    assert (
+        old is not None
+        and scan_log(shipped_source(store, old)).events
+        == scan_log(tmp_path_copy(v4, rows, header, tmp_path)).events
+    )
 
 
 def tmp_path_copy(v4: Path, rows: list[str], header: str, tmp_path: Path) -> Path:
@@ -248,7 +257,11 @@ def test_a_racing_shipper_with_a_stale_end_writes_nothing_twice(
     stale = StaleStore(store.db, before[3][0])
     late = ship_log(stale, sid, path, segment_bytes=1500)  # all of it already shipped
     assert (late.segments, late.generation, late.new_generation, late.problem) == (
-        0, 0, False, None)
+        0,
+        0,
+        False,
+        None,
+    )
     assert segments(store, sid, 0) == before
     _append_raw(path, rows[400:], torn=False)
     late = ship_log(stale, sid, path, segment_bytes=1500)
@@ -257,9 +270,12 @@ def test_a_racing_shipper_with_a_stale_end_writes_nothing_twice(
     assert late.segments == 0 and late.problem is not None
     assert re.fullmatch(
         rf"{sid} generation 0: a segment at byte (\d+) does not start at the shipped end "
-        rf"{first.shipped_end}; shipped up to \1", late.problem)
-    assert shipped_bytes(store, sid, 0)[: first.shipped_end] == path.read_bytes()[
-        : first.shipped_end]
+        rf"{first.shipped_end}; shipped up to \1",
+        late.problem,
+    )
+    assert (
+        shipped_bytes(store, sid, 0)[: first.shipped_end] == path.read_bytes()[: first.shipped_end]
+    )
     done = ship_log(store, sid, path, segment_bytes=1000)
     assert done.problem is None and done.shipped_end == path.stat().st_size
     assert shipped_bytes(store, sid, 0) == path.read_bytes()

@@ -32,17 +32,27 @@ def _ship(store: SqlSegmentStore, root: Path, sid: str) -> int:
 def _count(db: StateDB, sid: str) -> tuple[int, int]:
     with db.read() as repos:
         count, size = repos.conn.execute(
-            select(func.count(), func.coalesce(func.sum(SEGMENTS.c.length), 0))
-            .where(SEGMENTS.c.session_id == sid)).one()
+            select(func.count(), func.coalesce(func.sum(SEGMENTS.c.length), 0)).where(
+                SEGMENTS.c.session_id == sid
+            )
+        ).one()
     return int(count), int(size)
 
 
 def _prune(root: Path, *args: str) -> list[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_WORKER_")}
-    env.update(MEMORY_WORKER_DATA_DIR=str(root / "data"), MEMORY_WORKER_DSH_HOME=str(root / "no"),
-               HOME=str(root))
-    done = subprocess.run([str(BIN / "memory-worker"), "segments", "prune", *args], env=env,
-                          capture_output=True, text=True, timeout=120)
+    env.update(
+        MEMORY_WORKER_DATA_DIR=str(root / "data"),
+        MEMORY_WORKER_DSH_HOME=str(root / "no"),
+        HOME=str(root),
+    )
+    done = subprocess.run(
+        [str(BIN / "memory-worker"), "segments", "prune", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
 
@@ -61,7 +71,9 @@ def test_segments_prune_reports_each_session_and_the_total(tmp_path: Path) -> No
     assert count == gone
     line = f"gone: forgotten: {count} segments, {size} bytes"
     assert _prune(tmp_path, "--dry-run") == [
-        line, f"would remove {count} segments, {size} bytes (dry run: nothing changed)"]
+        line,
+        f"would remove {count} segments, {size} bytes (dry run: nothing changed)",
+    ]
     assert _count(db, "gone") == (count, size)
     assert _prune(tmp_path) == [line, f"removed {count} segments, {size} bytes"]
     assert _count(db, "gone") == (0, 0)

@@ -32,9 +32,7 @@ def _home(root: Path) -> None:
         log.flush()
 
 
-def test_jobs_read_the_shipped_bytes_and_write_what_an_embedded_run_writes(
-    tmp_path: Path
-) -> None:
+def test_jobs_read_the_shipped_bytes_and_write_what_an_embedded_run_writes(tmp_path: Path) -> None:
     embedded_root, shipped_root = tmp_path / "embedded", tmp_path / "shipped"
     _home(embedded_root)
     shutil.copytree(embedded_root / "dsh", shipped_root / "dsh")  # the same bytes
@@ -42,8 +40,9 @@ def test_jobs_read_the_shipped_bytes_and_write_what_an_embedded_run_writes(
     process(runtime, consolidation=False)
     runtime.close()
 
-    runtime = embedded_runtime(shipped_root, force_idle=True, shipping=True,
-                               shipping_segment_bytes=4096)
+    runtime = embedded_runtime(
+        shipped_root, force_idle=True, shipping=True, shipping_segment_bytes=4096
+    )
     runner = InProcessRunner(runtime, keep_results=True)
     watcher = Watcher(runtime, runner.submit)
     report = watcher.poll_once()

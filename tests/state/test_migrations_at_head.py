@@ -30,8 +30,13 @@ print("alembic" in sys.modules, "mako" in sys.modules)
 
 
 def _opened_with_alembic(url: str) -> bool:
-    done = subprocess.run([sys.executable, "-c", OPEN_AND_REPORT, url], capture_output=True,
-                          text=True, timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", OPEN_AND_REPORT, url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     alembic, mako = done.stdout.split()
     return alembic == "True" or mako == "True"
 

@@ -30,8 +30,18 @@ from worker.state.models import Base
 pytest_plugins = ["state_db_support"]
 
 REPO = Path(__file__).resolve().parents[2]
-TABLES = {"sessions", "progress", "leases", "retractions", "audit", "failures", "model_calls",
-          "provenance", "shipped_logs", "log_segments"}
+TABLES = {
+    "sessions",
+    "progress",
+    "leases",
+    "retractions",
+    "audit",
+    "failures",
+    "model_calls",
+    "provenance",
+    "shipped_logs",
+    "log_segments",
+}
 
 
 def _tables(url: str) -> set[str]:
@@ -49,8 +59,10 @@ def test_the_chain_is_linear_and_starts_with_the_initial_schema() -> None:
     assert len(chain) == len(set(chain))
     # Every revision file of the top-level migrations/ is in the chain the next test walks.
     files = (REPO / "migrations" / "versions").glob("*.py")
-    declared = [re.search(r'^revision(?:: str)? = "([^"]+)"', path.read_text(encoding="utf-8"),
-                          re.M) for path in files]
+    declared = [
+        re.search(r'^revision(?:: str)? = "([^"]+)"', path.read_text(encoding="utf-8"), re.M)
+        for path in files
+    ]
     assert sorted(m.group(1) for m in declared if m) == sorted(chain)
     assert len(declared) == len(chain)
 
@@ -144,7 +156,8 @@ def test_migrate_command_masks_a_password_and_rejects_unknown_backends() -> None
     _register()
     runner = CliRunner()
     result = runner.invoke(
-        app, ["migrate", "current"],
+        app,
+        ["migrate", "current"],
         env={"MEMORY_WORKER_STATE_URL": "mysql://u:hunter2@db/x", "MEMORY_WORKER_CONFIG": ""},
     )
     assert result.exit_code == 2

@@ -65,8 +65,10 @@ def test_sqlite_and_postgresql_refuse_and_keep_the_same_sessions(tmp_path: Path)
         assert len([line for line in done.lines if "t" * 60 in line]) == 1
         assert len([line for line in done.lines if "n-~0000-id" in line]) == 1
     long_row, nul_row = lite_rows[subject_key(TOO_LONG)], lite_rows["n-\\x00-id"]
-    assert f"is 250 characters long; the limit is {MAX_SESSION_ID}" in (
-        long_row["last_failure"]["error"])
+    assert (
+        f"is 250 characters long; the limit is {MAX_SESSION_ID}"
+        in (long_row["last_failure"]["error"])
+    )
     assert "contains a NUL character" in nul_row["last_failure"]["error"]
     assert long_row["recorded"] is False and nul_row["recorded"] is False
     assert lite_rows[LONGEST]["recorded"] is True and lite_rows[LONGEST]["lag"] == 0

@@ -32,9 +32,13 @@ def _history(state_db: StateDB, seed: int, rows: int) -> list[AuditEntry]:
     rng = random.Random(seed)
     with state_db.transaction() as repos:
         for _ in range(rows):
-            repos.audit.record(rng.choice(ACTIONS), rng.choice(OUTCOMES),
-                               shelf=rng.choice(SHELVES), session_id=rng.choice(SESSIONS),
-                               subject=rng.choice(SUBJECTS))
+            repos.audit.record(
+                rng.choice(ACTIONS),
+                rng.choice(OUTCOMES),
+                shelf=rng.choice(SHELVES),
+                session_id=rng.choice(SESSIONS),
+                subject=rng.choice(SUBJECTS),
+            )
     with state_db.read() as repos:
         return repos.audit.entries()
 
@@ -52,8 +56,9 @@ def _unclosed_rule(entries: list[AuditEntry], sid: str) -> set[str]:
     return {subject for subject, at in opened.items() if closed.get(subject, -1) < at}
 
 
-def _newest_rule(entries: list[AuditEntry], action: str, shelf: str,
-                 outcome: str) -> dict[str, int]:
+def _newest_rule(
+    entries: list[AuditEntry], action: str, shelf: str, outcome: str
+) -> dict[str, int]:
     newest: dict[str, AuditEntry] = {}
     for entry in entries:  # oldest first
         if entry.action == action and entry.shelf == shelf and entry.session_id:
@@ -62,8 +67,7 @@ def _newest_rule(entries: list[AuditEntry], action: str, shelf: str,
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_the_sql_reads_match_the_rules_over_the_whole_history(state_db: StateDB,
-                                                              seed: int) -> None:
+def test_the_sql_reads_match_the_rules_over_the_whole_history(state_db: StateDB, seed: int) -> None:
     entries = _history(state_db, seed, 400)
     sessions = sorted({e.session_id for e in entries if e.session_id is not None})
     with state_db.read() as repos:
@@ -101,7 +105,9 @@ def test_a_closed_intent_reopened_and_requests_settled(state_db: StateDB) -> Non
     with state_db.read() as repos:
         assert repos.audit.sessions_with_unclosed(ACTION_INTENT, ACTION_SUMMARY) == ["s-2"]
         assert repos.audit.newest_with_outcome("reconsolidate", "default", "queued") == {
-            "s-2": queued}
+            "s-2": queued
+        }
         assert repos.audit.newest_with_outcome("reconsolidate", "default", "done") == {
-            "s-1": first + 1}
+            "s-1": first + 1
+        }
         assert repos.audit.newest_with_outcome("rewrite", "default", "queued") == {}

@@ -22,8 +22,11 @@ pytestmark = pytest.mark.integration
 @contextlib.contextmanager
 def _tmpfs(where: Path, size: str) -> Iterator[Path]:
     where.mkdir(parents=True)
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
-                             capture_output=True, text=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+        capture_output=True,
+        text=True,
+    )
     assert mounted.returncode == 0, f"this test mounts a tmpfs (as root): {mounted.stderr}"
     try:
         yield where
@@ -58,9 +61,14 @@ def test_a_full_disk_under_the_state_database_is_named(tmp_path: Path) -> None:
         full = run_once(tmp_path)
         # Opening it writes (WAL index, migration check): the run cannot start, one line, exit 2.
         assert full.returncode == 2, full.stderr
-        assert full.stderr.strip().splitlines()[-1].startswith(
-            "memory-worker: cannot open the state database: disk full: the state database "
-            f"{data / 'state.db'} cannot grow (0 KiB free on its filesystem)"), full.stderr
+        assert (
+            full.stderr.strip()
+            .splitlines()[-1]
+            .startswith(
+                "memory-worker: cannot open the state database: disk full: the state database "
+                f"{data / 'state.db'} cannot grow (0 KiB free on its filesystem)"
+            )
+        ), full.stderr
         assert "disk I/O error" not in full.stderr
         filler.unlink()
         again = run_once(tmp_path)

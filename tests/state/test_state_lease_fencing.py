@@ -76,9 +76,14 @@ def test_a_superseded_holder_cannot_renew_release_or_advance(state_url: str) -> 
     stale = _acquire(db, "slow", ttl_s=10)
     assert stale is not None
     with db.transaction() as repos:
-        assert repos.progress.advance("default", "sess-race", expected_version=0,
-                                      lease_token=stale.token, lease_key=KEY,
-                                      last_logged_seq=5)
+        assert repos.progress.advance(
+            "default",
+            "sess-race",
+            expected_version=0,
+            lease_token=stale.token,
+            lease_key=KEY,
+            last_logged_seq=5,
+        )
     clock.advance(11)
     fresh = _acquire(db, "fast", ttl_s=10)
     assert fresh is not None and fresh.token == stale.token + 1
@@ -88,12 +93,22 @@ def test_a_superseded_holder_cannot_renew_release_or_advance(state_url: str) -> 
         assert repos.leases.is_held(stale) is False
         assert repos.leases.is_held(fresh) is True
         # The stale holder read version 1 and wants to move forward: refused.
-        assert not repos.progress.advance("default", "sess-race", expected_version=1,
-                                          lease_token=stale.token, lease_key=KEY,
-                                          last_logged_seq=9)
-        assert repos.progress.advance("default", "sess-race", expected_version=1,
-                                      lease_token=fresh.token, lease_key=KEY,
-                                      last_logged_seq=7)
+        assert not repos.progress.advance(
+            "default",
+            "sess-race",
+            expected_version=1,
+            lease_token=stale.token,
+            lease_key=KEY,
+            last_logged_seq=9,
+        )
+        assert repos.progress.advance(
+            "default",
+            "sess-race",
+            expected_version=1,
+            lease_token=fresh.token,
+            lease_key=KEY,
+            last_logged_seq=7,
+        )
         assert repos.progress.get("default", "sess-race").last_logged_seq == 7
     db.dispose()
 
@@ -105,9 +120,14 @@ def test_an_expired_lease_cannot_advance_even_before_takeover(state_url: str) ->
     assert lease is not None
     clock.advance(10)  # expires_at == now counts as expired
     with db.transaction() as repos:
-        assert not repos.progress.advance("default", "sess-race", expected_version=0,
-                                          lease_token=lease.token, lease_key=KEY,
-                                          last_logged_seq=1)
+        assert not repos.progress.advance(
+            "default",
+            "sess-race",
+            expected_version=0,
+            lease_token=lease.token,
+            lease_key=KEY,
+            last_logged_seq=1,
+        )
         assert repos.leases.renew(lease, 10) is None
         assert repos.progress.get("default", "sess-race").last_logged_seq == 0
     db.dispose()
@@ -137,9 +157,14 @@ def test_a_released_lease_no_longer_fences_writes(state_url: str) -> None:
     with db.transaction() as repos:
         assert repos.leases.release(lease)
         assert repos.leases.holder(KEY) is None
-        assert not repos.progress.advance("default", "sess-race", expected_version=0,
-                                          lease_token=lease.token, lease_key=KEY,
-                                          last_logged_seq=3)
+        assert not repos.progress.advance(
+            "default",
+            "sess-race",
+            expected_version=0,
+            lease_token=lease.token,
+            lease_key=KEY,
+            last_logged_seq=3,
+        )
     db.dispose()
 
 
@@ -180,8 +205,10 @@ def test_racing_processes_exactly_one_wins(state_url: str) -> None:
     contenders = 4
     barrier = ctx.Barrier(contenders)
     out = ctx.Queue()
-    procs = [ctx.Process(target=_process_contender, args=(state_url, f"p{i}", barrier, out))
-             for i in range(contenders)]
+    procs = [
+        ctx.Process(target=_process_contender, args=(state_url, f"p{i}", barrier, out))
+        for i in range(contenders)
+    ]
     for proc in procs:
         proc.start()
     results = [out.get(timeout=60) for _ in procs]
@@ -201,7 +228,7 @@ def test_a_takeover_in_flight_is_seen_by_the_fenced_write(state_url: str) -> Non
     old_db = StateDB(state_url, clock=start)
     old = _acquire(old_db, "old", ttl_s=10)
     assert old is not None
-    slow_clock.now = start.now + dt.timedelta(seconds=5)   # old holder: 5 s in, still valid
+    slow_clock.now = start.now + dt.timedelta(seconds=5)  # old holder: 5 s in, still valid
     fast_clock.now = start.now + dt.timedelta(seconds=11)  # new holder: 11 s in, expired
     slow = StateDB(state_url, clock=slow_clock)
     fast = StateDB(state_url, clock=fast_clock)
@@ -224,9 +251,16 @@ def test_a_takeover_in_flight_is_seen_by_the_fenced_write(state_url: str) -> Non
 
     def fenced_write() -> None:
         with slow.transaction() as repos:
-            results.append(repos.progress.advance(
-                "default", "sess-race", expected_version=0, lease_token=old.token,
-                lease_key=KEY, last_logged_seq=4))
+            results.append(
+                repos.progress.advance(
+                    "default",
+                    "sess-race",
+                    expected_version=0,
+                    lease_token=old.token,
+                    lease_key=KEY,
+                    last_logged_seq=4,
+                )
+            )
 
     writer = threading.Thread(target=fenced_write)
     writer.start()

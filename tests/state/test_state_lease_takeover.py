@@ -70,12 +70,22 @@ def test_a_dead_owners_lease_is_taken_over_with_a_new_token(state_url: str) -> N
         assert repos.leases.renew(stale, 300) is None
         assert repos.leases.release(stale) is False
         # Whatever the dead holder had in flight cannot move a watermark.
-        assert not repos.progress.advance("default", "sess-takeover", expected_version=0,
-                                          lease_token=stale.token, lease_key=KEY,
-                                          last_logged_seq=5)
-        assert repos.progress.advance("default", "sess-takeover", expected_version=0,
-                                      lease_token=fresh.token, lease_key=KEY,
-                                      last_logged_seq=7)
+        assert not repos.progress.advance(
+            "default",
+            "sess-takeover",
+            expected_version=0,
+            lease_token=stale.token,
+            lease_key=KEY,
+            last_logged_seq=5,
+        )
+        assert repos.progress.advance(
+            "default",
+            "sess-takeover",
+            expected_version=0,
+            lease_token=fresh.token,
+            lease_key=KEY,
+            last_logged_seq=7,
+        )
     db.dispose()
 
 

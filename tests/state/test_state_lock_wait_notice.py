@@ -25,8 +25,13 @@ def test_a_held_state_lock_is_said_once_then_the_run_finishes(tmp_path: Path) ->
     state = tmp_path / "data" / "state.db"
     locker = sqlite3.connect(state, isolation_level=None, check_same_thread=False)
     locker.execute("BEGIN IMMEDIATE")
-    run = subprocess.Popen(run_once_argv(tmp_path), env=env(tmp_path), stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, text=True)
+    run = subprocess.Popen(
+        run_once_argv(tmp_path),
+        env=env(tmp_path),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     lines: list[str] = []
     said = threading.Event()
 

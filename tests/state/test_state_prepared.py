@@ -26,10 +26,15 @@ _NOW = dt.datetime(2026, 3, 4, 5, 6, 7, 891_000, tzinfo=dt.UTC)
 def _seed(state_db: StateDB) -> None:
     with state_db.transaction() as repos:
         repos.sessions.upsert_scan(
-            "s-prep", path="/logs/s-prep", scan_offset=120, scan_seq=7, durable_end_seq=7,
+            "s-prep",
+            path="/logs/s-prep",
+            scan_offset=120,
+            scan_seq=7,
+            durable_end_seq=7,
             header={"id": "s-prep", "version": 4, "nested": {"a": [1, 2]}},
             new_checkpoints=[Checkpoint(0, 0, 0), Checkpoint(5, 90, 2)],
-            last_activity_at=_NOW, title=(3, "Ünïcode title"),
+            last_activity_at=_NOW,
+            title=(3, "Ünïcode title"),
         )
         repos.sessions.mark_closed("s-prep", at=_NOW + dt.timedelta(seconds=1))
 
@@ -59,8 +64,9 @@ def test_returning_statements_and_bound_times_match(state_db: StateDB) -> None:
         lease = repos.leases.acquire("k-prep", "me", 30)
         assert lease is not None and lease.token == 1
         assert prepared.first(repos.conn, _ACQUIRE, params) is None  # held: not taken again
-        assert prepared.fetch(repos.conn, _RELEASE,
-                              {"p_key": "k-prep", "p_token": 1, "p_owner": "me"}) == [(1,)]
+        assert prepared.fetch(
+            repos.conn, _RELEASE, {"p_key": "k-prep", "p_token": 1, "p_owner": "me"}
+        ) == [(1,)]
         assert prepared.first(repos.conn, _ACQUIRE, params) == (2,)  # free: token + 1
         held = repos.leases.holder("k-prep")
     assert held is not None and held.token == 2
@@ -73,10 +79,17 @@ def test_first_advance_creates_the_row_and_moves_it_once(state_db: StateDB) -> N
         assert lease is not None
         progress: ProgressRepo = repos.progress
         assert progress.find("default", "s-adv") is None
-        assert progress.advance("default", "s-adv", expected_version=0, lease_token=lease.token,
-                                last_logged_seq=40, has_session_node=True)
-        assert not progress.advance("default", "s-adv", expected_version=0,
-                                    lease_token=lease.token, last_logged_seq=50)
+        assert progress.advance(
+            "default",
+            "s-adv",
+            expected_version=0,
+            lease_token=lease.token,
+            last_logged_seq=40,
+            has_session_node=True,
+        )
+        assert not progress.advance(
+            "default", "s-adv", expected_version=0, lease_token=lease.token, last_logged_seq=50
+        )
         found = progress.find("default", "s-adv")
     assert found is not None
     assert (found.last_logged_seq, found.has_session_node, found.version) == (40, True, 1)
@@ -94,8 +107,9 @@ def test_a_driver_error_is_the_sqlalchemy_exception(state_db: StateDB) -> None:
 
 def test_statements_with_column_defaults_keep_connection_execute(state_db: StateDB) -> None:
     with state_db.transaction() as repos:
-        state = repos.sessions.upsert_scan("s-new", path="/logs/s-new", scan_offset=0,
-                                           scan_seq=0, durable_end_seq=0)
+        state = repos.sessions.upsert_scan(
+            "s-new", path="/logs/s-new", scan_offset=0, scan_seq=0, durable_end_seq=0
+        )
     assert (state.generation, state.project, state.header, state.forgotten) == (0, "", {}, False)
 
 

@@ -17,8 +17,9 @@ pytest_plugins = ["state_db_support"]
 
 def test_a_read_sees_committed_rows_and_refuses_to_write(state_db: StateDB) -> None:
     with state_db.transaction() as repos:
-        repos.sessions.upsert_scan("s-read", path="/logs/s-read", scan_offset=10, scan_seq=3,
-                                   durable_end_seq=3)
+        repos.sessions.upsert_scan(
+            "s-read", path="/logs/s-read", scan_offset=10, scan_seq=3, durable_end_seq=3
+        )
     with state_db.read() as repos:
         found = repos.sessions.get("s-read")
         assert found is not None and found.durable_end_seq == 3
@@ -42,8 +43,9 @@ def test_a_sqlite_read_does_not_wait_for_another_processes_write(tmp_path: Path)
     db = StateDB.open(url)
     try:
         with db.transaction() as repos:
-            repos.sessions.upsert_scan("s-busy", path="/logs/s-busy", scan_offset=1,
-                                       scan_seq=1, durable_end_seq=1)
+            repos.sessions.upsert_scan(
+                "s-busy", path="/logs/s-busy", scan_offset=1, scan_seq=1, durable_end_seq=1
+            )
         # Another connection (as another process would) holds the write lock, uncommitted.
         other = sqlite3.connect(tmp_path / "state.db", isolation_level=None)
         other.execute("BEGIN IMMEDIATE")

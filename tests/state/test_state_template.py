@@ -36,15 +36,21 @@ def test_the_template_is_the_schema_alembic_makes(tmp_path: Path) -> None:
     upgrade(f"sqlite:///{database}")
     assert template.TEMPLATE.read_text(encoding="utf-8") == dump_schema(database), (
         "worker/state/schema_head.sql is not the schema of the packaged revisions: write it "
-        "again with `.venv/bin/python -m worker.state.write_template`")
+        "again with `.venv/bin/python -m worker.state.write_template`"
+    )
     assert template_revision(template.TEMPLATE.read_text()) == script_head(PACKAGED_MIGRATIONS)
 
 
 @pytest.mark.integration
 def test_a_new_database_is_made_from_the_template_without_alembic(tmp_path: Path) -> None:
     database = tmp_path / "state" / "new.db"
-    done = subprocess.run([sys.executable, "-c", OPEN_AND_REPORT, f"sqlite:///{database}"],
-                          capture_output=True, text=True, timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", OPEN_AND_REPORT, f"sqlite:///{database}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     assert done.stdout.strip() == "False"
     reference = tmp_path / "alembic.db"
     upgrade(f"sqlite:///{reference}")
@@ -67,8 +73,9 @@ def test_a_new_database_is_made_from_the_template_without_alembic(tmp_path: Path
     assert sorted(p.name for p in database.parent.iterdir()) == ["new.db"]
 
 
-def test_a_template_at_another_revision_is_not_used(tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_template_at_another_revision_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     stale = tmp_path / "schema_head.sql"
     text = template.TEMPLATE.read_text(encoding="utf-8")
     stale.write_text(text.replace(template_revision(text) or "", "older_0", 1), encoding="utf-8")

@@ -24,7 +24,11 @@ def _lease(db: StateDB, owner: str = "w1", ttl_s: float = 60) -> Lease:
 def _advance(db: StateDB, lease: Lease, version: int, **fields: object) -> bool:
     with db.transaction() as repos:
         return repos.progress.advance(
-            SHELF, SID, expected_version=version, lease_token=lease.token, **fields  # type: ignore[arg-type]
+            SHELF,
+            SID,
+            expected_version=version,
+            lease_token=lease.token,
+            **fields,  # type: ignore[arg-type]
         )
 
 
@@ -33,8 +37,12 @@ def test_new_progress_row_starts_at_zero(state_db: StateDB) -> None:
         progress = repos.progress.get(SHELF, SID)
         again = repos.progress.get(SHELF, SID)
     assert progress == again
-    assert (progress.last_logged_seq, progress.last_consolidated_seq,
-            progress.last_belong_to_index, progress.last_check_turn) == (0, 0, 0, 0)
+    assert (
+        progress.last_logged_seq,
+        progress.last_consolidated_seq,
+        progress.last_belong_to_index,
+        progress.last_check_turn,
+    ) == (0, 0, 0, 0)
     assert progress.has_session_node is False
     assert progress.pending_tokens == 0
     assert progress.version == 0
@@ -42,9 +50,17 @@ def test_new_progress_row_starts_at_zero(state_db: StateDB) -> None:
 
 def test_advance_moves_every_watermark_forward_and_bumps_version(state_db: StateDB) -> None:
     lease = _lease(state_db)
-    assert _advance(state_db, lease, 0, last_logged_seq=40, last_belong_to_index=7,
-                    last_consolidated_seq=20, last_check_turn=3, has_session_node=True,
-                    pending_tokens=1200)
+    assert _advance(
+        state_db,
+        lease,
+        0,
+        last_logged_seq=40,
+        last_belong_to_index=7,
+        last_consolidated_seq=20,
+        last_check_turn=3,
+        has_session_node=True,
+        pending_tokens=1200,
+    )
     with state_db.transaction() as repos:
         progress = repos.progress.get(SHELF, SID)
     assert progress.last_logged_seq == 40
@@ -57,12 +73,9 @@ def test_advance_moves_every_watermark_forward_and_bumps_version(state_db: State
 
 
 @pytest.mark.parametrize(
-    "field", ["last_logged_seq", "last_consolidated_seq", "last_belong_to_index",
-              "last_check_turn"]
+    "field", ["last_logged_seq", "last_consolidated_seq", "last_belong_to_index", "last_check_turn"]
 )
-def test_a_backward_watermark_is_refused_and_changes_nothing(
-    state_db: StateDB, field: str
-) -> None:
+def test_a_backward_watermark_is_refused_and_changes_nothing(state_db: StateDB, field: str) -> None:
     lease = _lease(state_db)
     assert _advance(state_db, lease, 0, **{field: 50, "pending_tokens": 10})
     # One field backward spoils the whole update, including the fields that were fine.
@@ -126,8 +139,9 @@ def test_reset_is_the_only_way_back_and_fences_out_old_readers(state_db: StateDB
 def test_shelves_keep_separate_watermarks(state_db: StateDB) -> None:
     lease = _lease(state_db)
     with state_db.transaction() as repos:
-        assert repos.progress.advance("default", SID, expected_version=0,
-                                      lease_token=lease.token, last_logged_seq=8)
+        assert repos.progress.advance(
+            "default", SID, expected_version=0, lease_token=lease.token, last_logged_seq=8
+        )
         other = repos.progress.get("work", SID)
         listed = [(p.shelf, p.last_logged_seq) for p in repos.progress.list()]
     assert other.last_logged_seq == 0

@@ -41,7 +41,8 @@ def test_watermarks_are_the_running_maximum_of_accepted_advances(
     for field, value, fresh_version, fresh_lease in attempts:
         with db.transaction() as repos:
             ok = repos.progress.advance(
-                "default", "s",
+                "default",
+                "s",
                 expected_version=version if fresh_version else version + 1,
                 lease_token=lease.token if fresh_lease else old.token,
                 **{field: value},  # type: ignore[arg-type]

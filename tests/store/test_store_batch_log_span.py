@@ -52,8 +52,9 @@ class OneByOne:
 
 def _home(root: Path) -> None:
     dsh = root / "dsh"
-    conversation(dsh, "titled", "/home/dev/alpha", 40, title="Batch contract session",
-                 batch_turns=5)
+    conversation(
+        dsh, "titled", "/home/dev/alpha", 40, title="Batch contract session", batch_turns=5
+    )
     conversation(dsh, "plain", "/home/dev/beta", 12, batch_turns=3)
     log = SessionLogWriter(dsh, "rewound", "/home/dev/alpha")
     first = log.turn("keep me", "kept")
@@ -164,14 +165,18 @@ def test_a_crash_mid_batch_leaves_whole_batches_and_a_retry_completes(
     runtime.close()
     # The failing batch left nothing: none of its keys exist right after the crash, and what
     # earlier batches wrote is whole (each session's messages are a prefix of its ordinals).
-    (crashed, snapshot), = watch[0].crashes
+    ((crashed, snapshot),) = watch[0].crashes
     assert len(crashed) >= 2
     present = {row["name"] for row in snapshot["knowledge"]} | {
-        row["triple"] for row in snapshot["statements"]}
+        row["triple"] for row in snapshot["statements"]
+    }
     assert not set(crashed) & present
     for sid in ("titled", "plain", "rewound"):
-        ordinals = sorted(int(n.rsplit("-", 1)[1]) for n in present
-                          if n.startswith(f"msg-{sid}-") and "," not in n)
+        ordinals = sorted(
+            int(n.rsplit("-", 1)[1])
+            for n in present
+            if n.startswith(f"msg-{sid}-") and "," not in n
+        )
         if sid != "rewound":
             assert ordinals == list(range(len(ordinals)))
     failed = [r for r in results if r.job == "log_span" and r.status != "done"]
@@ -186,10 +191,15 @@ def test_write_batch_falls_back_to_single_items(tmp_path: Path) -> None:
     inner = LiteStore(home=tmp_path / "lite")
     store = OneByOne(inner)
     assert isinstance(store, MemoryStore)
-    entries = [EntryWrite("a", "x", tags=("message",), embed=False),
-               EntryWrite("a", "y", embed=False), EntryWrite("b", "z", embed=False)]
-    statements = [StatementWrite("a", "belongTo", "b", embed=False),
-                  StatementWrite("a", "belongTo", "b", data="again", embed=False)]
+    entries = [
+        EntryWrite("a", "x", tags=("message",), embed=False),
+        EntryWrite("a", "y", embed=False),
+        EntryWrite("b", "z", embed=False),
+    ]
+    statements = [
+        StatementWrite("a", "belongTo", "b", embed=False),
+        StatementWrite("a", "belongTo", "b", data="again", embed=False),
+    ]
     result = write_batch(store, entries, statements)  # type: ignore[arg-type]
     assert result.created_names == ("a", "b")
     assert result.created_triples == ("a,belongTo,b",)

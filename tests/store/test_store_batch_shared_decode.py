@@ -71,8 +71,7 @@ def test_a_whole_read_is_shared_until_the_file_changes(tmp_path: Path) -> None:
     log.flush()
     assert runtime.hand_off.whole_log(state.path) is None
     window = read_window(state, 0, hand_off=runtime.hand_off, segments=None)
-    assert [e.seq for e in window.events] == [
-        e.seq for e in read_log(Path(state.path)).events]
+    assert [e.seq for e in window.events] == [e.seq for e in read_log(Path(state.path)).events]
     assert runtime.hand_off.whole_log(state.path) is not None
     runtime.close()
 

@@ -18,14 +18,24 @@ from hypatia_lite.store import LiteStore
 from memory.store.base import BatchResult, BatchWriter, EntryWrite, StatementWrite, write_batch
 
 ENTRIES = [
-    EntryWrite("msg-t-0", "## Role\nuser\n\n## Content\nhello", tags=("message",),
-               scopes=("proj",), embed=False),
-    EntryWrite("msg-t-1", "## Role\nassistant\n\n## Content\nhi, \"there\"", tags=("message",),
-               scopes=("proj",), embed=False),
-    EntryWrite("msg-t-0", "a duplicate of the first", tags=("message",), scopes=("proj",),
-               embed=False),
-    EntryWrite("session-t", "Transport session", tags=("session",), scopes=("proj",),
-               embed=False),
+    EntryWrite(
+        "msg-t-0",
+        "## Role\nuser\n\n## Content\nhello",
+        tags=("message",),
+        scopes=("proj",),
+        embed=False,
+    ),
+    EntryWrite(
+        "msg-t-1",
+        '## Role\nassistant\n\n## Content\nhi, "there"',
+        tags=("message",),
+        scopes=("proj",),
+        embed=False,
+    ),
+    EntryWrite(
+        "msg-t-0", "a duplicate of the first", tags=("message",), scopes=("proj",), embed=False
+    ),
+    EntryWrite("session-t", "Transport session", tags=("session",), scopes=("proj",), embed=False),
 ]
 STATEMENTS = [
     StatementWrite("msg-t-0", "belongTo", "session-t", scopes=("proj",), embed=False),
@@ -53,9 +63,10 @@ def test_every_lite_transport_writes_the_same_batch(tmp_path: Path) -> None:
             dumps[transport] = _dump(home, PG_SHELF if transport.endswith("-pg") else "default")
         finally:
             harness.close()
-        assert first == BatchResult(("msg-t-0", "msg-t-1", "session-t"),
-                                    ("msg-t-0,belongTo,session-t",
-                                     "msg-t-1,belongTo,session-t")), transport
+        assert first == BatchResult(
+            ("msg-t-0", "msg-t-1", "session-t"),
+            ("msg-t-0,belongTo,session-t", "msg-t-1,belongTo,session-t"),
+        ), transport
         assert again == BatchResult(), transport
     assert list(dumps) == list(LITE_TRANSPORTS)
     for transport in LITE_TRANSPORTS:

@@ -295,8 +295,11 @@ def test_errors_are_one_line_store_errors(harness: Harness, uid: str) -> None:
 
 @pytest.mark.parametrize(
     "family",
-    [pytest.param("lite"), pytest.param("lite-pg"),
-     pytest.param("hypatia", marks=_marks("-hypatia"))],
+    [
+        pytest.param("lite"),
+        pytest.param("lite-pg"),
+        pytest.param("hypatia", marks=_marks("-hypatia")),
+    ],
 )
 def test_cli_and_mcp_return_identical_rows_for_one_shelf(family: str, tmp_path: Path) -> None:
     with ExitStack() as stack:

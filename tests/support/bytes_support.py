@@ -74,8 +74,9 @@ def pg_table_file(url: str, table: str = "sessions") -> Path:
     """The file of a PostgreSQL table of the database at ``url``, after a CHECKPOINT wrote its
     pages to disk (the server is local: its data directory is readable here)."""
     name = url.rsplit("/", 1)[1]
-    with psycopg.connect(PG_ADMIN_DSN.replace("dbname=postgres", f"dbname={name}"),
-                         autocommit=True) as conn:
+    with psycopg.connect(
+        PG_ADMIN_DSN.replace("dbname=postgres", f"dbname={name}"), autocommit=True
+    ) as conn:
         conn.execute("CHECKPOINT")
         data = conn.execute("SHOW data_directory").fetchone()
         rel = conn.execute("SELECT pg_relation_filepath(%s)", (table,)).fetchone()

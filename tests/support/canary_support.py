@@ -33,12 +33,14 @@ def canary_reply(request: Any) -> Reply:
     digest = hashlib.sha256("\n".join(lines).encode()).hexdigest()[:6]
     payload = {
         "summary": "\n".join(lines) or "(empty)",
-        "workUnits": [{
-            "title": f"lesson {digest}",
-            "classification": "one-shot",
-            "content": "## Context\n" + "\n".join(lines),
-            "tags": ["canary"],
-        }],
+        "workUnits": [
+            {
+                "title": f"lesson {digest}",
+                "classification": "one-shot",
+                "content": "## Context\n" + "\n".join(lines),
+                "tags": ["canary"],
+            }
+        ],
     }
     return Reply(content=json.dumps(payload, ensure_ascii=False))
 
@@ -53,8 +55,9 @@ def settings_for(server: ModelServer, monkeypatch: pytest.MonkeyPatch) -> dict[s
     }
 
 
-def runtime_for(root: Path, server: ModelServer, monkeypatch: pytest.MonkeyPatch,
-                **overrides: Any) -> Any:
+def runtime_for(
+    root: Path, server: ModelServer, monkeypatch: pytest.MonkeyPatch, **overrides: Any
+) -> Any:
     values = settings_for(server, monkeypatch)
     values.update(overrides)
     return embedded_runtime(root, force_idle=True, **values)
@@ -104,9 +107,13 @@ class CanarySession:
         return [c for c in self.canaries.values() if c not in withdrawn]
 
 
-def consolidated_pair(root: Path, server: ModelServer, monkeypatch: pytest.MonkeyPatch,
-                      ids: tuple[str, str], **overrides: Any) -> tuple[CanarySession,
-                                                                       CanarySession, Any]:
+def consolidated_pair(
+    root: Path,
+    server: ModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+    ids: tuple[str, str],
+    **overrides: Any,
+) -> tuple[CanarySession, CanarySession, Any]:
     """Two sessions logged and consolidated in process, the first with two turns and the second
     with one (with the default cascade their summaries share one archive); returns both and the
     first session's second turn (the one the tests withdraw)."""
@@ -130,17 +137,20 @@ def cli_env(root: Path, server: ModelServer, **extra: str) -> dict[str, str]:
     import os
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_WORKER_")}
-    env.update({
-        "MEMORY_WORKER_DSH_HOME": str(root / "dsh"),
-        "MEMORY_WORKER_DATA_DIR": str(root / "data"),
-        "MEMORY_WORKER_LITE_HOME": str(root / "lite"),
-        "MEMORY_WORKER_MODEL_ROUTES": json.dumps(
-            [{"base_url": server.base_url, "model": "canary", "api_key_env": KEY_ENV}]),
-        "MEMORY_WORKER_CASCADE_BATCH_SIZE": "2",
-        "MEMORY_WORKER_ADJUDICATE": "false",
-        KEY_ENV: "sk-canary-test-key-000000000000",
-        "COLUMNS": "200",
-    })
+    env.update(
+        {
+            "MEMORY_WORKER_DSH_HOME": str(root / "dsh"),
+            "MEMORY_WORKER_DATA_DIR": str(root / "data"),
+            "MEMORY_WORKER_LITE_HOME": str(root / "lite"),
+            "MEMORY_WORKER_MODEL_ROUTES": json.dumps(
+                [{"base_url": server.base_url, "model": "canary", "api_key_env": KEY_ENV}]
+            ),
+            "MEMORY_WORKER_CASCADE_BATCH_SIZE": "2",
+            "MEMORY_WORKER_ADJUDICATE": "false",
+            KEY_ENV: "sk-canary-test-key-000000000000",
+            "COLUMNS": "200",
+        }
+    )
     env.update(extra)
     return env
 

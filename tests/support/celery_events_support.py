@@ -9,8 +9,9 @@ from typing import Any
 
 
 @contextlib.contextmanager
-def receiving(app: Any, on_event: Callable[[dict[str, Any]], None],
-              timeout_s: float = 30) -> Iterator[None]:
+def receiving(
+    app: Any, on_event: Callable[[dict[str, Any]], None], timeout_s: float = 30
+) -> Iterator[None]:
     """Deliver every event to ``on_event`` while the block runs (events are not buffered: only
     those sent after the receiver bound its queue arrive)."""
     with app.connection_for_read() as conn:

@@ -43,11 +43,28 @@ BIN = Path(sys.executable).parent
 #: Imported once by the server: what every command's start-up would import again (a name this
 #: checkout does not have is skipped).
 PRELOAD = (
-    "sqlalchemy", "sqlalchemy.orm", "sqlalchemy.dialects.sqlite", "pydantic", "pydantic_settings",
-    "typer", "typer._adapters", "rich.console", "rich.table", "rich.progress", "worker.cli",
-    "worker.settings", "worker.state", "worker.jobs.registry", "worker.jobs.guard",
-    "worker.run.runner", "worker.run.once_parallel", "worker.watch.watcher",
-    "hypatia_lite.store", "memory.store.lite.store", "memory.dsh.reader", "tenacity",
+    "sqlalchemy",
+    "sqlalchemy.orm",
+    "sqlalchemy.dialects.sqlite",
+    "pydantic",
+    "pydantic_settings",
+    "typer",
+    "typer._adapters",
+    "rich.console",
+    "rich.table",
+    "rich.progress",
+    "worker.cli",
+    "worker.settings",
+    "worker.state",
+    "worker.jobs.registry",
+    "worker.jobs.guard",
+    "worker.run.runner",
+    "worker.run.once_parallel",
+    "worker.watch.watcher",
+    "hypatia_lite.store",
+    "memory.store.lite.store",
+    "memory.dsh.reader",
+    "tenacity",
 )
 _lock = threading.Lock()
 _server: _Server | None = None
@@ -65,9 +82,18 @@ class _Server:
         env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_WORKER_")}
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", _SERVER_MAIN, self.path, str(ready_w), str(life_r),
-                 json.dumps(PRELOAD)],
-                pass_fds=(ready_w, life_r), env=env, stdin=subprocess.DEVNULL,
+                [
+                    sys.executable,
+                    "-c",
+                    _SERVER_MAIN,
+                    self.path,
+                    str(ready_w),
+                    str(life_r),
+                    json.dumps(PRELOAD),
+                ],
+                pass_fds=(ready_w, life_r),
+                env=env,
+                stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
         except BaseException:
@@ -116,11 +142,21 @@ def run_cli(
     capture_output=True, text=True)``, with the process forked from the pre-imported server."""
     argv = [str(BIN / tool), *args]
     if tool != "memory-worker" or os.environ.get("MW_TEST_NO_FORK") == "1":
-        return subprocess.run(argv, env=None if env is None else dict(env), cwd=cwd,
-                              input=input, timeout=timeout, capture_output=True, text=True)
+        return subprocess.run(
+            argv,
+            env=None if env is None else dict(env),
+            cwd=cwd,
+            input=input,
+            timeout=timeout,
+            capture_output=True,
+            text=True,
+        )
     server = _server_for_this_process()
-    request = {"argv": argv, "env": dict(os.environ if env is None else env),
-               "cwd": os.fspath(cwd) if cwd is not None else os.getcwd()}
+    request = {
+        "argv": argv,
+        "env": dict(os.environ if env is None else env),
+        "cwd": os.fspath(cwd) if cwd is not None else os.getcwd(),
+    }
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -137,8 +173,7 @@ def run_cli(
                 for block in iter(lambda: stream.read1(65536), b""):
                     chunks[fd].append(block)
 
-        readers = [threading.Thread(target=drain, args=(fd,), daemon=True)
-                   for fd in (out_r, err_r)]
+        readers = [threading.Thread(target=drain, args=(fd,), daemon=True) for fd in (out_r, err_r)]
         for reader in readers:
             reader.start()
         with os.fdopen(in_w, "wb") as stdin, contextlib.suppress(BrokenPipeError):
@@ -171,7 +206,7 @@ def _recv_line(conn: socket.socket) -> bytes:
     return line
 
 
-_SERVER_MAIN = r'''
+_SERVER_MAIN = r"""
 import importlib, json, os, signal, socket, sys
 
 path, ready, lifeline = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -274,4 +309,4 @@ for conn in serve_until_the_parent_is_gone():
     for fd in fds:
         os.close(fd)
     conn.close()
-'''
+"""

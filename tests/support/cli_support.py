@@ -13,18 +13,33 @@ BIN = Path(sys.executable).parent
 
 
 def cli_env(tmp: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("MEMORY_WORKER_", "DSH_", "HYPATIA_LITE", "PYTHON"))}
-    env.update(HOME=str(tmp / "home"), MEMORY_WORKER_DATA_DIR=str(tmp / "data"),
-               HYPATIA_LITE_HOME=str(tmp / "lite"), DSH_HOME=str(tmp / "dsh"),
-               MEMORY_WORKER_CONFIG="", COLUMNS="80", MEMORY_WORKER_JOBS_ADAPT="false")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("MEMORY_WORKER_", "DSH_", "HYPATIA_LITE", "PYTHON"))
+    }
+    env.update(
+        HOME=str(tmp / "home"),
+        MEMORY_WORKER_DATA_DIR=str(tmp / "data"),
+        HYPATIA_LITE_HOME=str(tmp / "lite"),
+        DSH_HOME=str(tmp / "dsh"),
+        MEMORY_WORKER_CONFIG="",
+        COLUMNS="80",
+        MEMORY_WORKER_JOBS_ADAPT="false",
+    )
     env.update(extra)
     return env
 
 
 def memory_worker(tmp: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN / "memory-worker"), *args], env=cli_env(tmp, **extra),
-                          cwd=tmp, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [str(BIN / "memory-worker"), *args],
+        env=cli_env(tmp, **extra),
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def demo_recorded(tmp: Path) -> None:

@@ -100,7 +100,9 @@ class Cluster:
         log = (self.root / f"{name}.log").open("wb")
         proc = subprocess.Popen(
             [str(BIN / "memory-worker"), *args, "--queue", self.queue],
-            env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         self.procs[name] = proc
         return proc
@@ -140,8 +142,11 @@ class Cluster:
             return 0
         with sqlite3.connect(path) as conn:
             try:
-                return int(conn.execute("SELECT count(*) FROM statement WHERE tail = ?",
-                                        (tail,)).fetchone()[0])
+                return int(
+                    conn.execute(
+                        "SELECT count(*) FROM statement WHERE tail = ?", (tail,)
+                    ).fetchone()[0]
+                )
             except sqlite3.OperationalError as exc:  # a worker is creating the shelf right now
                 if "no such table" in str(exc):
                     return 0
@@ -155,8 +160,10 @@ class Cluster:
         lag = self.lag()
         with self.state.transaction() as repos:
             nodes_owed = [
-                s.session_id for s in repos.sessions.list()
-                if s.last_title_seq is not None and s.last_title_seq >= s.inherited_cut
+                s.session_id
+                for s in repos.sessions.list()
+                if s.last_title_seq is not None
+                and s.last_title_seq >= s.inherited_cut
                 and not repos.progress.get("default", s.session_id).has_session_node
             ]
         return len(lag) == sessions and not any(lag.values()) and not nodes_owed
@@ -164,7 +171,8 @@ class Cluster:
     def worker_logs(self) -> str:
         return "\n".join(
             (self.root / f"{name}.log").read_text(errors="replace")
-            for name in self.procs if name.startswith("w")
+            for name in self.procs
+            if name.startswith("w")
         )
 
 
@@ -200,17 +208,30 @@ def throwaway_cluster(
 
 def start_prefork(cluster: Cluster, name: str) -> subprocess.Popen[bytes]:
     """A prefork Celery worker ``name`` with two pool processes."""
-    return cluster.start(name, "worker", "--pool", "prefork", "--concurrency", "2",
-                         "--name", f"{name}@{cluster.queue}")
+    return cluster.start(
+        name,
+        "worker",
+        "--pool",
+        "prefork",
+        "--concurrency",
+        "2",
+        "--name",
+        f"{name}@{cluster.queue}",
+    )
 
 
 def leased_pids(cluster: Cluster) -> set[int]:
     """The pids of the Celery processes holding a session lease now."""
     with cluster.state.transaction() as repos:
-        owners = [repos.leases.holder(f"session:{sid}") for sid in
-                  (s.session_id for s in repos.sessions.list())]
-    return {int(lease.owner.split(":")[2]) for lease in owners
-            if lease is not None and lease.owner.startswith("celery:")}
+        owners = [
+            repos.leases.holder(f"session:{sid}")
+            for sid in (s.session_id for s in repos.sessions.list())
+        ]
+    return {
+        int(lease.owner.split(":")[2])
+        for lease in owners
+        if lease is not None and lease.owner.startswith("celery:")
+    }
 
 
 def serving(cluster: Cluster, name: str) -> bool:
@@ -232,8 +253,9 @@ def kill_pool_child(cluster: Cluster, name: str, points: random.Random) -> None:
     busy = [pid for pid in pool if pid in leased_pids(cluster)]
     victim = busy[0] if busy else pool[points.randrange(len(pool))]
     os.kill(victim, signal.SIGKILL)
-    wait_for(lambda: victim not in children(main) and len(children(main)) == 2, 60,
-             "a new pool process")
+    wait_for(
+        lambda: victim not in children(main) and len(children(main)) == 2, 60, "a new pool process"
+    )
 
 
 def grow(writer: Any, turns: int, tag: int) -> None:
@@ -258,14 +280,22 @@ def titled_sessions(home: Path, prefix: str, count: int, turns: int) -> list[Any
     return writers
 
 
-def reach_kill_point(cluster: Cluster, writers: list[Any], grown: list[Any],
-                     points: random.Random, number: int, timeout: float = 120) -> None:
+def reach_kill_point(
+    cluster: Cluster,
+    writers: list[Any],
+    grown: list[Any],
+    points: random.Random,
+    number: int,
+    timeout: float = 120,
+) -> None:
     """Grow each of ``grown`` by 20-80 turns, then wait for a random point: a random number of
     entries written since the last kill, or every entry the logs hold so far, whichever comes
     first."""
     for writer in grown:
         grow(writer, points.randint(20, 80), number + 1)
-    goal = min(len(cluster.names("msg-")) + points.randint(10, 150),
-               sum(2 * w.turn_no for w in writers))
-    wait_for(lambda: len(cluster.names("msg-")) >= goal, timeout, f"kill point {number}",
-             every=0.02)
+    goal = min(
+        len(cluster.names("msg-")) + points.randint(10, 150), sum(2 * w.turn_no for w in writers)
+    )
+    wait_for(
+        lambda: len(cluster.names("msg-")) >= goal, timeout, f"kill point {number}", every=0.02
+    )

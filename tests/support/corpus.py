@@ -32,8 +32,10 @@ from worker_dshgen import session_dir
 #: kinds of withdrawal marker the writer can append
 REWIND = "rewind"
 ROLLBACK = "rollback"
-ROLLBACK_TEXT = ("Automated checkpoint: earlier messages removed, files restored to that point. "
-                 "Continue from what remains; don't mention this checkpoint.")
+ROLLBACK_TEXT = (
+    "Automated checkpoint: earlier messages removed, files restored to that point. "
+    "Continue from what remains; don't mention this checkpoint."
+)
 PROVIDER = {"kind": "model", "provider": "deepseek-official", "model": "deepseek-v4-flash"}
 
 #: requests users make in many sessions (verbatim)
@@ -137,8 +139,9 @@ class SessionRecord:
 class CorpusLog:
     """Writes one session log in DSH format ``version`` (0, 3 or 4) and records what it said."""
 
-    def __init__(self, home: Path, session_id: str, cwd: str, *, version: int = 4,
-                 created_at: int = 0) -> None:
+    def __init__(
+        self, home: Path, session_id: str, cwd: str, *, version: int = 4, created_at: int = 0
+    ) -> None:
         assert version in (0, 3, 4)
         import time
 
@@ -154,8 +157,13 @@ class CorpusLog:
         directory.mkdir(parents=True, exist_ok=True)
         name = "session.jsonl" if version == 0 else f"session.v{version}.jsonl"
         self.record = SessionRecord(session_id, cwd, version, directory / name)
-        header: dict[str, Any] = {"type": "session", "version": version, "id": session_id,
-                                  "createdAt": self.created_at, "cwd": cwd}
+        header: dict[str, Any] = {
+            "type": "session",
+            "version": version,
+            "id": session_id,
+            "createdAt": self.created_at,
+            "cwd": cwd,
+        }
         if version >= 2:
             header["isSeeded"] = False
         header["delegationDepth"] = 0
@@ -193,22 +201,36 @@ class CorpusLog:
     # ------------------------------------------------------------------------------- content
 
     def _prompt(self, text: str, secret_: str | None) -> int:
-        data = {"id": f"m-u-{self.seq}", "role": "user",
-                "content": [{"type": "text", "text": text}], "source": {"kind": "user"}}
+        data = {
+            "id": f"m-u-{self.seq}",
+            "role": "user",
+            "content": [{"type": "text", "text": text}],
+            "source": {"kind": "user"},
+        }
         seq = self._surface_event("user/message", data, loggable=True)
         self._said(seq, "user", text, secret_)
         return seq
 
     def _reply(self, text: str, step: int) -> int:
-        message = {"id": f"m-a-{self.seq}", "role": "assistant",
-                   "content": [{"type": "text", "text": text}], "source": dict(PROVIDER)}
+        message = {
+            "id": f"m-a-{self.seq}",
+            "role": "assistant",
+            "content": [{"type": "text", "text": text}],
+            "source": dict(PROVIDER),
+        }
         data: dict[str, Any] = {"turn": self.turn_no, "step": step, "message": message}
         if self.version >= 2:
             data["stream"] = [
-                {"type": "chunk", "time": self.time + 1,
-                 "chunk": {"type": "text-delta", "index": 0, "text": text}},
-                {"type": "chunk", "time": self.time + 1,
-                 "chunk": {"type": "finish", "reason": {"kind": "stop"}}},
+                {
+                    "type": "chunk",
+                    "time": self.time + 1,
+                    "chunk": {"type": "text-delta", "index": 0, "text": text},
+                },
+                {
+                    "type": "chunk",
+                    "time": self.time + 1,
+                    "chunk": {"type": "finish", "reason": {"kind": "stop"}},
+                },
             ]
         seq = self._surface_event("assistant/message", data, loggable=True)
         self._said(seq, "assistant", text, None)
@@ -216,23 +238,50 @@ class CorpusLog:
 
     def _tool(self, name: str, output: str, step: int) -> None:
         call_id = f"call-{self.seq}"
-        self._event("tool/call", {"turn": self.turn_no, "step": step, "callId": call_id,
-                                  "name": name, "arguments": "{}"})
+        self._event(
+            "tool/call",
+            {
+                "turn": self.turn_no,
+                "step": step,
+                "callId": call_id,
+                "name": name,
+                "arguments": "{}",
+            },
+        )
         if self.version >= 4:
             message: dict[str, Any] = {
-                "role": "tool", "source": {"kind": "tool", "callId": call_id},
-                "toolCallId": call_id, "content": [{"type": "text", "text": output}],
-                "isError": False}
+                "role": "tool",
+                "source": {"kind": "tool", "callId": call_id},
+                "toolCallId": call_id,
+                "content": [{"type": "text", "text": output}],
+                "isError": False,
+            }
         else:
-            message = {"role": "user", "source": {"kind": "tool", "callId": call_id},
-                       "content": [{"type": "tool-result", "toolCallId": call_id,
-                                    "isError": False,
-                                    "content": [{"type": "text", "text": output}]}]}
-        self._surface_event("tool/result", {"turn": self.turn_no, "step": step,
-                                            "message": message}, loggable=False)
+            message = {
+                "role": "user",
+                "source": {"kind": "tool", "callId": call_id},
+                "content": [
+                    {
+                        "type": "tool-result",
+                        "toolCallId": call_id,
+                        "isError": False,
+                        "content": [{"type": "text", "text": output}],
+                    }
+                ],
+            }
+        self._surface_event(
+            "tool/result", {"turn": self.turn_no, "step": step, "message": message}, loggable=False
+        )
 
-    def turn(self, prompt: str, replies: list[str], tools: Sequence[tuple[str, str]] = (), *,
-             secret_: str | None = None, title: str | None = None) -> int:
+    def turn(
+        self,
+        prompt: str,
+        replies: list[str],
+        tools: Sequence[tuple[str, str]] = (),
+        *,
+        secret_: str | None = None,
+        title: str | None = None,
+    ) -> int:
         """A completed turn: the prompt, then one step per reply (a tool call and its output
         between steps, from ``tools``); returns the prompt's seq."""
         self.turn_no += 1
@@ -244,8 +293,14 @@ class CorpusLog:
             if step == 1:
                 prompt_seq = self._prompt(prompt, secret_)
                 if title is not None and self.record.title is None:
-                    self._event("session/title", {"title": title, "messageSeqs": [prompt_seq],
-                                                  "source": {"kind": "fallback"}})
+                    self._event(
+                        "session/title",
+                        {
+                            "title": title,
+                            "messageSeqs": [prompt_seq],
+                            "source": {"kind": "fallback"},
+                        },
+                    )
                     self.record.title = (title, prompt_seq)
             self._reply(reply, step)
             if step <= len(tools):
@@ -263,30 +318,40 @@ class CorpusLog:
         index = self.surface.index(prompt_seq)
         shadowed = self.surface[index:]
         if self.version >= 3:
-            op: dict[str, Any] = {"op": "replace", "startSeq": shadowed[0],
-                                  "endSeq": shadowed[-1]}
+            op: dict[str, Any] = {"op": "replace", "startSeq": shadowed[0], "endSeq": shadowed[-1]}
         else:
             op = {"op": "replace", "start": shadowed[0], "end": shadowed[-1]}
         plugin = "dsh-rewind" if kind == REWIND else "rollback"
         if self.version >= 4:
-            source: dict[str, Any] = {"kind": "dsh-rewind" if kind == REWIND
-                                      else "plugin:rollback"}
+            source: dict[str, Any] = {"kind": "dsh-rewind" if kind == REWIND else "plugin:rollback"}
         else:
             source = {"kind": "plugin", "plugin": plugin}
         text = "(empty message)" if kind == REWIND else ROLLBACK_TEXT
         if legacy and self.version == 0 and kind == REWIND:
             source = {"kind": "model", "provider": "dsh-rewind", "model": "rewind-marker"}
-            data: dict[str, Any] = {"turn": self.turn_no + 1, "step": 0, "message": {
-                "id": f"m-rw-{self.seq}", "role": "assistant", "content": [],
-                "source": source}}
+            data: dict[str, Any] = {
+                "turn": self.turn_no + 1,
+                "step": 0,
+                "message": {
+                    "id": f"m-rw-{self.seq}",
+                    "role": "assistant",
+                    "content": [],
+                    "source": source,
+                },
+            }
             seq = self._event("assistant/message", data, surfaceOp=op, sourceEventSeqs=shadowed)
         else:
-            data = {"id": f"m-rw-{self.seq}", "role": "user",
-                    "content": [{"type": "text", "text": text}], "source": source}
+            data = {
+                "id": f"m-rw-{self.seq}",
+                "role": "user",
+                "content": [{"type": "text", "text": text}],
+                "source": source,
+            }
             seq = self._event("user/message", data, surfaceOp=op, sourceEventSeqs=shadowed)
         self.surface[index:] = [seq]
-        self.record.withdrawals.append(Withdrawal(
-            seq, kind, source, tuple(s for s in shadowed if s in self.loggable)))
+        self.record.withdrawals.append(
+            Withdrawal(seq, kind, source, tuple(s for s in shadowed if s in self.loggable))
+        )
         return seq
 
 
@@ -305,14 +370,16 @@ class Phrasebook:
 
     def detail_prompt(self) -> str:
         word = pseudo_word(self.rng)
-        return self.rng.choice((
-            f"Please run the test suite for the {word} service and tell me which tests fail.",
-            f"Can you refactor the {word} parser to use streaming reads and keep the old API?",
-            f"The {word} deployment fails with a timeout, look at the logs in /var/log/{word}.",
-            f"请检查 {word} 模块的配置文件，数据库地址好像不对。",
-            f"Пожалуйста, проверь сервис {word} и добавь тесты для разбора логов.",
-            f"Vérifie le service {word} : le déploiement échoue à cause des chemins d'accès.",
-        ))
+        return self.rng.choice(
+            (
+                f"Please run the test suite for the {word} service and tell me which tests fail.",
+                f"Can you refactor the {word} parser to use streaming reads and keep the old API?",
+                f"The {word} deployment fails with a timeout, look at the logs in /var/log/{word}.",
+                f"请检查 {word} 模块的配置文件，数据库地址好像不对。",
+                f"Пожалуйста, проверь сервис {word} и добавь тесты для разбора логов.",
+                f"Vérifie le service {word} : le déploiement échoue à cause des chemins d'accès.",
+            )
+        )
 
     def retyped(self, prompt: str) -> str:
         """The same prompt typed again with a small edit (what most rewinds are followed by)."""
@@ -325,25 +392,30 @@ class Phrasebook:
 
     def reply(self, prompt: str) -> str:
         word = pseudo_word(self.rng)
-        return self.rng.choice((
-            f"I changed the {word} handler and the tests pass now.",
-            f"The failure comes from the {word} fixture: it reads a stale path.",
-            f"Summary: the {word} step was missing a retry, added one with a backoff.",
-            f"修改了 {word} 的配置，数据库地址已经更正。",
-            f"Готово: в модуле {word} исправлен разбор логов.",
-        ))
+        return self.rng.choice(
+            (
+                f"I changed the {word} handler and the tests pass now.",
+                f"The failure comes from the {word} fixture: it reads a stale path.",
+                f"Summary: the {word} step was missing a retry, added one with a backoff.",
+                f"修改了 {word} 的配置，数据库地址已经更正。",
+                f"Готово: в модуле {word} исправлен разбор логов.",
+            )
+        )
 
     def boilerplate(self) -> str:
         return self.rng.choice(BOILERPLATE)
 
     def tool(self) -> tuple[str, str]:
-        return self.rng.choice((("read", TOOL_OUTPUT[0]), ("bash", TOOL_OUTPUT[1]),
-                                ("bash", TOOL_OUTPUT[2])))
+        return self.rng.choice(
+            (("read", TOOL_OUTPUT[0]), ("bash", TOOL_OUTPUT[1]), ("bash", TOOL_OUTPUT[2]))
+        )
 
     def with_secret(self) -> tuple[str, str]:
         key = secret(self.rng)
-        return (f"Use this key for the staging run: OPENAI_API_KEY={key} and rerun the "
-                f"{pseudo_word(self.rng)} job."), key
+        return (
+            f"Use this key for the staging run: OPENAI_API_KEY={key} and rerun the "
+            f"{pseudo_word(self.rng)} job."
+        ), key
 
 
 # ------------------------------------------------------------------------------------- corpus
@@ -368,14 +440,25 @@ class Corpus:
             log.flush()
 
 
-def _turn(log: CorpusLog, book: Phrasebook, prompt: str, *, title: str | None = None,
-          secret_: str | None = None) -> int:
+def _turn(
+    log: CorpusLog,
+    book: Phrasebook,
+    prompt: str,
+    *,
+    title: str | None = None,
+    secret_: str | None = None,
+) -> int:
     """A turn as users see them: a boilerplate step running a tool, then the real answer (or,
     one time in three, a single boilerplate step)."""
     if book.rng.random() < 1 / 3:
         return log.turn(prompt, [book.boilerplate()], secret_=secret_, title=title)
-    return log.turn(prompt, [book.boilerplate(), book.reply(prompt)], [book.tool()],
-                    secret_=secret_, title=title)
+    return log.turn(
+        prompt,
+        [book.boilerplate(), book.reply(prompt)],
+        [book.tool()],
+        secret_=secret_,
+        title=title,
+    )
 
 
 def session_prompts(book: Phrasebook, turns: int) -> list[tuple[str, str | None]]:
@@ -393,8 +476,15 @@ def session_prompts(book: Phrasebook, turns: int) -> list[tuple[str, str | None]
     return prompts
 
 
-def write_session(corpus: Corpus, session_id: str, *, version: int, turns: int,
-                  cwd: str | None = None, early_rewind: bool = True) -> CorpusLog:
+def write_session(
+    corpus: Corpus,
+    session_id: str,
+    *,
+    version: int,
+    turns: int,
+    cwd: str | None = None,
+    early_rewind: bool = True,
+) -> CorpusLog:
     """One session of ``turns`` turns; with ``early_rewind`` a rewind (or rollback) in the middle,
     followed by the withdrawn prompt retyped with a small edit — all in the first batch."""
     book = corpus.book
@@ -415,8 +505,9 @@ def write_session(corpus: Corpus, session_id: str, *, version: int, turns: int,
     return log
 
 
-def _retype(log: CorpusLog, book: Phrasebook, prompt: str, seqs: list[int],
-            secret_: str | None = None) -> None:
+def _retype(
+    log: CorpusLog, book: Phrasebook, prompt: str, seqs: list[int], secret_: str | None = None
+) -> None:
     seqs.append(_turn(log, book, book.retyped(prompt), secret_=secret_))
 
 
@@ -429,21 +520,20 @@ def late_withdrawal(corpus: Corpus, log: CorpusLog) -> None:
     if len(prompts) < 2:
         return
     target = book.rng.choice(prompts[1:])
-    log.withdraw(target.seq, book.rng.choice((REWIND, ROLLBACK)),
-                 legacy=book.rng.random() < 0.5)
+    log.withdraw(target.seq, book.rng.choice((REWIND, ROLLBACK)), legacy=book.rng.random() < 0.5)
     _retype(log, book, target.text, [], target.secret)
     log.flush()
 
 
-def realistic_corpus(home: Path, *, seed: int = 21, sessions: int = 6,
-                     turns: int = 8) -> Corpus:
+def realistic_corpus(home: Path, *, seed: int = 21, sessions: int = 6, turns: int = 8) -> Corpus:
     """``sessions`` sessions (V4, V3 and V0 in turn, two projects), each with an early rewind;
     one long session of ``4 × turns`` turns among them."""
     corpus = Corpus(home, Phrasebook(random.Random(seed)))
     versions = (4, 3, 0)
     for n in range(sessions):
-        write_session(corpus, f"corpus-{n:02d}", version=versions[n % 3],
-                      turns=turns * 4 if n == 1 else turns)
+        write_session(
+            corpus, f"corpus-{n:02d}", version=versions[n % 3], turns=turns * 4 if n == 1 else turns
+        )
     return corpus
 
 
@@ -455,9 +545,17 @@ def withdrawn_only_words(records: list[SessionRecord]) -> set[str]:
     six letters are in no kept text (the full-text index keeps stems, so a byte check looks for
     those six)."""
     kept = " ".join(m.text for r in records for m in r.kept()).lower()
-    return {w.lower() for r in records for m in r.withdrawn() for w in re.findall(r"\w+", m.text)
-            if w.isascii() and w.isalpha() and len(w) >= 6
-            and any(w.startswith(s) for s in SYLLABLES) and w[:6].lower() not in kept}
+    return {
+        w.lower()
+        for r in records
+        for m in r.withdrawn()
+        for w in re.findall(r"\w+", m.text)
+        if w.isascii()
+        and w.isalpha()
+        and len(w) >= 6
+        and any(w.startswith(s) for s in SYLLABLES)
+        and w[:6].lower() not in kept
+    }
 
 
 def files_holding(root: Path, found: set[str]) -> dict[str, list[str]]:

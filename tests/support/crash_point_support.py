@@ -24,8 +24,9 @@ KILLED = 137
 def with_crash_points(env: dict[str, str], **extra: str) -> dict[str, str]:
     """``env`` with the crash-point hook on the subprocess's path (and ``extra`` settings)."""
     out = {**env, **extra}
-    out["PYTHONPATH"] = os.pathsep.join(filter(None, [str(CRASH_POINTS),
-                                                      env.get("PYTHONPATH", "")]))
+    out["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(CRASH_POINTS), env.get("PYTHONPATH", "")])
+    )
     return out
 
 
@@ -40,20 +41,36 @@ def differences(got: dict[str, Any], want: dict[str, Any]) -> tuple[dict[str, st
     for rows, key in (("knowledge", "name"), ("statements", "triple")):
         have = {row[key]: row for row in got[rows]}
         need = {row[key]: row for row in want[rows]}
-        out.append({name: "+" if name not in need else "-" if name not in have else "~"
-                    for name in sorted(have.keys() | need.keys())
-                    if have.get(name) != need.get(name)})
+        out.append(
+            {
+                name: "+" if name not in need else "-" if name not in have else "~"
+                for name in sorted(have.keys() | need.keys())
+                if have.get(name) != need.get(name)
+            }
+        )
     return tuple(out)
 
 
-def sweep(work: Path, snapshot: Path, argv: Sequence[str], env: dict[str, str],
-          counted: Path, check: Callable[[subprocess.CompletedProcess[str]], None]) -> int:
+def sweep(
+    work: Path,
+    snapshot: Path,
+    argv: Sequence[str],
+    env: dict[str, str],
+    counted: Path,
+    check: Callable[[subprocess.CompletedProcess[str]], None],
+) -> int:
     """The clean run (``check`` looks at it; its store is the reference), then one killed run
     per write it made, each followed by a run that must finish with the reference's store.
     Returns the number of crash points."""
+
     def run(**extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(list(argv), env=with_crash_points(env, **extra),
-                              capture_output=True, text=True, timeout=300)
+        return subprocess.run(
+            list(argv),
+            env=with_crash_points(env, **extra),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
 
     restore(snapshot, work)
     clean = run(MEMORY_WORKER_TEST_CRASH_COUNT=str(counted))

@@ -55,8 +55,9 @@ class Block:
 
 def blocks(repo: Path, doc: str) -> list[Block]:
     text = (repo / doc).read_text(encoding="utf-8")
-    return [Block(doc, text.count("\n", 0, m.start()) + 1, m.group(1))
-            for m in FENCE.finditer(text)]
+    return [
+        Block(doc, text.count("\n", 0, m.start()) + 1, m.group(1)) for m in FENCE.finditer(text)
+    ]
 
 
 def commands(statement: str) -> list[list[str]]:
@@ -106,7 +107,7 @@ def shelves_written(words: list[str]) -> set[str]:
 
 _APPEND = 'import json, sys; open(sys.argv[1], "a").write(json.dumps(sys.argv[2:]) + "\\n")'
 _RECORD = f"""#!/bin/bash
-"{BIN / 'python'}" -c '{_APPEND}' "$SHIM_LOG" "$(basename "$0")" "$@"
+"{BIN / "python"}" -c '{_APPEND}' "$SHIM_LOG" "$(basename "$0")" "$@"
 """
 _RECORD_BODY = _RECORD.split("\n", 1)[1]  # without its #! line
 
@@ -144,30 +145,44 @@ class Sandbox:
         venv.mkdir(parents=True)
         # `python3 -m venv DIR`: DIR becomes this checkout's venv (with the pip and python shims
         # below); anything else python3 is asked runs in this venv.
-        self._script(shims / "python3", f"""#!/bin/bash
+        self._script(
+            shims / "python3",
+            f"""#!/bin/bash
 if [ "$1" = -m ] && [ "$2" = venv ]; then
 {_RECORD_BODY}  [ -e "$3" ] || ln -s "{venv.parent}" "$3"
   exit 0
 fi
-exec "{BIN / 'python'}" "$@"
-""")
+exec "{BIN / "python"}" "$@"
+""",
+        )
         for name in ("pip", "pip3", "pipx"):
             self._script(shims / name, _RECORD)
             self._script(venv / name, _RECORD)
-        self._script(venv / "python", f"""#!/bin/bash
+        self._script(
+            venv / "python",
+            f"""#!/bin/bash
 if [ "$1" = -m ] && [ "$2" = pytest ]; then
 {_RECORD_BODY}  exit 0
 fi
-exec "{BIN / 'python'}" "$@"
-""")
+exec "{BIN / "python"}" "$@"
+""",
+        )
         for entry in BIN.iterdir():
             if not (venv / entry.name).exists() and not entry.name.startswith("python"):
                 (venv / entry.name).symlink_to(entry)
-        keep = {k: v for k, v in os.environ.items()
-                if not k.startswith(("MEMORY_WORKER_", "XDG_", "PYTEST", "COV_"))
-                and k not in ("HYPATIA_LITE_HOME", "DSH_HOME", "VIRTUAL_ENV", "PYTHONPATH")}
-        self.env = {**keep, "HOME": str(self.home), "SHIM_LOG": str(self.shim_log),
-                    "PATH": f"{shims}:{BIN}:/usr/local/bin:/usr/bin:/bin", "COLUMNS": "200"}
+        keep = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("MEMORY_WORKER_", "XDG_", "PYTEST", "COV_"))
+            and k not in ("HYPATIA_LITE_HOME", "DSH_HOME", "VIRTUAL_ENV", "PYTHONPATH")
+        }
+        self.env = {
+            **keep,
+            "HOME": str(self.home),
+            "SHIM_LOG": str(self.shim_log),
+            "PATH": f"{shims}:{BIN}:/usr/local/bin:/usr/bin:/bin",
+            "COLUMNS": "200",
+        }
 
     @staticmethod
     def _script(path: Path, text: str) -> None:
@@ -184,6 +199,7 @@ def sandboxed(statement: str, sandbox: Sandbox, databases: dict[str, str], redis
     """The statement as it runs: service URLs naming other hosts (``db``, ``redis``) become this
     machine's services — a throwaway PostgreSQL database per database name, the test's own Redis
     database — and ``/tmp/`` becomes the sandbox's; nothing else changes."""
+
     def postgres(m: re.Match[str]) -> str:
         return databases[m.group(1)]
 

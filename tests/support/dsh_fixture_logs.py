@@ -6,8 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-ROOTS = (REPO / "tests" / "fixtures" / "dsh", REPO / "tests" / "fixtures" / "dsh-0.2",
-         REPO / "worker" / "demo" / "dsh")
+ROOTS = (
+    REPO / "tests" / "fixtures" / "dsh",
+    REPO / "tests" / "fixtures" / "dsh-0.2",
+    REPO / "worker" / "demo" / "dsh",
+)
 
 
 def fixture_logs() -> list[Path]:

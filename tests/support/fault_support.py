@@ -50,8 +50,9 @@ def rng() -> random.Random:
     return random.Random(int(os.environ.get("MEMORY_WORKER_FAULT_SEED", "1207")))
 
 
-def lay_home(root: Path, like: Path | None = None,
-             sessions: list[tuple[str, str, int]] = SESSIONS) -> None:
+def lay_home(
+    root: Path, like: Path | None = None, sessions: list[tuple[str, str, int]] = SESSIONS
+) -> None:
     """The fault home under ``root/dsh`` (a copy of ``like``'s, so clean and faulted runs read the
     same bytes)."""
     if like is not None:
@@ -62,10 +63,19 @@ def lay_home(root: Path, like: Path | None = None,
 
 
 def env(root: Path, **extra: str) -> dict[str, str]:
-    out = {**os.environ, "MEMORY_WORKER_DATA_DIR": str(root / "data"),
-           "HYPATIA_LITE_HOME": str(root / "lite"), "COLUMNS": "250", **extra}
-    for name in ("MEMORY_WORKER_LITE_HOME", "MEMORY_WORKER_STATE_URL", "MEMORY_WORKER_CONFIG",
-                 "MEMORY_WORKER_MODEL_ROUTES"):
+    out = {
+        **os.environ,
+        "MEMORY_WORKER_DATA_DIR": str(root / "data"),
+        "HYPATIA_LITE_HOME": str(root / "lite"),
+        "COLUMNS": "250",
+        **extra,
+    }
+    for name in (
+        "MEMORY_WORKER_LITE_HOME",
+        "MEMORY_WORKER_STATE_URL",
+        "MEMORY_WORKER_CONFIG",
+        "MEMORY_WORKER_MODEL_ROUTES",
+    ):
         if name not in extra:
             out.pop(name, None)
     return out
@@ -76,8 +86,13 @@ def run_once_argv(root: Path, *args: str) -> list[str]:
 
 
 def run_once(root: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(run_once_argv(root, *args), env=env(root, **extra),
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        run_once_argv(root, *args),
+        env=env(root, **extra),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def dump(root: Path) -> dict[str, Any]:
@@ -102,9 +117,11 @@ def not_finished(stderr: str) -> set[str]:
     return set(found.group(1).split(", ")) if found else set()
 
 
-_LAGGING = ("SELECT s.session_id FROM sessions AS s LEFT JOIN progress AS p "
-            "ON p.session_id = s.session_id AND p.shelf = 'default' "
-            "WHERE s.durable_end_seq > {most}(coalesce(p.last_logged_seq, 0), s.inherited_cut)")
+_LAGGING = (
+    "SELECT s.session_id FROM sessions AS s LEFT JOIN progress AS p "
+    "ON p.session_id = s.session_id AND p.shelf = 'default' "
+    "WHERE s.durable_end_seq > {most}(coalesce(p.last_logged_seq, 0), s.inherited_cut)"
+)
 
 
 def lagging(root: Path) -> set[str]:

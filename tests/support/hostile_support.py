@@ -25,8 +25,16 @@ PROJECT = project_key(CWD)
 
 
 def header(session_id: str, **extra: Any) -> bytes:
-    row = {"type": "session", "version": 4, "id": session_id, "createdAt": 1_700_000_000_000,
-           "cwd": CWD, "isSeeded": False, "delegationDepth": 0, **extra}
+    row = {
+        "type": "session",
+        "version": 4,
+        "id": session_id,
+        "createdAt": 1_700_000_000_000,
+        "cwd": CWD,
+        "isSeeded": False,
+        "delegationDepth": 0,
+        **extra,
+    }
     return json.dumps(row).encode() + b"\n"
 
 
@@ -37,8 +45,9 @@ def session_path(home: Path, name: str, log: str = "session.v4.jsonl") -> Path:
 
 
 def write_good(home: Path, session_id: str, turns: int, *, compressed: bool = False) -> Path:
-    writer = SessionLogWriter(home, session_id, CWD, created_at=1_700_000_000_000,
-                              compressed=compressed)
+    writer = SessionLogWriter(
+        home, session_id, CWD, created_at=1_700_000_000_000, compressed=compressed
+    )
     for n in range(turns):
         writer.turn(f"{session_id} question {n}", f"{session_id} answer {n}")
         writer.flush()
@@ -57,8 +66,13 @@ def write_bomb(path: Path, expands_to: int) -> None:
 
 
 def env(root: Path, **extra: str) -> dict[str, str]:
-    out = {**os.environ, "MEMORY_WORKER_DATA_DIR": str(root / "data"),
-           "MEMORY_WORKER_LITE_HOME": str(root / "lite"), "COLUMNS": "300", **extra}
+    out = {
+        **os.environ,
+        "MEMORY_WORKER_DATA_DIR": str(root / "data"),
+        "MEMORY_WORKER_LITE_HOME": str(root / "lite"),
+        "COLUMNS": "300",
+        **extra,
+    }
     out.pop("MEMORY_WORKER_STATE_URL", None)
     out.setdefault("MEMORY_WORKER_CONSOLIDATION_ENABLED", "false")
     return out
@@ -73,8 +87,13 @@ class Outcome:
     lines: list[str] = field(default_factory=list)
 
 
-def run_worker(root: Path, *args: str, environ: dict[str, str] | None = None,
-               drop_dac: bool = False, timeout: float = 180) -> Outcome:
+def run_worker(
+    root: Path,
+    *args: str,
+    environ: dict[str, str] | None = None,
+    drop_dac: bool = False,
+    timeout: float = 180,
+) -> Outcome:
     """``memory-worker ARGS`` in a child process; its peak RSS from ``wait4``. ``drop_dac``: as
     root, without the capabilities that ignore file permissions (so a mode-000 directory is
     unreadable to it, as it is to any user)."""
@@ -91,8 +110,13 @@ def run_worker(root: Path, *args: str, environ: dict[str, str] | None = None,
         finally:
             process.returncode = 0  # reaped here; keep Popen from waiting again
     stderr = err_path.read_text(errors="replace")
-    return Outcome(os.waitstatus_to_exitcode(status), out_path.read_text(errors="replace"),
-                   stderr, usage.ru_maxrss, [ln for ln in stderr.splitlines() if ln.strip()])
+    return Outcome(
+        os.waitstatus_to_exitcode(status),
+        out_path.read_text(errors="replace"),
+        stderr,
+        usage.ru_maxrss,
+        [ln for ln in stderr.splitlines() if ln.strip()],
+    )
 
 
 def _wait4(pid: int, timeout: float) -> tuple[int, int, resource.struct_rusage]:

@@ -43,7 +43,9 @@ def shelf_table_files(url: str, schema: str = DEFAULT_SCHEMA) -> list[Path]:
             " WHERE reltoastrelid <> 0)"
             " SELECT pg_relation_filepath(r.oid) FROM rels r"
             " UNION SELECT pg_relation_filepath(i.indexrelid) FROM pg_index i"
-            " WHERE i.indrelid IN (SELECT oid FROM rels)", (schema,)).fetchall()
+            " WHERE i.indrelid IN (SELECT oid FROM rels)",
+            (schema,),
+        ).fetchall()
     assert data is not None and rows
     base = Path(data[0])
     return sorted(base / r[0] for r in rows if (base / r[0]).exists())

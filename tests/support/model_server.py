@@ -199,8 +199,9 @@ class ModelServer:
             return self.responder(request_json)
         if self.echo:
             return echo_reply(request_json)
-        return Reply(status=500, error="no scripted reply left",
-                     error_type="no_scripted_reply_left")
+        return Reply(
+            status=500, error="no scripted reply left", error_type="no_scripted_reply_left"
+        )
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -29,10 +29,18 @@ def process(runtime: Any, *, consolidation: bool = True) -> InProcessRunner:
 def cli_env(root: Path) -> dict[str, str]:
     """The environment of a ``memory-worker`` subprocess on embedded defaults under ``root``
     (state in ``root/data``, hypatia-lite home ``root/lite``), free of the caller's settings."""
-    env = {**os.environ, "MEMORY_WORKER_DATA_DIR": str(root / "data"),
-           "HYPATIA_LITE_HOME": str(root / "lite"), "COLUMNS": "200"}
-    for name in ("MEMORY_WORKER_LITE_HOME", "MEMORY_WORKER_STATE_URL", "MEMORY_WORKER_CONFIG",
-                 "MEMORY_WORKER_MODEL_ROUTES"):
+    env = {
+        **os.environ,
+        "MEMORY_WORKER_DATA_DIR": str(root / "data"),
+        "HYPATIA_LITE_HOME": str(root / "lite"),
+        "COLUMNS": "200",
+    }
+    for name in (
+        "MEMORY_WORKER_LITE_HOME",
+        "MEMORY_WORKER_STATE_URL",
+        "MEMORY_WORKER_CONFIG",
+        "MEMORY_WORKER_MODEL_ROUTES",
+    ):
         env.pop(name, None)
     return env
 

@@ -324,7 +324,11 @@ POSITIVE: Final[tuple[tuple[str, str, str], ...]] = (
         "it starts {pem}",
     ),
     ("npm token glued by _", f"key_npm_{tok(36, 'npg')}", "key_{npm}"),
-    ("npm token in .npmrc env", f"NPM_TOKEN=npm_{tok(36, 'npe')} npm publish", "NPM_TOKEN={npm} npm publish"),
+    (
+        "npm token in .npmrc env",
+        f"NPM_TOKEN=npm_{tok(36, 'npe')} npm publish",
+        "NPM_TOKEN={npm} npm publish",
+    ),
     (
         "sendgrid ending in -",
         f"SENDGRID_API_KEY SG.{tok(10, 'sgd')}-_{tok(10, 'sge')}.{tok(40, 'sgf')}_z- sent",

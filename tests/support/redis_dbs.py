@@ -42,8 +42,10 @@ def base() -> int:
     try:
         found = int(raw) if raw else DEFAULT_BASE
     except ValueError:
-        raise RuntimeError(f"{ENV}={raw!r} is not a number (the first Redis database the tests "
-                           f"use; default {DEFAULT_BASE})") from None
+        raise RuntimeError(
+            f"{ENV}={raw!r} is not a number (the first Redis database the tests "
+            f"use; default {DEFAULT_BASE})"
+        ) from None
     if found < 0:
         raise RuntimeError(f"{ENV}={raw!r}: a Redis database number is 0 or more")
     return found

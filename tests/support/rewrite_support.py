@@ -35,12 +35,23 @@ def scripted(request: dict[str, Any]) -> Reply:
     if "memory consolidation engine" in text:
         body = text.split("<transcript>\n", 1)[1].split("\n</transcript>", 1)[0]
         first = body.splitlines()[0]
-        units = [{"title": f"{tag} lesson {first[3:30]}", "classification": "bug-fix",
-                  "content": f"## Context\n{tag} learned from {first}\n## Solution\nfixed",
-                  "tags": ["ci"]}]
+        units = [
+            {
+                "title": f"{tag} lesson {first[3:30]}",
+                "classification": "bug-fix",
+                "content": f"## Context\n{tag} learned from {first}\n## Solution\nfixed",
+                "tags": ["ci"],
+            }
+        ]
         if tag == "ALPHA":
-            units.append({"title": f"ALPHA extra {first[3:30]}", "classification": "one-shot",
-                          "content": f"## Context\nALPHA only {first}", "tags": []})
+            units.append(
+                {
+                    "title": f"ALPHA extra {first[3:30]}",
+                    "classification": "one-shot",
+                    "content": f"## Context\nALPHA only {first}",
+                    "tags": [],
+                }
+            )
         return Reply(content=json.dumps({"summary": f"- {tag}: {first}", "workUnits": units}))
     return archive_or_verdict(tag, text)
 
@@ -48,10 +59,17 @@ def scripted(request: dict[str, Any]) -> Reply:
 def archive_or_verdict(tag: str, text: str) -> Reply:
     """The cascade's reply (one line per member summary) or the judge's (unrelated)."""
     if "memory archivist" in text:
-        members = [line[2:] for line in text.splitlines()
-                   if line.startswith(("- ALPHA:", "- BRAVO:"))]
-        return Reply(content=json.dumps({
-            "title": f"{tag} digest", "summary": "\n".join(f"- {tag} saw {m}" for m in members)}))
+        members = [
+            line[2:] for line in text.splitlines() if line.startswith(("- ALPHA:", "- BRAVO:"))
+        ]
+        return Reply(
+            content=json.dumps(
+                {
+                    "title": f"{tag} digest",
+                    "summary": "\n".join(f"- {tag} saw {m}" for m in members),
+                }
+            )
+        )
     return Reply(content=json.dumps({"verdict": "unrelated", "target": ""}))
 
 
@@ -59,8 +77,7 @@ def route(server: ModelServer, model: str) -> list[dict[str, str]]:
     return [{"base_url": server.base_url, "model": model, "api_key_env": KEY_ENV}]
 
 
-SETTINGS: dict[str, Any] = {"adjudicate": False, "cascade_batch_size": 2,
-                            "retry_backoff_s": 0.1}
+SETTINGS: dict[str, Any] = {"adjudicate": False, "cascade_batch_size": 2, "retry_backoff_s": 0.1}
 
 
 def env_for(root: Path, server: ModelServer, model: str, **extra: str) -> dict[str, str]:
@@ -84,8 +101,9 @@ def write_sessions(root: Path, secret: str = "") -> dict[str, int]:
     """Three finished sessions of two turns each (``s-1`` has a title); their end seqs."""
     ends = {}
     for index, sid in enumerate(SESSIONS):  # fixed times: two roots hold the same entries
-        log = SessionLogWriter(root / "dsh", sid, CWD,
-                               created_at=1_764_000_000_000 + index * 60_000)
+        log = SessionLogWriter(
+            root / "dsh", sid, CWD, created_at=1_764_000_000_000 + index * 60_000
+        )
         first = log.turn(f"fix the build of {sid} {secret}".strip(), f"fixed {sid}")
         if sid == "s-1":
             log.title(f"Build fixes {secret}".strip(), first.user_seq)
@@ -98,8 +116,9 @@ def write_sessions(root: Path, secret: str = "") -> dict[str, int]:
 def consolidate_with_a(root: Path, server: ModelServer, **overrides: Any) -> None:
     """Log and consolidate the sessions with route A (``model-a``), in process."""
     os.environ.setdefault(KEY_ENV, "sk-rewrite-test-0000000000")
-    runtime = embedded_runtime(root, force_idle=True, model_routes=route(server, "model-a"),
-                               **{**SETTINGS, **overrides})
+    runtime = embedded_runtime(
+        root, force_idle=True, model_routes=route(server, "model-a"), **{**SETTINGS, **overrides}
+    )
     try:
         process(runtime)
     finally:

@@ -30,9 +30,14 @@ SHELF = "default"
 @pytest.fixture
 def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv(KEY_ENV, "sk-reconcile-test-000000000000")
-    rt = embedded_runtime(tmp_path, force_idle=True, model_routes=ROUTE,
-                          consolidation_backfill_per_scope=2, lease_ttl_s=60,
-                          reconcile_interval_s=5)
+    rt = embedded_runtime(
+        tmp_path,
+        force_idle=True,
+        model_routes=ROUTE,
+        consolidation_backfill_per_scope=2,
+        lease_ttl_s=60,
+        reconcile_interval_s=5,
+    )
     yield rt
     rt.close()
 
@@ -84,8 +89,10 @@ def test_nothing_owed_without_a_route_or_with_consolidation_disabled(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write_session(tmp_path, "s-off")
-    for overrides in ({"model_routes": []},
-                      {"model_routes": ROUTE, "consolidation_enabled": False}):
+    for overrides in (
+        {"model_routes": []},
+        {"model_routes": ROUTE, "consolidation_enabled": False},
+    ):
         monkeypatch.setenv(KEY_ENV, "sk-reconcile-test-000000000000")
         rt = embedded_runtime(tmp_path, force_idle=True, **overrides)
         try:
@@ -119,15 +126,19 @@ def test_permanent_failure_waits_for_the_log_to_grow(
     write_session(tmp_path, "s-perm")
     log_and_close(runtime, "s-perm")
     with runtime.state.transaction() as repos:
-        failure = repos.failures.record("consolidate", "s-perm", "PermanentModelError: 401",
-                                        permanent=True)
+        failure = repos.failures.record(
+            "consolidate", "s-perm", "PermanentModelError: 401", permanent=True
+        )
     much_later = failure.last_at + dt.timedelta(days=2)
     monkeypatch.setattr(runtime, "now", lambda: much_later)
     assert owed(runtime) == []
     with runtime.state.transaction() as repos:  # the log grew after the failure
         state = repos.sessions.get("s-perm")
         repos.sessions.upsert_scan(
-            "s-perm", path=state.path, scan_offset=state.scan_offset, scan_seq=state.scan_seq,
+            "s-perm",
+            path=state.path,
+            scan_offset=state.scan_offset,
+            scan_seq=state.scan_seq,
             durable_end_seq=state.durable_end_seq,
             last_activity_at=failure.last_at + dt.timedelta(seconds=1),
         )
@@ -164,8 +175,11 @@ def test_lost_idle_close_is_hinted_again(tmp_path: Path) -> None:
         with rt.state.transaction() as repos:
             state = repos.sessions.get("s-idle")
             repos.sessions.upsert_scan(
-                "s-idle", path=state.path, scan_offset=state.scan_offset,
-                scan_seq=state.scan_seq, durable_end_seq=state.durable_end_seq,
+                "s-idle",
+                path=state.path,
+                scan_offset=state.scan_offset,
+                scan_seq=state.scan_seq,
+                durable_end_seq=state.durable_end_seq,
                 last_activity_at=dt.datetime.now(dt.UTC) - dt.timedelta(seconds=61),
             )
         assert owed(rt) == [("log_span", "s-idle", "idle-close")]
@@ -182,8 +196,9 @@ def test_interrupted_repair_is_owed_and_backs_off(runtime: Any, tmp_path: Path) 
     log_and_close(runtime, "s-rep")
     with runtime.state.transaction() as repos:
         repos.progress.get(SHELF, "s-rep")
-        repos.audit.record("repair-intent", "started", shelf=SHELF, session_id="s-rep",
-                           subject="sum-s-rep-0-4")
+        repos.audit.record(
+            "repair-intent", "started", shelf=SHELF, session_id="s-rep", subject="sum-s-rep-0-4"
+        )
     assert ("retract", "s-rep", "repair") in owed(runtime)
     with runtime.state.transaction() as repos:
         repos.failures.record("retract", "s-rep", "TransientStoreError: down")

@@ -25,8 +25,12 @@ CWD = "/home/dev/proj"
 
 
 def _env(root: Path) -> dict[str, str]:
-    env = {**os.environ, "MEMORY_WORKER_DATA_DIR": str(root / "data"),
-           "MEMORY_WORKER_LITE_HOME": str(root / "lite"), "COLUMNS": "300"}
+    env = {
+        **os.environ,
+        "MEMORY_WORKER_DATA_DIR": str(root / "data"),
+        "MEMORY_WORKER_LITE_HOME": str(root / "lite"),
+        "COLUMNS": "300",
+    }
     env.pop("MEMORY_WORKER_STATE_URL", None)
     return env
 
@@ -73,8 +77,10 @@ def test_broken_logs_are_one_line_each_and_the_rest_is_written(tmp_path: Path) -
 
     second = _run(tmp_path, "run", "--once", "--dsh-home", str(home))
     assert second.returncode == 0, second.stderr
-    status = {row["session_id"]: row
-              for row in json.loads(_run(tmp_path, "status", "--json").stdout)["sessions"]}
+    status = {
+        row["session_id"]: row
+        for row in json.loads(_run(tmp_path, "status", "--json").stdout)["sessions"]
+    }
     assert set(status) == {"s-good", "s-corrupt", "s-newer"}
     assert status["s-good"]["lag"] == 0 and status["s-good"]["last_failure"] is None
     for broken in ("s-corrupt", "s-newer"):

@@ -40,8 +40,12 @@ class Follower:
         self.polls = 0
         self.watcher = Watcher(self.runtime, lambda job, sid, _shelf: self.hints.append((job, sid)))
         self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.watcher.run, args=(self.stop,),
-                                       kwargs={"after_poll": self._polled}, daemon=True)
+        self.thread = threading.Thread(
+            target=self.watcher.run,
+            args=(self.stop,),
+            kwargs={"after_poll": self._polled},
+            daemon=True,
+        )
 
     def _polled(self, _report: ScanReport) -> None:
         self.polls += 1
@@ -67,8 +71,9 @@ def test_an_idle_follower_is_notified_of_a_new_session_and_an_appended_turn(
     old = SessionLogWriter(tmp_path / "dsh", "s-old", CWD)
     old.turn("a", "b")
     old.flush()
-    with Follower(tmp_path, poll_interval_s=60, safety_scan_s=3600,
-                  reconcile_interval_s=3600) as follower:
+    with Follower(
+        tmp_path, poll_interval_s=60, safety_scan_s=3600, reconcile_interval_s=3600
+    ) as follower:
         wait_for(follower.hinted("s-old"))
         new = SessionLogWriter(tmp_path / "dsh", "s-new", "/home/dev/other")  # a new project
         new.turn("c", "d")
@@ -89,8 +94,12 @@ def test_the_follower_polls_when_notifications_are_off(
     old = SessionLogWriter(tmp_path / "dsh", "s-old", CWD)
     old.turn("a", "b")
     old.flush()
-    with Follower(tmp_path, poll_interval_s=0.05, reconcile_interval_s=3600,
-                  watch_notifications=how != "setting off") as follower:
+    with Follower(
+        tmp_path,
+        poll_interval_s=0.05,
+        reconcile_interval_s=3600,
+        watch_notifications=how != "setting off",
+    ) as follower:
         new = SessionLogWriter(tmp_path / "dsh", "s-new", CWD)
         new.turn("c", "d")
         new.flush()

@@ -49,8 +49,9 @@ def write_session(home: Path, sid: str) -> tuple[SessionLogWriter, int]:
     return log, prompt
 
 
-def withdraw_within_two_polls(log: SessionLogWriter, prompt: int,
-                              entries: Callable[[], set[str]]) -> float:
+def withdraw_within_two_polls(
+    log: SessionLogWriter, prompt: int, entries: Callable[[], set[str]]
+) -> float:
     """Append the marker (one durable batch) and wait for the store to hold none of the
     session's entries; returns how long that took."""
     log.rewind(prompt)
@@ -77,7 +78,9 @@ def test_embedded_follower_retracts_a_late_marker_within_two_polls(tmp_path: Pat
     with errors.open("w") as sink:
         proc = subprocess.Popen(
             [str(BIN / "memory-worker"), "run", "--dsh-home", str(tmp_path / "dsh")],
-            env=env, stdout=subprocess.DEVNULL, stderr=sink,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=sink,
         )
     lite = tmp_path / "lite"
     try:
@@ -91,10 +94,10 @@ def test_embedded_follower_retracts_a_late_marker_within_two_polls(tmp_path: Pat
     assert took < 2 * POLL_S
     with sqlite3.connect(tmp_path / "data" / "state.db") as conn:
         title = conn.execute("SELECT title_text FROM sessions").fetchall()
-        outcomes = conn.execute(
-            "SELECT entry, outcome FROM retractions ORDER BY entry").fetchall()
-        node = conn.execute("SELECT subject, outcome FROM audit WHERE action = "
-                            "'repair-session-node'").fetchall()
+        outcomes = conn.execute("SELECT entry, outcome FROM retractions ORDER BY entry").fetchall()
+        node = conn.execute(
+            "SELECT subject, outcome FROM audit WHERE action = 'repair-session-node'"
+        ).fetchall()
     assert title == [(None,)]
     assert outcomes == [(f"msg-{sid}-{n}", "retracted") for n in range(4)]
     assert node == [(f"session-{sid}", "deleted")]
@@ -115,13 +118,15 @@ def test_distributed_daemon_and_worker_retract_a_late_marker_within_two_polls(
         cluster.start("daemon", "daemon")
         cluster.start_worker("w1")
         everything = {f"msg-{sid}-{n}" for n in range(4)} | {f"session-{sid}"}
-        wait_for(lambda: names_when_ready(cluster.lite) == everything, 90,
-                 "the two turns and the node")
+        wait_for(
+            lambda: names_when_ready(cluster.lite) == everything, 90, "the two turns and the node"
+        )
         took = withdraw_within_two_polls(log, prompt, cluster.names)
         assert took < 2 * POLL_S
         with cluster.state.transaction() as repos:
             state = repos.sessions.get(sid)
-            retracted = sorted(r.entry for r in repos.audit.retractions(session_id=sid)
-                               if r.outcome == "retracted")
+            retracted = sorted(
+                r.entry for r in repos.audit.retractions(session_id=sid) if r.outcome == "retracted"
+            )
         assert state is not None and state.title_text is None
         assert retracted == [f"msg-{sid}-{n}" for n in range(4)]

@@ -41,8 +41,9 @@ def load_or_exit(config: Path | None, **overrides: Any) -> Settings:
 
 def setup_logging(settings: Settings) -> None:
     """Configure the one logging tree (:func:`worker.logs.setup_logging`) for this command."""
-    configure_logging(settings.log_level, json_lines=settings.log_json,
-                      console=err if err.is_terminal else None)
+    configure_logging(
+        settings.log_level, json_lines=settings.log_json, console=err if err.is_terminal else None
+    )
 
 
 def serve_metrics(settings: Settings, state: StateDB | None = None) -> None:
@@ -58,8 +59,11 @@ def serve_metrics(settings: Settings, state: StateDB | None = None) -> None:
             state = StateDB(settings.effective_state_url)
         start_metrics_server(settings.metrics_port, state, settings.store_shelf)
     except OSError as exc:
-        err.print(f"memory-worker: metrics port {settings.metrics_port} unavailable: "
-                  f"{escape(str(exc.strerror or exc))}; continuing without metrics", soft_wrap=True)
+        err.print(
+            f"memory-worker: metrics port {settings.metrics_port} unavailable: "
+            f"{escape(str(exc.strerror or exc))}; continuing without metrics",
+            soft_wrap=True,
+        )
 
 
 def db_error_line(exc: BaseException) -> str:
@@ -88,8 +92,9 @@ def open_runtime_or_exit(settings: Settings, kind: str, *, force_idle: bool = Fa
         err.print(f"memory-worker: {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
     except Exception as exc:
-        if not isinstance(exc, (StateURLError, SQLAlchemyError, OSError)) \
-                and not _alembic_command_error(exc):
+        if not isinstance(
+            exc, (StateURLError, SQLAlchemyError, OSError)
+        ) and not _alembic_command_error(exc):
             raise
         line = db_error_line(exc)
         err.print(f"memory-worker: cannot open the state database: {escape(line)}", soft_wrap=True)
@@ -107,9 +112,13 @@ def check_store_binary_or_exit(settings: Settings) -> None:
     """A `cli` / `mcp` store binary that is not installed is one line, exit 2 (it would
     otherwise fail every job, retried, forever)."""
     if settings.store_transport != "lite" and shutil.which(settings.store_binary) is None:
-        err.print(f"memory-worker: cannot open the store: the {settings.store_transport} "
-                  f"transport's binary {settings.store_binary!r} was not found (set "
-                  "store_binary / MEMORY_WORKER_STORE_BINARY)", soft_wrap=True, markup=False)
+        err.print(
+            f"memory-worker: cannot open the store: the {settings.store_transport} "
+            f"transport's binary {settings.store_binary!r} was not found (set "
+            "store_binary / MEMORY_WORKER_STORE_BINARY)",
+            soft_wrap=True,
+            markup=False,
+        )
         raise typer.Exit(2)
 
 
@@ -160,7 +169,10 @@ def require_distributed(command: str) -> None:
     it, one line saying how to install it, exit 2."""
     missing = missing_distributed()
     if missing:
-        err.print(f"memory-worker {command}: {', '.join(missing)} not installed; install the "
-                  "distributed extra: pip install 'dsh-memory-worker[distributed]'",
-                  soft_wrap=True, markup=False)
+        err.print(
+            f"memory-worker {command}: {', '.join(missing)} not installed; install the "
+            "distributed extra: pip install 'dsh-memory-worker[distributed]'",
+            soft_wrap=True,
+            markup=False,
+        )
         raise typer.Exit(2)

@@ -17,14 +17,23 @@ from worker.commands.options import ConfigOption, ShelfOption, err
 
 
 def console(
-    port: Annotated[int, typer.Option("--port", help="Port to listen on (0: any free port).")]
-    = 8765,
-    host: Annotated[str, typer.Option(
-        "--host", help="Address to listen on (default 127.0.0.1; any other address also needs "
-        "--i-know-it-is-exposed).")] = "127.0.0.1",
-    exposed: Annotated[bool, typer.Option(
-        "--i-know-it-is-exposed",
-        help="Allow --host to be an address other machines can reach.")] = False,
+    port: Annotated[
+        int, typer.Option("--port", help="Port to listen on (0: any free port).")
+    ] = 8765,
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host",
+            help="Address to listen on (default 127.0.0.1; any other address also needs "
+            "--i-know-it-is-exposed).",
+        ),
+    ] = "127.0.0.1",
+    exposed: Annotated[
+        bool,
+        typer.Option(
+            "--i-know-it-is-exposed", help="Allow --host to be an address other machines can reach."
+        ),
+    ] = False,
     shelf: ShelfOption = None,
     config: ConfigOption = None,
 ) -> None:
@@ -41,24 +50,34 @@ def console(
 
     say = "memory-worker console: "
     if host not in LOCAL_HOSTS and not exposed:
-        err.print(f"{say}--host {host} would let other machines reach the console; add "
-                  "--i-know-it-is-exposed to do that", soft_wrap=True, markup=False)
+        err.print(
+            f"{say}--host {host} would let other machines reach the console; add "
+            "--i-know-it-is-exposed to do that",
+            soft_wrap=True,
+            markup=False,
+        )
         raise typer.Exit(2)
     settings = load_or_exit(config, store_shelf=shelf)
     setup_logging(settings)
     try:
         sock = bind(host, port)
     except OSError as exc:
-        err.print(f"{say}cannot listen on {url_host(host)}:{port}: {exc.strerror or exc}",
-                  soft_wrap=True, markup=False)
+        err.print(
+            f"{say}cannot listen on {url_host(host)}:{port}: {exc.strerror or exc}",
+            soft_wrap=True,
+            markup=False,
+        )
         raise typer.Exit(2) from None
     runtime = open_runtime_or_exit(settings, "console")
     check_store_or_exit(runtime, settings.store_shelf)
     if host not in LOCAL_HOSTS:
-        err.print(f"{say}listening on {url_host(host)}:{sock.getsockname()[1]}: anyone who can "
-                  "reach it and has the token can read every session's messages and memory of "
-                  f"shelf {settings.store_shelf!r} and forget sessions, over plain HTTP",
-                  soft_wrap=True, markup=False)
+        err.print(
+            f"{say}listening on {url_host(host)}:{sock.getsockname()[1]}: anyone who can "
+            "reach it and has the token can read every session's messages and memory of "
+            f"shelf {settings.store_shelf!r} and forget sessions, over plain HTTP",
+            soft_wrap=True,
+            markup=False,
+        )
 
     def announce(url: str) -> None:
         typer.echo(f"memory console of shelf {settings.store_shelf!r}: {url}")

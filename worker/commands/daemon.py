@@ -35,8 +35,9 @@ class BrokerHints:
     ``setup`` (the daemon: :func:`worker.run.tasks.configure`) runs once, before the first
     hint: a daemon at rest sends none, and then never imports Celery and kombu (about 6 MB)."""
 
-    def __init__(self, retry_after_s: float = 5.0, *,
-                 setup: Callable[[], object] | None = None) -> None:
+    def __init__(
+        self, retry_after_s: float = 5.0, *, setup: Callable[[], object] | None = None
+    ) -> None:
         self._setup = setup
         self.sent = 0
         self.dropped = 0
@@ -63,7 +64,8 @@ class BrokerHints:
                 line = " ".join(str(exc).split())[:200]
                 log.warning(
                     "cannot send hints to the broker (%s); the reconcile loop re-sends owed "
-                    "work when it is back", line,
+                    "work when it is back",
+                    line,
                 )
             return
         if self._down_since is not None:
@@ -96,8 +98,7 @@ def daemon(
     from worker.watch.watcher import Watcher
 
     require_distributed("daemon")
-    settings = load_or_exit(config, dsh_home=dsh_home, store_shelf=shelf,
-                            metrics_port=metrics_port)
+    settings = load_or_exit(config, dsh_home=dsh_home, store_shelf=shelf, metrics_port=metrics_port)
     setup_logging(settings)
 
     def configure_broker() -> None:

@@ -84,8 +84,7 @@ def demo_home(
     try:
         paths = lay_out_fixtures(fixtures, directory, cwd)
     except OSError as exc:
-        console.print(f"error: cannot write the DSH home under {directory}: "
-                      f"{exc.strerror or exc}")
+        console.print(f"error: cannot write the DSH home under {directory}: {exc.strerror or exc}")
         raise typer.Exit(1) from None
     if not paths:
         console.print(f"error: no session*.jsonl fixtures under {fixtures}")

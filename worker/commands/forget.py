@@ -58,18 +58,23 @@ def forget(
         check_store_or_exit(runtime, settings.store_shelf)
         with runtime.state.transaction() as repos:
             unseen = {sid for sid in sessions if repos.sessions.get(sid) is None}
-        results, failed = forget_sessions(runtime, settings.store_shelf, sessions,
-                                          dry_run=dry_run)
+        results, failed = forget_sessions(runtime, settings.store_shelf, sessions, dry_run=dry_run)
     finally:
         runtime.close()
     if json_:
         payload: dict[str, Any] = {
-            "shelf": settings.store_shelf, "dry_run": dry_run,
-            "sessions": [{"session_id": r.session_id,
-                          "plan": [asdict(item) for item in r.items],
-                          "removed": r.removed,
-                          "regenerated": r.repair.regenerated,
-                          "unlinked": r.repair.unlinked} for r in results],
+            "shelf": settings.store_shelf,
+            "dry_run": dry_run,
+            "sessions": [
+                {
+                    "session_id": r.session_id,
+                    "plan": [asdict(item) for item in r.items],
+                    "removed": r.removed,
+                    "regenerated": r.repair.regenerated,
+                    "unlinked": r.repair.unlinked,
+                }
+                for r in results
+            ],
             "failed": failed,
         }
         typer.echo(json.dumps(payload, indent=2))
@@ -79,18 +84,21 @@ def forget(
             table.add_column(column)
         for r in results:
             for item in r.items:
-                table.add_row(shown(r.session_id), shown(item.entry), item.action,
-                              shown(item.why))
+                table.add_row(shown(r.session_id), shown(item.entry), item.action, shown(item.why))
         print_table(table, wide=wide)
         for r in results:
             if r.session_id in unseen and not r.items:
-                err.print(f"memory-worker forget: {shown(r.session_id)}: not seen by the watcher "
-                          "and nothing of it in memory"
-                          + ("" if dry_run else "; marked forgotten, so it is never ingested"),
-                          soft_wrap=True)
+                err.print(
+                    f"memory-worker forget: {shown(r.session_id)}: not seen by the watcher "
+                    "and nothing of it in memory"
+                    + ("" if dry_run else "; marked forgotten, so it is never ingested"),
+                    soft_wrap=True,
+                )
         for sid, why in failed.items():
             err.print(f"memory-worker forget: {shown(sid)}: {shown(why)}", soft_wrap=True)
         if not dry_run:
-            err.print(f"forgot {len(results) - len([r for r in results if r.repair.failed])} "
-                      f"session(s); removed {sum(len(r.removed) for r in results)} entries")
+            err.print(
+                f"forgot {len(results) - len([r for r in results if r.repair.failed])} "
+                f"session(s); removed {sum(len(r.removed) for r in results)} entries"
+            )
     raise typer.Exit(1 if failed else 0)

@@ -27,16 +27,23 @@ def missing_state_file(settings: Settings) -> Path | None:
     except ArgumentError:
         return None  # the runtime reports it
     database = url.database or ""
-    if url.get_backend_name() != "sqlite" or not database or database == ":memory:" \
-            or database.startswith("file:"):
+    if (
+        url.get_backend_name() != "sqlite"
+        or not database
+        or database == ":memory:"
+        or database.startswith("file:")
+    ):
         return None
     path = Path(database).expanduser()
     return None if path.exists() else path
 
 
 def say_nothing_recorded(command: str, path: Path, then: str = "") -> None:
-    err.print(f"memory-worker {command}: nothing recorded yet (no state database at "
-              f"{shown(path)}; `memory-worker run` makes one){then}", soft_wrap=True)
+    err.print(
+        f"memory-worker {command}: nothing recorded yet (no state database at "
+        f"{shown(path)}; `memory-worker run` makes one){then}",
+        soft_wrap=True,
+    )
 
 
 @contextmanager

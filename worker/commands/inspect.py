@@ -81,8 +81,9 @@ def _is_human(event: Event) -> bool:
     )
 
 
-def session_report(log: SessionLog, whitelist: Iterable[str] | None = None,
-                   tz: tzinfo | None = None) -> dict[str, Any]:
+def session_report(
+    log: SessionLog, whitelist: Iterable[str] | None = None, tz: tzinfo | None = None
+) -> dict[str, Any]:
     """The stable per-session JSON object of ``inspect --json`` (extend, never rename keys).
 
     ``messages`` / ``withdrawals``: what the worker would write and why (``memory.span``);
@@ -137,9 +138,15 @@ def session_report(log: SessionLog, whitelist: Iterable[str] | None = None,
         "replacements": replacements,
         "compaction_checkpoints": checkpoints,
         "surface": list(surface.nodes),
-        "session_node": node_report(survey_titles(
-            log.events, whitelist, cut=log.inherited, tz=tz,
-            now_ms=(header.created_at or 0) if header else 0)),
+        "session_node": node_report(
+            survey_titles(
+                log.events,
+                whitelist,
+                cut=log.inherited,
+                tz=tz,
+                now_ms=(header.created_at or 0) if header else 0,
+            )
+        ),
         "ok": log.ok,
         "problems": [str(p) for p in [*log.problems, *surface.problems]],
         **session_decisions(
@@ -156,14 +163,27 @@ def node_report(choice: TitleChoice) -> dict[str, Any]:
     (withdrawn sources, empty texts, later ones); no withdrawn text is shown."""
     chosen = choice.chosen
     return {
-        "source": None if chosen is None else {
-            "seq": chosen.seq, "type": chosen.type, "source": chosen.source,
-            "cites": sorted(chosen.cites), "checkpoint": chosen.checkpoint, "text": chosen.text,
+        "source": None
+        if chosen is None
+        else {
+            "seq": chosen.seq,
+            "type": chosen.type,
+            "source": chosen.source,
+            "cites": sorted(chosen.cites),
+            "checkpoint": chosen.checkpoint,
+            "text": chosen.text,
         },
         "skipped": [
-            {"seq": s.summary.seq, "type": s.summary.type, "source": s.summary.source,
-             "reason": s.reason, "withdrawn_seq": s.seq, "marker_seq": s.marker_seq,
-             "marker_kind": s.marker_kind, "detail": s.describe()}
+            {
+                "seq": s.summary.seq,
+                "type": s.summary.type,
+                "source": s.summary.source,
+                "reason": s.reason,
+                "withdrawn_seq": s.seq,
+                "marker_seq": s.marker_seq,
+                "marker_kind": s.marker_kind,
+                "detail": s.describe(),
+            }
             for s in choice.skipped
         ],
     }
@@ -206,8 +226,9 @@ def _print_report(console: Console, report: dict[str, Any]) -> None:
     node = report["session_node"]
     if node["source"] is not None:
         chosen = node["source"]
-        console.print(f"  session node: {chosen['type']} seq {chosen['seq']} "
-                      f"({escape(chosen['source'])})")
+        console.print(
+            f"  session node: {chosen['type']} seq {chosen['seq']} ({escape(chosen['source'])})"
+        )
     for skip in node["skipped"]:
         console.print(f"  node skips {skip['type']} seq {skip['seq']}: {escape(skip['detail'])}")
     for problem in report["problems"]:
@@ -215,8 +236,9 @@ def _print_report(console: Console, report: dict[str, Any]) -> None:
 
 
 def inspect(
-    path: Annotated[Path, typer.Argument(
-        help="A session log, session directory, sessions root, or DSH home.")],
+    path: Annotated[
+        Path, typer.Argument(help="A session log, session directory, sessions root, or DSH home.")
+    ],
     json_: Annotated[bool, typer.Option("--json", help="Print the stable JSON form.")] = False,
     config: ConfigOption = None,
 ) -> None:

@@ -25,13 +25,13 @@ ConfigOption = Annotated[
 #: The one ``--dsh-home`` of every command that reads the logs.
 DshHomeOption = Annotated[
     Path | None,
-    typer.Option("--dsh-home", help="DSH home whose logs to read (default: $DSH_HOME or "
-                 "~/.dsh)."),
+    typer.Option("--dsh-home", help="DSH home whose logs to read (default: $DSH_HOME or ~/.dsh)."),
 ]
 WideOption = Annotated[
     bool,
-    typer.Option("--wide", help="Print tables at their full width instead of the terminal's "
-                 "(or use --json)."),
+    typer.Option(
+        "--wide", help="Print tables at their full width instead of the terminal's (or use --json)."
+    ),
 ]
 ShelfOption = Annotated[
     str | None,
@@ -39,8 +39,10 @@ ShelfOption = Annotated[
 ]
 MetricsPortOption = Annotated[
     int | None,
-    typer.Option("--metrics-port", help="Serve Prometheus metrics on this port "
-                 "(default: setting `metrics_port`, off)."),
+    typer.Option(
+        "--metrics-port",
+        help="Serve Prometheus metrics on this port (default: setting `metrics_port`, off).",
+    ),
 ]
 QueueOption = Annotated[
     str, typer.Option("--queue", help="Celery queue the hints go to (and workers consume).")
@@ -62,11 +64,16 @@ def refuse_session_ids_or_exit(command: str, ids: Iterable[str]) -> None:
     # Imported when the command runs (the limit comes from the state model).
     from worker.watch.scan_problems import session_id_problem
 
-    refused = [(sid, why) for sid in dict.fromkeys(ids)
-               if (why := session_id_problem(sid)) is not None]
+    refused = [
+        (sid, why) for sid in dict.fromkeys(ids) if (why := session_id_problem(sid)) is not None
+    ]
     for sid, why in refused:
         head = sid if len(sid) <= 80 else sid[:60] + "…"
-        err.print(f"memory-worker {command}: session id {printable(head)} {why}; no session "
-                  "has such an id, nothing was done", soft_wrap=True, markup=False)
+        err.print(
+            f"memory-worker {command}: session id {printable(head)} {why}; no session "
+            "has such an id, nothing was done",
+            soft_wrap=True,
+            markup=False,
+        )
     if refused:
         raise typer.Exit(2)

@@ -71,23 +71,36 @@ def reconsolidate(
     ] = False,
     from_seq: Annotated[
         int | None,
-        typer.Option("--from-seq", min=0, help="Re-summarise from this seq (default: what is "
-                     "not consolidated yet)."),
+        typer.Option(
+            "--from-seq",
+            min=0,
+            help="Re-summarise from this seq (default: what is not consolidated yet).",
+        ),
     ] = None,
     wait: Annotated[
         bool, typer.Option("--wait", help="Run the queued work here and wait for it.")
     ] = False,
     replace: Annotated[
-        bool, typer.Option("--replace", help="Rewrite the summaries that exist (same names) with "
-                           "the current route and prompts, their work units and archives.")
+        bool,
+        typer.Option(
+            "--replace",
+            help="Rewrite the summaries that exist (same names) with "
+            "the current route and prompts, their work units and archives.",
+        ),
     ] = False,
     stale: Annotated[
-        bool, typer.Option("--stale", help="With --replace (implied): every session holding a "
-                           "summary, archive or work unit another route/model/prompt wrote.")
+        bool,
+        typer.Option(
+            "--stale",
+            help="With --replace (implied): every session holding a "
+            "summary, archive or work unit another route/model/prompt wrote.",
+        ),
     ] = False,
     force: Annotated[
-        bool, typer.Option("--force", help="With --replace: also rewrite what the current "
-                           "writer already wrote.")
+        bool,
+        typer.Option(
+            "--force", help="With --replace: also rewrite what the current writer already wrote."
+        ),
     ] = False,
     project: ProjectOption = None,
     since: SinceOption = None,
@@ -106,23 +119,41 @@ def reconsolidate(
     refuse_session_ids_or_exit("reconsolidate", chosen.ids)
     if replace or stale:
         if chosen.empty:
-            err.print("memory-worker: name at least one SESSION, or pass --all, --project, "
-                      "--since or --stale")
+            err.print(
+                "memory-worker: name at least one SESSION, or pass --all, --project, "
+                "--since or --stale"
+            )
             raise typer.Exit(2)
         if from_seq is not None:
-            err.print("memory-worker: --from-seq does not go with --replace (existing summaries "
-                      "keep their spans)")
+            err.print(
+                "memory-worker: --from-seq does not go with --replace (existing summaries "
+                "keep their spans)"
+            )
             raise typer.Exit(2)
         # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
         from worker.commands.rewriting import rewrite_command
 
-        rewrite_command("replace", chosen, force=force, dry_run=dry_run, max_calls=max_calls,
-                        json_=json_, wait=wait, workers=workers, timeout=timeout, shelf=shelf,
-                        config=config, queue=queue, dsh_home=dsh_home)
+        rewrite_command(
+            "replace",
+            chosen,
+            force=force,
+            dry_run=dry_run,
+            max_calls=max_calls,
+            json_=json_,
+            wait=wait,
+            workers=workers,
+            timeout=timeout,
+            shelf=shelf,
+            config=config,
+            queue=queue,
+            dsh_home=dsh_home,
+        )
         return
     if force or dry_run or max_calls is not None or json_ or workers or project or since:
-        err.print("memory-worker: --force, --dry-run, --max-calls, --json, --workers, --project "
-                  "and --since go with --replace")
+        err.print(
+            "memory-worker: --force, --dry-run, --max-calls, --json, --workers, --project "
+            "and --since go with --replace"
+        )
         raise typer.Exit(2)
     if not sessions and not all_sessions:
         err.print("memory-worker: name at least one SESSION, or pass --all")
@@ -148,11 +179,10 @@ def reconsolidate(
             with runtime.state.transaction() as repos:
                 ids += [s.session_id for s in repos.sessions.list() if s.session_id not in ids]
             if not ids:
-                err.print("no sessions seen yet (run `memory-worker run` or `daemon`)",
-                          markup=False)
-        results = [
-            request_reconsolidation(runtime, sid, target, from_seq=from_seq) for sid in ids
-        ]
+                err.print(
+                    "no sessions seen yet (run `memory-worker run` or `daemon`)", markup=False
+                )
+        results = [request_reconsolidation(runtime, sid, target, from_seq=from_seq) for sid in ids]
         for result in results:
             err.print(shown(_line(result)), soft_wrap=True)
         queued = [r.session_id for r in results if r.queued]
@@ -201,15 +231,19 @@ def _run_here(runtime: Runtime, queued: list[str], shelf: str) -> int:
             runner.submit(JOB_CONSOLIDATE, session_id, shelf)
         runner.drain()
     for result in outcomes:
-        err.print(shown(f"{result.session_id}: {result.status} — {result.detail}"),
-                  soft_wrap=True)
+        err.print(shown(f"{result.session_id}: {result.status} — {result.detail}"), soft_wrap=True)
         if result.status not in ("done", "skipped"):
             failed += 1
     finished = {result.session_id for result in outcomes}
     for session_id in queued:
         if session_id not in finished:  # a retryable failure: the runner deferred its retry
-            err.print(shown(f"{session_id}: not finished — the consolidation failed (see the "
-                             "warning above); the request stays recorded"), soft_wrap=True)
+            err.print(
+                shown(
+                    f"{session_id}: not finished — the consolidation failed (see the "
+                    "warning above); the request stays recorded"
+                ),
+                soft_wrap=True,
+            )
     return failed + (len(queued) - len(outcomes))
 
 
@@ -219,8 +253,12 @@ def _send_hints(settings: Settings, queued: list[str], shelf: str) -> None:
     from worker.names import JOB_CONSOLIDATE
 
     if importlib.util.find_spec("celery") is None:  # embedded install: no broker to hint
-        err.print("memory-worker: the request stays queued: `memory-worker run` picks it up "
-                  "(or rerun with --wait)", soft_wrap=True, markup=False)
+        err.print(
+            "memory-worker: the request stays queued: `memory-worker run` picks it up "
+            "(or rerun with --wait)",
+            soft_wrap=True,
+            markup=False,
+        )
         return
     from worker.run import tasks
 

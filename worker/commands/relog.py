@@ -66,6 +66,18 @@ def relog(
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
     from worker.commands.rewriting import rewrite_command
 
-    rewrite_command("relog", chosen, force=False, dry_run=dry_run, max_calls=max_calls,
-                  json_=json_, wait=wait, workers=workers, timeout=timeout, shelf=shelf,
-                  config=config, queue=queue, dsh_home=dsh_home)
+    rewrite_command(
+        "relog",
+        chosen,
+        force=False,
+        dry_run=dry_run,
+        max_calls=max_calls,
+        json_=json_,
+        wait=wait,
+        workers=workers,
+        timeout=timeout,
+        shelf=shelf,
+        config=config,
+        queue=queue,
+        dsh_home=dsh_home,
+    )

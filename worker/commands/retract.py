@@ -53,8 +53,10 @@ def retract(
     json_: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     kind: Annotated[
         list[str] | None,
-        typer.Option("--kind", help="Also treat this marker source kind as a withdrawal "
-                     "(this run only; repeatable)."),
+        typer.Option(
+            "--kind",
+            help="Also treat this marker source kind as a withdrawal (this run only; repeatable).",
+        ),
     ] = None,
     wide: WideOption = False,
     shelf: ShelfOption = None,
@@ -80,15 +82,30 @@ def retract(
     runtime = open_runtime_or_exit(settings, "retract")
     try:
         check_store_or_exit(runtime, settings.store_shelf)
-        code = _run(runtime, settings.store_shelf, _targets(runtime, chosen, all_),
-                    [k.strip() for k in kind or [] if k.strip()], dry_run, json_, wide=wide)
+        code = _run(
+            runtime,
+            settings.store_shelf,
+            _targets(runtime, chosen, all_),
+            [k.strip() for k in kind or [] if k.strip()],
+            dry_run,
+            json_,
+            wide=wide,
+        )
     finally:
         runtime.close()
     raise typer.Exit(code)
 
 
-def _run(runtime: Runtime, shelf: str, targets: list[str], extra: list[str], dry_run: bool,
-         json_: bool, *, wide: bool = False) -> int:
+def _run(
+    runtime: Runtime,
+    shelf: str,
+    targets: list[str],
+    extra: list[str],
+    dry_run: bool,
+    json_: bool,
+    *,
+    wide: bool = False,
+) -> int:
     from worker.jobs.retract_run import audit_run, execute_one, plan_run, undone
 
     kinds, runs = plan_run(runtime, shelf, targets, extra)
@@ -97,8 +114,11 @@ def _run(runtime: Runtime, shelf: str, targets: list[str], extra: list[str], dry
         _print_plan(planned, dry_run, wide)
     results: dict[str, dict[str, Any]] = {}
     if not dry_run:
-        work = [(sid, log_) for sid, log_, plan, _ in planned
-                if log_ is not None and plan is not None and not plan.empty]
+        work = [
+            (sid, log_)
+            for sid, log_, plan, _ in planned
+            if log_ is not None and plan is not None and not plan.empty
+        ]
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
         with Progress(*columns, console=err, transient=json_, disable=not work) as progress:
             bar = progress.add_task("retracting", total=len(work))
@@ -108,26 +128,39 @@ def _run(runtime: Runtime, shelf: str, targets: list[str], extra: list[str], dry
         audit_run(runtime, shelf, targets, kinds, results)
     left = undone(runs, results)
     if json_:
-        typer.echo(json.dumps({
-            "shelf": shelf, "dry_run": dry_run, "kinds": kinds,
-            "sessions": [
-                {"session_id": sid, "error": error or None,
-                 "plan": [asdict(item) for item in plan.items] if plan else [],
-                 "result": results.get(sid)}
-                for sid, _, plan, error in planned
-            ],
-            "undone": left,
-        }, indent=2))
+        typer.echo(
+            json.dumps(
+                {
+                    "shelf": shelf,
+                    "dry_run": dry_run,
+                    "kinds": kinds,
+                    "sessions": [
+                        {
+                            "session_id": sid,
+                            "error": error or None,
+                            "plan": [asdict(item) for item in plan.items] if plan else [],
+                            "result": results.get(sid),
+                        }
+                        for sid, _, plan, error in planned
+                    ],
+                    "undone": left,
+                },
+                indent=2,
+            )
+        )
     elif not dry_run:
         done = sum(len(r["retracted"]) + len(r["repaired"]) for r in results.values())
-        err.print(f"{done} entries retracted or repaired in {len(results)} session(s)"
-                  + (f"; left undone: {shown(', '.join(left))}" if left else ""),
-                  soft_wrap=True)
+        err.print(
+            f"{done} entries retracted or repaired in {len(results)} session(s)"
+            + (f"; left undone: {shown(', '.join(left))}" if left else ""),
+            soft_wrap=True,
+        )
     return 1 if left else 0
 
 
-def _print_plan(planned: list[tuple[str, SessionLog | None, SessionPlan | None, str]],
-                dry_run: bool, wide: bool) -> None:
+def _print_plan(
+    planned: list[tuple[str, SessionLog | None, SessionPlan | None, str]], dry_run: bool, wide: bool
+) -> None:
     table = Table(title="retraction plan" + (" (dry run: nothing changed)" if dry_run else ""))
     for column in ("session", "entry", "action", "why"):
         table.add_column(column)

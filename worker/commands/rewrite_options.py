@@ -10,37 +10,55 @@ from typing import Annotated
 
 import typer
 
-SessionsArg = Annotated[
-    list[str] | None, typer.Argument(help="Session ids.", show_default=False)
-]
+SessionsArg = Annotated[list[str] | None, typer.Argument(help="Session ids.", show_default=False)]
 AllOption = Annotated[bool, typer.Option("--all", help="Every session the watcher knows.")]
 ProjectOption = Annotated[
     str | None, typer.Option("--project", help="Only sessions of this project (scope name).")
 ]
 SinceOption = Annotated[
     dt.datetime | None,
-    typer.Option("--since", formats=["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"],
-                 help="Only sessions active on or after this date (UTC)."),
+    typer.Option(
+        "--since",
+        formats=["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"],
+        help="Only sessions active on or after this date (UTC).",
+    ),
 ]
 DryRunOption = Annotated[
-    bool, typer.Option("--dry-run", help="List what would be rewritten, with the model calls "
-                       "and input tokens expected; change nothing.")
+    bool,
+    typer.Option(
+        "--dry-run",
+        help="List what would be rewritten, with the model calls "
+        "and input tokens expected; change nothing.",
+    ),
 ]
 MaxCallsOption = Annotated[
-    int | None, typer.Option("--max-calls", min=0, help="With --wait: stop cleanly before the "
-                             "model call that would exceed N (rerun to continue).")
+    int | None,
+    typer.Option(
+        "--max-calls",
+        min=0,
+        help="With --wait: stop cleanly before the "
+        "model call that would exceed N (rerun to continue).",
+    ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
 WorkersOption = Annotated[
-    bool, typer.Option("--workers", help="Run as jobs on the Celery workers (distributed mode); "
-                       "with --wait, follow them.")
+    bool,
+    typer.Option(
+        "--workers",
+        help="Run as jobs on the Celery workers (distributed mode); with --wait, follow them.",
+    ),
 ]
 QueueOption = Annotated[
     str, typer.Option("--queue", help="With --workers: the Celery queue the workers consume.")
 ]
 TimeoutOption = Annotated[
-    float, typer.Option("--timeout", min=1, help="With --workers --wait: seconds to follow the "
-                        "jobs before giving up (they keep running).")
+    float,
+    typer.Option(
+        "--timeout",
+        min=1,
+        help="With --workers --wait: seconds to follow the "
+        "jobs before giving up (they keep running).",
+    ),
 ]
 
 

@@ -61,32 +61,52 @@ def select_sessions(runtime: Runtime, chosen: Selection) -> list[str]:
     with runtime.state.read() as repos:
         known = {s.session_id: s for s in repos.sessions.list() if s.path and not s.forgotten}
     ids = list(dict.fromkeys(chosen.ids)) if chosen.ids else sorted(known)
-    since = chosen.since.replace(tzinfo=dt.UTC) if chosen.since and not chosen.since.tzinfo \
+    since = (
+        chosen.since.replace(tzinfo=dt.UTC)
+        if chosen.since and not chosen.since.tzinfo
         else chosen.since
+    )
     out = []
     for sid in ids:
         state = known.get(sid)
         if state is not None and chosen.project is not None and state.project != chosen.project:
             continue
-        if state is not None and since is not None and (
-                state.last_activity_at is None or state.last_activity_at < since):
+        if (
+            state is not None
+            and since is not None
+            and (state.last_activity_at is None or state.last_activity_at < since)
+        ):
             continue
         out.append(sid)
     return out
 
 
-def rewrite_command(mode: str, chosen: Selection, *, force: bool, dry_run: bool,
-                    max_calls: int | None, json_: bool, wait: bool, workers: bool,
-                    timeout: float, shelf: str | None, config: Path | None,
-                    queue: str = DEFAULT_QUEUE, dsh_home: Path | None = None) -> None:
+def rewrite_command(
+    mode: str,
+    chosen: Selection,
+    *,
+    force: bool,
+    dry_run: bool,
+    max_calls: int | None,
+    json_: bool,
+    wait: bool,
+    workers: bool,
+    timeout: float,
+    shelf: str | None,
+    config: Path | None,
+    queue: str = DEFAULT_QUEUE,
+    dsh_home: Path | None = None,
+) -> None:
     """The body of ``reconsolidate --replace`` (mode ``replace``) and ``relog``: settings,
     runtime, selection, then :func:`run_rewrite`; exits with its status."""
     command = "reconsolidate" if mode == "replace" else mode
     if workers:  # Celery jobs: the one option of these commands that needs the extra
         require_distributed(f"{command} --workers")
     if max_calls is not None and not (wait and not workers):
-        err.print("memory-worker: --max-calls needs --wait without --workers (this process "
-                  "keeps the budget)")
+        err.print(
+            "memory-worker: --max-calls needs --wait without --workers (this process "
+            "keeps the budget)"
+        )
         raise typer.Exit(2)
     settings = load_or_exit(config, store_shelf=shelf, dsh_home=dsh_home)
     setup_logging(settings)
@@ -95,11 +115,21 @@ def rewrite_command(mode: str, chosen: Selection, *, force: bool, dry_run: bool,
         check_store_or_exit(runtime, settings.store_shelf)
         ids = select_sessions(runtime, chosen)
         if not ids:
-            err.print("no sessions match (run `memory-worker run` or `daemon` first)",
-                      markup=False)
-        code = run_rewrite(runtime, settings.store_shelf, mode, ids, force=force,
-                           dry_run=dry_run, max_calls=max_calls, json_=json_, wait=wait,
-                           workers=workers, timeout_s=timeout, queue=queue)
+            err.print("no sessions match (run `memory-worker run` or `daemon` first)", markup=False)
+        code = run_rewrite(
+            runtime,
+            settings.store_shelf,
+            mode,
+            ids,
+            force=force,
+            dry_run=dry_run,
+            max_calls=max_calls,
+            json_=json_,
+            wait=wait,
+            workers=workers,
+            timeout_s=timeout,
+            queue=queue,
+        )
     finally:
         runtime.close()
     raise typer.Exit(code)
@@ -120,9 +150,21 @@ class Row:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
-def run_rewrite(runtime: Runtime, shelf: str, mode: str, ids: list[str], *, force: bool,
-                dry_run: bool, max_calls: int | None, json_: bool, wait: bool, workers: bool,
-                timeout_s: float = 3600.0, queue: str = DEFAULT_QUEUE) -> int:
+def run_rewrite(
+    runtime: Runtime,
+    shelf: str,
+    mode: str,
+    ids: list[str],
+    *,
+    force: bool,
+    dry_run: bool,
+    max_calls: int | None,
+    json_: bool,
+    wait: bool,
+    workers: bool,
+    timeout_s: float = 3600.0,
+    queue: str = DEFAULT_QUEUE,
+) -> int:
     """Carry out (or plan, queue, follow) ``mode`` for ``ids``; the exit status."""
     if dry_run:
         rederived: set[str] = set()  # archives an earlier session's run makes current
@@ -132,24 +174,46 @@ def run_rewrite(runtime: Runtime, shelf: str, mode: str, ids: list[str], *, forc
     else:
         rows = _queue(runtime, shelf, mode, ids, force, wait, json_, timeout_s, queue)
     if json_:
-        totals = {key: sum(int((r.counts or {}).get(key, 0)) for r in rows)
-                  for key in ("calls", "max_calls", "input_tokens")}
-        typer.echo(json.dumps({"mode": mode, "shelf": shelf, "dry_run": dry_run, **totals,
-                               "sessions": [r.as_json() for r in rows]}, indent=2))
+        totals = {
+            key: sum(int((r.counts or {}).get(key, 0)) for r in rows)
+            for key in ("calls", "max_calls", "input_tokens")
+        }
+        typer.echo(
+            json.dumps(
+                {
+                    "mode": mode,
+                    "shelf": shelf,
+                    "dry_run": dry_run,
+                    **totals,
+                    "sessions": [r.as_json() for r in rows],
+                },
+                indent=2,
+            )
+        )
     else:
         for row in rows:
             typer.echo(printable(f"{row.session_id}: {row.line}"))
         if dry_run and rows:
-            calls, bound, tokens = (sum(int((r.counts or {}).get(key, 0)) for r in rows)
-                                    for key in ("calls", "max_calls", "input_tokens"))
-            typer.echo(f"dry run: {calls_text(calls, bound)}, ~{tokens} input tokens in "
-                       f"{len(rows)} session(s); nothing changed")
+            calls, bound, tokens = (
+                sum(int((r.counts or {}).get(key, 0)) for r in rows)
+                for key in ("calls", "max_calls", "input_tokens")
+            )
+            typer.echo(
+                f"dry run: {calls_text(calls, bound)}, ~{tokens} input tokens in "
+                f"{len(rows)} session(s); nothing changed"
+            )
     bad = {"failed", "error", "unfinished"}
     return 1 if any(r.status in bad for r in rows) else 0
 
 
-def _dry_row(runtime: Runtime, shelf: str, sid: str, mode: str, force: bool,
-             rederived: set[str] | None = None) -> Row:
+def _dry_row(
+    runtime: Runtime,
+    shelf: str,
+    sid: str,
+    mode: str,
+    force: bool,
+    rederived: set[str] | None = None,
+) -> Row:
     """``sid``'s plan as a row; ``rederived`` (a dry run of several sessions): the archives the
     sessions before it re-derive, which its run will find current (updated)."""
     try:
@@ -162,21 +226,39 @@ def _dry_row(runtime: Runtime, shelf: str, sid: str, mode: str, force: bool,
     if rederived is not None and not plan.waiting:
         plan = plan.after(rederived)
         rederived.update(plan.archives)
-    return Row(sid, "planned", plan_line(plan),
-               counts={"calls": plan.calls, "max_calls": plan.max_calls,
-                       "input_tokens": plan.input_tokens},
-               plan=[asdict(item) for item in plan.items()])
+    return Row(
+        sid,
+        "planned",
+        plan_line(plan),
+        counts={
+            "calls": plan.calls,
+            "max_calls": plan.max_calls,
+            "input_tokens": plan.input_tokens,
+        },
+        plan=[asdict(item) for item in plan.items()],
+    )
 
 
 def _progress(json_: bool, total: int, what: str) -> tuple[Progress, Any]:
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
     bar = Progress(*columns, console=err, transient=json_, disable=total < 2)
     return bar, bar.add_task(what, total=total)
 
 
-def _run_here(runtime: Runtime, shelf: str, mode: str, ids: list[str], force: bool,
-              max_calls: int | None, json_: bool) -> list[Row]:
+def _run_here(
+    runtime: Runtime,
+    shelf: str,
+    mode: str,
+    ids: list[str],
+    force: bool,
+    max_calls: int | None,
+    json_: bool,
+) -> list[Row]:
     rows: list[Row] = []
     spent = 0
     progress, task = _progress(json_, len(ids), "rewriting" if mode == "replace" else "relogging")
@@ -189,8 +271,9 @@ def _run_here(runtime: Runtime, shelf: str, mode: str, ids: list[str], force: bo
     return rows
 
 
-def _run_one(runtime: Runtime, shelf: str, mode: str, sid: str, force: bool,
-             budget: int | None) -> Row:
+def _run_one(
+    runtime: Runtime, shelf: str, mode: str, sid: str, force: bool, budget: int | None
+) -> Row:
     planned = _dry_row(runtime, shelf, sid, mode, force)
     if planned.status == "error":
         return planned
@@ -206,13 +289,16 @@ def _run_one(runtime: Runtime, shelf: str, mode: str, sid: str, force: bool,
         if result.status == "busy" and time.monotonic() < busy_until:
             time.sleep(0.5)
         elif result.status == "retry" and attempt < settings.task_max_retries:
-            time.sleep(min(30.0, settings.retry_backoff_s * 2 ** attempt))
+            time.sleep(min(30.0, settings.retry_backoff_s * 2**attempt))
             attempt += 1
         else:
             break
     return _settled(runtime, shelf, sid, request) or Row(
-        sid, "unfinished", f"not finished — {detail}; the request stays queued (rerun, or a "
-        "running worker retries it)")
+        sid,
+        "unfinished",
+        f"not finished — {detail}; the request stays queued (rerun, or a "
+        "running worker retries it)",
+    )
 
 
 def _settled(runtime: Runtime, shelf: str, sid: str, request: int) -> Row | None:
@@ -225,8 +311,17 @@ def _settled(runtime: Runtime, shelf: str, sid: str, request: int) -> Row | None
     return Row(sid, "done" if outcome == "done" else "failed", line, counts=result)
 
 
-def _queue(runtime: Runtime, shelf: str, mode: str, ids: list[str], force: bool, wait: bool,
-           json_: bool, timeout_s: float, queue: str) -> list[Row]:
+def _queue(
+    runtime: Runtime,
+    shelf: str,
+    mode: str,
+    ids: list[str],
+    force: bool,
+    wait: bool,
+    json_: bool,
+    timeout_s: float,
+    queue: str,
+) -> list[Row]:
     requests: dict[str, int] = {}
     rows: dict[str, Row] = {}
     for sid in ids:
@@ -238,9 +333,16 @@ def _queue(runtime: Runtime, shelf: str, mode: str, ids: list[str], force: bool,
             requests[sid] = request_rewrite(repos, sid, shelf, mode, force=force)
         rows[sid] = Row(sid, "queued", f"queued — a {mode} job was sent to the workers")
     if missing_distributed():  # the base install: no broker, `memory-worker run` takes it up
-        return [rows[sid] if rows[sid].status == "error" else Row(
-            sid, "queued", "queued — recorded: `memory-worker run` picks it up (or rerun with "
-            "--wait)") for sid in ids]
+        return [
+            rows[sid]
+            if rows[sid].status == "error"
+            else Row(
+                sid,
+                "queued",
+                "queued — recorded: `memory-worker run` picks it up (or rerun with --wait)",
+            )
+            for sid in ids
+        ]
     try:
         from worker.run import tasks  # Celery and kombu: the distributed extra
 
@@ -249,20 +351,31 @@ def _queue(runtime: Runtime, shelf: str, mode: str, ids: list[str], force: bool,
             tasks.enqueue(JOB_REWRITE, sid, shelf)
     except Exception as exc:  # kombu raises several types for an unreachable broker
         line = " ".join(str(exc).split())[:200]
-        err.print(f"memory-worker: could not send the hints to the broker ({shown(line)})",
-                  soft_wrap=True)
+        err.print(
+            f"memory-worker: could not send the hints to the broker ({shown(line)})", soft_wrap=True
+        )
         for sid in requests:
-            rows[sid] = Row(sid, "queued", "queued — recorded, but the broker is unreachable: "
-                            "a running `memory-worker run` or the daemon takes it up, or rerun "
-                            "with --wait")
+            rows[sid] = Row(
+                sid,
+                "queued",
+                "queued — recorded, but the broker is unreachable: "
+                "a running `memory-worker run` or the daemon takes it up, or rerun "
+                "with --wait",
+            )
         return [rows[sid] for sid in ids]
     if wait:
         _follow(runtime, shelf, requests, rows, json_, timeout_s)
     return [rows[sid] for sid in ids]
 
 
-def _follow(runtime: Runtime, shelf: str, requests: dict[str, int], rows: dict[str, Row],
-            json_: bool, timeout_s: float) -> None:
+def _follow(
+    runtime: Runtime,
+    shelf: str,
+    requests: dict[str, int],
+    rows: dict[str, Row],
+    json_: bool,
+    timeout_s: float,
+) -> None:
     deadline = time.monotonic() + timeout_s
     open_ = dict(requests)
     progress, task = _progress(json_, len(open_), "waiting for the workers")
@@ -277,5 +390,9 @@ def _follow(runtime: Runtime, shelf: str, requests: dict[str, int], rows: dict[s
             if open_:
                 time.sleep(0.5)
     for sid in open_:
-        rows[sid] = Row(sid, "unfinished", f"not finished after {timeout_s:g}s — the job is "
-                        "still queued or running on the workers")
+        rows[sid] = Row(
+            sid,
+            "unfinished",
+            f"not finished after {timeout_s:g}s — the job is "
+            "still queued or running on the workers",
+        )

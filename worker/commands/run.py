@@ -31,8 +31,13 @@ def run(
         bool, typer.Option("--once", help="Process what is on disk (all sessions idle), exit.")
     ] = False,
     jobs: Annotated[
-        int, typer.Option("--jobs", "-j", help="With --once: process the sessions in N "
-                          "processes, then finish in this one (default 1).")
+        int,
+        typer.Option(
+            "--jobs",
+            "-j",
+            help="With --once: process the sessions in N "
+            "processes, then finish in this one (default 1).",
+        ),
     ] = 1,
     dsh_home: DshHomeOption = None,
     shelf: ShelfOption = None,
@@ -44,8 +49,10 @@ def run(
         err.print(f"memory-worker: --jobs must be 1 or more (got {jobs})", soft_wrap=True)
         raise typer.Exit(2)
     if jobs > 1 and not once:
-        err.print("memory-worker: --jobs needs --once (following a DSH home runs in one "
-                  "process)", soft_wrap=True)
+        err.print(
+            "memory-worker: --jobs needs --once (following a DSH home runs in one process)",
+            soft_wrap=True,
+        )
         raise typer.Exit(2)
     overrides = {"dsh_home": dsh_home, "store_shelf": shelf, "metrics_port": metrics_port}
     watch = key = None
@@ -92,8 +99,9 @@ def answer_at_rest(key: str) -> bool:
     return True
 
 
-def _run(settings: Settings, once: bool, children: OnceChildren | None,
-         watch: Watch | None = None) -> None:
+def _run(
+    settings: Settings, once: bool, children: OnceChildren | None, watch: Watch | None = None
+) -> None:
     from sqlalchemy.exc import SQLAlchemyError
 
     from worker.commands.common import check_store_or_exit, db_error_line, open_runtime_or_exit
@@ -137,8 +145,13 @@ def _did_nothing(totals: OnceTotals) -> bool:
     """A pass that read no new event, ran no job and changed nothing in the store."""
     from dataclasses import asdict
 
-    return (totals.new_events == 0 and totals.finished == 0 and not totals.unscanned
-            and not totals.unfinished and not any(asdict(totals.counts()).values()))
+    return (
+        totals.new_events == 0
+        and totals.finished == 0
+        and not totals.unscanned
+        and not totals.unfinished
+        and not any(asdict(totals.counts()).values())
+    )
 
 
 def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> OnceTotals:
@@ -196,8 +209,11 @@ def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> On
             # A state outage mid-run: one line for it, then the summary naming every session
             # not finished (the fault guarantee), exit 1.
             progress.stop()
-            err.print(f"memory-worker: the state database failed: {db_error_line(exc)}; "
-                      "stopping", soft_wrap=True, markup=False)
+            err.print(
+                f"memory-worker: the state database failed: {db_error_line(exc)}; stopping",
+                soft_wrap=True,
+                markup=False,
+            )
             err.print(totals.summary(), soft_wrap=True, markup=False)
             raise typer.Exit(1) from None
         finally:
@@ -232,8 +248,9 @@ def _follow(runtime: Runtime, shelf: str) -> None:
     stop = stop_on_signals()
     runner = InProcessRunner(runtime)
     owe_consolidation(runtime, runner.submit)
-    watcher = Watcher(runtime, runner.submit, shelf=shelf,
-                      after_session=lambda _sid: runner.run_ready())
+    watcher = Watcher(
+        runtime, runner.submit, shelf=shelf, after_session=lambda _sid: runner.run_ready()
+    )
     err.print(
         f"following {runtime.settings.sessions_root} → shelf {shelf!r} (Ctrl-C to stop)",
         soft_wrap=True,
@@ -248,5 +265,7 @@ def _follow(runtime: Runtime, shelf: str) -> None:
         runner.run_ready()
 
     watcher.run(stop, after_poll=_work)
-    err.print(f"stopped; {runner.stats.written} entries written, "
-              f"{runner.stats.retracted} retracted", soft_wrap=True)
+    err.print(
+        f"stopped; {runner.stats.written} entries written, {runner.stats.retracted} retracted",
+        soft_wrap=True,
+    )

@@ -14,20 +14,31 @@ import typer
 from worker.commands.options import ConfigOption, shown
 
 segments_app = typer.Typer(
-    name="segments", help="Shipped log segments (log shipping).", no_args_is_help=True,
-    rich_markup_mode=None, pretty_exceptions_enable=False,
+    name="segments",
+    help="Shipped log segments (log shipping).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
 )
 
 
 @segments_app.command("prune")
 def prune(
     consolidated: Annotated[
-        bool, typer.Option("--consolidated", help="Also remove segments below the consolidated "
-                           "floor of sessions closed for --closed-for days.")
+        bool,
+        typer.Option(
+            "--consolidated",
+            help="Also remove segments below the consolidated "
+            "floor of sessions closed for --closed-for days.",
+        ),
     ] = False,
     closed_for: Annotated[
-        float, typer.Option("--closed-for", min=0, help="Days a session must have been "
-                            "idle-closed before --consolidated prunes it.")
+        float,
+        typer.Option(
+            "--closed-for",
+            min=0,
+            help="Days a session must have been idle-closed before --consolidated prunes it.",
+        ),
     ] = 30.0,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print what would be removed; remove nothing.")
@@ -50,12 +61,18 @@ def prune(
         return
     runtime = open_runtime_or_exit(settings, "segments-prune")
     try:
-        report = prune_segments(runtime.state, consolidated=consolidated,
-                                closed_for=dt.timedelta(days=closed_for), dry_run=dry_run)
+        report = prune_segments(
+            runtime.state,
+            consolidated=consolidated,
+            closed_for=dt.timedelta(days=closed_for),
+            dry_run=dry_run,
+        )
     finally:
         runtime.close()
     for line in report.lines:
         typer.echo(shown(line))
     verb = "would remove" if dry_run else "removed"
-    typer.echo(f"{verb} {report.segments} segments, {report.bytes} bytes"
-               + (" (dry run: nothing changed)" if dry_run else ""))
+    typer.echo(
+        f"{verb} {report.segments} segments, {report.bytes} bytes"
+        + (" (dry run: nothing changed)" if dry_run else "")
+    )

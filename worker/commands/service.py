@@ -27,15 +27,19 @@ if TYPE_CHECKING:
     from worker.service.manager import Manager
 
 service_app = typer.Typer(
-    name="service", no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False,
+    name="service",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
     help="Run `memory-worker run` at login: a systemd --user unit (Linux) or a launchd "
-         "LaunchAgent (macOS).",
+    "LaunchAgent (macOS).",
 )
 
 ManagerOption = Annotated[
     str | None,
-    typer.Option("--manager", help="systemd or launchd (default: systemd on Linux, launchd on "
-                 "macOS)."),
+    typer.Option(
+        "--manager", help="systemd or launchd (default: systemd on Linux, launchd on macOS)."
+    ),
 ]
 
 SAY = "memory-worker service"
@@ -54,8 +58,10 @@ def _manager(chosen: str | None) -> Manager:
     if chosen is None:
         chosen = {"linux": "systemd", "darwin": "launchd"}.get(sys.platform)
         if chosen is None:
-            raise _fail(f"not supported on {sys.platform}: the worker runs on Linux and macOS "
-                        "(docs/service.md)")
+            raise _fail(
+                f"not supported on {sys.platform}: the worker runs on Linux and macOS "
+                "(docs/service.md)"
+            )
     if chosen not in managers:
         raise _fail(f"--manager {chosen!r}: choose systemd or launchd")
     return managers[chosen]
@@ -88,12 +94,16 @@ def _write(path: Path, content: bytes, base: Path) -> list[Path]:
 
 @service_app.command("install")
 def install(
-    print_: Annotated[bool, typer.Option("--print", help="Print the file; install nothing.")]
-    = False,
+    print_: Annotated[
+        bool, typer.Option("--print", help="Print the file; install nothing.")
+    ] = False,
     env: Annotated[
         list[str] | None,
-        typer.Option("--env", help="Pass this variable (NAME: its value here; NAME=VALUE) to the "
-                     "service; repeatable. PATH is always passed."),
+        typer.Option(
+            "--env",
+            help="Pass this variable (NAME: its value here; NAME=VALUE) to the "
+            "service; repeatable. PATH is always passed.",
+        ),
     ] = None,
     manager: ManagerOption = None,
     dsh_home: DshHomeOption = None,
@@ -106,8 +116,9 @@ def install(
     chosen = _manager(manager)
     environ = _environment()
     try:
-        spec = build_spec(config=config, dsh_home=dsh_home, env_names=list(env or []),
-                          environ=environ)
+        spec = build_spec(
+            config=config, dsh_home=dsh_home, env_names=list(env or []), environ=environ
+        )
         # A configuration the service could not start with fails here, not at every restart.
         load_settings(config, **({"dsh_home": dsh_home} if dsh_home is not None else {}))
         content = chosen.render(spec, environ)
@@ -125,8 +136,11 @@ def install(
         logs.mkdir(parents=True, exist_ok=True)
     loaded = chosen.load(path)
     if not loaded.ok:
-        raise _fail(f"wrote {path}, but {chosen.name} is not reachable here ({loaded.line}); "
-                    f"load it in your login session with: {chosen.load_hint(path)}", 1)
+        raise _fail(
+            f"wrote {path}, but {chosen.name} is not reachable here ({loaded.line}); "
+            f"load it in your login session with: {chosen.load_hint(path)}",
+            1,
+        )
     typer.echo(f"installed and started {path}; logs: {chosen.log_hint(environ)}")
 
 
@@ -150,8 +164,10 @@ def uninstall(manager: ManagerOption = None) -> None:
     chosen.reload_after_removal()
     typer.echo(f"removed {path}")
     if not unloaded.ok:
-        typer.echo(f"{SAY}: {chosen.name} was not reachable ({unloaded.line}): nothing was "
-                   "stopped here", err=True)
+        typer.echo(
+            f"{SAY}: {chosen.name} was not reachable ({unloaded.line}): nothing was stopped here",
+            err=True,
+        )
 
 
 @service_app.command("status")

@@ -27,14 +27,28 @@ def audit_trail(runtime: Runtime, session_id: str | None = None) -> list[dict[st
     """Retraction records and audit entries (repairs, forgets, runs), in time order."""
     with runtime.state.transaction() as repos:
         trail = [
-            {"at": r.at.isoformat(), "session_id": r.session_id, "action": "retract-message",
-             "subject": r.entry, "cause_marker_seq": r.marker_seq, "source_kind": r.source_kind,
-             "outcome": r.outcome, "detail": r.detail}
+            {
+                "at": r.at.isoformat(),
+                "session_id": r.session_id,
+                "action": "retract-message",
+                "subject": r.entry,
+                "cause_marker_seq": r.marker_seq,
+                "source_kind": r.source_kind,
+                "outcome": r.outcome,
+                "detail": r.detail,
+            }
             for r in repos.audit.retractions(session_id=session_id)
         ] + [
-            {"at": e.at.isoformat(), "session_id": e.session_id, "action": e.action,
-             "subject": e.subject, "cause_marker_seq": e.cause_marker_seq,
-             "source_kind": e.source_kind, "outcome": e.outcome, "detail": e.detail}
+            {
+                "at": e.at.isoformat(),
+                "session_id": e.session_id,
+                "action": e.action,
+                "subject": e.subject,
+                "cause_marker_seq": e.cause_marker_seq,
+                "source_kind": e.source_kind,
+                "outcome": e.outcome,
+                "detail": e.detail,
+            }
             for e in repos.audit.entries(session_id=session_id)
         ]
     return sorted(trail, key=lambda row: str(row["at"]))
@@ -62,22 +76,38 @@ def add_unrecorded(found: dict[str, Any], settings: Settings) -> None:
     for location in survey.sessions:
         refused = session_id_problem(location.session_id)
         missing[subject_key(location.session_id)] = (
-            f"the session id {refused}; not read" if refused is not None else
-            "on disk but not recorded: not scanned yet, or its scan failed "
-            "(`memory-worker run --once` says why)")
+            f"the session id {refused}; not read"
+            if refused is not None
+            else "on disk but not recorded: not scanned yet, or its scan failed "
+            "(`memory-worker run --once` says why)"
+        )
     for refusal in survey.problems:
         missing[subject_key(refusal.subject)] = str(refusal)
     for key, why in missing.items():
         if key in listed:
             continue
-        rows.append({
-            "session_id": key, "project": "", "path": "", "durable_end_seq": None,
-            "inherited_cut": None, "last_logged_seq": None, "last_consolidated_seq": None,
-            "last_belong_to_index": None, "has_session_node": False, "lag": None,
-            "consolidation_lag": None, "closed": False, "forgotten": False,
-            "retractions_pending": 0, "lease": None, "last_failure": None,
-            "recorded": False, "problem": why,
-        })
+        rows.append(
+            {
+                "session_id": key,
+                "project": "",
+                "path": "",
+                "durable_end_seq": None,
+                "inherited_cut": None,
+                "last_logged_seq": None,
+                "last_consolidated_seq": None,
+                "last_belong_to_index": None,
+                "has_session_node": False,
+                "lag": None,
+                "consolidation_lag": None,
+                "closed": False,
+                "forgotten": False,
+                "retractions_pending": 0,
+                "lease": None,
+                "last_failure": None,
+                "recorded": False,
+                "problem": why,
+            }
+        )
     found["total"]["sessions"] = len(rows)
     found["total"]["not_recorded"] = sum(1 for row in rows if not row["recorded"])
 
@@ -87,11 +117,20 @@ def _print_audit(trail: list[dict[str, Any]], wide: bool) -> None:
     for column in ("at", "session", "action", "entry", "cause", "outcome", "detail"):
         table.add_column(column)
     for row in trail:
-        cause = (f"{row['source_kind']} @ {row['cause_marker_seq']}"
-                 if row["cause_marker_seq"] is not None else "-")
-        table.add_row(row["at"][:19], _text(row["session_id"] or "-"), row["action"],
-                      _text(row["subject"] or "-"), _text(cause), row["outcome"],
-                      _text(row["detail"] or ""))
+        cause = (
+            f"{row['source_kind']} @ {row['cause_marker_seq']}"
+            if row["cause_marker_seq"] is not None
+            else "-"
+        )
+        table.add_row(
+            row["at"][:19],
+            _text(row["session_id"] or "-"),
+            row["action"],
+            _text(row["subject"] or "-"),
+            _text(cause),
+            row["outcome"],
+            _text(row["detail"] or ""),
+        )
     print_table(table, wide=wide)
 
 
@@ -106,12 +145,19 @@ def _cell(value: object) -> str:
 def status(
     json_: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     audit: Annotated[
-        bool, typer.Option("--audit", help="Also list the audit trail: every retraction, "
-                           "repair and forget, oldest first.")
+        bool,
+        typer.Option(
+            "--audit",
+            help="Also list the audit trail: every retraction, repair and forget, oldest first.",
+        ),
     ] = False,
     session: Annotated[
-        str | None, typer.Option("--session", help="Only this session: its row and, with "
-                                 "--audit, its audit trail (the total still covers all).")
+        str | None,
+        typer.Option(
+            "--session",
+            help="Only this session: its row and, with "
+            "--audit, its audit trail (the total still covers all).",
+        ),
     ] = None,
     wide: WideOption = False,
     shelf: ShelfOption = None,
@@ -143,19 +189,22 @@ def status(
             found, trail = _read(empty, audit or session is not None, session)
     found["consolidation"] = "on" if consolidating(settings) else "off"
     why_off = None if consolidating(settings) else _why_off(settings)
-    if watch is not None and all(row["lease"] is None and row["last_failure"] is None
-                                 for row in found["sessions"]):
+    if watch is not None and all(
+        row["lease"] is None and row["last_failure"] is None for row in found["sessions"]
+    ):
         watch.keep(_AT_REST_ANSWER, {"found": found, "why_off": why_off})
     if session is not None:
         found["sessions"] = [row for row in found["sessions"] if row["session_id"] == session]
         if not found["sessions"] and not trail:
-            err.print(f"memory-worker status: {_text(session)}: unknown session (not seen by "
-                      "the watcher)", soft_wrap=True)
+            err.print(
+                f"memory-worker status: {_text(session)}: unknown session (not seen by "
+                "the watcher)",
+                soft_wrap=True,
+            )
             raise typer.Exit(1)
         if not audit:
             trail = None
-    _show(found, json_, trail, session, wide=wide, why_off=why_off,
-          recorded=missing is None)
+    _show(found, json_, trail, session, wide=wide, why_off=why_off, recorded=missing is None)
 
 
 #: The at-rest record's name for the figures of a plain ``status`` (no --audit, no --session).
@@ -170,13 +219,22 @@ def answer_at_rest(key: str, json_: bool, wide: bool) -> bool:
     answer = recorded(key, _AT_REST_ANSWER)
     if not isinstance(answer, dict) or not isinstance(answer.get("found"), dict):
         return False
-    _show(answer["found"], json_, None, None, wide=wide, why_off=answer.get("why_off"),
-          recorded=True)
+    _show(
+        answer["found"], json_, None, None, wide=wide, why_off=answer.get("why_off"), recorded=True
+    )
     return True
 
 
-def _show(found: dict[str, Any], json_: bool, trail: list[dict[str, Any]] | None,
-          session: str | None, *, wide: bool, why_off: str | None, recorded: bool) -> None:
+def _show(
+    found: dict[str, Any],
+    json_: bool,
+    trail: list[dict[str, Any]] | None,
+    session: str | None,
+    *,
+    wide: bool,
+    why_off: str | None,
+    recorded: bool,
+) -> None:
     if json_:
         if trail is not None:
             found["audit"] = trail
@@ -186,15 +244,33 @@ def _show(found: dict[str, Any], json_: bool, trail: list[dict[str, Any]] | None
         _print_audit(trail, wide)
     rows, total = found["sessions"], found["total"]
     off = why_off is not None
-    table = Table(title=f"memory-worker status (shelf {found['shelf']}"
-                  + (f", session {_text(session)})" if session is not None else ")"))
-    for column in ("session", "project", "end", "logged", "lag", "cons.", "cons. lag",
-                   "pending", "node", "lease", "last failure"):
+    table = Table(
+        title=f"memory-worker status (shelf {found['shelf']}"
+        + (f", session {_text(session)})" if session is not None else ")")
+    )
+    for column in (
+        "session",
+        "project",
+        "end",
+        "logged",
+        "lag",
+        "cons.",
+        "cons. lag",
+        "pending",
+        "node",
+        "lease",
+        "last failure",
+    ):
         table.add_column(column, no_wrap=column in _NUMBERS)
     for row in rows:
         failure = row["last_failure"]
-        problem = (f"{failure['task']}: {failure['error']}" if failure
-                   else f"not recorded: {row['problem']}" if row["problem"] else "-")
+        problem = (
+            f"{failure['task']}: {failure['error']}"
+            if failure
+            else f"not recorded: {row['problem']}"
+            if row["problem"]
+            else "-"
+        )
         table.add_row(
             _text(row["session_id"]) + (" (forgotten)" if row["forgotten"] else ""),
             _text(row["project"]),
@@ -211,17 +287,28 @@ def _show(found: dict[str, Any], json_: bool, trail: list[dict[str, Any]] | None
     if rows:
         table.add_section()
         table.add_row(
-            f"total, all sessions ({total['sessions']})" if session is not None
-            else f"total ({total['sessions']})", "", str(total["durable_end_seq"]), "",
-            str(total["lag"]), "", "off" if off else str(total["consolidation_lag"]),
-            str(total["retractions_pending"]), "", "",
+            f"total, all sessions ({total['sessions']})"
+            if session is not None
+            else f"total ({total['sessions']})",
+            "",
+            str(total["durable_end_seq"]),
+            "",
+            str(total["lag"]),
+            "",
+            "off" if off else str(total["consolidation_lag"]),
+            str(total["retractions_pending"]),
+            "",
+            "",
             f"{total['failing']} failing" if total["failing"] else "-",
         )
     print_table(table, wide=wide, optional=("project", "node", "lease"))
     if off:
-        err.print(f"consolidation off ({why_off}): messages are logged, no "
-                  "summaries are written, so there is no consolidation lag to drain",
-                  markup=False, highlight=False)
+        err.print(
+            f"consolidation off ({why_off}): messages are logged, no "
+            "summaries are written, so there is no consolidation lag to drain",
+            markup=False,
+            highlight=False,
+        )
     if not rows and session is None and recorded:
         err.print("no sessions seen yet (run `memory-worker run` or `daemon`)")
 
@@ -237,8 +324,9 @@ def _why_off(settings: Settings) -> str:
     return "no model route: set model_routes / MEMORY_WORKER_MODEL_ROUTES"
 
 
-def _read(settings: Settings, with_trail: bool,
-          session: str | None) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
+def _read(
+    settings: Settings, with_trail: bool, session: str | None
+) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
     """The figures (with the sessions on disk not recorded) and, if asked, the audit trail."""
     from worker.commands.common import open_runtime_or_exit
     from worker.figures import figures

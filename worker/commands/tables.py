@@ -41,6 +41,9 @@ def print_table(table: Table, *, wide: bool = False, optional: Iterable[str] = (
         if left_out:
             table.columns = [c for c in table.columns if c not in left_out]
             names = ", ".join(str(c.header) for c in left_out)
-            err.print(f"({names} left out to fit {console.width} columns; --wide shows them)",
-                      markup=False, highlight=False)
+            err.print(
+                f"({names} left out to fit {console.width} columns; --wide shows them)",
+                markup=False,
+                highlight=False,
+            )
     console.print(table)

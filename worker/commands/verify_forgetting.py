@@ -58,8 +58,11 @@ def verify_forgetting(
     if missing is not None and lite_store_absent(settings):
         say_nothing_recorded("verify-forgetting", missing, ": nothing to verify")
         if json_:
-            typer.echo(json.dumps({"shelf": settings.store_shelf, "nothing_recorded": True,
-                                   "leaks": []}, indent=2))
+            typer.echo(
+                json.dumps(
+                    {"shelf": settings.store_shelf, "nothing_recorded": True, "leaks": []}, indent=2
+                )
+            )
         raise typer.Exit(0)
     if missing is not None:  # a store without a state database: search it, create nothing
         with empty_state(settings) as empty:
@@ -78,16 +81,23 @@ def _verify_and_exit(settings: Settings, json_: bool) -> NoReturn:
     try:
         check_store_or_exit(runtime, settings.store_shelf)
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
-        with Progress(*columns, console=err, transient=True,
-                      disable=not err.is_terminal) as progress:
+        with Progress(
+            *columns, console=err, transient=True, disable=not err.is_terminal
+        ) as progress:
             report = verify(runtime, settings.store_shelf, _Bar(progress))
     except (StoreError, OSError) as exc:
-        err.print(f"memory-worker verify-forgetting: cannot search the store: "
-                  f"{shown(' '.join(str(exc).split()))}", soft_wrap=True)
+        err.print(
+            f"memory-worker verify-forgetting: cannot search the store: "
+            f"{shown(' '.join(str(exc).split()))}",
+            soft_wrap=True,
+        )
         raise typer.Exit(2) from None
     except SQLAlchemyError as exc:
-        err.print(f"memory-worker verify-forgetting: cannot search the state database: "
-                  f"{shown(db_error_line(exc))}", soft_wrap=True)
+        err.print(
+            f"memory-worker verify-forgetting: cannot search the state database: "
+            f"{shown(db_error_line(exc))}",
+            soft_wrap=True,
+        )
         raise typer.Exit(2) from None
     finally:
         runtime.close()
@@ -107,10 +117,15 @@ def _print(report: Report, json_: bool) -> None:
             err.print(shown(report.summary()), soft_wrap=True)
     say = "memory-worker verify-forgetting: "
     for sid, why in report.sources.unreadable.items():
-        err.print(f"{say}{shown(sid)}: cannot read its log ({shown(why)}); its withdrawals "
-                  "were not checked", soft_wrap=True)
+        err.print(
+            f"{say}{shown(sid)}: cannot read its log ({shown(why)}); its withdrawals "
+            "were not checked",
+            soft_wrap=True,
+        )
     for sid in report.sources.forgotten_without_log:
-        err.print(f"{say}{shown(sid)}: forgotten and its log is gone: only its entry names "
-                  "were checked", soft_wrap=True)
+        err.print(
+            f"{say}{shown(sid)}: forgotten and its log is gone: only its entry names were checked",
+            soft_wrap=True,
+        )
     if report.bytes_skipped:
         err.print(f"{say}{shown(report.bytes_skipped)}", soft_wrap=True)

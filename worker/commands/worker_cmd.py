@@ -77,8 +77,10 @@ def worker_command(
     serve_metrics(settings)  # the sum over every pool process (multiprocess mode)
     node = name or f"memory-worker-{os.getpid()}@{socket.gethostname()}"
     argv = celery_argv(queue, settings.concurrency, pool, settings.log_level, node)
-    err.print(f"celery worker {node} on queue {queue!r} ({pool.value} × {settings.concurrency})",
-              soft_wrap=True)
+    err.print(
+        f"celery worker {node} on queue {queue!r} ({pool.value} × {settings.concurrency})",
+        soft_wrap=True,
+    )
     tasks.app.worker_main(argv)
 
 

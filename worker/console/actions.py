@@ -26,8 +26,12 @@ def routes(console: Console) -> list[Route]:
         results, failed = forget_sessions(runtime, shelf, [sid], dry_run=True)
         with runtime.state.read() as repos:
             state = repos.sessions.get(sid)
-        return {"items": results[0].items if results else [], "failed": failed,
-                "known": state is not None, "forgotten": bool(state and state.forgotten)}
+        return {
+            "items": results[0].items if results else [],
+            "failed": failed,
+            "known": state is not None,
+            "forgotten": bool(state and state.forgotten),
+        }
 
     async def forget_form(request: Request) -> Response:
         sid = session_id(request.query_params.get("id"))
@@ -36,8 +40,11 @@ def routes(console: Console) -> list[Route]:
 
     def forget_now(sid: str) -> dict[str, Any]:
         results, failed = forget_sessions(runtime, shelf, [sid])
-        return {"items": results[0].items if results else [],
-                "removed": results[0].removed if results else [], "failed": failed}
+        return {
+            "items": results[0].items if results else [],
+            "removed": results[0].removed if results else [],
+            "failed": failed,
+        }
 
     async def forget(request: Request) -> Response:
         form = await checked_form(request, console.access)
@@ -45,8 +52,16 @@ def routes(console: Console) -> list[Route]:
         if form.get("confirm") != "yes":
             raise HTTPException(400, "confirm: the plan was not confirmed")
         found = await console.run(forget_now, sid)
-        return console.render(request, "forget.html", 500 if found["failed"] else 200, sid=sid,
-                              done=True, known=True, forgotten=True, **found)
+        return console.render(
+            request,
+            "forget.html",
+            500 if found["failed"] else 200,
+            sid=sid,
+            done=True,
+            known=True,
+            forgotten=True,
+            **found,
+        )
 
     def retract_now(sid: str) -> dict[str, Any]:
         kinds, planned = plan_run(runtime, shelf, [sid], [])
@@ -55,15 +70,20 @@ def routes(console: Console) -> list[Route]:
             if p.log is not None and p.plan is not None and not p.plan.empty:
                 results[p.session_id] = execute_one(runtime, shelf, p.session_id, p.log)
         audit_run(runtime, shelf, [sid], kinds, results)
-        return {"planned": planned, "results": results, "undone": undone(planned, results),
-                "kinds": kinds}
+        return {
+            "planned": planned,
+            "results": results,
+            "undone": undone(planned, results),
+            "kinds": kinds,
+        }
 
     async def retract(request: Request) -> Response:
         form = await checked_form(request, console.access)
         sid = session_id(form.get("id"))
         found = await console.run(retract_now, sid)
-        return console.render(request, "retract.html", 500 if found["undone"] else 200,
-                              sid=sid, **found)
+        return console.render(
+            request, "retract.html", 500 if found["undone"] else 200, sid=sid, **found
+        )
 
     async def verify_form(request: Request) -> Response:
         return console.render(request, "verify.html", report=None)
@@ -73,8 +93,10 @@ def routes(console: Console) -> list[Route]:
         report = await console.run(verify, runtime, shelf)
         return console.render(request, "verify.html", report=report)
 
-    return [Route("/forget", forget_form, methods=["GET"]),
-            Route("/forget", forget, methods=["POST"]),
-            Route("/retract", retract, methods=["POST"]),
-            Route("/verify", verify_form, methods=["GET"]),
-            Route("/verify", verify_now, methods=["POST"])]
+    return [
+        Route("/forget", forget_form, methods=["GET"]),
+        Route("/forget", forget, methods=["POST"]),
+        Route("/retract", retract, methods=["POST"]),
+        Route("/verify", verify_form, methods=["GET"]),
+        Route("/verify", verify_now, methods=["POST"]),
+    ]

@@ -27,6 +27,7 @@ async def _css(request: Request) -> Response:
 
 def build_app(console: Console) -> Starlette:
     """The application with every page and action of ``docs/console.md``."""
+
     async def home(request: Request) -> Response:
         return RedirectResponse("/sessions", status_code=303)
 
@@ -34,21 +35,31 @@ def build_app(console: Console) -> Starlette:
         if isinstance(exc, HTTPException):
             status, line = exc.status_code, str(exc.detail)
         elif isinstance(exc, SQLAlchemyError):
-            status, line = 503, "the state database cannot be read: " + " ".join(
-                str(exc).split())[:300]
+            status, line = (
+                503,
+                "the state database cannot be read: " + " ".join(str(exc).split())[:300],
+            )
         else:
             status, line = 503, " ".join(str(exc).split())[:300]
         response = console.render(request, "error.html", status, status_code=status, line=line)
         response.headers.update(HEADERS)
         return response
 
-    routes = [Route("/", home), Route("/static/console.css", _css),
-              *pages.routes(console), *actions.routes(console)]
+    routes = [
+        Route("/", home),
+        Route("/static/console.css", _css),
+        *pages.routes(console),
+        *actions.routes(console),
+    ]
     return Starlette(
         routes=routes,
         middleware=[Middleware(Guard, access=console.access)],
         exception_handlers={
-            HTTPException: failed, SQLAlchemyError: failed, StoreError: failed,
-            OSError: failed, PermanentJobError: failed, TransientJobError: failed,
+            HTTPException: failed,
+            SQLAlchemyError: failed,
+            StoreError: failed,
+            OSError: failed,
+            PermanentJobError: failed,
+            TransientJobError: failed,
         },
     )

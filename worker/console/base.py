@@ -38,8 +38,11 @@ class Console:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="console")
         tz_name = runtime.settings.timezone
         self.tz: dt.tzinfo = zoneinfo.ZoneInfo(tz_name) if tz_name else dt.UTC
-        self.templates = Environment(loader=PackageLoader("worker.console", "templates"),
-                                     autoescape=True, undefined=StrictUndefined)
+        self.templates = Environment(
+            loader=PackageLoader("worker.console", "templates"),
+            autoescape=True,
+            undefined=StrictUndefined,
+        )
         self.templates.filters.update(shown=_shown, q=_quote, when=self.when)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
@@ -51,11 +54,16 @@ class Console:
             return "-"
         return moment.astimezone(self.tz).strftime("%Y-%m-%d %H:%M:%S")
 
-    def render(self, request: Request, template: str, status: int = 200,
-               **context: Any) -> HTMLResponse:
+    def render(
+        self, request: Request, template: str, status: int = 200, **context: Any
+    ) -> HTMLResponse:
         page = self.templates.get_template(template).render(
-            shelf=self.shelf, csrf=getattr(request.state, "csrf", ""), csrf_field=CSRF_FIELD,
-            path=request.url.path, **context)
+            shelf=self.shelf,
+            csrf=getattr(request.state, "csrf", ""),
+            csrf_field=CSRF_FIELD,
+            path=request.url.path,
+            **context,
+        )
         return HTMLResponse(page, status_code=status)
 
     def close(self) -> None:
@@ -72,7 +80,6 @@ def _shown(value: object) -> str:
 def _quote(value: object) -> str:
     """A value for a query string: every reserved character percent-encoded."""
     return quote(str(value), safe="")
-
 
 
 def session_id(value: object) -> str:

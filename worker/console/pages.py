@@ -50,7 +50,7 @@ def session_of(name: str, known: set[str] | None = None) -> str | None:
     ``sum-<sid>-<from>-<to>``), when it names one; archives and work units name none."""
     candidates: list[str] = []
     if name.startswith("session-"):
-        candidates.append(name[len("session-"):])
+        candidates.append(name[len("session-") :])
     if name.startswith("msg-"):
         head, _, ordinal = name[4:].rpartition("-")
         if ordinal.isdigit():
@@ -69,12 +69,19 @@ def session_of(name: str, known: set[str] | None = None) -> str | None:
 def routes(console: Console) -> list[Route]:
     runtime, shelf = console.runtime, console.shelf
 
-    def sessions_rows(project: str | None, since: dt.datetime | None,
-                      until: dt.datetime | None, after: str | None) -> dict[str, Any]:
+    def sessions_rows(
+        project: str | None, since: dt.datetime | None, until: dt.datetime | None, after: str | None
+    ) -> dict[str, Any]:
         with runtime.state.read() as repos:
             browse = BrowseRepo(repos.conn)
-            page = browse.sessions(shelf, project=project, since=since, until=until, after=after,
-                                   limit=SESSIONS_PER_PAGE)
+            page = browse.sessions(
+                shelf,
+                project=project,
+                since=since,
+                until=until,
+                after=after,
+                limit=SESSIONS_PER_PAGE,
+            )
             return {"page": page, "projects": browse.projects(), "counts": browse.counts()}
 
     async def sessions(request: Request) -> Response:
@@ -84,9 +91,15 @@ def routes(console: Console) -> list[Route]:
         if until is not None:
             until += dt.timedelta(days=1)  # the day named is included
         found = await console.run(sessions_rows, project, since, until, q.get("after"))
-        return console.render(request, "sessions.html", **found, project=project or "",
-                              since=q.get("since") or "", until=q.get("until") or "",
-                              after=q.get("after") or "")
+        return console.render(
+            request,
+            "sessions.html",
+            **found,
+            project=project or "",
+            since=q.get("since") or "",
+            until=q.get("until") or "",
+            after=q.get("after") or "",
+        )
 
     def session_rows(sid: str, page: int) -> dict[str, Any]:
         with runtime.state.read() as repos:
@@ -95,9 +108,18 @@ def routes(console: Console) -> list[Route]:
         if state is None:
             raise HTTPException(404, "no such session in the state database")
         found = console.surveys.get(runtime, state) if state.path else None
-        rows: dict[str, Any] = {"state": state, "progress": progress, "survey": found,
-                                "page": page, "messages": [], "derived": [], "audit": [],
-                                "node": None, "node_stored": False, "per_page": PAGE}
+        rows: dict[str, Any] = {
+            "state": state,
+            "progress": progress,
+            "survey": found,
+            "page": page,
+            "messages": [],
+            "derived": [],
+            "audit": [],
+            "node": None,
+            "node_stored": False,
+            "per_page": PAGE,
+        }
         if found is None:
             return rows
         if page >= found.pages:
@@ -122,8 +144,9 @@ def routes(console: Console) -> list[Route]:
         rows: list[dict[str, Any]] = []
         seen: set[str] = set()
         for ref in span_summaries(store, sid):
-            rows.append({"name": ref.name, "kind": "summary",
-                         "of": f"seqs {ref.from_seq}–{ref.to_seq - 1}"})
+            rows.append(
+                {"name": ref.name, "kind": "summary", "of": f"seqs {ref.from_seq}–{ref.to_seq - 1}"}
+            )
             todo = archives_above(store, ref.name)
             while todo:
                 archive = todo.pop(0)
@@ -153,16 +176,21 @@ def routes(console: Console) -> list[Route]:
         statements = edges(store, head=name) + edges(store, tail=name) if found else []
         with runtime.state.read() as repos:
             provenance = repos.provenance.get_many(shelf, [name]).get(name)
-        return {"entry": found, "statements": statements, "provenance": provenance,
-                "session": session_of(name)}
+        return {
+            "entry": found,
+            "statements": statements,
+            "provenance": provenance,
+            "session": session_of(name),
+        }
 
     async def entry(request: Request) -> Response:
         name = request.query_params.get("name")
         if not name:
             raise HTTPException(400, "name: which entry?")
         found = await console.run(entry_rows, name)
-        return console.render(request, "entry.html", 200 if found["entry"] else 404,
-                              name=name, **found)
+        return console.render(
+            request, "entry.html", 200 if found["entry"] else 404, name=name, **found
+        )
 
     def search_rows(query: str) -> dict[str, Any]:
         try:
@@ -172,28 +200,43 @@ def routes(console: Console) -> list[Route]:
         with runtime.state.read() as repos:
             candidates = {sid for hit in hits if (sid := session_of(hit.key)) is not None}
             known = {sid for sid in candidates if repos.sessions.get(sid) is not None}
-        return {"hits": [{"key": hit.key, "catalog": hit.catalog, "text": hit.content.data,
-                          "session": session_of(hit.key, known)} for hit in hits],
-                "error": None}
+        return {
+            "hits": [
+                {
+                    "key": hit.key,
+                    "catalog": hit.catalog,
+                    "text": hit.content.data,
+                    "session": session_of(hit.key, known),
+                }
+                for hit in hits
+            ],
+            "error": None,
+        }
 
     async def search(request: Request) -> Response:
         query = (request.query_params.get("q") or "").strip()
         found = await console.run(search_rows, query) if query else {"hits": [], "error": None}
         return console.render(request, "search.html", query=query, **found)
 
-    def audit_rows(sid: str | None, before_audit: int | None,
-                   before_retraction: int | None) -> dict[str, Any]:
+    def audit_rows(
+        sid: str | None, before_audit: int | None, before_retraction: int | None
+    ) -> dict[str, Any]:
         with runtime.state.read() as repos:
             browse = BrowseRepo(repos.conn)
-            return {"audit": browse.audit(session_id=sid, before=before_audit),
-                    "retractions": browse.retractions(session_id=sid, before=before_retraction)}
+            return {
+                "audit": browse.audit(session_id=sid, before=before_audit),
+                "retractions": browse.retractions(session_id=sid, before=before_retraction),
+            }
 
     async def audit(request: Request) -> Response:
         q = request.query_params
         sid = q.get("session") or None
         found = await console.run(
-            audit_rows, sid, _int(q.get("before_audit"), "before_audit") or None,
-            _int(q.get("before_retraction"), "before_retraction") or None)
+            audit_rows,
+            sid,
+            _int(q.get("before_audit"), "before_audit") or None,
+            _int(q.get("before_retraction"), "before_retraction") or None,
+        )
         return console.render(request, "audit.html", session=sid or "", **found)
 
     def health_rows(hours: int) -> dict[str, Any]:
@@ -207,22 +250,46 @@ def routes(console: Console) -> list[Route]:
             failures = repos.failures.list()
         count = 24
         plots = [
-            dot_plot("Logging lag by last activity (one dot per session)", "events behind",
-                     lags, start, end),
-            bar_plot("Model calls", "calls", buckets(
-                [Point(p.at, 1.0) for p in calls], start, end, count), end),
-            bar_plot("Model tokens (input + output)", "tokens",
-                     buckets(calls, start, end, count), end),
-            bar_plot("Retractions, repairs and forgets", "audit records",
-                     buckets(audits, start, end, count), end),
+            dot_plot(
+                "Logging lag by last activity (one dot per session)",
+                "events behind",
+                lags,
+                start,
+                end,
+            ),
+            bar_plot(
+                "Model calls",
+                "calls",
+                buckets([Point(p.at, 1.0) for p in calls], start, end, count),
+                end,
+            ),
+            bar_plot(
+                "Model tokens (input + output)", "tokens", buckets(calls, start, end, count), end
+            ),
+            bar_plot(
+                "Retractions, repairs and forgets",
+                "audit records",
+                buckets(audits, start, end, count),
+                end,
+            ),
         ]
-        return {"plots": plots, "failures": failures, "hours": hours,
-                "behind": sum(1 for p in lags if p.value > 0)}
+        return {
+            "plots": plots,
+            "failures": failures,
+            "hours": hours,
+            "behind": sum(1 for p in lags if p.value > 0),
+        }
 
     async def health(request: Request) -> Response:
         hours = min(max(_int(request.query_params.get("hours"), "hours", 24), 1), 24 * 90)
         found = await console.run(health_rows, hours)
         return console.render(request, "health.html", **found)
 
-    return [Route("/sessions", sessions), Route("/session", session), Route("/entry", entry),
-            Route("/search", search), Route("/audit", audit), Route("/health", health)]
+    return [
+        Route("/sessions", sessions),
+        Route("/session", session),
+        Route("/entry", entry),
+        Route("/search", search),
+        Route("/audit", audit),
+        Route("/health", health),
+    ]

@@ -62,8 +62,9 @@ def _label(moment: dt.datetime) -> str:
     return moment.strftime("%Y-%m-%d %H:%M")
 
 
-def buckets(points: Iterable[Point], start: dt.datetime, end: dt.datetime,
-            count: int) -> list[tuple[dt.datetime, float]]:
+def buckets(
+    points: Iterable[Point], start: dt.datetime, end: dt.datetime, count: int
+) -> list[tuple[dt.datetime, float]]:
     """The sum of ``points``' values in each of ``count`` equal intervals of ``[start, end)``."""
     step = (end - start) / count
     sums = [0.0] * count
@@ -74,8 +75,9 @@ def buckets(points: Iterable[Point], start: dt.datetime, end: dt.datetime,
     return [(start + step * i, total) for i, total in enumerate(sums)]
 
 
-def bar_plot(title: str, unit: str, series: list[tuple[dt.datetime, float]],
-             end: dt.datetime) -> Plot:
+def bar_plot(
+    title: str, unit: str, series: list[tuple[dt.datetime, float]], end: dt.datetime
+) -> Plot:
     """One bar per interval of ``series`` (interval start, value)."""
     top = max([value for _, value in series] + [1.0])
     plot = Plot(title, unit, top, _label(series[0][0]) if series else "", _label(end))
@@ -84,14 +86,21 @@ def bar_plot(title: str, unit: str, series: list[tuple[dt.datetime, float]],
     slot = inner / max(len(series), 1)
     for i, (start, value) in enumerate(series):
         h = span * value / top
-        plot.bars.append(Bar(round(PAD_LEFT + i * slot + 1, 1), round(plot.base - h, 1),
-                             round(max(slot - 2, 1), 1), round(h, 1),
-                             f"{_label(start)}: {value:g} {unit}"))
+        plot.bars.append(
+            Bar(
+                round(PAD_LEFT + i * slot + 1, 1),
+                round(plot.base - h, 1),
+                round(max(slot - 2, 1), 1),
+                round(h, 1),
+                f"{_label(start)}: {value:g} {unit}",
+            )
+        )
     return plot
 
 
-def dot_plot(title: str, unit: str, points: list[Point], start: dt.datetime,
-             end: dt.datetime) -> Plot:
+def dot_plot(
+    title: str, unit: str, points: list[Point], start: dt.datetime, end: dt.datetime
+) -> Plot:
     """One dot per point, time across, value up."""
     top = max([p.value for p in points] + [1.0])
     plot = Plot(title, unit, top, _label(start), _label(end))
@@ -101,6 +110,7 @@ def dot_plot(title: str, unit: str, points: list[Point], start: dt.datetime,
     for point in points:
         x = PAD_LEFT + 4 + inner * min(max((point.at - start).total_seconds() / width, 0.0), 1.0)
         y = plot.base - span * point.value / top
-        plot.dots.append(Dot(round(x, 1), round(y, 1),
-                             f"{_label(point.at)}: {point.value:g} {unit}"))
+        plot.dots.append(
+            Dot(round(x, 1), round(y, 1), f"{_label(point.at)}: {point.value:g} {unit}")
+        )
     return plot

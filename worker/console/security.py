@@ -28,8 +28,10 @@ from starlette.types import ASGIApp
 CSRF_FIELD = "csrf"
 HEADERS = {
     "Cache-Control": "no-store",
-    "Content-Security-Policy": ("default-src 'none'; style-src 'self'; img-src 'self'; "
-                                "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'self'; img-src 'self'; "
+        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    ),
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
     # Not no-referrer: with it a browser sends ``Origin: null`` on a POST, and the origin check
@@ -48,8 +50,9 @@ class Access:
     hosts: frozenset[str]
 
     @classmethod
-    def local(cls, host: str, port: int, *, exposed: bool = False,
-              token: str | None = None) -> Access:
+    def local(
+        cls, host: str, port: int, *, exposed: bool = False, token: str | None = None
+    ) -> Access:
         names = {host, "127.0.0.1", "localhost"} if host in ("127.0.0.1", "localhost") else {host}
         if host == "::1":
             names = {"[::1]", "localhost"}
@@ -94,8 +97,9 @@ class Guard(BaseHTTPMiddleware):
         super().__init__(app)
         self.access = access
 
-    async def dispatch(self, request: Request,
-                       call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    async def dispatch(
+        self, request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
         access = self.access
         if access.hosts and request.headers.get("host", "") not in access.hosts:
             return _refuse(403, "this console answers only on its own address")
@@ -121,9 +125,13 @@ class Guard(BaseHTTPMiddleware):
 
     def _set_cookies(self, request: Request, response: Response) -> None:
         access = self.access
-        for name, value in ((access.cookie, access.token),
-                            (access.csrf_cookie, request.cookies.get(access.csrf_cookie)
-                             or secrets.token_urlsafe(32))):
+        for name, value in (
+            (access.cookie, access.token),
+            (
+                access.csrf_cookie,
+                request.cookies.get(access.csrf_cookie) or secrets.token_urlsafe(32),
+            ),
+        ):
             response.set_cookie(name, value, httponly=True, samesite="strict", path="/")
 
 
@@ -132,7 +140,10 @@ async def checked_form(request: Request, access: Access) -> FormData:
     form = await request.form()
     given = form.get(CSRF_FIELD)
     expected = request.cookies.get(access.csrf_cookie)
-    if not isinstance(given, str) or not expected or not secrets.compare_digest(
-            given.encode(), expected.encode()):
+    if (
+        not isinstance(given, str)
+        or not expected
+        or not secrets.compare_digest(given.encode(), expected.encode())
+    ):
         raise HTTPException(403, "the form's CSRF token does not match: reload the page")
     return form

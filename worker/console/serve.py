@@ -34,14 +34,26 @@ def url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def serve(runtime: Runtime, shelf: str, sock: socket.socket, host: str, *, exposed: bool,
-          announce: Callable[[str], None]) -> None:
+def serve(
+    runtime: Runtime,
+    shelf: str,
+    sock: socket.socket,
+    host: str,
+    *,
+    exposed: bool,
+    announce: Callable[[str], None],
+) -> None:
     """Run the console on ``sock`` until stopped; ``announce(url)`` is called once listening."""
     port = int(sock.getsockname()[1])
     access = Access.local(host, port, exposed=exposed)
     console = Console(runtime, shelf, access)
-    config = uvicorn.Config(build_app(console), log_level="warning", access_log=False,
-                            lifespan="off", server_header=False)
+    config = uvicorn.Config(
+        build_app(console),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        server_header=False,
+    )
     server = uvicorn.Server(config)
     announce(f"http://{url_host(host)}:{port}/?token={access.token}")
     try:

@@ -109,14 +109,20 @@ def survey(runtime: Runtime, state: SessionState, key: tuple[int, int, int]) -> 
         for seq in marker.withdrawn_seqs:
             withdrawn.setdefault(seq, (marker.seq, marker.kind))
     created = state.header.get("created_at")
-    title = survey_titles(window.events, kinds, cut=cut, tz=_tz(runtime),
-                          now_ms=created if isinstance(created, int) and created > 0 else 0)
+    title = survey_titles(
+        window.events,
+        kinds,
+        cut=cut,
+        tz=_tz(runtime),
+        now_ms=created if isinstance(created, int) and created > 0 else 0,
+    )
     return Survey(
         key=key,
         seqs=sorted(ordinals, key=ordinals.__getitem__),
         withdrawn=withdrawn,
-        markers={m.seq: MarkerView(m.seq, m.kind, tuple(sorted(m.withdrawn_seqs)))
-                 for m in markers},
+        markers={
+            m.seq: MarkerView(m.seq, m.kind, tuple(sorted(m.withdrawn_seqs))) for m in markers
+        },
         title=title,
         problems=[str(p) for p in window.problems],
     )
@@ -150,15 +156,22 @@ def _when(event: Event, tz: dt.tzinfo | None) -> str:
 
 def _rules(event: Event, body: str) -> list[str]:
     """Which redaction rules fired on the message (never what they matched)."""
-    labels = sorted({f.label or f.rule_id for f in find_secrets(flatten_blocks(
-        message_blocks(event)))})
+    labels = sorted(
+        {f.label or f.rule_id for f in find_secrets(flatten_blocks(message_blocks(event)))}
+    )
     if "[REDACTED:custom]" in body:
         labels.append("operator pattern (redact_extra_patterns)")
     return labels
 
 
-def messages(runtime: Runtime, state: SessionState, found: Survey, events: list[Event],
-             logged_seq: int, browse: BrowseRepo) -> list[MessageView]:
+def messages(
+    runtime: Runtime,
+    state: SessionState,
+    found: Survey,
+    events: list[Event],
+    logged_seq: int,
+    browse: BrowseRepo,
+) -> list[MessageView]:
     """Each message event of the page with its fate (see :class:`MessageView`)."""
     options = span_options_for(runtime.settings)
     tz = _tz(runtime)
@@ -170,17 +183,23 @@ def messages(runtime: Runtime, state: SessionState, found: Survey, events: list[
         # A forgotten session's text stays off the page: its log is DSH's, but the user asked
         # memory to forget it.
         body = "" if state.forgotten else message_body(event, options)
-        view = MessageView(event.seq, role_of(event) if is_loggable(event) else source_kind(
-            event) or event.type, _when(event, tz), body, "skipped",
-            redactions=[] if state.forgotten else _rules(event, body))
+        view = MessageView(
+            event.seq,
+            role_of(event) if is_loggable(event) else source_kind(event) or event.type,
+            _when(event, tz),
+            body,
+            "skipped",
+            redactions=[] if state.forgotten else _rules(event, body),
+        )
         views.append(view)
         marker = found.markers.get(event.seq)
         if event.seq < state.inherited_cut:
             view.why = "inherited from the parent session (a fork): logged there, not here"
         elif marker is not None:
             view.fate = "marker"
-            view.why = (f"withdrawal marker ({marker.kind}) withdrawing seqs "
-                        + ", ".join(str(s) for s in marker.withdrawn))
+            view.why = f"withdrawal marker ({marker.kind}) withdrawing seqs " + ", ".join(
+                str(s) for s in marker.withdrawn
+            )
         elif event.seq not in ordinal_of:
             view.why = _skip_reason(event)
         else:
@@ -207,12 +226,15 @@ def _skip_reason(event: Event) -> str:
     if event.type == "assistant/message":
         return "skipped by policy: no text (tool calls or reasoning only)"
     kind = source_kind(event)
-    return (f"skipped by policy: not a human prompt (source kind {kind!r}); only human prompts "
-            "and assistant replies are logged")
+    return (
+        f"skipped by policy: not a human prompt (source kind {kind!r}); only human prompts "
+        "and assistant replies are logged"
+    )
 
 
-def _retractions(state: SessionState, views: list[MessageView], browse: BrowseRepo,
-                 tz: dt.tzinfo | None) -> None:
+def _retractions(
+    state: SessionState, views: list[MessageView], browse: BrowseRepo, tz: dt.tzinfo | None
+) -> None:
     """Say for each withdrawn message whether it had been written, and when it was retracted."""
     withdrawn = [v for v in views if v.fate == "withdrawn" and v.name is not None]
     found = browse.retractions_of(state.session_id, [v.name for v in withdrawn if v.name])
@@ -223,7 +245,8 @@ def _retractions(state: SessionState, views: list[MessageView], browse: BrowseRe
         else:
             at = record.at.astimezone(tz or dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
             view.retraction = f"{record.outcome} at {at}" + (
-                f" ({record.detail})" if record.detail else "")
+                f" ({record.detail})" if record.detail else ""
+            )
 
 
 def node_view(found: Survey, forgotten: bool = False) -> dict[str, Any]:
@@ -231,9 +254,13 @@ def node_view(found: Survey, forgotten: bool = False) -> dict[str, Any]:
     a forgotten session)."""
     chosen = None if forgotten else found.title.chosen
     return {
-        "chosen": None if chosen is None else {
-            "seq": chosen.seq, "type": chosen.type, "source": chosen.source, "text": chosen.text},
-        "skipped": [] if forgotten else [
+        "chosen": None
+        if chosen is None
+        else {"seq": chosen.seq, "type": chosen.type, "source": chosen.source, "text": chosen.text},
+        "skipped": []
+        if forgotten
+        else [
             {"seq": s.summary.seq, "type": s.summary.type, "why": s.describe()}
-            for s in found.title.skipped],
+            for s in found.title.skipped
+        ],
     }

@@ -24,7 +24,9 @@ def hold_archive_lease(ctx: JobContext, project: str, *, wait_s: float) -> Itera
             return repos.leases.acquire(key, runtime.owner, runtime.settings.lease_ttl_s)
 
     lease = wait_for_lease(
-        acquire, wait_s=wait_s, while_waiting=ctx.heartbeat,
+        acquire,
+        wait_s=wait_s,
+        while_waiting=ctx.heartbeat,
         busy=f"the archives of {project!r} are being rewritten by another worker",
     )
     try:

@@ -49,7 +49,6 @@ from worker.names import JOB_CASCADE
 log = logging.getLogger(__name__)
 
 
-
 @dataclass(slots=True)
 class CascadeReport:
     """What one cascade run did: archives created and (re-)asserted, by name."""
@@ -81,16 +80,18 @@ def build_archive(
         try:
             archive = write_archive_text(client, level, members, attempt)
         except UnusableModelOutput as exc:
-            log.warning("cascade archive produced nothing usable at tier %d: %s", level,
-                        one_line(str(exc)))
+            log.warning(
+                "cascade archive produced nothing usable at tier %d: %s", level, one_line(str(exc))
+            )
             return None
         policy = summary_policy(level)
         created = store.knowledge_create(
             name, archive.markdown, tags=policy.tags, scopes=scopes, embed=policy.embed
         )
     for member in members:
-        store.statement_create(name, REL_SUMMARY, member.name, scopes=scopes,
-                               embed=LOG_EDGE_POLICY.embed)
+        store.statement_create(
+            name, REL_SUMMARY, member.name, scopes=scopes, embed=LOG_EDGE_POLICY.embed
+        )
     return name, created, len(members)
 
 
@@ -136,15 +137,28 @@ def run_cascade(
     return report
 
 
-def cascade_project(runtime: Runtime, store: MemoryStore, client: ModelClient, project: str, *,
-                    attempt: int = 0, heartbeat: Callable[[], None] | None = None
-                    ) -> CascadeReport:
+def cascade_project(
+    runtime: Runtime,
+    store: MemoryStore,
+    client: ModelClient,
+    project: str,
+    *,
+    attempt: int = 0,
+    heartbeat: Callable[[], None] | None = None,
+) -> CascadeReport:
     """:func:`run_cascade` with the configured batch size, recording who wrote each archive it
     created (provenance, for ``reconsolidate --stale``)."""
-    report = run_cascade(store, client, project, batch_size=runtime.settings.cascade_batch_size,
-                         attempt=attempt, heartbeat=heartbeat)
-    record_written(runtime, store.shelf, "archive", report.created,
-                   current_writer(runtime, attempt))
+    report = run_cascade(
+        store,
+        client,
+        project,
+        batch_size=runtime.settings.cascade_batch_size,
+        attempt=attempt,
+        heartbeat=heartbeat,
+    )
+    record_written(
+        runtime, store.shelf, "archive", report.created, current_writer(runtime, attempt)
+    )
     return report
 
 
@@ -163,8 +177,14 @@ def cascade(ctx: JobContext) -> JobOutput:
     attempt = job_attempt(ctx, JOB_CASCADE)
     try:
         with hold_archive_lease(ctx, session.project, wait_s=ARCHIVE_LEASE_WAIT_S):
-            report = cascade_project(ctx.runtime, ctx.store(), client, session.project,
-                                     attempt=attempt, heartbeat=ctx.heartbeat)
+            report = cascade_project(
+                ctx.runtime,
+                ctx.store(),
+                client,
+                session.project,
+                attempt=attempt,
+                heartbeat=ctx.heartbeat,
+            )
     except RetryableModelError as exc:
         raise TransientJobError(str(exc)) from None
     except PermanentModelError as exc:  # e.g. the route's key variable is unset
@@ -173,9 +193,13 @@ def cascade(ctx: JobContext) -> JobOutput:
         f"project {session.project}: {len(report.created)} archives created, "
         f"{len(report.linked)} re-linked; {report.stopped}"
     )
-    return JobOutput(status="done", detail=detail, written=len(report.created),
-                     edges=report.edges)
+    return JobOutput(status="done", detail=detail, written=len(report.created), edges=report.edges)
 
 
-__all__ = ["CascadeReport", "build_archive", "cascade", "cascade_project", "run_cascade",
+__all__ = [
+    "CascadeReport",
+    "build_archive",
+    "cascade",
+    "cascade_project",
+    "run_cascade",
 ]

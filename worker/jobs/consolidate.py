@@ -94,10 +94,15 @@ class SpanSummary:
     work_units: list[WorkUnitOutcome] = field(default_factory=list)
 
 
-def read_span(session: SessionState, from_seq: int, to_seq: int,
-              whitelist: list[str] | tuple[str, ...],
-              hand_off: LogHandOff | None = None, *,
-              segments: SegmentStore | None) -> SpanEvents:
+def read_span(
+    session: SessionState,
+    from_seq: int,
+    to_seq: int,
+    whitelist: list[str] | tuple[str, ...],
+    hand_off: LogHandOff | None = None,
+    *,
+    segments: SegmentStore | None,
+) -> SpanEvents:
     """Read ``[from_seq - 1, to_seq)`` — the span and its predecessor — and stream the rest of the
     log to its durable end for withdrawal markers only (a marker comes after what it withdraws,
     so one written long after the span still excludes its messages)."""
@@ -145,8 +150,14 @@ def write_span_summary(
     ``RetryableModelError``, ``PermanentModelError`` and store errors.
     """
     settings = runtime.settings
-    span = span or read_span(session, from_seq, to_seq, settings.withdrawal_kinds,
-                             runtime.hand_off, segments=runtime.segments)
+    span = span or read_span(
+        session,
+        from_seq,
+        to_seq,
+        settings.withdrawal_kinds,
+        runtime.hand_off,
+        segments=runtime.segments,
+    )
     transcript = span_transcript(runtime, session, span)
     result = SpanSummary(from_seq, to_seq, to_seq)
     if transcript.empty:
@@ -155,29 +166,41 @@ def write_span_summary(
     sid = session.session_id
     name = result.name = span_summary_name(sid, from_seq, covered_to)
     result.members = summary_member_names(
-        span.events, sid, from_seq=from_seq, covered_to_seq=covered_to,
-        base_ordinal=span.base_ordinal, withdrawn=span.withdrawn,
+        span.events,
+        sid,
+        from_seq=from_seq,
+        covered_to_seq=covered_to,
+        base_ordinal=span.base_ordinal,
+        withdrawn=span.withdrawn,
         inherited_cut=session.inherited_cut,
     )
     scopes = scopes_for(session.project)
     if store.knowledge_get(name) is None:
         client = client or model_client(runtime, sid)
         result.model_called = True
-        extraction = extract(client, transcript.text, attempt,
-                             max_units=settings.max_work_units_per_run)
+        extraction = extract(
+            client, transcript.text, attempt, max_units=settings.max_work_units_per_run
+        )
         # Work units first, the summary last: an existing summary marks a finished run, so a
         # crash in between re-runs the call instead of losing the units.
         result.work_units = extract_work_units(
-            store, client, extraction.work_units, summary_name=name, project=session.project,
-            attempt=attempt, recorded=runtime.now(), options=work_unit_options(runtime),
+            store,
+            client,
+            extraction.work_units,
+            summary_name=name,
+            project=session.project,
+            attempt=attempt,
+            recorded=runtime.now(),
+            options=work_unit_options(runtime),
         )
         policy = summary_policy(1)
         result.created = store.knowledge_create(
             name, extraction.summary, tags=policy.tags, scopes=scopes, embed=policy.embed
         )
         _link(store, name, result.members, scopes)
-        record_derived(runtime, store.shelf, name, result.work_units,
-                       current_writer(runtime, attempt), sid)
+        record_derived(
+            runtime, store.shelf, name, result.work_units, current_writer(runtime, attempt), sid
+        )
     else:
         _link(store, name, result.members, scopes)
     return result
@@ -185,14 +208,16 @@ def write_span_summary(
 
 def work_unit_options(runtime: Runtime) -> WorkUnitOptions:
     s = runtime.settings
-    return WorkUnitOptions(adjudicate=s.adjudicate, max_distance=s.dedup_max_distance,
-                           candidates=s.dedup_candidates)
+    return WorkUnitOptions(
+        adjudicate=s.adjudicate, max_distance=s.dedup_max_distance, candidates=s.dedup_candidates
+    )
 
 
 def _link(store: MemoryStore, name: str, members: list[str], scopes: tuple[str, ...]) -> None:
     for member in members:
-        store.statement_create(name, REL_SUMMARY, member, scopes=scopes,
-                               embed=LOG_EDGE_POLICY.embed)
+        store.statement_create(
+            name, REL_SUMMARY, member, scopes=scopes, embed=LOG_EDGE_POLICY.embed
+        )
 
 
 # ---------------------------------------------------------------------------------- the job
@@ -203,13 +228,19 @@ def _tz(runtime: Runtime) -> tzinfo | None:
     return zoneinfo.ZoneInfo(name) if name else None
 
 
-def pending_tokens(runtime: Runtime, session: SessionState, span: SpanEvents,
-                   from_seq: int = 0) -> int:
+def pending_tokens(
+    runtime: Runtime, session: SessionState, span: SpanEvents, from_seq: int = 0
+) -> int:
     """Estimated tokens (characters / 4) of the span's non-withdrawn human and assistant text at
     or after ``from_seq``."""
-    lines = transcript_lines(span.events, withdrawn=span.withdrawn,
-                             inherited_cut=session.inherited_cut, before=span.before, now_ms=None,
-                             tz=_tz(runtime))
+    lines = transcript_lines(
+        span.events,
+        withdrawn=span.withdrawn,
+        inherited_cut=session.inherited_cut,
+        before=span.before,
+        now_ms=None,
+        tz=_tz(runtime),
+    )
     return sum(
         estimate_tokens(line.text[3:])
         for line in lines
@@ -217,8 +248,9 @@ def pending_tokens(runtime: Runtime, session: SessionState, span: SpanEvents,
     )
 
 
-def _gate(runtime: Runtime, session: SessionState, progress: Progress, span: SpanEvents,
-          tokens: int) -> tuple[GateDecision, int]:
+def _gate(
+    runtime: Runtime, session: SessionState, progress: Progress, span: SpanEvents, tokens: int
+) -> tuple[GateDecision, int]:
     """Judge the span's turn ends, newest first; the decision and the turn it was taken at."""
     s = runtime.settings
     ends = [e for e in span.events if e.type == TURN_END]
@@ -273,8 +305,14 @@ def consolidate(ctx: JobContext) -> JobOutput:
     if to_seq <= from_seq:
         _settle(ctx, request, "empty")
         return skipped("nothing to consolidate", from_seq=from_seq, to_seq=max(from_seq, to_seq))
-    span = read_span(session, from_seq, to_seq, runtime.settings.withdrawal_kinds,
-                     runtime.hand_off, segments=runtime.segments)
+    span = read_span(
+        session,
+        from_seq,
+        to_seq,
+        runtime.settings.withdrawal_kinds,
+        runtime.hand_off,
+        segments=runtime.segments,
+    )
     tokens = pending_tokens(runtime, session, span)
     turn = progress.last_check_turn
     if not waived:
@@ -284,8 +322,16 @@ def consolidate(ctx: JobContext) -> JobOutput:
             return skipped(f"gate: {decision.reason}", from_seq=from_seq, to_seq=to_seq)
     attempt = job_attempt(ctx, JOB_CONSOLIDATE)
     try:
-        summary = write_span_summary(runtime, ctx.store(), session, from_seq, to_seq,
-                                     client=client, attempt=attempt, span=span)
+        summary = write_span_summary(
+            runtime,
+            ctx.store(),
+            session,
+            from_seq,
+            to_seq,
+            client=client,
+            attempt=attempt,
+            span=span,
+        )
     except ModelsNotConfigured:
         warn_models_not_configured(log)
         return skipped("no model route configured")
@@ -298,8 +344,14 @@ def consolidate(ctx: JobContext) -> JobOutput:
     remaining = pending_tokens(runtime, session, span, summary.covered_to)
     # One fact, one commit: the watermark and the request it settles move together, so no reader
     # sees the span consolidated while its request still says queued.
-    _advance(ctx, progress, summary.covered_to, turn, remaining,
-             settles=(request, "done" if summary.name else "empty"))
+    _advance(
+        ctx,
+        progress,
+        summary.covered_to,
+        turn,
+        remaining,
+        settles=(request, "done" if summary.name else "empty"),
+    )
     if summary.name is not None:
         _owe_cascade(ctx, session, client)
     stored = sum(1 for unit in summary.work_units if unit.stored)
@@ -308,19 +360,32 @@ def consolidate(ctx: JobContext) -> JobOutput:
     elif summary.created:
         detail = f"consolidated [{from_seq}, {summary.covered_to}) into {summary.name}"
     else:  # honest: nothing was written (see `reconsolidate --replace` to rewrite it)
-        detail = (f"already summarised: {summary.name} exists, nothing written (use "
-                  "`reconsolidate --replace` to rewrite it)")
+        detail = (
+            f"already summarised: {summary.name} exists, nothing written (use "
+            "`reconsolidate --replace` to rewrite it)"
+        )
     if summary.work_units:
         detail += f"; work units: {', '.join(u.verdict for u in summary.work_units)}"
     return JobOutput(
-        status="done", detail=detail, from_seq=from_seq, to_seq=summary.covered_to,
-        written=int(summary.created) + stored, edges=len(summary.members),
+        status="done",
+        detail=detail,
+        from_seq=from_seq,
+        to_seq=summary.covered_to,
+        written=int(summary.created) + stored,
+        edges=len(summary.members),
         duplicates=sum(1 for unit in summary.work_units if not unit.stored),
     )
 
 
-def _advance(ctx: JobContext, progress: Progress, covered_to: int, turn: int,
-             remaining: int, *, settles: tuple[tuple[int, int] | None, str]) -> None:
+def _advance(
+    ctx: JobContext,
+    progress: Progress,
+    covered_to: int,
+    turn: int,
+    remaining: int,
+    *,
+    settles: tuple[tuple[int, int] | None, str],
+) -> None:
     """Move the consolidation watermark after the writes (forward only, fenced) and, in the same
     transaction, settle the reconsolidation request ``settles = (request, outcome)`` it
     finishes (nothing is settled when the advance is refused: the span is re-done)."""
@@ -328,7 +393,9 @@ def _advance(ctx: JobContext, progress: Progress, covered_to: int, turn: int,
     with ctx.state() as repos:
         now = repos.progress.get(ctx.shelf, ctx.session_id)
         advanced = repos.progress.advance(
-            ctx.shelf, ctx.session_id, expected_version=now.version,
+            ctx.shelf,
+            ctx.session_id,
+            expected_version=now.version,
             lease_token=ctx.lease.token,
             last_consolidated_seq=max(covered_to, now.last_consolidated_seq),
             last_check_turn=max(turn, now.last_check_turn),
@@ -348,12 +415,18 @@ def _record_tokens(ctx: JobContext, progress: Progress, tokens: int) -> None:
         return
     with ctx.state() as repos:
         now = repos.progress.get(ctx.shelf, ctx.session_id)
-        repos.progress.advance(ctx.shelf, ctx.session_id, expected_version=now.version,
-                               lease_token=ctx.lease.token, pending_tokens=tokens)
+        repos.progress.advance(
+            ctx.shelf,
+            ctx.session_id,
+            expected_version=now.version,
+            lease_token=ctx.lease.token,
+            pending_tokens=tokens,
+        )
 
 
-def _settle(ctx: JobContext, request: tuple[int, int] | None, outcome: str,
-            detail: str | None = None) -> None:
+def _settle(
+    ctx: JobContext, request: tuple[int, int] | None, outcome: str, detail: str | None = None
+) -> None:
     if request is None:
         return
     with ctx.state() as repos:

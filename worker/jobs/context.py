@@ -58,8 +58,9 @@ class Counts:
 
     def since(self, earlier: Counts) -> Counts:
         """The counters added since ``earlier`` (a copy taken before)."""
-        return Counts(**{name: getattr(self, name) - getattr(earlier, name)
-                         for name in _COUNT_NAMES})
+        return Counts(
+            **{name: getattr(self, name) - getattr(earlier, name) for name in _COUNT_NAMES}
+        )
 
 
 _COUNT_NAMES = tuple(f.name for f in fields(Counts))
@@ -134,8 +135,9 @@ class JobContext:
         with self.read() as repos:
             session = repos.sessions.get(self.session_id)
             # A missing row reads as all zeros at version 0 (the first advance creates it).
-            progress = (repos.progress.find(self.shelf, self.session_id)
-                        or Progress(self.shelf, self.session_id))
+            progress = repos.progress.find(self.shelf, self.session_id) or Progress(
+                self.shelf, self.session_id
+            )
         if session is None:
             return skipped("session not seen by the watcher yet")
         if session.forgotten:

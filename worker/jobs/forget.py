@@ -77,15 +77,25 @@ def forget_session(ctx: JobContext, *, dry_run: bool = False) -> ForgetResult:
         repos.failures.forget_session(sid)
         repos.model_calls.forget_session(sid)
         shipped = delete_session(repos.conn, sid)  # its shipped log bytes go with the mark
-        repos.audit.record(ACTION_FORGET, "started", shelf=ctx.shelf, session_id=sid,
-                           detail=f"{len(result.items)} entries planned"
-                           + (f"; {shipped} shipped segments deleted" if shipped else ""))
+        repos.audit.record(
+            ACTION_FORGET,
+            "started",
+            shelf=ctx.shelf,
+            session_id=sid,
+            detail=f"{len(result.items)} entries planned"
+            + (f"; {shipped} shipped segments deleted" if shipped else ""),
+        )
     ctx.runtime.state.after_purge()  # the scrubbed title leaves the state database's files
     repairer = Repairer(ctx, store, _project(ctx), client)
     if not repairer.usable():
         with ctx.state() as repos:
-            repos.audit.record(ACTION_FORGET, "failed", shelf=ctx.shelf, session_id=sid,
-                               detail="store has no knowledge-delete")
+            repos.audit.record(
+                ACTION_FORGET,
+                "failed",
+                shelf=ctx.shelf,
+                session_id=sid,
+                detail="store has no knowledge-delete",
+            )
         result.repair.failed.append(sid)
         return result
     summaries = {ref.name for ref in span_summaries(store, sid)}
@@ -113,19 +123,31 @@ def forget_session(ctx: JobContext, *, dry_run: bool = False) -> ForgetResult:
     result.removed += repairer.report.retracted
     with ctx.state() as repos:
         for subject in sorted(repos.audit.pending_repairs(sid)):  # nothing of it is left to repair
-            repos.audit.record(ACTION_SUMMARY, "retracted", shelf=ctx.shelf, session_id=sid,
-                               subject=subject, detail="session forgotten")
+            repos.audit.record(
+                ACTION_SUMMARY,
+                "retracted",
+                shelf=ctx.shelf,
+                session_id=sid,
+                subject=subject,
+                detail="session forgotten",
+            )
         repos.audit.record(
-            ACTION_FORGET, "done", shelf=ctx.shelf, session_id=sid,
-            detail=(f"removed {len(result.removed)} entries; regenerated "
-                    f"{len(repairer.report.regenerated)} archives; unlinked "
-                    f"{len(repairer.report.unlinked)} work units"),
+            ACTION_FORGET,
+            "done",
+            shelf=ctx.shelf,
+            session_id=sid,
+            detail=(
+                f"removed {len(result.removed)} entries; regenerated "
+                f"{len(repairer.report.regenerated)} archives; unlinked "
+                f"{len(repairer.report.unlinked)} work units"
+            ),
         )
     return result
 
 
-def forget_sessions(runtime: Runtime, shelf: str, sessions: list[str], *,
-                    dry_run: bool = False) -> tuple[list[ForgetResult], dict[str, str]]:
+def forget_sessions(
+    runtime: Runtime, shelf: str, sessions: list[str], *, dry_run: bool = False
+) -> tuple[list[ForgetResult], dict[str, str]]:
     """Forget (or with ``dry_run`` only plan) each session under its lease, as ``memory-worker
     forget`` and the console do: the results, and a line per session that could not be
     forgotten (its lease, the store, the log; or a store without knowledge-delete)."""
@@ -133,14 +155,20 @@ def forget_sessions(runtime: Runtime, shelf: str, sessions: list[str], *,
     failed: dict[str, str] = {}
     for sid in sessions:
         try:
-            results.append(with_session_lease(
-                runtime, sid, shelf, ACTION_FORGET,
-                lambda ctx: forget_session(ctx, dry_run=dry_run),
-            ))
+            results.append(
+                with_session_lease(
+                    runtime,
+                    sid,
+                    shelf,
+                    ACTION_FORGET,
+                    lambda ctx: forget_session(ctx, dry_run=dry_run),
+                )
+            )
         except (TransientJobError, StoreError, OSError) as exc:
             failed[sid] = " ".join(str(exc).split())
-    failed.update({r.session_id: "store has no knowledge-delete"
-                   for r in results if r.repair.failed})
+    failed.update(
+        {r.session_id: "store has no knowledge-delete" for r in results if r.repair.failed}
+    )
     return results, failed
 
 

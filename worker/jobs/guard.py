@@ -90,7 +90,8 @@ def _guarded(
     if lease is None:
         result.detail = (
             f"the session's lease is held by {holder.owner} until "
-            f"{holder.expires_at:%Y-%m-%d %H:%M:%S} UTC" if holder is not None
+            f"{holder.expires_at:%Y-%m-%d %H:%M:%S} UTC"
+            if holder is not None
             else "another worker holds the session's lease"
         )
         return _finish(result, started)
@@ -121,9 +122,13 @@ def _guarded(
         result.status, result.detail = "retry", _line(exc)
         # Its class only: a bug's message may hold any text it was given (a message's words
         # included), and the failure row outlives a withdrawal (docs/guarantees.md).
-        _record_failure(runtime, job, session_id,
-                        f"unexpected {type(exc).__name__} (the worker log has the traceback)",
-                        permanent=False)
+        _record_failure(
+            runtime,
+            job,
+            session_id,
+            f"unexpected {type(exc).__name__} (the worker log has the traceback)",
+            permanent=False,
+        )
     finally:
         ctx.keeper.stop()
         ctx.lease = ctx.keeper.lease
@@ -143,11 +148,19 @@ def give_up(runtime: Runtime, result: JobResult) -> str:
             with runtime.state.transaction() as repos:
                 repos.failures.record(result.job, result.session_id, reason)
         except (OperationalError, PoolTimeoutError) as exc:
-            log.warning("could not record the failure of %s %s: %s", result.job,
-                        result.session_id, _line(exc))
+            log.warning(
+                "could not record the failure of %s %s: %s",
+                result.job,
+                result.session_id,
+                _line(exc),
+            )
     if result.status != "failed":  # a permanent failure was said once already
-        log.warning("%s %s not finished: %s; the next run or reconcile tries again",
-                    result.job, result.session_id, reason)
+        log.warning(
+            "%s %s not finished: %s; the next run or reconcile tries again",
+            result.job,
+            result.session_id,
+            reason,
+        )
     return reason
 
 
@@ -186,8 +199,15 @@ def _finish(result: JobResult, started: float) -> JobResult:
     if result.status == "done":
         log.info(
             "%s %s %s: %s; written=%d duplicates=%d retracted=%d edges=%d (%.3f s)",
-            result.job, result.session_id, result.status, result.detail, result.written,
-            result.duplicates, result.retracted, result.edges, result.seconds,
+            result.job,
+            result.session_id,
+            result.status,
+            result.detail,
+            result.written,
+            result.duplicates,
+            result.retracted,
+            result.edges,
+            result.seconds,
         )
     return result
 
@@ -222,8 +242,14 @@ def _record_failure(
     kind = "permanent failure" if permanent else "failed (will retry)"
     # One line per distinct problem: a retry failing the same way is counted, not re-logged.
     repeated = previous is not None and previous.last_error == describe_error(exc)
-    log.log(logging.DEBUG if repeated else logging.WARNING,
-            "%s %s %s: %s", job, session_id, kind, _line(exc))
+    log.log(
+        logging.DEBUG if repeated else logging.WARNING,
+        "%s %s %s: %s",
+        job,
+        session_id,
+        kind,
+        _line(exc),
+    )
 
 
 def _release(runtime: Runtime, ctx: JobContext, *, clear_failure: bool = False) -> None:
@@ -236,8 +262,9 @@ def _release(runtime: Runtime, ctx: JobContext, *, clear_failure: bool = False) 
                 repos.leases.release(ctx.lease)
             return
         except (OperationalError, PoolTimeoutError) as exc:
-            log.warning("could not clear the failure of %s %s: %s", ctx.job, ctx.session_id,
-                        _line(exc))
+            log.warning(
+                "could not clear the failure of %s %s: %s", ctx.job, ctx.session_id, _line(exc)
+            )
     try:
         with runtime.state.transaction() as repos:
             repos.leases.release(ctx.lease)

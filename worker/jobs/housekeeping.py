@@ -31,7 +31,7 @@ _PAGE = 50
 def is_message_of(name: str, session_id: str) -> bool:
     """True when ``name`` is exactly ``msg-<session_id>-<ordinal>``."""
     prefix = C.MESSAGE_NAME.format(session_id=session_id, ordinal="")
-    ordinal = name[len(prefix):]
+    ordinal = name[len(prefix) :]
     return name.startswith(prefix) and ordinal.isascii() and ordinal.isdigit()
 
 
@@ -39,13 +39,15 @@ def has_message_entry(store: MemoryStore, session_id: str) -> bool:
     """Whether the store holds at least one ``msg-<session_id>-<N>`` entry (exact names; see the
     module docstring for the query)."""
     prefix = C.MESSAGE_NAME.format(session_id=session_id, ordinal="")
-    conditions = [["$gte", "name", f"{prefix}0"], ["$lt", "name", f"{prefix}:"],
-                  ["$not", ["$like", "name", f"{prefix}%-%"]]]
+    conditions = [
+        ["$gte", "name", f"{prefix}0"],
+        ["$lt", "name", f"{prefix}:"],
+        ["$not", ["$like", "name", f"{prefix}%-%"]],
+    ]
     offset = 0
     while True:
         rows = store.query({"$knowledge": conditions, "limit": _PAGE, "offset": offset})
-        if any(isinstance(r, KnowledgeEntry) and is_message_of(r.name, session_id)
-               for r in rows):
+        if any(isinstance(r, KnowledgeEntry) and is_message_of(r.name, session_id) for r in rows):
             return True
         if len(rows) < _PAGE:
             return False
@@ -77,13 +79,17 @@ def reconcile_with_store(runtime: Runtime, shelf: str) -> list[str]:
         with runtime.state.transaction() as repos:
             repos.progress.reset(shelf, row.session_id)
             repos.audit.record(
-                "reset-progress", "reset", shelf=shelf, session_id=row.session_id,
+                "reset-progress",
+                "reset",
+                shelf=shelf,
+                session_id=row.session_id,
                 detail=f"no {prefix}* entry on the shelf; the session is logged again",
             )
         reset.append(row.session_id)
     if reset:
         log.warning(
             "the store has none of the entries of %d session(s) the watermarks say were "
-            "written; they are logged again", len(reset),
+            "written; they are logged again",
+            len(reset),
         )
     return reset

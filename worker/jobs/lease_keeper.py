@@ -108,8 +108,9 @@ class _Heartbeat:
             if wait is not None:
                 with self._wake:
                     if not keeper.stopped:
-                        heapq.heappush(self._due, (time.monotonic() + wait, next(self._order),
-                                                   keeper))
+                        heapq.heappush(
+                            self._due, (time.monotonic() + wait, next(self._order), keeper)
+                        )
 
     def _renew(self, keeper: LeaseKeeper, lease: Lease) -> float | None:
         """Renew once; seconds until the next renewal, ``None`` when the lease is lost."""
@@ -122,8 +123,10 @@ class _Heartbeat:
             return interval / 4
         if renewed is None:
             if not keeper.stopped:
-                log.warning("lease %s was lost (expired or taken over); the job stops and is "
-                            "re-done", lease.key)
+                log.warning(
+                    "lease %s was lost (expired or taken over); the job stops and is re-done",
+                    lease.key,
+                )
                 keeper.lost.set()
             return None
         keeper.renewed(renewed)
@@ -152,7 +155,10 @@ LEASE_POLL_S = 0.2
 
 
 def wait_for_lease(
-    acquire: Callable[[], Lease | None], *, wait_s: float, busy: str,
+    acquire: Callable[[], Lease | None],
+    *,
+    wait_s: float,
+    busy: str,
     while_waiting: Callable[[], None] | None = None,
 ) -> Lease:
     """The lease ``acquire`` takes, tried every 0.2 s for up to ``wait_s`` seconds (calling

@@ -75,9 +75,15 @@ def log_span(ctx: JobContext) -> JobOutput:
         idle_ms=int(s.idle_close_s * 1000),
         force_idle=runtime.force_idle,
     )
-    span = read_span(session, progress.last_logged_seq, clock, whitelist=s.withdrawal_kinds,
-                     limit=runtime.max_span_events, hand_off=runtime.hand_off,
-                     segments=runtime.segments)
+    span = read_span(
+        session,
+        progress.last_logged_seq,
+        clock,
+        whitelist=s.withdrawal_kinds,
+        limit=runtime.max_span_events,
+        hand_off=runtime.hand_off,
+        segments=runtime.segments,
+    )
     start, cut = span.start, span.cut
     if cut is None:
         if clock.idle and session.closed_at is None and span.survey.durable_end <= start:
@@ -106,13 +112,25 @@ def log_span(ctx: JobContext) -> JobOutput:
             options=options,
             before=piece.before,
         )
-        writes.add(write_plan(store, plan, session_id=ctx.session_id, project=session.project,
-                              withdrawn=span.withdrawn, heartbeat=ctx.heartbeat,
-                              record=ctx.record_retraction))
+        writes.add(
+            write_plan(
+                store,
+                plan,
+                session_id=ctx.session_id,
+                project=session.project,
+                withdrawn=span.withdrawn,
+                heartbeat=ctx.heartbeat,
+                record=ctx.record_retraction,
+            )
+        )
         if progress.has_session_node:
             writes.edges += settle_edges(
-                ctx, store, project=session.project,
-                link_from=link_from, link_to=plan.next_ordinal, skip=plan.skip_ordinals,
+                ctx,
+                store,
+                project=session.project,
+                link_from=link_from,
+                link_to=plan.next_ordinal,
+                skip=plan.skip_ordinals,
             )
             link_from = plan.next_ordinal
         ctx.heartbeat()

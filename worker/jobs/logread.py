@@ -53,7 +53,8 @@ def log_source(state: SessionState, segments: SegmentStore | None) -> Log:
     shipped = segments.get(state.session_id, state.generation)
     if shipped is None:
         raise TransientJobError(
-            f"session {state.session_id}: generation {state.generation} is not shipped")
+            f"session {state.session_id}: generation {state.generation} is not shipped"
+        )
     return shipped_source(segments, shipped)
 
 
@@ -106,8 +107,12 @@ class LogWindow:
 
 
 def read_window(
-    state: SessionState, from_seq: int, to_seq: int = END, hand_off: LogHandOff | None = None,
-    *, segments: SegmentStore | None,
+    state: SessionState,
+    from_seq: int,
+    to_seq: int = END,
+    hand_off: LogHandOff | None = None,
+    *,
+    segments: SegmentStore | None,
 ) -> LogWindow:
     """Read ``state``'s log from the checkpoint at or before ``from_seq`` up to ``to_seq`` (by
     default its durable end). With a ``hand_off`` (the runtime's), a whole-log read takes the
@@ -295,8 +300,13 @@ class SpanRead:
             if first is not None:
                 piece, first = first, None
             else:
-                piece = SpanPiece(lower, upper, read_window(
-                    self.state, lower - 1, upper, self.hand_off, segments=self.segments))
+                piece = SpanPiece(
+                    lower,
+                    upper,
+                    read_window(
+                        self.state, lower - 1, upper, self.hand_off, segments=self.segments
+                    ),
+                )
             yield piece
 
 
@@ -322,8 +332,13 @@ def read_span(
     else:
         window = read_window(state, start, hand_off=hand_off, segments=segments)
         survey = Survey.of(window.tail(start), window.durable_end, whitelist)
-    cut = cut_span(survey.boundaries, start=start, durable_end=survey.durable_end, timing=clock,
-                   markers=survey.markers)
+    cut = cut_span(
+        survey.boundaries,
+        start=start,
+        durable_end=survey.durable_end,
+        timing=clock,
+        markers=survey.markers,
+    )
     if cut is None:
         return SpanRead(start, survey, None, {}, [], 0, None, state, hand_off, segments)
     withdrawn: dict[int, tuple[int, str]] = {}
@@ -336,7 +351,18 @@ def read_span(
     earlier = [seq for seq in withdrawn if seq < start]
     if earlier:
         window = extend_back(state, window, min(earlier), segments=segments)
-    first = SpanPiece(start, slices[0][1], window,
-                      window.ordinals_before(start) if earlier else None)
-    return SpanRead(start, survey, cut, withdrawn, slices, window.base_ordinal(start), first,
-                    state, hand_off, segments)
+    first = SpanPiece(
+        start, slices[0][1], window, window.ordinals_before(start) if earlier else None
+    )
+    return SpanRead(
+        start,
+        survey,
+        cut,
+        withdrawn,
+        slices,
+        window.base_ordinal(start),
+        first,
+        state,
+        hand_off,
+        segments,
+    )

@@ -44,12 +44,20 @@ def model_call_recorder(runtime: Runtime, session_id: str | None) -> Recorder:
         try:
             with runtime.state.transaction() as repos:
                 row = repos.model_calls.start(
-                    purpose=call.purpose, route_index=call.route_index, base_url=call.base_url,
-                    model=call.model, effort=call.effort or "", session_id=session_id,
+                    purpose=call.purpose,
+                    route_index=call.route_index,
+                    base_url=call.base_url,
+                    model=call.model,
+                    effort=call.effort or "",
+                    session_id=session_id,
                 )
                 repos.model_calls.settle(
-                    row, call.outcome, ms=call.ms, input_tokens=call.input_tokens,
-                    output_tokens=call.output_tokens, reasoning_tokens=call.reasoning_tokens,
+                    row,
+                    call.outcome,
+                    ms=call.ms,
+                    input_tokens=call.input_tokens,
+                    output_tokens=call.output_tokens,
+                    reasoning_tokens=call.reasoning_tokens,
                     detail=call.error,
                 )
                 repos.model_calls.prune(keep=MODEL_CALLS_KEPT)

@@ -25,12 +25,17 @@ def current_writer(runtime: Runtime, attempt: int = 0) -> Writer | None:
     if chosen is None:
         return None
     route = chosen[1]
-    return Writer(route.label, route.model,
-                  prompt_version(runtime.settings.max_work_units_per_run))
+    return Writer(route.label, route.model, prompt_version(runtime.settings.max_work_units_per_run))
 
 
-def record_written(runtime: Runtime, shelf: str, kind: str, names: Iterable[str],
-                   writer: Writer | None, session_id: str | None = None) -> None:
+def record_written(
+    runtime: Runtime,
+    shelf: str,
+    kind: str,
+    names: Iterable[str],
+    writer: Writer | None,
+    session_id: str | None = None,
+) -> None:
     """Record that ``writer`` wrote ``names``; nothing without a writer."""
     unique = list(dict.fromkeys(names))
     if writer is None or not unique:
@@ -45,9 +50,14 @@ def is_current(found: Provenance | None, writer: Writer) -> bool:
     return found is not None and found.writer == writer
 
 
-def record_derived(runtime: Runtime, shelf: str, summary: str | None,
-                   units: Iterable[WorkUnitOutcome], writer: Writer | None,
-                   session_id: str | None) -> None:
+def record_derived(
+    runtime: Runtime,
+    shelf: str,
+    summary: str | None,
+    units: Iterable[WorkUnitOutcome],
+    writer: Writer | None,
+    session_id: str | None,
+) -> None:
     """Record a span summary and the work units its extraction yielded (a ``duplicate`` verdict
     stores nothing and gets no row) in one transaction."""
     if writer is None:

@@ -66,12 +66,22 @@ def pending_request(repos: Repos, session_id: str, shelf: str) -> tuple[int, int
 
 
 def settle_request(
-    repos: Repos, session_id: str, shelf: str, span: tuple[int, int], outcome: str,
+    repos: Repos,
+    session_id: str,
+    shelf: str,
+    span: tuple[int, int],
+    outcome: str,
     detail: str | None = None,
 ) -> None:
     """Close the queued request for ``span`` with ``outcome`` (``done``, ``empty``...)."""
-    repos.audit.record(ACTION, outcome, shelf=shelf, session_id=session_id,
-                       subject=f"{span[0]}-{span[1]}", detail=detail)
+    repos.audit.record(
+        ACTION,
+        outcome,
+        shelf=shelf,
+        session_id=session_id,
+        subject=f"{span[0]}-{span[1]}",
+        detail=detail,
+    )
 
 
 def request_reconsolidation(
@@ -96,8 +106,9 @@ def request_reconsolidation(
         pending = pending_request(repos, session_id, shelf)
         if pending is not None and pending[0] <= start and end <= pending[1]:
             return ReconsolidateResult(session_id, False, "busy", start, end)
-        repos.audit.record(ACTION, QUEUED, shelf=shelf, session_id=session_id,
-                           subject=f"{start}-{end}")
+        repos.audit.record(
+            ACTION, QUEUED, shelf=shelf, session_id=session_id, subject=f"{start}-{end}"
+        )
     return ReconsolidateResult(session_id, True, "", start, end)
 
 
@@ -167,12 +178,25 @@ class RewriteRequest:
     max_calls: int | None = None
 
 
-def request_rewrite(repos: Repos, session_id: str, shelf: str, mode: str, *,
-                    force: bool = False, max_calls: int | None = None) -> int:
+def request_rewrite(
+    repos: Repos,
+    session_id: str,
+    shelf: str,
+    mode: str,
+    *,
+    force: bool = False,
+    max_calls: int | None = None,
+) -> int:
     """Record a rewrite request (``queued``); returns its audit id. A newer request replaces an
     older queued one of the session (the job runs the newest)."""
-    repos.audit.record(REWRITE_ACTION, QUEUED, shelf=shelf, session_id=session_id, subject=mode,
-                       detail=json.dumps({"force": force, "max_calls": max_calls}))
+    repos.audit.record(
+        REWRITE_ACTION,
+        QUEUED,
+        shelf=shelf,
+        session_id=session_id,
+        subject=mode,
+        detail=json.dumps({"force": force, "max_calls": max_calls}),
+    )
     newest = newest_entry(repos, session_id, shelf, REWRITE_ACTION)
     assert newest is not None  # recorded just above, in this transaction
     return newest.id
@@ -188,20 +212,37 @@ def pending_rewrite(repos: Repos, session_id: str, shelf: str) -> RewriteRequest
     except ValueError:
         options = {}
     budget = options.get("max_calls")
-    return RewriteRequest(newest.id, newest.subject, bool(options.get("force")),
-                          budget if isinstance(budget, int) else None)
+    return RewriteRequest(
+        newest.id,
+        newest.subject,
+        bool(options.get("force")),
+        budget if isinstance(budget, int) else None,
+    )
 
 
-def settle_rewrite(repos: Repos, session_id: str, shelf: str, request: RewriteRequest,
-                   outcome: str, result: dict[str, Any]) -> None:
+def settle_rewrite(
+    repos: Repos,
+    session_id: str,
+    shelf: str,
+    request: RewriteRequest,
+    outcome: str,
+    result: dict[str, Any],
+) -> None:
     """Close ``request`` with ``outcome`` (``done`` / ``failed``) and its result (the line and
     the counts, JSON in the audit detail)."""
-    repos.audit.record(REWRITE_ACTION, outcome, shelf=shelf, session_id=session_id,
-                       subject=request.mode, detail=json.dumps({"request": request.id, **result}))
+    repos.audit.record(
+        REWRITE_ACTION,
+        outcome,
+        shelf=shelf,
+        session_id=session_id,
+        subject=request.mode,
+        detail=json.dumps({"request": request.id, **result}),
+    )
 
 
-def rewrite_result(repos: Repos, session_id: str, shelf: str,
-                   request_id: int) -> tuple[str, dict[str, Any]] | None:
+def rewrite_result(
+    repos: Repos, session_id: str, shelf: str, request_id: int
+) -> tuple[str, dict[str, Any]] | None:
     """The outcome and result that settled request ``request_id``; None while it is queued."""
     for entry in repos.audit.entries(session_id=session_id, action=REWRITE_ACTION):
         if entry.shelf != shelf or entry.id <= request_id or entry.outcome == QUEUED:

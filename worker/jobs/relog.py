@@ -36,14 +36,17 @@ class Renderings:
 def _options(runtime: Runtime) -> SpanOptions:
     s = runtime.settings
     return SpanOptions(
-        max_assistant_chars=s.max_assistant_chars, max_user_chars=s.max_user_chars,
-        tool_ledger=s.tool_ledger, tz=zoneinfo.ZoneInfo(s.timezone) if s.timezone else None,
+        max_assistant_chars=s.max_assistant_chars,
+        max_user_chars=s.max_user_chars,
+        tool_ledger=s.tool_ledger,
+        tz=zoneinfo.ZoneInfo(s.timezone) if s.timezone else None,
         now_ms=None,
     )
 
 
-def stale_renderings(runtime: Runtime, store: MemoryStore, log_: SessionLog,
-                     logged_to: int) -> Renderings:
+def stale_renderings(
+    runtime: Runtime, store: MemoryStore, log_: SessionLog, logged_to: int
+) -> Renderings:
     """What differs between the store and today's rendering of ``log_`` (messages up to the
     logged watermark ``logged_to``; withdrawn ones are retraction's business, not this)."""
     found = Renderings()
@@ -53,9 +56,16 @@ def stale_renderings(runtime: Runtime, store: MemoryStore, log_: SessionLog,
     stored = {e.name: e for e in knowledge_like(store, prefix + "%")}
     if stored and log_.ordinals:
         plan = plan_span(
-            log_.events, log_.events, span_from=cut, span_to=logged_to, session_id=sid,
-            project=log_.project, inherited_cut=cut, base_ordinal=min(log_.ordinals.values()),
-            whitelist=runtime.settings.withdrawal_kinds, options=_options(runtime),
+            log_.events,
+            log_.events,
+            span_from=cut,
+            span_to=logged_to,
+            session_id=sid,
+            project=log_.project,
+            inherited_cut=cut,
+            base_ordinal=min(log_.ordinals.values()),
+            whitelist=runtime.settings.withdrawal_kinds,
+            options=_options(runtime),
             before=log_.event_at(cut - 1) if cut > 0 else None,
         )
         for item in plan.to_write:
@@ -82,8 +92,14 @@ def node_text(runtime: Runtime, log_: SessionLog) -> str:
     return ""
 
 
-def rewrite_in_place(store: MemoryStore, name: str, text: str, project: str,
-                     tags: tuple[str, ...] | None = None, embed: bool = False) -> bool:
+def rewrite_in_place(
+    store: MemoryStore,
+    name: str,
+    text: str,
+    project: str,
+    tags: tuple[str, ...] | None = None,
+    embed: bool = False,
+) -> bool:
     """Give ``name`` the text ``text`` (True when it changed); absent entries stay absent."""
     found: KnowledgeEntry | None = store.knowledge_get(name)
     if found is None or found.content.data == text:
@@ -94,8 +110,13 @@ def rewrite_in_place(store: MemoryStore, name: str, text: str, project: str,
         except NotFoundError:
             return False
     store.knowledge_delete(name)
-    store.knowledge_create(name, text, tags=tags if tags is not None else found.content.tags,
-                           scopes=found.content.scopes or scopes_for(project), embed=embed)
+    store.knowledge_create(
+        name,
+        text,
+        tags=tags if tags is not None else found.content.tags,
+        scopes=found.content.scopes or scopes_for(project),
+        embed=embed,
+    )
     return True
 
 

@@ -76,6 +76,7 @@ T = TypeVar("T")
 
 __all__ = ["RepairReport", "Repairer"]
 
+
 @dataclass(slots=True)
 class RepairReport:
     regenerated: list[str] = field(default_factory=list)
@@ -113,8 +114,9 @@ def _ask_model(call: Callable[[], T], retry_context: str, failure: str, *args: A
 class Repairer:
     """Carries out repairs for one session under its lease (see the module docstring)."""
 
-    def __init__(self, ctx: JobContext, store: MemoryStore, project: str,
-                 client: ModelClient | None) -> None:
+    def __init__(
+        self, ctx: JobContext, store: MemoryStore, project: str, client: ModelClient | None
+    ) -> None:
         self.ctx = ctx
         self.store = store
         self.project = project
@@ -147,8 +149,9 @@ class Repairer:
             )
         return True
 
-    def repair(self, log_: SessionLog, repairs: list[SummaryRepair],
-               archives: Iterable[str] = ()) -> RepairReport:
+    def repair(
+        self, log_: SessionLog, repairs: list[SummaryRepair], archives: Iterable[str] = ()
+    ) -> RepairReport:
         """Repair ``repairs`` and every archive above them; ``archives`` are re-derived too
         (with the archives above them) even when no member changed."""
         extra = sorted(set(archives))
@@ -156,16 +159,24 @@ class Repairer:
             return self.report
         if not self.usable():
             for item in repairs:
-                self._audit(ACTION_SUMMARY, "failed", item.ref.name, item.cause,
-                            "store has no knowledge-delete")
+                self._audit(
+                    ACTION_SUMMARY,
+                    "failed",
+                    item.ref.name,
+                    item.cause,
+                    "store has no knowledge-delete",
+                )
                 self.report.failed.append(item.ref.name)
             return self.report
         with self.ctx.state() as repos:
             for item in repairs:
                 if not item.resumed:
                     repos.audit.record(
-                        ACTION_INTENT, "pending", shelf=self.ctx.shelf,
-                        session_id=self.ctx.session_id, subject=item.ref.name,
+                        ACTION_INTENT,
+                        "pending",
+                        shelf=self.ctx.shelf,
+                        session_id=self.ctx.session_id,
+                        subject=item.ref.name,
                         cause_marker_seq=item.cause.marker_seq if item.cause else None,
                         source_kind=item.cause.kind if item.cause else None,
                         detail="points at " + ", ".join(item.dirty) if item.dirty else "resumed",
@@ -180,8 +191,11 @@ class Repairer:
             for item in repairs:
                 removed = self._changed.get(item.ref.name, False)
                 repos.audit.record(
-                    ACTION_SUMMARY, "retracted" if removed else "regenerated",
-                    shelf=self.ctx.shelf, session_id=self.ctx.session_id, subject=item.ref.name,
+                    ACTION_SUMMARY,
+                    "retracted" if removed else "regenerated",
+                    shelf=self.ctx.shelf,
+                    session_id=self.ctx.session_id,
+                    subject=item.ref.name,
                     cause_marker_seq=item.cause.marker_seq if item.cause else None,
                     source_kind=item.cause.kind if item.cause else None,
                     detail=("removed edges to " + ", ".join(item.dirty)) if item.dirty else None,
@@ -190,8 +204,7 @@ class Repairer:
 
     # ---- summaries
 
-    def repair_summary(self, log_: SessionLog, item: SummaryRepair,
-                       affected: set[str]) -> None:
+    def repair_summary(self, log_: SessionLog, item: SummaryRepair, affected: set[str]) -> None:
         ref = item.ref
         kept = log_.kept_names(ref.from_seq, ref.to_seq)
         transcript = rebuilt_transcript(self.ctx.runtime, log_, ref)
@@ -207,11 +220,13 @@ class Repairer:
             if tail not in kept:
                 self._unlink(ref.name, C.REL_SUMMARY, tail)
         for name in kept:
-            self.store.statement_create(ref.name, C.REL_SUMMARY, name,
-                                        scopes=self.scopes, embed=LOG_EDGE_POLICY.embed)
+            self.store.statement_create(
+                ref.name, C.REL_SUMMARY, name, scopes=self.scopes, embed=LOG_EDGE_POLICY.embed
+            )
         units = self.write_units(ref.name, extraction)
-        record_derived(self.ctx.runtime, self.ctx.shelf, ref.name, units, self.writer,
-                       self.ctx.session_id)
+        record_derived(
+            self.ctx.runtime, self.ctx.shelf, ref.name, units, self.writer, self.ctx.session_id
+        )
         self._changed[ref.name] = False
         self.report.regenerated.append(ref.name)
         REPAIRS.labels("summary", "regenerated").inc()
@@ -252,8 +267,9 @@ class Repairer:
         elif found is not None:
             self.store.knowledge_delete(name)
         policy = summary_policy(level)
-        self.store.knowledge_create(name, text, tags=policy.tags, scopes=self.scopes,
-                                    embed=policy.embed)
+        self.store.knowledge_create(
+            name, text, tags=policy.tags, scopes=self.scopes, embed=policy.embed
+        )
 
     def _unlink(self, head: str, relation: str, tail: str) -> None:
         if self.store.statement_delete(head, relation, tail):
@@ -269,8 +285,13 @@ class Repairer:
                 self._unlink(unit, C.REL_DERIVED_FROM, summary)
                 self.report.unlinked.append(unit)
                 REPAIRS.labels("work-unit", "unlinked").inc()
-                self._audit(ACTION_UNIT, "unlinked", unit, self._cause.get(summary),
-                            f"derivedFrom {summary} removed; kept for {', '.join(others)}")
+                self._audit(
+                    ACTION_UNIT,
+                    "unlinked",
+                    unit,
+                    self._cause.get(summary),
+                    f"derivedFrom {summary} removed; kept for {', '.join(others)}",
+                )
             else:
                 self.retract_unit(unit, summary)
 
@@ -286,8 +307,13 @@ class Repairer:
         if removed:
             self.report.retracted.append(unit)
             REPAIRS.labels("work-unit", "retracted").inc()
-        self._audit(ACTION_UNIT, "retracted" if removed else "absent", unit,
-                    self._cause.get(summary), f"derived only from {summary}")
+        self._audit(
+            ACTION_UNIT,
+            "retracted" if removed else "absent",
+            unit,
+            self._cause.get(summary),
+            f"derived only from {summary}",
+        )
 
     def write_units(self, summary: str, extraction: Extraction) -> list[WorkUnitOutcome]:
         """The work units of the cleaned span, written like consolidation writes them
@@ -296,10 +322,16 @@ class Repairer:
             return []
         settings = self.ctx.runtime.settings
         outcomes = extract_work_units(
-            self.store, self.client, extraction.work_units, summary_name=summary,
-            project=self.project, attempt=0, recorded=self.ctx.runtime.now(),
+            self.store,
+            self.client,
+            extraction.work_units,
+            summary_name=summary,
+            project=self.project,
+            attempt=0,
+            recorded=self.ctx.runtime.now(),
             options=WorkUnitOptions(
-                max_distance=settings.dedup_max_distance, candidates=settings.dedup_candidates,
+                max_distance=settings.dedup_max_distance,
+                candidates=settings.dedup_candidates,
                 adjudicate=settings.adjudicate,
             ),
         )
@@ -307,8 +339,13 @@ class Repairer:
         for outcome in outcomes:
             if outcome.stored:
                 self.report.written.append(outcome.name)
-                self._audit(ACTION_UNIT, "re-extracted", outcome.name, self._cause.get(summary),
-                            f"from the cleaned {summary} ({outcome.verdict})")
+                self._audit(
+                    ACTION_UNIT,
+                    "re-extracted",
+                    outcome.name,
+                    self._cause.get(summary),
+                    f"from the cleaned {summary} ({outcome.verdict})",
+                )
         return outcomes
 
     # ---- archives
@@ -374,14 +411,20 @@ class Repairer:
         cause = self._cause.get(name)
         if text is None:
             removed = self.store.knowledge_delete(name)
-            self._leaving += [(row.head, row.tail)
-                              for row in edges(self.store, C.REL_SUMMARY, head=name)]
+            self._leaving += [
+                (row.head, row.tail) for row in edges(self.store, C.REL_SUMMARY, head=name)
+            ]
             self._changed[name] = True
             if removed:
                 self.report.retracted.append(name)
                 REPAIRS.labels("archive", "retracted").inc()
-            self._audit(ACTION_ARCHIVE, "retracted" if removed else "absent", name, cause,
-                        "no members left" if not present else "could not be regenerated")
+            self._audit(
+                ACTION_ARCHIVE,
+                "retracted" if removed else "absent",
+                name,
+                cause,
+                "no members left" if not present else "could not be regenerated",
+            )
             return
         self._rewrite(name, text, level)
         self._leaving += [(name, member) for member in gone]
@@ -389,8 +432,7 @@ class Repairer:
         self._changed[name] = False
         self.report.regenerated.append(name)
         REPAIRS.labels("archive", "regenerated").inc()
-        self._audit(ACTION_ARCHIVE, "regenerated", name, cause,
-                    f"from {len(present)} members")
+        self._audit(ACTION_ARCHIVE, "regenerated", name, cause, f"from {len(present)} members")
 
     def _archive_text(self, level: int, members: list[KnowledgeEntry]) -> str | None:
         client = self.client
@@ -406,11 +448,22 @@ class Repairer:
 
     # ---- audit
 
-    def _audit(self, action: str, outcome: str, subject: str, cause: Withdrawn | None,
-               detail: str | None = None) -> None:
+    def _audit(
+        self,
+        action: str,
+        outcome: str,
+        subject: str,
+        cause: Withdrawn | None,
+        detail: str | None = None,
+    ) -> None:
         with self.ctx.state() as repos:
             repos.audit.record(
-                action, outcome, shelf=self.ctx.shelf, session_id=self.ctx.session_id,
-                subject=subject, cause_marker_seq=cause.marker_seq if cause else None,
-                source_kind=cause.kind if cause else None, detail=detail,
+                action,
+                outcome,
+                shelf=self.ctx.shelf,
+                session_id=self.ctx.session_id,
+                subject=subject,
+                cause_marker_seq=cause.marker_seq if cause else None,
+                source_kind=cause.kind if cause else None,
+                detail=detail,
             )

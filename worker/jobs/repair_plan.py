@@ -36,8 +36,9 @@ class SummaryRepair:
 # ---------------------------------------------------------------------------- what to repair
 
 
-def find_repairs(store: MemoryStore, log_: SessionLog, pending: Iterable[str] = ()) -> list[
-        SummaryRepair]:
+def find_repairs(
+    store: MemoryStore, log_: SessionLog, pending: Iterable[str] = ()
+) -> list[SummaryRepair]:
     """The session's summaries that point at a withdrawn entry, plus unfinished ones."""
     withdrawn = log_.withdrawn_by_name()
     unfinished = set(pending)
@@ -46,8 +47,11 @@ def find_repairs(store: MemoryStore, log_: SessionLog, pending: Iterable[str] = 
     # An unfinished repair whose summary is already gone (retracted before a crash) is done
     # again from the log: that retracts it again (absent) and repairs the archives above it.
     present = {ref.name for ref in refs}
-    refs += [ref for name in sorted(unfinished - present)
-             if (ref := parse_span_summary(name, log_.session_id)) is not None]
+    refs += [
+        ref
+        for name in sorted(unfinished - present)
+        if (ref := parse_span_summary(name, log_.session_id)) is not None
+    ]
     for ref in refs:
         dirty = tuple(m for m in summary_members(store, ref.name) if m in withdrawn)
         if not dirty and ref.name not in unfinished:

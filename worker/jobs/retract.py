@@ -80,8 +80,14 @@ def kinds_for(runtime: Runtime, extra: Iterable[str] = ()) -> list[str]:
     return kinds
 
 
-def plan_session(store: MemoryStore, log_: SessionLog, pending: Iterable[str] = (),
-                 *, model: bool = True, tz: tzinfo | None = None) -> SessionPlan:
+def plan_session(
+    store: MemoryStore,
+    log_: SessionLog,
+    pending: Iterable[str] = (),
+    *,
+    model: bool = True,
+    tz: tzinfo | None = None,
+) -> SessionPlan:
     """What a retraction run would change for one session (nothing is written); ``tz``
     renders the session node's text as the worker does."""
     plan = SessionPlan(log_.session_id)
@@ -89,18 +95,25 @@ def plan_session(store: MemoryStore, log_: SessionLog, pending: Iterable[str] = 
     present = existing_names(store, list(names))
     plan.messages = [w for name, w in names.items() if name in present]
     for w in plan.messages:
-        plan.items.append(PlanItem(
-            log_.session_id, w.name, "retract",
-            f"withdrawn by {w.kind} marker at seq {w.marker_seq} (message seq {w.seq})",
-        ))
+        plan.items.append(
+            PlanItem(
+                log_.session_id,
+                w.name,
+                "retract",
+                f"withdrawn by {w.kind} marker at seq {w.marker_seq} (message seq {w.seq})",
+            )
+        )
     plan.repairs = find_repairs(store, log_, pending)
     affected = {r.ref.name for r in plan.repairs}
     seen: set[str] = set()
     for repair in plan.repairs:
         name = repair.ref.name
         kept = log_.kept_names(repair.ref.from_seq, repair.ref.to_seq)
-        what = ("covers withdrawn " + ", ".join(repair.dirty)) if repair.dirty else (
-            "an interrupted repair")
+        what = (
+            ("covers withdrawn " + ", ".join(repair.dirty))
+            if repair.dirty
+            else ("an interrupted repair")
+        )
         action: Action = "regenerate" if kept and model else "retract"
         plan.items.append(PlanItem(log_.session_id, name, action, what))
         plan.items += downstream_items(
@@ -120,19 +133,32 @@ def node_item(store: MemoryStore, log_: SessionLog, tz: tzinfo | None) -> PlanIt
     if found is None:
         return None
     created = log_.state.header.get("created_at")
-    choice = survey_titles(log_.events, {m.kind for m in log_.markers},
-                           cut=log_.state.inherited_cut, tz=tz,
-                           now_ms=created if isinstance(created, int) else 0)
+    choice = survey_titles(
+        log_.events,
+        {m.kind for m in log_.markers},
+        cut=log_.state.inherited_cut,
+        tz=tz,
+        now_ms=created if isinstance(created, int) else 0,
+    )
     if choice.text == found.content.data:
         return None
-    why = "; ".join(f"{s.summary.type} seq {s.summary.seq} {s.describe()}"
-                    for s in choice.tainted()) or "its text is not its host summary's"
+    why = (
+        "; ".join(f"{s.summary.type} seq {s.summary.seq} {s.describe()}" for s in choice.tainted())
+        or "its text is not its host summary's"
+    )
     action: Action = "retract" if choice.chosen is None else "regenerate"
     return PlanItem(log_.session_id, name, action, why)
 
 
-def downstream_items(store: MemoryStore, session_id: str, summary: str, *,
-                     affected: set[str], seen: set[str], model: bool) -> list[PlanItem]:
+def downstream_items(
+    store: MemoryStore,
+    session_id: str,
+    summary: str,
+    *,
+    affected: set[str],
+    seen: set[str],
+    model: bool,
+) -> list[PlanItem]:
     """What removing or regenerating ``summary`` changes further on: each work unit derived from
     it (unlinked when it has a source outside ``affected``, else retracted) and every archive
     above it, up the tiers (regenerated with a model, else retracted). Units and archives
@@ -143,19 +169,29 @@ def downstream_items(store: MemoryStore, session_id: str, summary: str, *,
             continue
         seen.add(unit)
         others = [s for s in unit_sources(store, unit) if s not in affected]
-        items.append(PlanItem(
-            session_id, unit, "unlink" if others else "retract",
-            f"derived from {summary}" + (f"; kept for {', '.join(others)}" if others else
-                                         " only"),
-        ))
+        items.append(
+            PlanItem(
+                session_id,
+                unit,
+                "unlink" if others else "retract",
+                f"derived from {summary}"
+                + (f"; kept for {', '.join(others)}" if others else " only"),
+            )
+        )
     todo = archives_above(store, summary)
     while todo:
         archive = todo.pop(0)
         if archive in seen:
             continue
         seen.add(archive)
-        items.append(PlanItem(session_id, archive, "regenerate" if model else "retract",
-                              f"archive above {summary}"))
+        items.append(
+            PlanItem(
+                session_id,
+                archive,
+                "regenerate" if model else "retract",
+                f"archive above {summary}",
+            )
+        )
         todo.extend(archives_above(store, archive))
     return items
 
@@ -187,15 +223,24 @@ def execute_plan(ctx: JobContext, log_: SessionLog) -> RunResult:
 def retract_message(ctx: JobContext, store: MemoryStore, w: Withdrawn) -> bool:
     """Delete one withdrawn message entry and its ``belongTo`` edge; audited."""
     if not store.features().delete:
-        ctx.warn_once("retract-no-delete", "withdrawn messages cannot be retracted: this store "
-                      "has no knowledge-delete")
-        ctx.record_retraction(w.name, w.ordinal, w.marker_seq, w.kind, "failed",
-                              "store has no knowledge-delete")
+        ctx.warn_once(
+            "retract-no-delete",
+            "withdrawn messages cannot be retracted: this store has no knowledge-delete",
+        )
+        ctx.record_retraction(
+            w.name, w.ordinal, w.marker_seq, w.kind, "failed", "store has no knowledge-delete"
+        )
         return False
     store.statement_delete(w.name, REL_BELONG_TO, entries.session_name(ctx.session_id))
     removed = store.knowledge_delete(w.name)
-    ctx.record_retraction(w.name, w.ordinal, w.marker_seq, w.kind,
-                          "retracted" if removed else "absent", "retraction run")
+    ctx.record_retraction(
+        w.name,
+        w.ordinal,
+        w.marker_seq,
+        w.kind,
+        "retracted" if removed else "absent",
+        "retraction run",
+    )
     if removed:
         RETRACTIONS.inc()
     return True
@@ -210,21 +255,22 @@ def retract_job(ctx: JobContext) -> JobOutput:
         state = repos.sessions.get(ctx.session_id)
     if state is None or not state.path:
         return skipped("session not seen by the watcher yet")
-    log_ = read_session_log(state, kinds_for(ctx.runtime), ctx.runtime.hand_off,
-                            segments=ctx.runtime.segments)
+    log_ = read_session_log(
+        state, kinds_for(ctx.runtime), ctx.runtime.hand_off, segments=ctx.runtime.segments
+    )
     result = execute_plan(ctx, log_)
     node_changed = result.node is not None and result.node.status == "done"
     return JobOutput(
-        status="done" if result.retracted or result.repair.changed or node_changed
-        else "skipped",
+        status="done" if result.retracted or result.repair.changed or node_changed else "skipped",
         detail=f"retracted {len(result.retracted)}, repaired {result.repair.changed}",
         retracted=len(result.retracted),
         written=len(result.repair.written),
     )
 
 
-def repair_after_log_span(ctx: JobContext, withdrew_earlier: bool,
-                          saw_markers: bool = False) -> JobOutput | None:
+def repair_after_log_span(
+    ctx: JobContext, withdrew_earlier: bool, saw_markers: bool = False
+) -> JobOutput | None:
     """Called by ``log_span`` after its writes: when a marker withdrew messages of an earlier
     span, or a repair of this session is unfinished, repair the derived memory now; when the
     span held markers (``saw_markers``), re-decide a written session node. Returns what the
@@ -237,8 +283,9 @@ def repair_after_log_span(ctx: JobContext, withdrew_earlier: bool,
     try:
         if not repair:
             return reconcile_session_node(ctx) if node_written(ctx) else None
-        log_ = read_session_log(state, kinds_for(ctx.runtime), ctx.runtime.hand_off,
-                                segments=ctx.runtime.segments)
+        log_ = read_session_log(
+            state, kinds_for(ctx.runtime), ctx.runtime.hand_off, segments=ctx.runtime.segments
+        )
         result = execute_plan(ctx, log_)
     except (TransientJobError, StoreError) as exc:
         # The span is logged and its watermark advanced: hand the repair (its intent is
@@ -247,14 +294,21 @@ def repair_after_log_span(ctx: JobContext, withdrew_earlier: bool,
         enqueue = ctx.runtime.enqueue
         if enqueue is None:
             raise
-        log.warning("repair of %s after a withdrawal failed (%s); a retract job retries it",
-                    ctx.session_id, " ".join(str(exc).split()))
+        log.warning(
+            "repair of %s after a withdrawal failed (%s); a retract job retries it",
+            ctx.session_id,
+            " ".join(str(exc).split()),
+        )
         enqueue(JOB_RETRACT, ctx.session_id, ctx.shelf)
         return None
     if result.repair.changed:
-        log.info("repaired %s after a withdrawal: %d regenerated, %d retracted, %d unlinked",
-                 ctx.session_id, len(result.repair.regenerated), len(result.repair.retracted),
-                 len(result.repair.unlinked))
+        log.info(
+            "repaired %s after a withdrawal: %d regenerated, %d retracted, %d unlinked",
+            ctx.session_id,
+            len(result.repair.regenerated),
+            len(result.repair.retracted),
+            len(result.repair.unlinked),
+        )
     return result.node
 
 
@@ -265,16 +319,26 @@ def node_written(ctx: JobContext) -> bool:
     return found is not None and found.has_session_node
 
 
-def with_session_lease(runtime: Runtime, session_id: str, shelf: str, job: str,
-                       fn: Callable[[JobContext], T], *, wait_s: float = 60.0) -> T:
+def with_session_lease(
+    runtime: Runtime,
+    session_id: str,
+    shelf: str,
+    job: str,
+    fn: Callable[[JobContext], T],
+    *,
+    wait_s: float = 60.0,
+) -> T:
     """Run ``fn`` holding ``session_id``'s lease, waiting up to ``wait_s`` for a busy one."""
+
     def acquire() -> Lease | None:
         with runtime.state.transaction() as repos:
-            return repos.leases.acquire(session_lease_key(session_id), runtime.owner,
-                                        runtime.settings.lease_ttl_s)
+            return repos.leases.acquire(
+                session_lease_key(session_id), runtime.owner, runtime.settings.lease_ttl_s
+            )
 
-    lease = wait_for_lease(acquire, wait_s=wait_s,
-                           busy=f"{session_id} is busy (another worker holds its lease)")
+    lease = wait_for_lease(
+        acquire, wait_s=wait_s, busy=f"{session_id} is busy (another worker holds its lease)"
+    )
     ctx = JobContext(runtime, job, session_id, shelf, lease)
     try:
         return fn(ctx)
@@ -290,8 +354,11 @@ def sessions_with_pending_repairs(runtime: Runtime) -> list[str]:
         # records one per summary, so the history can be as long as the shelf).
         unclosed = repos.audit.sessions_with_unclosed(ACTION_INTENT, ACTION_SUMMARY)
         known = [repos.sessions.get(sid) for sid in unclosed]  # usually none, or a few
-    return [state.session_id for state in known
-            if state is not None and state.path and not state.forgotten]
+    return [
+        state.session_id
+        for state in known
+        if state is not None and state.path and not state.forgotten
+    ]
 
 
 def resume_repairs(runtime: Runtime, shelf: str) -> list[str]:
@@ -304,15 +371,20 @@ def resume_repairs(runtime: Runtime, shelf: str) -> list[str]:
     for state in sessions:
         try:
             with_session_lease(
-                runtime, state.session_id, shelf, JOB_RETRACT,
+                runtime,
+                state.session_id,
+                shelf,
+                JOB_RETRACT,
                 lambda ctx, state=state: execute_plan(  # type: ignore[misc]
-                    ctx, read_session_log(state, kinds_for(runtime), runtime.hand_off,
-                                          segments=runtime.segments)),
+                    ctx,
+                    read_session_log(
+                        state, kinds_for(runtime), runtime.hand_off, segments=runtime.segments
+                    ),
+                ),
             )
             resumed.append(state.session_id)
         except (StoreError, TransientJobError, OSError) as exc:
-            log.warning("could not finish the interrupted repair of %s: %s",
-                        state.session_id, exc)
+            log.warning("could not finish the interrupted repair of %s: %s", state.session_id, exc)
     if resumed:
         log.warning("finished interrupted repairs of %d session(s)", len(resumed))
     return resumed

@@ -51,8 +51,9 @@ def plan_one(runtime: Runtime, shelf: str, sid: str, kinds: list[str], model: bo
         return Planned(sid, None, None, " ".join(str(exc).split()))
 
 
-def plan_run(runtime: Runtime, shelf: str, targets: list[str],
-             extra: list[str]) -> tuple[list[str], list[Planned]]:
+def plan_run(
+    runtime: Runtime, shelf: str, targets: list[str], extra: list[str]
+) -> tuple[list[str], list[Planned]]:
     """The marker kinds of this run (configured + ``extra``) and each target's plan."""
     kinds = kinds_for(runtime, extra)
     model = model_client(runtime) is not None
@@ -62,11 +63,11 @@ def plan_run(runtime: Runtime, shelf: str, targets: list[str],
 def execute_one(runtime: Runtime, shelf: str, sid: str, log_: SessionLog) -> dict[str, Any]:
     """Carry out ``sid``'s plan under its lease: what was retracted, repaired, written, failed."""
     try:
-        result = with_session_lease(runtime, sid, shelf, JOB_RETRACT,
-                                    lambda ctx: execute_plan(ctx, log_))
+        result = with_session_lease(
+            runtime, sid, shelf, JOB_RETRACT, lambda ctx: execute_plan(ctx, log_)
+        )
     except (TransientJobError, StoreError, OSError) as exc:
-        return {"retracted": [], "repaired": [], "failed": [],
-                "error": " ".join(str(exc).split())}
+        return {"retracted": [], "repaired": [], "failed": [], "error": " ".join(str(exc).split())}
     repair = result.repair
     return {
         "retracted": result.retracted + repair.retracted,
@@ -77,8 +78,13 @@ def execute_one(runtime: Runtime, shelf: str, sid: str, log_: SessionLog) -> dic
     }
 
 
-def audit_run(runtime: Runtime, shelf: str, targets: list[str], kinds: list[str],
-              results: dict[str, dict[str, Any]]) -> None:
+def audit_run(
+    runtime: Runtime,
+    shelf: str,
+    targets: list[str],
+    kinds: list[str],
+    results: dict[str, dict[str, Any]],
+) -> None:
     """One ``retract-run`` audit row per session the run carried out."""
     with runtime.state.transaction() as repos:
         for sid in targets:
@@ -87,14 +93,20 @@ def audit_run(runtime: Runtime, shelf: str, targets: list[str], kinds: list[str]
                 continue
             outcome = "failed" if found["error"] or found["failed"] else "done"
             repos.audit.record(
-                "retract-run", outcome, shelf=shelf, session_id=sid,
-                detail=(f"kinds {', '.join(kinds)}; retracted {len(found['retracted'])}, "
-                        f"repaired {len(found['repaired'])}"
-                        + (f"; {found['error']}" if found["error"] else "")),
+                "retract-run",
+                outcome,
+                shelf=shelf,
+                session_id=sid,
+                detail=(
+                    f"kinds {', '.join(kinds)}; retracted {len(found['retracted'])}, "
+                    f"repaired {len(found['repaired'])}"
+                    + (f"; {found['error']}" if found["error"] else "")
+                ),
             )
 
 
 def undone(planned: list[Planned], results: dict[str, dict[str, Any]]) -> list[str]:
     """Sessions the run could not plan, or whose plan was not fully carried out."""
     return [p.session_id for p in planned if p.error] + [
-        sid for sid, r in results.items() if r["error"] or r["failed"]]
+        sid for sid, r in results.items() if r["error"] or r["failed"]
+    ]

@@ -144,52 +144,86 @@ class RewritePlan:
     @property
     def input_tokens(self) -> int:
         return sum(step.tokens for step in self.steps) + sum(
-            self.archive_tokens.get(a, 0) for a in self.archives)
+            self.archive_tokens.get(a, 0) for a in self.archives
+        )
 
     @property
     def empty(self) -> bool:
-        return not (self.renderings.messages or self.renderings.node or self.steps
-                    or self.stale_archives)
+        return not (
+            self.renderings.messages or self.renderings.node or self.steps or self.stale_archives
+        )
 
     def items(self) -> list[PlanItem]:
-        out = [PlanItem(name, "message", "re-render", "text differs under the content policy")
-               for name in self.renderings.messages]
+        out = [
+            PlanItem(name, "message", "re-render", "text differs under the content policy")
+            for name in self.renderings.messages
+        ]
         if self.renderings.node is not None:
-            out.append(PlanItem(session_name(self.session_id), "session-node", "re-render",
-                                "text differs under the content policy"))
+            out.append(
+                PlanItem(
+                    session_name(self.session_id),
+                    "session-node",
+                    "re-render",
+                    "text differs under the content policy",
+                )
+            )
         for step in self.steps:
             out.append(PlanItem(step.ref.name, "summary", "rewrite", step.why))
-        out += [PlanItem(u, "work-unit", "re-extract", "derived from a rewritten summary")
-                for u in self.units]
+        out += [
+            PlanItem(u, "work-unit", "re-extract", "derived from a rewritten summary")
+            for u in self.units
+        ]
         stale = set(self.stale_archives)
-        out += [PlanItem(a, "archive", "re-derive",
-                         "written by a different writer" if a in stale
-                         else "above a rewritten summary") for a in self.archives]
+        out += [
+            PlanItem(
+                a,
+                "archive",
+                "re-derive",
+                "written by a different writer" if a in stale else "above a rewritten summary",
+            )
+            for a in self.archives
+        ]
         return out
 
     def within(self, budget: int) -> RewritePlan:
         """The longest prefix of the summary steps (then the stale archives) whose calls fit in
         ``budget``; re-rendering messages costs no call and is always kept."""
-        cut = RewritePlan(self.session_id, self.mode, self.renderings,
-                          archive_tokens=self.archive_tokens, pending=self.pending,
-                          judge_bound=self.judge_bound, waiting=self.waiting, owed=self.owed)
+        cut = RewritePlan(
+            self.session_id,
+            self.mode,
+            self.renderings,
+            archive_tokens=self.archive_tokens,
+            pending=self.pending,
+            judge_bound=self.judge_bound,
+            waiting=self.waiting,
+            owed=self.owed,
+        )
         for step in self.steps:
-            trial = RewritePlan(self.session_id, self.mode, steps=[*cut.steps, step],
-                                judge_bound=self.judge_bound, waiting=self.waiting)
+            trial = RewritePlan(
+                self.session_id,
+                self.mode,
+                steps=[*cut.steps, step],
+                judge_bound=self.judge_bound,
+                waiting=self.waiting,
+            )
             if trial.max_calls > budget:
                 break
             cut.steps.append(step)
         if len(cut.steps) == len(self.steps):
             for archive in self.stale_archives:
-                trial = RewritePlan(self.session_id, self.mode, steps=cut.steps,
-                                    stale_archives=[*cut.stale_archives, archive],
-                                    judge_bound=self.judge_bound, waiting=self.waiting)
+                trial = RewritePlan(
+                    self.session_id,
+                    self.mode,
+                    steps=cut.steps,
+                    stale_archives=[*cut.stale_archives, archive],
+                    judge_bound=self.judge_bound,
+                    waiting=self.waiting,
+                )
                 if trial.max_calls > budget:
                     break
                 cut.stale_archives.append(archive)
-        cut.deferred_refs = [step.ref for step in self.steps[len(cut.steps):]]
-        cut.deferred = len(cut.deferred_refs) + len(self.stale_archives) - len(
-            cut.stale_archives)
+        cut.deferred_refs = [step.ref for step in self.steps[len(cut.steps) :]]
+        cut.deferred = len(cut.deferred_refs) + len(self.stale_archives) - len(cut.stale_archives)
         return cut
 
     def after(self, rederived: set[str]) -> RewritePlan:
@@ -204,18 +238,32 @@ class RewritePlan:
 # ------------------------------------------------------------------------------------ planning
 
 
-def plan_rewrite(runtime: Runtime, store: MemoryStore, log_: SessionLog, *, mode: str,
-                 writer: Writer | None, provenance: ProvenanceLookup,
-                 pending: Iterable[str] = (), owed: Iterable[str] = (), logged_to: int,
-                 force: bool = False) -> RewritePlan:
+def plan_rewrite(
+    runtime: Runtime,
+    store: MemoryStore,
+    log_: SessionLog,
+    *,
+    mode: str,
+    writer: Writer | None,
+    provenance: ProvenanceLookup,
+    pending: Iterable[str] = (),
+    owed: Iterable[str] = (),
+    logged_to: int,
+    force: bool = False,
+) -> RewritePlan:
     """What a ``mode`` run changes for one session (nothing is written); see the module
     docstring. ``provenance(names)`` answers the rows of those entries that have one; no
     ``writer`` (no model route) makes a ``relog`` plan whose summaries wait. ``owed`` are the
     summaries an earlier model-less relog left owed."""
     settings = runtime.settings
-    plan = RewritePlan(log_.session_id, mode, pending=set(pending), owed=set(owed),
-                       waiting=writer is None,
-                       judge_bound=settings.max_work_units_per_run if settings.adjudicate else 0)
+    plan = RewritePlan(
+        log_.session_id,
+        mode,
+        pending=set(pending),
+        owed=set(owed),
+        waiting=writer is None,
+        judge_bound=settings.max_work_units_per_run if settings.adjudicate else 0,
+    )
     refs = span_summaries(store, log_.session_id)
     why: dict[str, str] = {}
     if mode == "relog":
@@ -261,8 +309,9 @@ def plan_rewrite(runtime: Runtime, store: MemoryStore, log_: SessionLog, *, mode
     return plan
 
 
-def _summary_step(runtime: Runtime, store: MemoryStore, log_: SessionLog, ref: SpanSummaryRef,
-                  why: str) -> SummaryStep:
+def _summary_step(
+    runtime: Runtime, store: MemoryStore, log_: SessionLog, ref: SpanSummaryRef, why: str
+) -> SummaryStep:
     kept = log_.kept_names(ref.from_seq, ref.to_seq)
     transcript = rebuilt_transcript(runtime, log_, ref)
     calls = tokens = 0
@@ -295,7 +344,8 @@ def _archive_tokens(store: MemoryStore, archive: str) -> int:
             members.append(entry)
     members.sort(key=lambda e: (e.created_at, e.name))
     return estimate_tokens(SYSTEM_PROMPT) + estimate_tokens(
-        archive_prompt(level, members_of(members)))
+        archive_prompt(level, members_of(members))
+    )
 
 
 # ----------------------------------------------------------------------------------- carrying out
@@ -323,8 +373,14 @@ class RewriteOutcome:
 
     @property
     def changed(self) -> bool:
-        return bool(self.messages or self.session_nodes or self.summaries or self.archives
-                    or self.units or self.removed)
+        return bool(
+            self.messages
+            or self.session_nodes
+            or self.summaries
+            or self.archives
+            or self.units
+            or self.removed
+        )
 
 
 def execute_rewrite(ctx: JobContext, log_: SessionLog, plan: RewritePlan) -> RewriteOutcome:
@@ -340,9 +396,14 @@ def execute_rewrite(ctx: JobContext, log_: SessionLog, plan: RewritePlan) -> Rew
     with ctx.state() as repos:
         for ref in owed:
             if ref.name not in plan.pending:
-                repos.audit.record(ACTION_INTENT, "pending", shelf=ctx.shelf,
-                                   session_id=ctx.session_id, subject=ref.name,
-                                   detail=f"{plan.mode}: {_why(plan, ref.name)}")
+                repos.audit.record(
+                    ACTION_INTENT,
+                    "pending",
+                    shelf=ctx.shelf,
+                    session_id=ctx.session_id,
+                    subject=ref.name,
+                    detail=f"{plan.mode}: {_why(plan, ref.name)}",
+                )
     _rerender(ctx, store, log_, plan, outcome)
     if not summaries and not plan.stale_archives:
         return outcome
@@ -363,30 +424,47 @@ def execute_rewrite(ctx: JobContext, log_: SessionLog, plan: RewritePlan) -> Rew
     return outcome
 
 
-def _rerender(ctx: JobContext, store: MemoryStore, log_: SessionLog, plan: RewritePlan,
-              outcome: RewriteOutcome) -> None:
+def _rerender(
+    ctx: JobContext,
+    store: MemoryStore,
+    log_: SessionLog,
+    plan: RewritePlan,
+    outcome: RewriteOutcome,
+) -> None:
     """Write the re-rendered messages and session node (no model needed)."""
     for name, (_, text) in plan.renderings.messages.items():
         ctx.heartbeat()
-        if rewrite_in_place(store, name, text, log_.project, MESSAGE_POLICY.tags,
-                            MESSAGE_POLICY.embed):
+        if rewrite_in_place(
+            store, name, text, log_.project, MESSAGE_POLICY.tags, MESSAGE_POLICY.embed
+        ):
             outcome.messages.append(name)
     if plan.renderings.node is not None and rewrite_in_place(
-            store, session_name(ctx.session_id), plan.renderings.node, log_.project,
-            SESSION_POLICY.tags, SESSION_POLICY.embed):
+        store,
+        session_name(ctx.session_id),
+        plan.renderings.node,
+        log_.project,
+        SESSION_POLICY.tags,
+        SESSION_POLICY.embed,
+    ):
         outcome.session_nodes = 1
 
 
-def _rerender_only(ctx: JobContext, log_: SessionLog, plan: RewritePlan,
-                   outcome: RewriteOutcome) -> RewriteOutcome:
+def _rerender_only(
+    ctx: JobContext, log_: SessionLog, plan: RewritePlan, outcome: RewriteOutcome
+) -> RewriteOutcome:
     """No model route: record the summaries as owed (before their messages change, so a crash
     cannot lose them), then re-render what needs no model."""
     with ctx.state() as repos:
         for step in plan.steps:
             if step.ref.name not in plan.owed:
-                repos.audit.record(ACTION_RELOG_OWED, "pending", shelf=ctx.shelf,
-                                   session_id=ctx.session_id, subject=step.ref.name,
-                                   detail=f"{plan.mode}: {step.why}")
+                repos.audit.record(
+                    ACTION_RELOG_OWED,
+                    "pending",
+                    shelf=ctx.shelf,
+                    session_id=ctx.session_id,
+                    subject=step.ref.name,
+                    detail=f"{plan.mode}: {step.why}",
+                )
     _rerender(ctx, ctx.store(), log_, plan, outcome)
     outcome.no_model = True
     outcome.waiting = (len(plan.steps), len(plan.archives), len(plan.units))

@@ -41,33 +41,51 @@ class Planned:
     error: str = ""
 
 
-def plan_session(runtime: Runtime, store: MemoryStore, shelf: str, session_id: str, mode: str,
-                 *, force: bool = False) -> Planned:
+def plan_session(
+    runtime: Runtime,
+    store: MemoryStore,
+    shelf: str,
+    session_id: str,
+    mode: str,
+    *,
+    force: bool = False,
+) -> Planned:
     """Read the session's log, rows and provenance and plan its run (nothing is written)."""
     writer = current_writer(runtime) if runtime.settings.consolidation_enabled else None
     if writer is None and mode != "relog":  # relog re-renders messages without a model
-        return Planned(session_id, error="unavailable — no model route is configured (set "
-                       "MEMORY_WORKER_MODEL_ROUTES) or consolidation_enabled is false")
+        return Planned(
+            session_id,
+            error="unavailable — no model route is configured (set "
+            "MEMORY_WORKER_MODEL_ROUTES) or consolidation_enabled is false",
+        )
     with runtime.state.read() as repos:
         state = repos.sessions.get(session_id)
         progress = repos.progress.find(shelf, session_id)
         pending = repos.audit.pending_repairs(session_id)
         owed = repos.audit.owed_relogs(session_id)
     if state is None or not state.path:
-        return Planned(session_id, error="unknown-session — the watcher has not seen this "
-                       "session")
+        return Planned(session_id, error="unknown-session — the watcher has not seen this session")
     if state.forgotten:
         return Planned(session_id, error="unknown-session — the session was forgotten")
-    log_ = read_session_log(state, kinds_for(runtime), runtime.hand_off,
-                            segments=runtime.segments)
+    log_ = read_session_log(state, kinds_for(runtime), runtime.hand_off, segments=runtime.segments)
     logged = progress.last_logged_seq if progress is not None else 0
 
     def provenance(names: list[str]) -> dict[str, Provenance]:
         with runtime.state.read() as repos:
             return repos.provenance.get_many(shelf, names)
 
-    plan = plan_rewrite(runtime, store, log_, mode=mode, writer=writer, provenance=provenance,
-                        pending=pending, owed=owed, logged_to=logged, force=force)
+    plan = plan_rewrite(
+        runtime,
+        store,
+        log_,
+        mode=mode,
+        writer=writer,
+        provenance=provenance,
+        pending=pending,
+        owed=owed,
+        logged_to=logged,
+        force=force,
+    )
     return Planned(session_id, log_, plan)
 
 
@@ -89,8 +107,9 @@ def outcome_counts(outcome: RewriteOutcome, mode: str) -> dict[str, Any]:
 
 def run_request(ctx: JobContext, request: RewriteRequest) -> dict[str, Any]:
     """Plan and carry out ``request`` for ``ctx``'s session; the result counts."""
-    planned = plan_session(ctx.runtime, ctx.store(), ctx.shelf, ctx.session_id, request.mode,
-                           force=request.force)
+    planned = plan_session(
+        ctx.runtime, ctx.store(), ctx.shelf, ctx.session_id, request.mode, force=request.force
+    )
     if planned.plan is None or planned.log is None:
         raise PermanentJobError(planned.error)
     plan = planned.plan
@@ -110,21 +129,41 @@ def rewrite_job(ctx: JobContext) -> JobOutput:
         result = run_request(ctx, request)
     except PermanentJobError as exc:
         with ctx.state() as repos:
-            settle_rewrite(repos, ctx.session_id, ctx.shelf, request, "failed",
-                           {"line": f"failed — {exc}", "failed": 1})
+            settle_rewrite(
+                repos,
+                ctx.session_id,
+                ctx.shelf,
+                request,
+                "failed",
+                {"line": f"failed — {exc}", "failed": 1},
+            )
         raise
     # A transient error propagates: the request stays queued and the job is retried.
     failed = bool(result["failed"])
     with ctx.state() as repos:
-        settle_rewrite(repos, ctx.session_id, ctx.shelf, request,
-                       "failed" if failed else "done", result)
-    changed = any(result[key] for key in ("messages", "session_nodes", "summaries", "archives",
-                                          "work_units", "removed", "waiting"))
+        settle_rewrite(
+            repos, ctx.session_id, ctx.shelf, request, "failed" if failed else "done", result
+        )
+    changed = any(
+        result[key]
+        for key in (
+            "messages",
+            "session_nodes",
+            "summaries",
+            "archives",
+            "work_units",
+            "removed",
+            "waiting",
+        )
+    )
     return JobOutput(
         status="done" if changed else "skipped",
         detail=result["line"],
-        written=result["summaries"] + result["archives"] + result["work_units"]
-        + result["messages"] + result["session_nodes"],
+        written=result["summaries"]
+        + result["archives"]
+        + result["work_units"]
+        + result["messages"]
+        + result["session_nodes"],
         retracted=result["removed"],
     )
 

@@ -14,8 +14,10 @@ def _n(count: int, word: str, plural: str | None = None) -> str:
 
 
 def _derived(summaries: int, archives: int, units: int) -> str:
-    return (f"{_n(summaries, 'summary', 'summaries')}, {_n(archives, 'archive')}, "
-            f"{_n(units, 'work unit')}")
+    return (
+        f"{_n(summaries, 'summary', 'summaries')}, {_n(archives, 'archive')}, "
+        f"{_n(units, 'work unit')}"
+    )
 
 
 def calls_text(calls: int, bound: int) -> str:
@@ -33,8 +35,10 @@ def outcome_line(outcome: RewriteOutcome, mode: str) -> str:
         return "already current: nothing to do"
     parts = []
     if mode == "relog":
-        parts.append(f"re-rendered {_n(len(outcome.messages), 'message')}, "
-                     f"{_n(outcome.session_nodes, 'session node')}")
+        parts.append(
+            f"re-rendered {_n(len(outcome.messages), 'message')}, "
+            f"{_n(outcome.session_nodes, 'session node')}"
+        )
     if outcome.no_model:
         if waiting:
             parts.append(f"{_derived(*outcome.waiting)} wait for a model route ({WAIT_HINT})")
@@ -42,13 +46,16 @@ def outcome_line(outcome: RewriteOutcome, mode: str) -> str:
         done = _derived(len(outcome.summaries), len(outcome.archives), len(outcome.units))
         parts.append(f"rewrote {done}")
     if outcome.removed:
-        parts.append(f"removed {_n(len(outcome.removed), 'entry', 'entries')} the new pass no "
-                     "longer produces")
+        parts.append(
+            f"removed {_n(len(outcome.removed), 'entry', 'entries')} the new pass no "
+            "longer produces"
+        )
     if outcome.failed:
         parts.append(f"failed: {', '.join(outcome.failed)}")
     if outcome.deferred:
-        parts.append(f"stopped at the --max-calls budget, {outcome.deferred} left (rerun to "
-                     "continue)")
+        parts.append(
+            f"stopped at the --max-calls budget, {outcome.deferred} left (rerun to continue)"
+        )
     return "; ".join(parts)
 
 
@@ -58,15 +65,21 @@ def plan_line(plan: RewritePlan) -> str:
         return "already current: nothing to do"
     parts = []
     if plan.mode == "relog":
-        parts.append(f"would re-render {_n(len(plan.renderings.messages), 'message')}, "
-                     f"{_n(int(plan.renderings.node is not None), 'session node')}")
+        parts.append(
+            f"would re-render {_n(len(plan.renderings.messages), 'message')}, "
+            f"{_n(int(plan.renderings.node is not None), 'session node')}"
+        )
     if plan.waiting:
         if plan.steps:
-            parts.append(f"{_derived(len(plan.steps), len(plan.archives), len(plan.units))} "
-                         f"would wait for a model route ({WAIT_HINT})")
+            parts.append(
+                f"{_derived(len(plan.steps), len(plan.archives), len(plan.units))} "
+                f"would wait for a model route ({WAIT_HINT})"
+            )
         return "; ".join(parts) + " — 0 model calls"
     summaries = _n(len(plan.steps), "summary", "summaries")
-    parts.append(f"would rewrite {summaries}, {_n(len(plan.archives), 'archive')}, re-extract "
-                 f"{_n(len(plan.units), 'work unit')} — {calls_text(plan.calls, plan.max_calls)}"
-                 f", ~{plan.input_tokens} input tokens")
+    parts.append(
+        f"would rewrite {summaries}, {_n(len(plan.archives), 'archive')}, re-extract "
+        f"{_n(len(plan.units), 'work unit')} — {calls_text(plan.calls, plan.max_calls)}"
+        f", ~{plan.input_tokens} input tokens"
+    )
     return "; ".join(parts)

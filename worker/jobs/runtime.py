@@ -80,7 +80,8 @@ class Runtime:
         if found is None:  # setdefault: atomic, and callable under ``_lock`` (store → open)
             s = self.settings
             found = self._breakers.setdefault(
-                shelf, Breaker(s.store_down_after_timeouts, s.store_down_retry_s))
+                shelf, Breaker(s.store_down_after_timeouts, s.store_down_retry_s)
+            )
         return found
 
     def store_is_down(self, shelf: str) -> bool:

@@ -65,8 +65,9 @@ class NodeSurvey:
         return frozenset(found)
 
 
-def survey_node(ctx: JobContext, state: SessionState, logged: int,
-                whitelist: Iterable[str] | None = None) -> NodeSurvey:
+def survey_node(
+    ctx: JobContext, state: SessionState, logged: int, whitelist: Iterable[str] | None = None
+) -> NodeSurvey:
     """One streaming pass over the session's own events (constant memory but for one int per
     logged message and the host summaries)."""
     # A timeless event (normalised fixtures only) is dated by the session's creation time.
@@ -81,8 +82,11 @@ def survey_node(ctx: JobContext, state: SessionState, logged: int,
     segments = ctx.runtime.segments
     whole = position is None and segments is None  # the hand-off is of files only
     shared = ctx.runtime.hand_off.whole_log(state.path) if whole else None
-    scan = None if shared is not None else LogScan(
-        log_source(state, segments), position, checkpoint_index(state))
+    scan = (
+        None
+        if shared is not None
+        else LogScan(log_source(state, segments), position, checkpoint_index(state))
+    )
     events: Iterable[Event] = shared if shared is not None else cast(LogScan, scan)
     base = point.ordinal if point.seq >= cut else 0
     ordinal = base
@@ -100,8 +104,13 @@ def survey_node(ctx: JobContext, state: SessionState, logged: int,
         else:
             titles.add(event)
     raise_for_problems(state, scan.problems if scan is not None else [])
-    return NodeSurvey(titles.choice(), ordinal if link_to is None else link_to, base, loggable,
-                      frozenset(titles.withdrawn))
+    return NodeSurvey(
+        titles.choice(),
+        ordinal if link_to is None else link_to,
+        base,
+        loggable,
+        frozenset(titles.withdrawn),
+    )
 
 
 def session_node(ctx: JobContext) -> JobOutput:
@@ -127,8 +136,7 @@ def reconcile_session_node(ctx: JobContext, whitelist: Iterable[str] | None = No
     current = found.content.data if found is not None else None
     text = choice.text
     with ctx.state() as repos:
-        replaced = repos.sessions.set_title_text(
-            ctx.session_id, text)
+        replaced = repos.sessions.set_title_text(ctx.session_id, text)
     if replaced and session.title_text is not None:
         ctx.runtime.state.after_purge()  # the replaced text leaves the state database's files
     if text is None:
@@ -139,19 +147,30 @@ def reconcile_session_node(ctx: JobContext, whitelist: Iterable[str] | None = No
             return skipped(_none_reason(choice))
         _delete_node(ctx, store, name)
         _audit(ctx, name, choice, "deleted")
-        return JobOutput(status="done", detail="session node deleted: " + _none_reason(choice),
-                         retracted=1)
+        return JobOutput(
+            status="done", detail="session node deleted: " + _none_reason(choice), retracted=1
+        )
     assert choice.chosen is not None
     seq = choice.chosen.seq
     written = 0
     link_from = progress.last_belong_to_index
     if current is None:
         # A node (re)created links everything logged so far, in the node's own write batch.
-        node = EntryWrite(name, text, tags=SESSION_POLICY.tags,
-                          scopes=scopes_for(session.project), embed=SESSION_POLICY.embed)
+        node = EntryWrite(
+            name,
+            text,
+            tags=SESSION_POLICY.tags,
+            scopes=scopes_for(session.project),
+            embed=SESSION_POLICY.embed,
+        )
         created, edges = create_node_with_edges(
-            ctx, store, node, project=session.project, link_to=survey.link_to,
-            skip=survey.skip_from(0))
+            ctx,
+            store,
+            node,
+            project=session.project,
+            link_to=survey.link_to,
+            skip=survey.skip_from(0),
+        )
         written = int(created)
     else:
         if current != text:
@@ -162,14 +181,20 @@ def reconcile_session_node(ctx: JobContext, whitelist: Iterable[str] | None = No
         elif progress.has_session_node and link_from >= survey.link_to:
             return skipped("session node is current; log_span settles its edges")
         edges = settle_edges(
-            ctx, store, project=session.project,
-            link_from=link_from, link_to=survey.link_to, skip=survey.skip_from(link_from),
+            ctx,
+            store,
+            project=session.project,
+            link_from=link_from,
+            link_to=survey.link_to,
+            skip=survey.skip_from(link_from),
         )
     ctx.heartbeat()
     with ctx.state() as repos:
         advanced = repos.progress.advance(
-            ctx.shelf, ctx.session_id,
-            expected_version=progress.version, lease_token=ctx.lease.token,
+            ctx.shelf,
+            ctx.session_id,
+            expected_version=progress.version,
+            lease_token=ctx.lease.token,
             has_session_node=True,
             last_belong_to_index=max(survey.link_to, progress.last_belong_to_index),
         )
@@ -178,8 +203,11 @@ def reconcile_session_node(ctx: JobContext, whitelist: Iterable[str] | None = No
             f"progress of {ctx.session_id} moved or the lease was lost; the node is re-checked "
             "on the next attempt"
         )
-    what = "rewritten" if current is not None and written else (
-        "written" if written else "already there")
+    what = (
+        "rewritten"
+        if current is not None and written
+        else ("written" if written else "already there")
+    )
     return JobOutput(
         status="done",
         detail=f"session node from seq {seq} ({what})",
@@ -196,8 +224,13 @@ def _mark_decided(ctx: JobContext, version: int, already: bool) -> None:
     if already:
         return
     with ctx.state() as repos:
-        repos.progress.advance(ctx.shelf, ctx.session_id, expected_version=version,
-                               lease_token=ctx.lease.token, has_session_node=True)
+        repos.progress.advance(
+            ctx.shelf,
+            ctx.session_id,
+            expected_version=version,
+            lease_token=ctx.lease.token,
+            has_session_node=True,
+        )
 
 
 def _none_reason(choice: TitleChoice) -> str:
@@ -217,8 +250,9 @@ def _rewrite_node(store: MemoryStore, name: str, text: str, project: str) -> Non
             pass
     else:
         store.knowledge_delete(name)
-    store.knowledge_create(name, text, tags=SESSION_POLICY.tags, scopes=scopes_for(project),
-                           embed=SESSION_POLICY.embed)
+    store.knowledge_create(
+        name, text, tags=SESSION_POLICY.tags, scopes=scopes_for(project), embed=SESSION_POLICY.embed
+    )
 
 
 def _delete_node(ctx: JobContext, store: MemoryStore, name: str) -> None:
@@ -235,11 +269,16 @@ def _audit(ctx: JobContext, name: str, choice: TitleChoice, outcome: str) -> Non
     cause = tainted[0] if tainted else None
     parts = [f"skipped {s.summary.type} seq {s.summary.seq}: {s.describe()}" for s in tainted]
     if choice.chosen is not None:
-        parts.insert(0, f"now from {choice.chosen.type} seq {choice.chosen.seq} "
-                        f"({choice.chosen.source})")
+        parts.insert(
+            0, f"now from {choice.chosen.type} seq {choice.chosen.seq} ({choice.chosen.source})"
+        )
     with ctx.state() as repos:
         repos.audit.record(
-            ACTION_NODE, outcome, shelf=ctx.shelf, session_id=ctx.session_id, subject=name,
+            ACTION_NODE,
+            outcome,
+            shelf=ctx.shelf,
+            session_id=ctx.session_id,
+            subject=name,
             cause_marker_seq=cause.marker_seq if cause else None,
             source_kind=cause.marker_kind if cause else None,
             detail="; ".join(parts) or None,

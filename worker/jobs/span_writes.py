@@ -59,8 +59,11 @@ def _write_entries(
 ) -> None:
     # Get before create: a natively batched store decides existence inside the batch's own
     # transaction; any other store is asked first (one query per 100 names).
-    present = set() if isinstance(store, BatchWriter) else existing_names(
-        store, [item.name for item in plan.items if not item.withdrawn])
+    present = (
+        set()
+        if isinstance(store, BatchWriter)
+        else existing_names(store, [item.name for item in plan.items if not item.withdrawn])
+    )
     pending: list[EntryWrite] = []
 
     def flush() -> None:
@@ -86,13 +89,15 @@ def _write_entries(
         if item.name in present:
             done.duplicates += 1
             continue
-        pending.append(EntryWrite(
-            item.name,
-            item.markdown,
-            tags=tuple(item.tags or MESSAGE_POLICY.tags),
-            scopes=tuple(item.scopes or scopes_for(project)),
-            embed=item.embed,
-        ))
+        pending.append(
+            EntryWrite(
+                item.name,
+                item.markdown,
+                tags=tuple(item.tags or MESSAGE_POLICY.tags),
+                scopes=tuple(item.scopes or scopes_for(project)),
+                embed=item.embed,
+            )
+        )
         if len(pending) >= store_writes.WRITE_BATCH:
             flush()
     flush()
@@ -109,8 +114,9 @@ class _Retract:
         self.node = entries.session_name(session_id)
         self.record = record
 
-    def __call__(self, name: str, ordinal: int, marker_seq: int, kind: str, *,
-                 quiet_absent: bool) -> bool:
+    def __call__(
+        self, name: str, ordinal: int, marker_seq: int, kind: str, *, quiet_absent: bool
+    ) -> bool:
         store = self.store
         existed = store.knowledge_get(name) is not None
         if not store.features().delete:
@@ -120,8 +126,9 @@ class _Retract:
                 "so they are skipped instead of removed",
             )
             if existed:
-                self.record(name, ordinal, marker_seq, kind, "failed",
-                            "store has no knowledge-delete")
+                self.record(
+                    name, ordinal, marker_seq, kind, "failed", "store has no knowledge-delete"
+                )
             return False
         store.statement_delete(name, REL_BELONG_TO, self.node)
         if not existed:

@@ -89,27 +89,34 @@ def create_node_with_edges(
     the node cannot vanish inside that transaction. Any other store creates the node first,
     then settles the edges with :func:`settle_edges`."""
     if not isinstance(store, BatchWriter):
-        created = store.knowledge_create(node.name, node.data, tags=node.tags,
-                                         scopes=node.scopes, embed=node.embed)
-        return created, settle_edges(ctx, store, project=project, link_from=0,
-                                     link_to=link_to, skip=skip)
+        created = store.knowledge_create(
+            node.name, node.data, tags=node.tags, scopes=node.scopes, embed=node.embed
+        )
+        return created, settle_edges(
+            ctx, store, project=project, link_from=0, link_to=link_to, skip=skip
+        )
     edges = _edges(_heads(ctx, 0, link_to, skip), set(), node.name, project)
     linked, created = _write_edges(ctx, store, edges, node)
     return created, linked
 
 
 def _heads(ctx: JobContext, link_from: int, link_to: int, skip: frozenset[int]) -> list[str]:
-    return [entries.message_name(ctx.session_id, ordinal)
-            for ordinal in range(link_from, link_to) if ordinal not in skip]
+    return [
+        entries.message_name(ctx.session_id, ordinal)
+        for ordinal in range(link_from, link_to)
+        if ordinal not in skip
+    ]
 
 
-def _edges(heads: list[str], present: set[str], node: str,
-           project: str) -> Iterator[StatementWrite]:
+def _edges(
+    heads: list[str], present: set[str], node: str, project: str
+) -> Iterator[StatementWrite]:
     scopes = scopes_for(project)
     for head in heads:
         if head not in present:
-            yield StatementWrite(head, REL_BELONG_TO, node, scopes=scopes,
-                                 embed=LOG_EDGE_POLICY.embed)
+            yield StatementWrite(
+                head, REL_BELONG_TO, node, scopes=scopes, embed=LOG_EDGE_POLICY.embed
+            )
 
 
 def _write_edges(
@@ -147,13 +154,21 @@ def existing_edges(store: MemoryStore, node: str, heads: list[str]) -> set[str]:
     query per 100 heads (the edge form of :func:`existing_names`)."""
     found: set[str] = set()
     for chunk, which in _any_of("head", heads):
-        rows = store.query({
-            "$statement": [["$eq", "relation", REL_BELONG_TO], ["$eq", "tail", node], which],
-            "limit": len(chunk), "offset": 0,
-        })
+        rows = store.query(
+            {
+                "$statement": [["$eq", "relation", REL_BELONG_TO], ["$eq", "tail", node], which],
+                "limit": len(chunk),
+                "offset": 0,
+            }
+        )
         found.update(row.head for row in rows if isinstance(row, StatementRow))
     return found
 
 
-__all__ = ["WRITE_BATCH", "create_node_with_edges", "existing_edges", "existing_names",
-           "settle_edges"]
+__all__ = [
+    "WRITE_BATCH",
+    "create_node_with_edges",
+    "existing_edges",
+    "existing_names",
+    "settle_edges",
+]

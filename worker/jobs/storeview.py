@@ -37,7 +37,10 @@ def knowledge_like(store: MemoryStore, pattern: str) -> list[KnowledgeEntry]:
 
 
 def edges(
-    store: MemoryStore, relation: str | None = None, *, head: str | None = None,
+    store: MemoryStore,
+    relation: str | None = None,
+    *,
+    head: str | None = None,
     tail: str | None = None,
 ) -> list[StatementRow]:
     """Statements with the given relation / head / tail (at least one of head, tail)."""
@@ -87,7 +90,7 @@ def message_entries(store: MemoryStore, session_id: str) -> list[str]:
     prefix = message_name(session_id, 0)[:-1]
     names = []
     for entry in knowledge_like(store, prefix + "%"):
-        tail = entry.name[len(prefix):]
+        tail = entry.name[len(prefix) :]
         if tail.isdigit() and message_name(session_id, int(tail)) == entry.name:
             names.append(entry.name)
     return names
@@ -102,7 +105,8 @@ def archive_level(name: str) -> int | None:
 def archives_above(store: MemoryStore, name: str) -> list[str]:
     """Archives with a ``summary`` edge to ``name``."""
     return sorted(
-        row.head for row in edges(store, C.REL_SUMMARY, tail=name)
+        row.head
+        for row in edges(store, C.REL_SUMMARY, tail=name)
         if archive_level(row.head) is not None
     )
 

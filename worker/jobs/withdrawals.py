@@ -76,7 +76,10 @@ class SessionLog:
 
 
 def read_session_log(
-    state: SessionState, kinds: Iterable[str], hand_off: LogHandOff | None = None, *,
+    state: SessionState,
+    kinds: Iterable[str],
+    hand_off: LogHandOff | None = None,
+    *,
     segments: SegmentStore | None,
 ) -> SessionLog:
     """Read ``state``'s log from its start to the durable end and decide its withdrawals with the
@@ -91,8 +94,13 @@ def read_session_log(
         for seq in marker.withdrawn_seqs:
             first.setdefault(seq, marker)
     withdrawn = {
-        seq: Withdrawn(message_name(state.session_id, ordinals[seq]), seq, ordinals[seq],
-                       marker.seq, marker.kind)
+        seq: Withdrawn(
+            message_name(state.session_id, ordinals[seq]),
+            seq,
+            ordinals[seq],
+            marker.seq,
+            marker.kind,
+        )
         for seq, marker in sorted(first.items())
         if seq in ordinals
     }

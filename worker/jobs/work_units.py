@@ -129,7 +129,10 @@ def store_work_unit(
         return WorkUnitOutcome(name, "duplicate", stored=False)
     policy = work_unit_policy(unit.tags)
     store.knowledge_create(
-        name, work_unit_data(content, recorded), tags=policy.tags, scopes=scopes,
+        name,
+        work_unit_data(content, recorded),
+        tags=policy.tags,
+        scopes=scopes,
         embed=policy.embed,
     )
     word = verdict.verdict if verdict is not None and verdict.verdict in VERDICTS else "unrelated"
@@ -143,12 +146,14 @@ def store_work_unit(
 
 
 def _assert_edges(
-    store: MemoryStore, edges: tuple[tuple[str, str, str], ...] | list[tuple[str, str, str]],
+    store: MemoryStore,
+    edges: tuple[tuple[str, str, str], ...] | list[tuple[str, str, str]],
     scopes: tuple[str, ...],
 ) -> None:
     for head, relation, tail in edges:
-        store.statement_create(head, relation, tail, scopes=scopes,
-                               embed=WORK_UNIT_EDGE_POLICY.embed)
+        store.statement_create(
+            head, relation, tail, scopes=scopes, embed=WORK_UNIT_EDGE_POLICY.embed
+        )
 
 
 def extract_work_units(
@@ -164,7 +169,15 @@ def extract_work_units(
 ) -> list[WorkUnitOutcome]:
     """:func:`store_work_unit` for each unit, in order."""
     return [
-        store_work_unit(store, client, unit, summary_name=summary_name, project=project,
-                        attempt=attempt, recorded=recorded, options=options)
+        store_work_unit(
+            store,
+            client,
+            unit,
+            summary_name=summary_name,
+            project=project,
+            attempt=attempt,
+            recorded=recorded,
+            options=options,
+        )
         for unit in units
     ]

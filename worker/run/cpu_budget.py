@@ -38,8 +38,9 @@ class ProcessPlan:
     why: str | None = None
 
 
-def plan_processes(requested: int, *, free_cores: float, sessions: int,
-                   log_bytes: int) -> ProcessPlan:
+def plan_processes(
+    requested: int, *, free_cores: float, sessions: int, log_bytes: int
+) -> ProcessPlan:
     """The number of processes to split ``sessions`` (``log_bytes`` of logs in all) over, out
     of ``requested``, given ``free_cores`` measured just before."""
     usable = max(1, int(free_cores + (1 - ROUND_UP_FROM)))
@@ -80,8 +81,11 @@ class CpuProbe:
     def _idle_seconds(self) -> float:
         times = psutil.cpu_times(percpu=True)
         # Time waiting for the disk is time a core could have computed.
-        return sum(times[cpu].idle + getattr(times[cpu], "iowait", 0.0)
-                   for cpu in self._cpus if cpu < len(times))
+        return sum(
+            times[cpu].idle + getattr(times[cpu], "iowait", 0.0)
+            for cpu in self._cpus
+            if cpu < len(times)
+        )
 
     def _own_seconds(self) -> float:
         mine = self._me.cpu_times()

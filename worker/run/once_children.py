@@ -54,8 +54,9 @@ class OnceTotals(Tally):
     #: Jobs that ended failed and were not finished later: ``(job, session id)`` -> reason.
     unfinished: dict[tuple[str, str], str] = field(default_factory=dict)
 
-    def outcomes(self, unfinished: dict[tuple[str, str], str],
-                 settled: Collection[tuple[str, str]]) -> None:
+    def outcomes(
+        self, unfinished: dict[tuple[str, str], str], settled: Collection[tuple[str, str]]
+    ) -> None:
         """Take a pass's failed and finished jobs: a job finished in a later pass (the final
         pass after a child's failure) is no longer unfinished."""
         for key in settled:
@@ -72,15 +73,20 @@ class OnceTotals(Tally):
             f"{self.sessions} sessions, {self.new_events} new events; "
             f"{self.written} entries written, {self.retracted} retracted, {self.edges} edges; "
             f"{self.done} jobs done, {self.failed} failed"
-            + (f"; {len(self.unscanned)} sessions not scanned: "
-               + printable(", ".join(sorted(set(self.unscanned))[:20]))
-               + (", ..." if len(set(self.unscanned)) > 20 else "")
-               + " (see the lines above; run again once the cause is fixed)"
-               if self.unscanned else "")
+            + (
+                f"; {len(self.unscanned)} sessions not scanned: "
+                + printable(", ".join(sorted(set(self.unscanned))[:20]))
+                + (", ..." if len(set(self.unscanned)) > 20 else "")
+                + " (see the lines above; run again once the cause is fixed)"
+                if self.unscanned
+                else ""
+            )
         )
         if self.unfinished:
-            line += (f"; not finished: {', '.join(self.unfinished_sessions)} "
-                     "(why: the lines above, or `memory-worker status`)")
+            line += (
+                f"; not finished: {', '.join(self.unfinished_sessions)} "
+                "(why: the lines above, or `memory-worker status`)"
+            )
         return line
 
 
@@ -123,8 +129,10 @@ class OnceChildren:
                 # processes are gone.
                 parent_ends = [child.conn for child in self.children] + [ours]
                 process = context.Process(
-                    target=_child_main, args=(theirs, parent_ends, settings, shelf),
-                    daemon=True, name=f"memory-worker run --once process {number}/{jobs}",
+                    target=_child_main,
+                    args=(theirs, parent_ends, settings, shelf),
+                    daemon=True,
+                    name=f"memory-worker run --once process {number}/{jobs}",
                 )
                 process.start()
                 theirs.close()
@@ -187,8 +195,9 @@ class OnceChildren:
             child.conn.close()
 
     @staticmethod
-    def _handle(child: ChildProcess, message: tuple[Any, ...], totals: OnceTotals,
-                hints: list[JobKey]) -> None:
+    def _handle(
+        child: ChildProcess, message: tuple[Any, ...], totals: OnceTotals, hints: list[JobKey]
+    ) -> None:
         kind = message[0]
         if kind == "jobs":
             totals.add_tally(message[1])
@@ -213,8 +222,9 @@ class _ParentGone(Exception):
     """The parent's end of the pipe is closed: stop working."""
 
 
-def _child_main(conn: Connection, parent_ends: list[Connection], settings: Settings,
-                shelf: str) -> None:
+def _child_main(
+    conn: Connection, parent_ends: list[Connection], settings: Settings, shelf: str
+) -> None:
     """A child process: wait for its sessions, then scan them and run their jobs."""
     for end in parent_ends:
         end.close()
@@ -243,11 +253,11 @@ def _child_main(conn: Connection, parent_ends: list[Connection], settings: Setti
         raise SystemExit(1) from None
 
 
-def _child_pass(settings: Settings, shelf: str, mine: frozenset[str],
-                send: Callable[[tuple[Any, ...]], None]) -> None:
+def _child_pass(
+    settings: Settings, shelf: str, mine: frozenset[str], send: Callable[[tuple[Any, ...]], None]
+) -> None:
     # The parent migrated the state database before it handed out the sessions.
-    runtime = build_runtime(settings, owner=default_owner("run"), force_idle=True,
-                            migrate=False)
+    runtime = build_runtime(settings, owner=default_owner("run"), force_idle=True, migrate=False)
     try:
         send(("owner", runtime.owner))  # before any lease is taken
         last = Tally()
@@ -267,8 +277,13 @@ def _child_pass(settings: Settings, shelf: str, mine: frozenset[str],
                 runner.submit(job, session_id, hint_shelf)
 
         owe_consolidation(runtime, submit)
-        watcher = Watcher(runtime, submit, shelf=shelf, only_sessions=mine,
-                          after_session=lambda _sid: runner.run_ready())
+        watcher = Watcher(
+            runtime,
+            submit,
+            shelf=shelf,
+            only_sessions=mine,
+            after_session=lambda _sid: runner.run_ready(),
+        )
         report = watcher.poll_once()
         send(("scanned", report.new_events, report.unscanned))
         watcher.reconcile()

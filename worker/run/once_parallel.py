@@ -70,8 +70,9 @@ def run_once(
         if children is not None:
             started = time.perf_counter()
             try:
-                hints, rescan = _children_phase(runtime, shelf, children, totals, progress,
-                                                say or _warn)
+                hints, rescan = _children_phase(
+                    runtime, shelf, children, totals, progress, say or _warn
+                )
             except _Terminated:
                 children.stop()
                 os.kill(os.getpid(), signal.SIGTERM)  # SIG_DFL again: ends this process
@@ -110,8 +111,13 @@ def once_pass(
 
     runner = InProcessRunner(runtime, on_result=_done, single_pass=True)
     # Each session's jobs run right after its scan, on the scan's decode of the log.
-    watcher = Watcher(runtime, runner.submit, shelf=shelf, only_sessions=only_sessions,
-                      after_session=lambda _sid: runner.run_ready())
+    watcher = Watcher(
+        runtime,
+        runner.submit,
+        shelf=shelf,
+        only_sessions=only_sessions,
+        after_session=lambda _sid: runner.run_ready(),
+    )
     scans: list[ScanReport] = []
     try:
         _pass(runtime, shelf, runner, watcher, _show, hints, scans)
@@ -125,8 +131,13 @@ def once_pass(
     totals.outcomes(runner.stats.unfinished, runner.stats.settled)
 
 
-def _count_stopped(totals: OnceTotals, runner: InProcessRunner, watcher: Watcher,
-                   scans: list[ScanReport], only_sessions: Collection[str] | None) -> None:
+def _count_stopped(
+    totals: OnceTotals,
+    runner: InProcessRunner,
+    watcher: Watcher,
+    scans: list[ScanReport],
+    only_sessions: Collection[str] | None,
+) -> None:
     """What a pass that did not end did: its jobs, and as not finished every job left and every
     session of the home with no finished job (the scan itself may not have reached them)."""
     unfinished = dict(runner.stats.unfinished)
@@ -149,8 +160,15 @@ def _count_stopped(totals: OnceTotals, runner: InProcessRunner, watcher: Watcher
     totals.outcomes(unfinished, runner.stats.settled)
 
 
-def _pass(runtime: Runtime, shelf: str, runner: InProcessRunner, watcher: Watcher,
-          _show: Callable[..., None], hints: Iterable[JobKey], scans: list[ScanReport]) -> None:
+def _pass(
+    runtime: Runtime,
+    shelf: str,
+    runner: InProcessRunner,
+    watcher: Watcher,
+    _show: Callable[..., None],
+    hints: Iterable[JobKey],
+    scans: list[ScanReport],
+) -> None:
     owe_consolidation(runtime, runner.submit)
     for job, session_id, hint_shelf in hints:
         runner.submit(job, session_id, hint_shelf)
@@ -164,8 +182,9 @@ def _pass(runtime: Runtime, shelf: str, runner: InProcessRunner, watcher: Watche
     _show("writing memory", runner.stats.finished)
 
 
-def _count_scan(totals: OnceTotals, report: ScanReport,
-                only_sessions: Collection[str] | None) -> None:
+def _count_scan(
+    totals: OnceTotals, report: ScanReport, only_sessions: Collection[str] | None
+) -> None:
     if only_sessions is None:
         totals.sessions = report.sessions
     totals.new_events += report.new_events
@@ -201,12 +220,18 @@ def _children_phase(
     sizes = [(location.session_id, _size(location.path)) for location in locations]
     plan = ProcessPlan(children.count)
     if probe is not None:
-        plan = plan_processes(children.count, free_cores=probe.free_cores(),
-                              sessions=len(sizes), log_bytes=sum(size for _sid, size in sizes))
+        plan = plan_processes(
+            children.count,
+            free_cores=probe.free_cores(),
+            sessions=len(sizes),
+            log_bytes=sum(size for _sid, size in sizes),
+        )
     totals.processes = plan.count
     if plan.why is not None:
-        say(f"memory-worker: --jobs {children.count}: {plan.why}; "
-            + ("running in one process" if plan.count == 1 else f"using {plan.count} processes"))
+        say(
+            f"memory-worker: --jobs {children.count}: {plan.why}; "
+            + ("running in one process" if plan.count == 1 else f"using {plan.count} processes")
+        )
     if plan.count == 1:
         children.assign([])  # they exit; this process does it all
         return [], None
@@ -236,8 +261,10 @@ def _lost_line(child: ChildProcess, count: int) -> str:
             why = f"was killed by signal {-code}"
     else:
         why = f"exited with status {code}"
-    return (f"memory-worker: process {child.number}/{count} (pid {child.process.pid}) {why}; "
-            f"the final pass takes over its {len(child.sessions)} session(s)")
+    return (
+        f"memory-worker: process {child.number}/{count} (pid {child.process.pid}) {why}; "
+        f"the final pass takes over its {len(child.sessions)} session(s)"
+    )
 
 
 def _release_leases(runtime: Runtime, child: ChildProcess) -> None:
@@ -246,8 +273,11 @@ def _release_leases(runtime: Runtime, child: ChildProcess) -> None:
     if child.owner is None:
         return  # it died before it could take any
     with runtime.state.transaction() as repos:
-        projects = {state.project for sid in child.sessions
-                    if (state := repos.sessions.get(sid)) is not None}
+        projects = {
+            state.project
+            for sid in child.sessions
+            if (state := repos.sessions.get(sid)) is not None
+        }
         keys = [session_lease_key(sid) for sid in child.sessions]
         keys += [archive_lease_key(project) for project in sorted(projects)]
         for key in keys:

@@ -45,8 +45,11 @@ class Tally(Counts):
 
     def tally_since(self, earlier: Tally) -> Tally:
         """What was added since ``earlier`` (a copy taken before)."""
-        return Tally(done=self.done - earlier.done, failed=self.failed - earlier.failed,
-                     **asdict(self.counts().since(earlier)))
+        return Tally(
+            done=self.done - earlier.done,
+            failed=self.failed - earlier.failed,
+            **asdict(self.counts().since(earlier)),
+        )
 
     def add_tally(self, other: Tally) -> None:
         """Add ``other``'s jobs and counters to these."""
@@ -164,8 +167,11 @@ class InProcessRunner:
         else:
             self._busy_since.pop(key, None)
             # A store treated as down (memory.store.breaker) fails every call at once: no retry.
-            again = (result.status == "retry" and attempt < settings.task_max_retries
-                     and not self.runtime.store_is_down(shelf))
+            again = (
+                result.status == "retry"
+                and attempt < settings.task_max_retries
+                and not self.runtime.store_is_down(shelf)
+            )
         if again:
             self._attempts[key] = attempt + 1
             self.stats.retried += 1

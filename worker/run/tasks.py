@@ -79,8 +79,12 @@ def configure(settings: Settings, *, queue: str = DEFAULT_QUEUE) -> Celery:
         broker_connection_retry_on_startup=True,
         broker_connection_timeout=4.0,
         # A hint that cannot be published fails fast; the daemon's reconcile re-sends it.
-        task_publish_retry_policy={"max_retries": 2, "interval_start": 0.2,
-                                   "interval_step": 0.5, "interval_max": 1.0},
+        task_publish_retry_policy={
+            "max_retries": 2,
+            "interval_start": 0.2,
+            "interval_step": 0.5,
+            "interval_max": 1.0,
+        },
         task_serializer="json",
         accept_content=["json"],
         # Events for Flower / `celery events`: workers report task states, publishers report
@@ -107,8 +111,7 @@ def _get_runtime() -> Any:
             if _settings is None:
                 raise RuntimeError("worker.run.tasks.configure(settings) was not called")
             # `memory-worker worker` migrated the state database before the pool started.
-            _runtime = build_runtime(_settings, owner=default_owner("celery"),
-                                     migrate=False)
+            _runtime = build_runtime(_settings, owner=default_owner("celery"), migrate=False)
             # Owed consolidations and cascades go back to the broker as job hints.
             owe_consolidation(_runtime, enqueue)
         return _runtime
@@ -164,8 +167,12 @@ log_span_task = TASKS[JOB_LOG_SPAN]
 session_node_task = TASKS[JOB_SESSION_NODE]
 
 
-@app.task(name=TASK_JOB, bind=True, acks_late=True,  # type: ignore[untyped-decorator]
-          throws=(JobNotFinished,))
+@app.task(
+    name=TASK_JOB,
+    bind=True,
+    acks_late=True,  # type: ignore[untyped-decorator]
+    throws=(JobNotFinished,),
+)
 def job_task(self: Any, job: str, session_id: str, shelf: str) -> dict[str, Any]:
     """Run any other registered job (see :func:`worker.jobs.registry.register_job`)."""
     return _run(self, job, session_id, shelf)
@@ -192,6 +199,16 @@ def _configure_from_settings() -> None:
 _configure_from_settings()
 
 __all__ = [
-    "TASKS", "TASK_JOB", "TASK_LOG_SPAN", "TASK_SESSION_NODE", "JobNotFinished", "app",
-    "backoff_s", "configure", "enqueue", "job_task", "log_span_task", "session_node_task",
+    "TASKS",
+    "TASK_JOB",
+    "TASK_LOG_SPAN",
+    "TASK_SESSION_NODE",
+    "JobNotFinished",
+    "app",
+    "backoff_s",
+    "configure",
+    "enqueue",
+    "job_task",
+    "log_span_task",
+    "session_node_task",
 ]

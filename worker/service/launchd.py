@@ -80,8 +80,11 @@ class Launchd:
             if sep:
                 fields.setdefault(key, value)
         running = fields.get("state") == "running"
-        return State(running, f"{fields.get('state', 'unknown')} (pid {fields.get('pid', '-')}, "
-                     f"last exit {fields.get('last exit code', '-')})")
+        return State(
+            running,
+            f"{fields.get('state', 'unknown')} (pid {fields.get('pid', '-')}, "
+            f"last exit {fields.get('last exit code', '-')})",
+        )
 
     def load_hint(self, path: Path) -> str:
         return f"launchctl bootstrap gui/$(id -u) {path}"

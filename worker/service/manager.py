@@ -66,14 +66,12 @@ class Manager(Protocol):
 def call(argv: list[str], timeout_s: float = 60.0) -> Answer:
     """Run a manager command; a missing program, a failure or a time-out is a one-line reason."""
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s,
-                              check=False)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
     except FileNotFoundError:
         return Answer(False, f"{argv[0]} not found")
     except subprocess.TimeoutExpired:
         return Answer(False, f"`{' '.join(argv)}` did not answer in {timeout_s:.0f} s")
     if done.returncode != 0:
         said = [line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip()]
-        return Answer(False, said[-1] if said else f"`{' '.join(argv)}` exited "
-                      f"{done.returncode}")
+        return Answer(False, said[-1] if said else f"`{' '.join(argv)}` exited {done.returncode}")
     return Answer(True, done.stdout.strip())

@@ -52,13 +52,16 @@ def memory_worker_program() -> Path:
         return beside.absolute()
     found = shutil.which("memory-worker")
     if found is None:
-        raise ServiceError("cannot find the memory-worker program (beside "
-                           f"{sys.executable} or on PATH); install dsh-memory-worker first")
+        raise ServiceError(
+            "cannot find the memory-worker program (beside "
+            f"{sys.executable} or on PATH); install dsh-memory-worker first"
+        )
     return Path(found).absolute()
 
 
-def build_spec(*, config: Path | None, dsh_home: Path | None,
-               env_names: list[str], environ: dict[str, str]) -> ServiceSpec:
+def build_spec(
+    *, config: Path | None, dsh_home: Path | None, env_names: list[str], environ: dict[str, str]
+) -> ServiceSpec:
     """The spec of ``memory-worker run [--config FILE] [--dsh-home DIR]``: paths made absolute,
     ``PATH`` and every ``env_names`` variable copied from ``environ`` (``NAME=VALUE`` sets one)."""
     arguments = ["run"]
@@ -78,8 +81,7 @@ def build_spec(*, config: Path | None, dsh_home: Path | None,
             raise ServiceError(f"--env {item!r}: not a variable name")
         if not equals:
             if name not in environ:
-                raise ServiceError(f"--env {name}: not set in this environment (give "
-                                   f"{name}=VALUE)")
+                raise ServiceError(f"--env {name}: not set in this environment (give {name}=VALUE)")
             value = environ[name]
         environment[name] = value
     return ServiceSpec(memory_worker_program(), tuple(arguments), environment)

@@ -51,8 +51,10 @@ class Systemd:
             "[Service]",
             "Type=exec",
             "ExecStart=" + " ".join(quote(word, command=True) for word in spec.argv),
-            *(f"Environment={quote(f'{k}={v}', command=False)}"
-              for k, v in sorted(spec.environment.items())),
+            *(
+                f"Environment={quote(f'{k}={v}', command=False)}"
+                for k, v in sorted(spec.environment.items())
+            ),
             "Restart=on-failure",
             f"RestartSec={RESTART_DELAY_S}",
             # The worker stops cleanly on SIGINT (as on Ctrl-C); only the main process gets it.
@@ -89,14 +91,25 @@ class Systemd:
         active = call(["systemctl", "--user", "is-active", UNIT])
         if active.ok:
             return State(True, f"active ({UNIT})")
-        shown = call(["systemctl", "--user", "show", UNIT, "--property=ActiveState,SubState,"
-                      "Result,NRestarts", "--no-pager"])
+        shown = call(
+            [
+                "systemctl",
+                "--user",
+                "show",
+                UNIT,
+                "--property=ActiveState,SubState,Result,NRestarts",
+                "--no-pager",
+            ]
+        )
         if not shown.ok:
             return State(None, f"systemctl --user is not reachable here ({shown.line})")
         fields = dict(line.partition("=")[::2] for line in shown.line.splitlines())
-        return State(False, f"{fields.get('ActiveState', '?')} ({fields.get('SubState', '?')}, "
-                     f"result {fields.get('Result', '?')}, "
-                     f"{fields.get('NRestarts', '0')} restarts)")
+        return State(
+            False,
+            f"{fields.get('ActiveState', '?')} ({fields.get('SubState', '?')}, "
+            f"result {fields.get('Result', '?')}, "
+            f"{fields.get('NRestarts', '0')} restarts)",
+        )
 
     def load_hint(self, path: Path) -> str:
         return f"systemctl --user daemon-reload && systemctl --user enable --now {UNIT}"

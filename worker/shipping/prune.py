@@ -56,13 +56,13 @@ def prune_segments(
     report = PruneReport(dry_run)
     before = (now or utcnow()) - closed_for
     with db.read() as repos:
-        sessions = [str(s) for s in repos.conn.execute(select(LOGS.c.session_id).distinct())
-                    .scalars()]
+        sessions = [
+            str(s) for s in repos.conn.execute(select(LOGS.c.session_id).distinct()).scalars()
+        ]
     for sid in sorted(sessions):
         try:
             with db.transaction() as repos:
-                _prune_session(repos, sid, report, consolidated=consolidated,
-                               closed_before=before)
+                _prune_session(repos, sid, report, consolidated=consolidated, closed_before=before)
                 if dry_run:
                     raise _DryRun
         except _DryRun:
@@ -75,12 +75,19 @@ class _DryRun(Exception):
 
 
 def _prune_session(
-    repos: Repos, sid: str, report: PruneReport, *, consolidated: bool,
+    repos: Repos,
+    sid: str,
+    report: PruneReport,
+    *,
+    consolidated: bool,
     closed_before: dt.datetime,
 ) -> None:
     conn = repos.conn
-    logs = conn.execute(select(LOGS.c.generation, LOGS.c.shipped_end)
-                        .where(LOGS.c.session_id == sid).order_by(LOGS.c.generation)).all()
+    logs = conn.execute(
+        select(LOGS.c.generation, LOGS.c.shipped_end)
+        .where(LOGS.c.session_id == sid)
+        .order_by(LOGS.c.generation)
+    ).all()
     state = repos.sessions.get(sid)
     newest, newest_end = logs[-1]
     if state is not None and state.forgotten:
@@ -95,8 +102,9 @@ def _prune_session(
         floor = _floor_offset(repos, state, closed_before)
         if floor is not None:
             limit = min(floor, newest_end - TAIL_CHECK)
-            _remove(conn, report, f"{sid} generation {newest}: below byte {limit}",
-                    sid, newest, limit)
+            _remove(
+                conn, report, f"{sid} generation {newest}: below byte {limit}", sid, newest, limit
+            )
 
 
 def _floor_offset(repos: Repos, state: SessionState, closed_before: dt.datetime) -> int | None:
@@ -120,7 +128,11 @@ def _floor_offset(repos: Repos, state: SessionState, closed_before: dt.datetime)
 
 
 def _remove(
-    conn: Connection, report: PruneReport, what: str, sid: str, generation: int | None,
+    conn: Connection,
+    report: PruneReport,
+    what: str,
+    sid: str,
+    generation: int | None,
     below: int | None,
 ) -> None:
     """Delete the session's segments (of ``generation``; ending at or before ``below``, never

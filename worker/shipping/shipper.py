@@ -70,7 +70,11 @@ def ship_log(
 
 
 def _ship_open(
-    store: SegmentStore, session_id: str, name: str, f: BinaryIO, report: ShipReport,
+    store: SegmentStore,
+    session_id: str,
+    name: str,
+    f: BinaryIO,
+    report: ShipReport,
     segment_bytes: int,
 ) -> None:
     compressed = is_compressed_name(name)
@@ -131,4 +135,5 @@ def _same_log(
     at = max(0, log.shipped_end - TAIL_CHECK)
     f.seek(at)
     return f.read(log.shipped_end - at) == store.read_exact(
-        log.session_id, log.generation, at, log.shipped_end - at)
+        log.session_id, log.generation, at, log.shipped_end - at
+    )

@@ -33,8 +33,14 @@ SEGMENTS: Table = LogSegmentRow.__table__  # type: ignore[assignment]
 
 
 def _shipped(row: Any) -> ShippedLog:
-    return ShippedLog(row.session_id, row.generation, row.log_name, row.header_sha256,
-                      row.shipped_end, dict(row.header or {}))
+    return ShippedLog(
+        row.session_id,
+        row.generation,
+        row.log_name,
+        row.header_sha256,
+        row.shipped_end,
+        dict(row.header or {}),
+    )
 
 
 class SqlSegmentStore:
@@ -46,15 +52,18 @@ class SqlSegmentStore:
     def latest(self, session_id: str) -> ShippedLog | None:
         with self.db.read() as repos:
             row = repos.conn.execute(
-                select(LOGS).where(LOGS.c.session_id == session_id)
-                .order_by(LOGS.c.generation.desc()).limit(1)
+                select(LOGS)
+                .where(LOGS.c.session_id == session_id)
+                .order_by(LOGS.c.generation.desc())
+                .limit(1)
             ).first()
         return None if row is None else _shipped(row)
 
     def get(self, session_id: str, generation: int) -> ShippedLog | None:
         with self.db.read() as repos:
-            row = repos.conn.execute(select(LOGS).where(
-                LOGS.c.session_id == session_id, LOGS.c.generation == generation)).first()
+            row = repos.conn.execute(
+                select(LOGS).where(LOGS.c.session_id == session_id, LOGS.c.generation == generation)
+            ).first()
         return None if row is None else _shipped(row)
 
     def forgotten(self, session_id: str) -> bool:
@@ -65,12 +74,18 @@ class SqlSegmentStore:
         now = utcnow()
         try:
             with self.db.transaction() as repos:
-                repos.conn.execute(insert(LOGS).values(
-                    session_id=log.session_id, generation=log.generation,
-                    log_name=log.log_name, header=log.header,
-                    header_sha256=log.header_sha256, shipped_end=len(header_bytes),
-                    created_at=now, updated_at=now,
-                ))
+                repos.conn.execute(
+                    insert(LOGS).values(
+                        session_id=log.session_id,
+                        generation=log.generation,
+                        log_name=log.log_name,
+                        header=log.header,
+                        header_sha256=log.header_sha256,
+                        shipped_end=len(header_bytes),
+                        created_at=now,
+                        updated_at=now,
+                    )
+                )
                 _insert_segment(repos.conn, log.session_id, log.generation, 0, header_bytes)
         except IntegrityError:
             return False  # another shipper (or this one before a crash) started it
@@ -82,8 +97,8 @@ class SqlSegmentStore:
         with self.db.transaction() as repos:
             conn = repos.conn
             end = conn.execute(
-                select(LOGS.c.shipped_end).where(
-                    LOGS.c.session_id == session_id, LOGS.c.generation == generation)
+                select(LOGS.c.shipped_end)
+                .where(LOGS.c.session_id == session_id, LOGS.c.generation == generation)
                 .with_for_update()
             ).scalar()
             if end is None:
@@ -93,12 +108,18 @@ class SqlSegmentStore:
             if offset != end:
                 raise ShipConflict(
                     f"{session_id} generation {generation}: a segment at byte {offset} does not "
-                    f"start at the shipped end {end}")
+                    f"start at the shipped end {end}"
+                )
             _insert_segment(conn, session_id, generation, offset, data)
-            conn.execute(update(LOGS).where(
-                LOGS.c.session_id == session_id, LOGS.c.generation == generation,
-                LOGS.c.shipped_end == end,
-            ).values(shipped_end=offset + len(data), updated_at=utcnow()))
+            conn.execute(
+                update(LOGS)
+                .where(
+                    LOGS.c.session_id == session_id,
+                    LOGS.c.generation == generation,
+                    LOGS.c.shipped_end == end,
+                )
+                .values(shipped_end=offset + len(data), updated_at=utcnow())
+            )
         return True
 
     def read(self, session_id: str, generation: int, offset: int, size: int) -> bytes:
@@ -124,9 +145,15 @@ def read_span(conn: Connection, session_id: str, generation: int, offset: int, s
     take = case((row.length - skip < size, row.length - skip), else_=size)
     part = func.substr(row.data, cast(skip + 1, Integer), cast(take, Integer))
     found = conn.execute(
-        select(part).where(row.session_id == session_id, row.generation == generation,
-                           row.byte_offset <= offset, row.byte_offset + row.length > offset)
-        .order_by(row.byte_offset.desc()).limit(1)
+        select(part)
+        .where(
+            row.session_id == session_id,
+            row.generation == generation,
+            row.byte_offset <= offset,
+            row.byte_offset + row.length > offset,
+        )
+        .order_by(row.byte_offset.desc())
+        .limit(1)
     ).scalar()
     return b"" if found is None or size <= 0 else bytes(found)
 
@@ -142,7 +169,13 @@ def delete_session(conn: Connection, session_id: str) -> int:
 def _insert_segment(
     conn: Connection, session_id: str, generation: int, offset: int, data: bytes
 ) -> None:
-    conn.execute(insert(SEGMENTS).values(
-        session_id=session_id, generation=generation, byte_offset=offset, length=len(data),
-        data=data, shipped_at=utcnow(),
-    ))
+    conn.execute(
+        insert(SEGMENTS).values(
+            session_id=session_id,
+            generation=generation,
+            byte_offset=offset,
+            length=len(data),
+            data=data,
+            shipped_at=utcnow(),
+        )
+    )

@@ -47,8 +47,9 @@ def _insert_ignore(
     return statement
 
 
-def update_by_key(conn: Connection, table: Table, key: str, ident: Any,
-                  values: dict[str, Any]) -> bool:
+def update_by_key(
+    conn: Connection, table: Table, key: str, ident: Any, values: dict[str, Any]
+) -> bool:
     """``UPDATE table SET values WHERE key = ident``; True when the row exists."""
     statement = _update_by_key(table, key, tuple(values))
     params = {"p_ident": ident, **{f"v_{k}": v for k, v in values.items()}}
@@ -65,9 +66,7 @@ def _update_by_key(table: Table, key: str, columns: tuple[str, ...]) -> Executab
     )
 
 
-def delete_where(
-    conn: Connection, table: Any, returning: Any, *where: ColumnElement[bool]
-) -> bool:
+def delete_where(conn: Connection, table: Any, returning: Any, *where: ColumnElement[bool]) -> bool:
     """``DELETE FROM table WHERE where…``; True when a row was there (``returning`` names one of
     its columns)."""
     result = conn.execute(delete(table).where(*where).returning(returning))

@@ -81,15 +81,21 @@ def _newest_query() -> Select[str | None, int]:
     """Per session, its newest entry of an action on a shelf, kept when it has an outcome."""
     newest = (
         select(AuditRow.session_id, func.max(AuditRow.id).label("id"))
-        .where(AuditRow.action == bindparam("p_action"), AuditRow.shelf == bindparam("p_shelf"),
-               AuditRow.session_id.is_not(None), AuditRow.session_id != "")
+        .where(
+            AuditRow.action == bindparam("p_action"),
+            AuditRow.shelf == bindparam("p_shelf"),
+            AuditRow.session_id.is_not(None),
+            AuditRow.session_id != "",
+        )
         .group_by(AuditRow.session_id)
         .subquery()
     )
-    return (select(AuditRow.session_id, AuditRow.id)
-            .join(newest, AuditRow.id == newest.c.id)
-            .where(AuditRow.outcome == bindparam("p_outcome"))
-            .order_by(AuditRow.session_id))
+    return (
+        select(AuditRow.session_id, AuditRow.id)
+        .join(newest, AuditRow.id == newest.c.id)
+        .where(AuditRow.outcome == bindparam("p_outcome"))
+        .order_by(AuditRow.session_id)
+    )
 
 
 @cache
@@ -98,17 +104,22 @@ def _unclosed_query(by_session: bool) -> Select[str | None, str | None]:
     an opening one (ids grow: a recorded intent not followed by its end)."""
     newest = (
         select(func.max(AuditRow.id).label("id"))
-        .where(AuditRow.action.in_([bindparam("p_open"), bindparam("p_close")]),
-               AuditRow.subject.is_not(None), AuditRow.session_id.is_not(None))
+        .where(
+            AuditRow.action.in_([bindparam("p_open"), bindparam("p_close")]),
+            AuditRow.subject.is_not(None),
+            AuditRow.session_id.is_not(None),
+        )
         .group_by(AuditRow.session_id, AuditRow.subject)
     )
     if by_session:
         newest = newest.where(AuditRow.session_id == bindparam("p_sid"))
     found = newest.subquery()
-    return (select(AuditRow.session_id, AuditRow.subject)
-            .join(found, AuditRow.id == found.c.id)
-            .where(AuditRow.action == bindparam("p_open"))
-            .order_by(AuditRow.session_id, AuditRow.subject))
+    return (
+        select(AuditRow.session_id, AuditRow.subject)
+        .join(found, AuditRow.id == found.c.id)
+        .where(AuditRow.action == bindparam("p_open"))
+        .order_by(AuditRow.session_id, AuditRow.subject)
+    )
 
 
 class AuditRepo:
@@ -131,16 +142,27 @@ class AuditRepo:
         """Log what happened to one withdrawn message entry; returns the row id."""
         if outcome not in RETRACTION_OUTCOMES:
             raise ValueError(f"unknown retraction outcome {outcome!r}")
-        return int(self._conn.execute(
-            insert(RetractionRow).values(
-                shelf=shelf, session_id=session_id, ordinal=ordinal, entry=entry,
-                marker_seq=marker_seq, source_kind=source_kind, outcome=outcome,
-                detail=_detail(detail), at=self._clock(),
-            ).returning(RetractionRow.id)
-        ).scalar_one())
+        return int(
+            self._conn.execute(
+                insert(RetractionRow)
+                .values(
+                    shelf=shelf,
+                    session_id=session_id,
+                    ordinal=ordinal,
+                    entry=entry,
+                    marker_seq=marker_seq,
+                    source_kind=source_kind,
+                    outcome=outcome,
+                    detail=_detail(detail),
+                    at=self._clock(),
+                )
+                .returning(RetractionRow.id)
+            ).scalar_one()
+        )
 
-    def retractions(self, *, session_id: str | None = None,
-                    shelf: str | None = None) -> list[Retraction]:
+    def retractions(
+        self, *, session_id: str | None = None, shelf: str | None = None
+    ) -> list[Retraction]:
         """Retraction records, oldest first."""
         query = select(*_RETRACTION_COLUMNS).order_by(RetractionRow.id)
         if session_id is not None:
@@ -162,16 +184,27 @@ class AuditRepo:
         detail: str | None = None,
     ) -> int:
         """Log one repair (``reconsolidate``, ``forget``, ``repair-edges``...); returns its id."""
-        return int(self._conn.execute(
-            insert(AuditRow).values(
-                action=action, outcome=outcome, shelf=shelf, session_id=session_id,
-                subject=subject, cause_marker_seq=cause_marker_seq, source_kind=source_kind,
-                detail=_detail(detail), at=self._clock(),
-            ).returning(AuditRow.id)
-        ).scalar_one())
+        return int(
+            self._conn.execute(
+                insert(AuditRow)
+                .values(
+                    action=action,
+                    outcome=outcome,
+                    shelf=shelf,
+                    session_id=session_id,
+                    subject=subject,
+                    cause_marker_seq=cause_marker_seq,
+                    source_kind=source_kind,
+                    detail=_detail(detail),
+                    at=self._clock(),
+                )
+                .returning(AuditRow.id)
+            ).scalar_one()
+        )
 
-    def entries(self, *, session_id: str | None = None,
-                action: str | None = None) -> list[AuditEntry]:
+    def entries(
+        self, *, session_id: str | None = None, action: str | None = None
+    ) -> list[AuditEntry]:
         """Audit entries, oldest first."""
         query = _entries_query(session_id is not None, action is not None)
         rows = self._conn.execute(query, {"p_sid": session_id, "p_action": action})
@@ -180,33 +213,42 @@ class AuditRepo:
     def newest_with_outcome(self, action: str, shelf: str, outcome: str) -> dict[str, int]:
         """Sessions whose newest ``action`` entry on ``shelf`` has ``outcome`` (e.g. a request
         still queued), with that entry's id; one query, whatever the length of the history."""
-        rows = self._conn.execute(_newest_query(),
-                                  {"p_action": action, "p_shelf": shelf, "p_outcome": outcome})
+        rows = self._conn.execute(
+            _newest_query(), {"p_action": action, "p_shelf": shelf, "p_outcome": outcome}
+        )
         # The query keeps named sessions only: the test narrows the type, it drops nothing.
         return {sid: int(entry_id) for sid, entry_id in rows if sid is not None}
 
-    def unclosed(self, opening: str, closing: str, *,
-                 session_id: str | None = None) -> list[tuple[str, str]]:
+    def unclosed(
+        self, opening: str, closing: str, *, session_id: str | None = None
+    ) -> list[tuple[str, str]]:
         """``(session, subject)`` pairs whose newest ``opening`` entry (a recorded intent) has
         no newer ``closing`` entry, in order; of one session with ``session_id``. One query,
         whatever the length of the history."""
-        rows = self._conn.execute(_unclosed_query(session_id is not None),
-                                  {"p_open": opening, "p_close": closing, "p_sid": session_id})
+        rows = self._conn.execute(
+            _unclosed_query(session_id is not None),
+            {"p_open": opening, "p_close": closing, "p_sid": session_id},
+        )
         # The query keeps named sessions and subjects only (the test narrows the type).
-        return [(sid, subject) for sid, subject in rows
-                if sid is not None and subject is not None]
+        return [(sid, subject) for sid, subject in rows if sid is not None and subject is not None]
 
     def pending_repairs(self, session_id: str) -> set[str]:
         """The session's summaries whose repair was started (intent recorded) and not
         finished."""
-        return {subject for _, subject in
-                self.unclosed(ACTION_INTENT, ACTION_SUMMARY, session_id=session_id)}
+        return {
+            subject
+            for _, subject in self.unclosed(ACTION_INTENT, ACTION_SUMMARY, session_id=session_id)
+        }
 
     def owed_relogs(self, session_id: str) -> set[str]:
         """The session's summaries a model-less ``relog`` left owed and no rewrite has done
         since."""
-        return {subject for _, subject in
-                self.unclosed(ACTION_RELOG_OWED, ACTION_SUMMARY, session_id=session_id)}
+        return {
+            subject
+            for _, subject in self.unclosed(
+                ACTION_RELOG_OWED, ACTION_SUMMARY, session_id=session_id
+            )
+        }
 
     def sessions_with_unclosed(self, opening: str, closing: str) -> list[str]:
         """The sessions :meth:`unclosed` names, in order."""

@@ -105,20 +105,35 @@ class BrowseRepo:
         query = select(SessionRow.project).distinct().order_by(SessionRow.project)
         return [project for (project,) in self._conn.execute(query)]
 
-    def sessions(self, shelf: str, *, project: str | None = None,
-                 since: dt.datetime | None = None, until: dt.datetime | None = None,
-                 after: str | None = None, limit: int = 50) -> Page[SessionLine]:
+    def sessions(
+        self,
+        shelf: str,
+        *,
+        project: str | None = None,
+        since: dt.datetime | None = None,
+        until: dt.datetime | None = None,
+        after: str | None = None,
+        limit: int = 50,
+    ) -> Page[SessionLine]:
         """Sessions by last activity, newest first, ``limit`` at a time, from ``after`` (a
         :attr:`SessionLine.cursor`); only ``project``'s, only active in ``[since, until)``."""
         query = (
-            select(SessionRow.session_id, SessionRow.project, SessionRow.title_text,
-                   ACTIVITY.label("activity"), SessionRow.durable_end_seq,
-                   SessionRow.inherited_cut,
-                   func.coalesce(ProgressRow.last_logged_seq, 0),
-                   func.coalesce(ProgressRow.last_consolidated_seq, 0),
-                   SessionRow.closed_at.is_not(None), SessionRow.forgotten)
-            .outerjoin(ProgressRow, and_(ProgressRow.session_id == SessionRow.session_id,
-                                         ProgressRow.shelf == shelf))
+            select(
+                SessionRow.session_id,
+                SessionRow.project,
+                SessionRow.title_text,
+                ACTIVITY.label("activity"),
+                SessionRow.durable_end_seq,
+                SessionRow.inherited_cut,
+                func.coalesce(ProgressRow.last_logged_seq, 0),
+                func.coalesce(ProgressRow.last_consolidated_seq, 0),
+                SessionRow.closed_at.is_not(None),
+                SessionRow.forgotten,
+            )
+            .outerjoin(
+                ProgressRow,
+                and_(ProgressRow.session_id == SessionRow.session_id, ProgressRow.shelf == shelf),
+            )
             .order_by(ACTIVITY.desc(), SessionRow.session_id.desc())
             .limit(limit + 1)
         )
@@ -140,8 +155,22 @@ class BrowseRepo:
         for row in rows[:limit]:
             count, error = failures.get(row[0], (0, None))
             sid_, project, title, activity, end, cut, logged, consolidated, closed, gone = row
-            lines.append(SessionLine(sid_, project, title, activity, end, cut, logged,
-                                     consolidated, bool(closed), bool(gone), count, error))
+            lines.append(
+                SessionLine(
+                    sid_,
+                    project,
+                    title,
+                    activity,
+                    end,
+                    cut,
+                    logged,
+                    consolidated,
+                    bool(closed),
+                    bool(gone),
+                    count,
+                    error,
+                )
+            )
         return Page(lines, lines[-1].cursor if len(rows) > limit else None)
 
     def _failures(self, session_ids: list[str]) -> dict[str, tuple[int, str | None]]:
@@ -149,26 +178,31 @@ class BrowseRepo:
         if not session_ids:
             return {}
         found: dict[str, tuple[int, str | None]] = {}
-        query = (select(FailureRow.session_id, FailureRow.last_error)
-                 .where(FailureRow.session_id.in_(session_ids))
-                 .order_by(FailureRow.last_at.desc(), FailureRow.id.desc()))
+        query = (
+            select(FailureRow.session_id, FailureRow.last_error)
+            .where(FailureRow.session_id.in_(session_ids))
+            .order_by(FailureRow.last_at.desc(), FailureRow.id.desc())
+        )
         for sid, error in self._conn.execute(query):
             count, newest = found.get(sid, (0, error))
             found[sid] = (count + 1, newest)
         return found
 
-    def audit(self, *, session_id: str | None = None, before: int | None = None,
-              limit: int = 50) -> Page[AuditEntry]:
+    def audit(
+        self, *, session_id: str | None = None, before: int | None = None, limit: int = 50
+    ) -> Page[AuditEntry]:
         """Audit entries (repairs, forgets, rewrites, runs), newest first, before id ``before``."""
         return self._newest_first(AuditRow, AuditEntry, session_id, before, limit)
 
-    def retractions(self, *, session_id: str | None = None, before: int | None = None,
-                    limit: int = 50) -> Page[Retraction]:
+    def retractions(
+        self, *, session_id: str | None = None, before: int | None = None, limit: int = 50
+    ) -> Page[Retraction]:
         """Retractions of withdrawn message entries, newest first, before id ``before``."""
         return self._newest_first(RetractionRow, Retraction, session_id, before, limit)
 
-    def _newest_first(self, table: Any, record: type[R], session_id: str | None,
-                      before: int | None, limit: int) -> Page[R]:
+    def _newest_first(
+        self, table: Any, record: type[R], session_id: str | None, before: int | None, limit: int
+    ) -> Page[R]:
         """Rows of an audit table as ``record``s by descending id (of one session when given);
         the next page's cursor is the last row's id."""
         columns = [getattr(table, name) for name in record.__dataclass_fields__]
@@ -185,26 +219,38 @@ class BrowseRepo:
         if not entries:
             return {}
         columns = [getattr(RetractionRow, name) for name in Retraction.__dataclass_fields__]
-        query = (select(*columns)
-                 .where(RetractionRow.session_id == session_id,
-                        RetractionRow.entry.in_(entries))
-                 .order_by(RetractionRow.id))
+        query = (
+            select(*columns)
+            .where(RetractionRow.session_id == session_id, RetractionRow.entry.in_(entries))
+            .order_by(RetractionRow.id)
+        )
         return {row.entry: Retraction(**row._asdict()) for row in self._conn.execute(query)}
 
     def model_calls(self, since: dt.datetime) -> list[Point]:
         """Each model call since ``since``: its tokens (input + output)."""
-        query = (select(ModelCallRow.at,
-                        func.coalesce(ModelCallRow.input_tokens, 0)
-                        + func.coalesce(ModelCallRow.output_tokens, 0))
-                 .where(ModelCallRow.at >= since).order_by(ModelCallRow.at))
+        query = (
+            select(
+                ModelCallRow.at,
+                func.coalesce(ModelCallRow.input_tokens, 0)
+                + func.coalesce(ModelCallRow.output_tokens, 0),
+            )
+            .where(ModelCallRow.at >= since)
+            .order_by(ModelCallRow.at)
+        )
         return [Point(at, float(tokens)) for at, tokens in self._conn.execute(query)]
 
     def audit_times(self, since: dt.datetime) -> list[Point]:
         """Each audit entry and retraction since ``since`` (value 1)."""
-        found = [Point(at, 1.0) for (at,) in self._conn.execute(
-            select(AuditRow.at).where(AuditRow.at >= since))]
-        found += [Point(at, 1.0) for (at,) in self._conn.execute(
-            select(RetractionRow.at).where(RetractionRow.at >= since))]
+        found = [
+            Point(at, 1.0)
+            for (at,) in self._conn.execute(select(AuditRow.at).where(AuditRow.at >= since))
+        ]
+        found += [
+            Point(at, 1.0)
+            for (at,) in self._conn.execute(
+                select(RetractionRow.at).where(RetractionRow.at >= since)
+            )
+        ]
         return sorted(found, key=lambda point: point.at)
 
     def lag_by_activity(self, shelf: str, since: dt.datetime, limit: int = 5000) -> list[Point]:

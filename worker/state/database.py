@@ -50,8 +50,14 @@ class StateDB:
         self._purge_owed = False
 
     @classmethod
-    def open(cls, url: str, *, migrate: bool = True, migrations_dir: Path | None = None,
-             clock: Clock = utcnow) -> StateDB:
+    def open(
+        cls,
+        url: str,
+        *,
+        migrate: bool = True,
+        migrations_dir: Path | None = None,
+        clock: Clock = utcnow,
+    ) -> StateDB:
         """Open ``url``, first migrating it to the newest revision unless ``migrate`` is False."""
         if migrate:
             # Start-up time: Alembic is imported only by a process that migrates.
@@ -82,7 +88,8 @@ class StateDB:
         SQLite it does not take the write lock, so it never waits for another process."""
         if self._read_engine is None:
             self._read_engine = (
-                make_engine(self.url, read_only=True) if self.engine.dialect.name == "sqlite"
+                make_engine(self.url, read_only=True)
+                if self.engine.dialect.name == "sqlite"
                 # Same pool as the writers; READ ONLY is reset when a connection goes back.
                 else self.engine.execution_options(postgresql_readonly=True)
             )

@@ -107,4 +107,3 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
             f"state URL driver {parsed.drivername!r} is not installed ({exc.name}); "
             "install the distributed extra: pip install 'dsh-memory-worker[distributed]'"
         ) from None
-

@@ -63,8 +63,10 @@ def _one(exc: BaseException) -> str | None:
             return _sqlite_line(always=False)
         return None
     if getattr(exc, "sqlstate", None) == _PG_DISK_FULL:
-        return "disk full on the PostgreSQL server of the state database: " + " ".join(
-            str(exc).split())[:200]
+        return (
+            "disk full on the PostgreSQL server of the state database: "
+            + " ".join(str(exc).split())[:200]
+        )
     return None
 
 
@@ -72,8 +74,10 @@ def _sqlite_line(*, always: bool) -> str | None:
     for path in _SQLITE_PATHS:
         free = _free_bytes(path)
         if free is not None and free < LOW_SPACE_BYTES:
-            return (f"disk full: the state database {path} cannot grow ({free // 1024} KiB free "
-                    "on its filesystem); free some space and run again")
+            return (
+                f"disk full: the state database {path} cannot grow ({free // 1024} KiB free "
+                "on its filesystem); free some space and run again"
+            )
     if always:
         where = f" {_SQLITE_PATHS[0]}" if _SQLITE_PATHS else ""
         return f"disk full: the state database{where} cannot grow; free some space and run again"

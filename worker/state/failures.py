@@ -33,8 +33,15 @@ class Failure:
     last_at: dt.datetime
 
 
-_COLUMNS = (FailureRow.task, FailureRow.session_id, FailureRow.attempts, FailureRow.last_error,
-            FailureRow.permanent, FailureRow.first_at, FailureRow.last_at)
+_COLUMNS = (
+    FailureRow.task,
+    FailureRow.session_id,
+    FailureRow.attempts,
+    FailureRow.last_error,
+    FailureRow.permanent,
+    FailureRow.first_at,
+    FailureRow.last_at,
+)
 
 
 def describe_error(error: BaseException | str) -> str:
@@ -51,23 +58,35 @@ class FailureRepo:
         self._conn = conn
         self._clock = clock
 
-    def record(self, task: str, session_id: str, error: BaseException | str,
-               permanent: bool = False) -> Failure:
+    def record(
+        self, task: str, session_id: str, error: BaseException | str, permanent: bool = False
+    ) -> Failure:
         """Count one more failed attempt of ``task`` for ``session_id`` (or another subject key;
         ``''`` when there is none)."""
         now = self._clock()
         insert_ignore(
             self._conn,
             FailureRow.__table__,  # type: ignore[arg-type]
-            {"task": task, "session_id": session_id, "attempts": 0, "last_error": "",
-             "permanent": False, "first_at": now, "last_at": now},
+            {
+                "task": task,
+                "session_id": session_id,
+                "attempts": 0,
+                "last_error": "",
+                "permanent": False,
+                "first_at": now,
+                "last_at": now,
+            },
             conflict=("task", "session_id"),
         )
         self._conn.execute(
             update(FailureRow)
             .where(FailureRow.task == task, FailureRow.session_id == session_id)
-            .values(attempts=FailureRow.attempts + 1, last_error=describe_error(error),
-                    permanent=permanent, last_at=now)
+            .values(
+                attempts=FailureRow.attempts + 1,
+                last_error=describe_error(error),
+                permanent=permanent,
+                last_at=now,
+            )
         )
         found = self.get(task, session_id)
         assert found is not None

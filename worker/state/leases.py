@@ -55,25 +55,40 @@ _ACQUIRE = (
     update(_T)
     .where(
         _T.c.key == bindparam("p_key"),
-        or_(_T.c.owner.is_(None), _T.c.expires_at.is_(None),
-            _T.c.expires_at <= bindparam("p_now", type_=_TIME)),
+        or_(
+            _T.c.owner.is_(None),
+            _T.c.expires_at.is_(None),
+            _T.c.expires_at <= bindparam("p_now", type_=_TIME),
+        ),
     )
-    .values(owner=bindparam("p_owner"), token=_T.c.token + 1,
-            acquired_at=bindparam("p_now", type_=_TIME),
-            expires_at=bindparam("p_expires", type_=_TIME))
+    .values(
+        owner=bindparam("p_owner"),
+        token=_T.c.token + 1,
+        acquired_at=bindparam("p_now", type_=_TIME),
+        expires_at=bindparam("p_expires", type_=_TIME),
+    )
     .returning(_T.c.token)
 )
 _TAKEOVER = (
     update(_T)
-    .where(_T.c.key == bindparam("p_key"), _T.c.token == bindparam("p_old_token"),
-           _T.c.owner == bindparam("p_old_owner"))
-    .values(owner=bindparam("p_owner"), token=_T.c.token + 1,
-            acquired_at=bindparam("p_now", type_=_TIME),
-            expires_at=bindparam("p_expires", type_=_TIME))
+    .where(
+        _T.c.key == bindparam("p_key"),
+        _T.c.token == bindparam("p_old_token"),
+        _T.c.owner == bindparam("p_old_owner"),
+    )
+    .values(
+        owner=bindparam("p_owner"),
+        token=_T.c.token + 1,
+        acquired_at=bindparam("p_now", type_=_TIME),
+        expires_at=bindparam("p_expires", type_=_TIME),
+    )
     .returning(_T.c.token)
 )
-_MINE = and_(_T.c.key == bindparam("p_key"), _T.c.token == bindparam("p_token"),
-             _T.c.owner == bindparam("p_owner"))
+_MINE = and_(
+    _T.c.key == bindparam("p_key"),
+    _T.c.token == bindparam("p_token"),
+    _T.c.owner == bindparam("p_owner"),
+)
 _RENEW = (
     update(_T)
     .where(_MINE, _T.c.expires_at > bindparam("p_now", type_=_TIME))
@@ -104,8 +119,9 @@ _IS_HELD = select(LEASE_IS_HELD)
 class LeaseRepo:
     """Acquire, renew and release leases inside the caller's transaction."""
 
-    def __init__(self, conn: Connection, clock: Clock = utcnow,
-                 owner_gone: OwnerGone = owner_is_gone) -> None:
+    def __init__(
+        self, conn: Connection, clock: Clock = utcnow, owner_gone: OwnerGone = owner_is_gone
+    ) -> None:
         self._conn = conn
         self._clock = clock
         self._owner_gone = owner_gone
@@ -121,25 +137,34 @@ class LeaseRepo:
         now = self._clock()
         expires = now + dt.timedelta(seconds=ttl_s)
         taken = prepared.first(
-            self._conn, _ACQUIRE,
-            {"p_key": key, "p_owner": owner, "p_now": now, "p_expires": expires})
+            self._conn,
+            _ACQUIRE,
+            {"p_key": key, "p_owner": owner, "p_now": now, "p_expires": expires},
+        )
         if taken is not None:
             return Lease(key, owner, int(taken[0]), expires)
-        values = {"key": key, "owner": owner, "token": 1, "acquired_at": now,
-                  "expires_at": expires}
+        values = {"key": key, "owner": owner, "token": 1, "acquired_at": now, "expires_at": expires}
         if insert_ignore(self._conn, LeaseRow.__table__, values):  # type: ignore[arg-type]
             return Lease(key, owner, 1, expires)
         held = self.holder(key)
         if held is None or held.owner == owner or not self._owner_gone(held.owner):
             return None
-        taken = self._conn.execute(_TAKEOVER, {
-            "p_key": key, "p_old_token": held.token, "p_old_owner": held.owner,
-            "p_owner": owner, "p_now": now, "p_expires": expires,
-        }).scalar_one_or_none()
+        taken = self._conn.execute(
+            _TAKEOVER,
+            {
+                "p_key": key,
+                "p_old_token": held.token,
+                "p_old_owner": held.owner,
+                "p_owner": owner,
+                "p_now": now,
+                "p_expires": expires,
+            },
+        ).scalar_one_or_none()
         if taken is None:
             return None  # someone else took it over first
-        log.info("lease %s: its owner %s is gone; taken over (token %d)", key, held.owner,
-                 int(taken))
+        log.info(
+            "lease %s: its owner %s is gone; taken over (token %d)", key, held.owner, int(taken)
+        )
         return Lease(key, owner, int(taken), expires)
 
     def renew(self, lease: Lease, ttl_s: float) -> Lease | None:
@@ -147,7 +172,8 @@ class LeaseRepo:
         now = self._clock()
         expires = now + dt.timedelta(seconds=ttl_s)
         result = prepared.first(
-            self._conn, _RENEW, {**self._ident(lease), "p_now": now, "p_expires": expires})
+            self._conn, _RENEW, {**self._ident(lease), "p_now": now, "p_expires": expires}
+        )
         return Lease(lease.key, lease.owner, lease.token, expires) if result is not None else None
 
     def release(self, lease: Lease) -> bool:

@@ -27,8 +27,9 @@ _CHECK_S = 0.5
 class LockWaits:
     """The pending ``BEGIN IMMEDIATE`` of one database file, watched by one thread."""
 
-    def __init__(self, where: str, *, first_notice_s: float = FIRST_NOTICE_S,
-                 every_s: float = EVERY_S) -> None:
+    def __init__(
+        self, where: str, *, first_notice_s: float = FIRST_NOTICE_S, every_s: float = EVERY_S
+    ) -> None:
         self.where = where
         self.first_notice_s = first_notice_s
         self.every_s = every_s
@@ -52,15 +53,19 @@ class LockWaits:
         finally:
             self._waits.pop(key, None)
             if entry[2]:
-                log.warning("got the state database lock (%s) after %d s", self.where,
-                            time.monotonic() - entry[0])
+                log.warning(
+                    "got the state database lock (%s) after %d s",
+                    self.where,
+                    time.monotonic() - entry[0],
+                )
 
     def _start(self) -> None:
         with self._lock:
             self._idle = False
             if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._watch, name="state-lock-wait",
-                                                daemon=True)
+                self._thread = threading.Thread(
+                    target=self._watch, name="state-lock-wait", daemon=True
+                )
                 self._thread.start()
             else:
                 self._wake.set()
@@ -74,8 +79,11 @@ class LockWaits:
                 if waited >= entry[1]:
                     entry[1] = waited + self.every_s
                     entry[2] = 1.0
-                    log.warning("waiting for the state database lock (%s), %d s: another "
-                                "process holds it", self.where, waited)
+                    log.warning(
+                        "waiting for the state database lock (%s), %d s: another process holds it",
+                        self.where,
+                        waited,
+                    )
             if not self._waits:
                 with self._lock:
                     self._idle = True

@@ -69,13 +69,18 @@ def find_migrations_dir(explicit: Path | None = None) -> Path:
     candidate = explicit if explicit is not None else PACKAGED_MIGRATIONS
     if not (candidate / "env.py").is_file():
         if explicit is not None:
-            raise MigrationsNotFound(f"migrations_dir {explicit} has no env.py; unset "
-                                     "MEMORY_WORKER_MIGRATIONS_DIR to use the packaged revisions")
-        raise MigrationsNotFound(f"the packaged migrations ({candidate}) are missing: "
-                                 "reinstall dsh-memory-worker")
+            raise MigrationsNotFound(
+                f"migrations_dir {explicit} has no env.py; unset "
+                "MEMORY_WORKER_MIGRATIONS_DIR to use the packaged revisions"
+            )
+        raise MigrationsNotFound(
+            f"the packaged migrations ({candidate}) are missing: reinstall dsh-memory-worker"
+        )
     if not any((candidate / "versions").glob("*.py")):
-        raise MigrationsNotFound(f"{candidate / 'versions'} holds no Alembic revision; "
-                                 "reinstall dsh-memory-worker or fix migrations_dir")
+        raise MigrationsNotFound(
+            f"{candidate / 'versions'} holds no Alembic revision; "
+            "reinstall dsh-memory-worker or fix migrations_dir"
+        )
     return candidate
 
 
@@ -104,8 +109,12 @@ def _directory_lock(directory: Path) -> Iterator[None]:
 def _sqlite_file_lock(url: str) -> AbstractContextManager[None]:
     parsed = normalize_url(url)
     database = parsed.database or ""
-    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:" \
-            or database.startswith("file:"):
+    if (
+        parsed.get_backend_name() != "sqlite"
+        or not database
+        or database == ":memory:"
+        or database.startswith("file:")
+    ):
         return nullcontext()
     directory = Path(database).expanduser().parent
     directory.mkdir(parents=True, exist_ok=True)
@@ -160,8 +169,13 @@ def _from_template(url: str, migrations_dir: Path) -> bool:
         return False
     parsed = normalize_url(url)
     database = parsed.database or ""
-    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:" \
-            or database.startswith("file:") or parsed.query:
+    if (
+        parsed.get_backend_name() != "sqlite"
+        or not database
+        or database == ":memory:"
+        or database.startswith("file:")
+        or parsed.query
+    ):
         return False
     head = script_head(migrations_dir)
     if head is None:
@@ -176,8 +190,7 @@ def _from_template(url: str, migrations_dir: Path) -> bool:
 
 
 _REVISION = re.compile(r"^revision(?:\s*:\s*str)?\s*=\s*[\"']([^\"']+)[\"']\s*$", re.M)
-_DOWN = re.compile(
-    r"^down_revision(?:\s*:[^=]*)?\s*=\s*(?:None|[\"']([^\"']+)[\"'])\s*$", re.M)
+_DOWN = re.compile(r"^down_revision(?:\s*:[^=]*)?\s*=\s*(?:None|[\"']([^\"']+)[\"'])\s*$", re.M)
 
 
 def script_head(migrations_dir: Path) -> str | None:
@@ -207,8 +220,11 @@ def _at_head(url: str, migrations_dir: Path) -> bool:
     parsed = normalize_url(url)
     database = parsed.database or ""
     if parsed.get_backend_name() == "sqlite" and (
-            not database or database == ":memory:" or database.startswith("file:")
-            or not Path(database).expanduser().is_file()):
+        not database
+        or database == ":memory:"
+        or database.startswith("file:")
+        or not Path(database).expanduser().is_file()
+    ):
         return False  # a new file is created under the migration lock, not here
     engine = make_engine(url)
     try:

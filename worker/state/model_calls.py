@@ -47,28 +47,60 @@ class ModelCallRepo:
         self._conn = conn
         self._clock = clock
 
-    def start(self, *, purpose: str, route_index: int, base_url: str, model: str,
-              effort: str = "", session_id: str | None = None) -> int:
+    def start(
+        self,
+        *,
+        purpose: str,
+        route_index: int,
+        base_url: str,
+        model: str,
+        effort: str = "",
+        session_id: str | None = None,
+    ) -> int:
         """Record a call about to be made (outcome ``pending``); returns its id."""
-        return int(self._conn.execute(
-            insert(ModelCallRow).values(
-                at=self._clock(), purpose=purpose, route_index=route_index, base_url=base_url,
-                model=model, effort=effort, outcome="pending", session_id=session_id,
-            ).returning(ModelCallRow.id)
-        ).scalar_one())
+        return int(
+            self._conn.execute(
+                insert(ModelCallRow)
+                .values(
+                    at=self._clock(),
+                    purpose=purpose,
+                    route_index=route_index,
+                    base_url=base_url,
+                    model=model,
+                    effort=effort,
+                    outcome="pending",
+                    session_id=session_id,
+                )
+                .returning(ModelCallRow.id)
+            ).scalar_one()
+        )
 
-    def settle(self, call_id: int, outcome: CallOutcome, *, ms: int | None = None,
-               input_tokens: int | None = None, output_tokens: int | None = None,
-               reasoning_tokens: int | None = None, detail: str | None = None) -> bool:
+    def settle(
+        self,
+        call_id: int,
+        outcome: CallOutcome,
+        *,
+        ms: int | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        reasoning_tokens: int | None = None,
+        detail: str | None = None,
+    ) -> bool:
         """Record how the call ended; False when no such call exists."""
         if outcome not in CALL_OUTCOMES:
             raise ValueError(f"unknown model call outcome {outcome!r}")
         result = self._conn.execute(
-            update(ModelCallRow).where(ModelCallRow.id == call_id).values(
-                outcome=outcome, ms=ms, input_tokens=input_tokens, output_tokens=output_tokens,
+            update(ModelCallRow)
+            .where(ModelCallRow.id == call_id)
+            .values(
+                outcome=outcome,
+                ms=ms,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
                 reasoning_tokens=reasoning_tokens,
                 detail=one_line(detail, DETAIL_MAX) if detail else None,
-            ).returning(ModelCallRow.id)
+            )
+            .returning(ModelCallRow.id)
         )
         return result.first() is not None
 
@@ -80,7 +112,8 @@ class ModelCallRepo:
     def forget_session(self, session_id: str) -> int:
         """Delete every call made for ``session_id`` (``forget``); returns how many."""
         result = self._conn.execute(
-            delete(ModelCallRow).where(ModelCallRow.session_id == session_id)
+            delete(ModelCallRow)
+            .where(ModelCallRow.session_id == session_id)
             .returning(ModelCallRow.id)
         )
         return len(result.all())
@@ -95,7 +128,5 @@ class ModelCallRepo:
             if oldest_kept is None:
                 return 0
             query = query.where(ModelCallRow.id < oldest_kept)
-        result = self._conn.execute(
-            query.returning(ModelCallRow.id)
-        )
+        result = self._conn.execute(query.returning(ModelCallRow.id))
         return len(result.all())

@@ -47,23 +47,28 @@ class _Compiled:
         processors: Mapping[str, Any] = compiled._bind_processors
         self.binds: tuple[_Processor, ...] = tuple(processors.get(n) for n in self.names)
         results: list[_Processor] = [
-            column[3]._cached_result_processor(dialect, None)
-            for column in compiled._result_columns
+            column[3]._cached_result_processor(dialect, None) for column in compiled._result_columns
         ]
         self.results = tuple(results) if any(p is not None for p in results) else None
 
     def args(self, params: Mapping[str, Any]) -> list[Any]:
         values = self.compiled.construct_params(params)
-        return [value if processor is None else processor(value)
-                for value, processor in zip((values[n] for n in self.names), self.binds,
-                                            strict=True)]
+        return [
+            value if processor is None else processor(value)
+            for value, processor in zip((values[n] for n in self.names), self.binds, strict=True)
+        ]
 
     def rows(self, raw: list[Row]) -> list[Row]:
         results = self.results
         if results is None:
             return raw
-        return [tuple(value if processor is None else processor(value)
-                      for value, processor in zip(row, results, strict=True)) for row in raw]
+        return [
+            tuple(
+                value if processor is None else processor(value)
+                for value, processor in zip(row, results, strict=True)
+            )
+            for row in raw
+        ]
 
 
 # Keyed by the statement object (kept alive in the value, so its id is never reused).
@@ -88,9 +93,11 @@ def _for(statement: Executable, dialect: Dialect) -> _Compiled | None:
 def fetch(conn: Connection, statement: Executable, params: Mapping[str, Any]) -> list[Row]:
     """Run ``statement`` (built once: a module constant or a cached shape) with ``params`` and
     return every row it returns, values converted as ``Connection.execute`` converts them."""
-    compiled = (_for(statement, conn.dialect)
-                if conn.dialect.name == "sqlite" and conn.in_transaction() and not observed(conn)
-                else None)
+    compiled = (
+        _for(statement, conn.dialect)
+        if conn.dialect.name == "sqlite" and conn.in_transaction() and not observed(conn)
+        else None
+    )
     if compiled is None:
         return [tuple(row) for row in conn.execute(statement, params)]
     args = compiled.args(params)
@@ -126,5 +133,6 @@ def driver_execute(conn: Connection, sql: str, args: list[Any] | tuple[Any, ...]
             cursor.close()
     except dialect.loaded_dbapi.Error as exc:
         raise sa_exc.DBAPIError.instance(
-            sql, args, exc, dialect.loaded_dbapi.Error, dialect=dialect) from exc
+            sql, args, exc, dialect.loaded_dbapi.Error, dialect=dialect
+        ) from exc
     return rows

@@ -84,8 +84,7 @@ def _advance_statement(
         values["pending_tokens"] = bindparam("v_pending_tokens")
     values["version"] = ProgressRow.version + 1
     values["updated_at"] = bindparam("p_updated", type_=_TIME)
-    return (update(ProgressRow).where(*conditions).values(**values)
-            .returning(ProgressRow.version))
+    return update(ProgressRow).where(*conditions).values(**values).returning(ProgressRow.version)
 
 
 class ProgressRepo:
@@ -96,8 +95,9 @@ class ProgressRepo:
         self._clock = clock
 
     # Read by every job: built once, with bound parameters.
-    _FIND = select(*COLUMNS).where(ProgressRow.shelf == bindparam("p_shelf"),
-                                    ProgressRow.session_id == bindparam("p_sid"))
+    _FIND = select(*COLUMNS).where(
+        ProgressRow.shelf == bindparam("p_shelf"), ProgressRow.session_id == bindparam("p_sid")
+    )
 
     def find(self, shelf: str, session_id: str) -> Progress | None:
         row = prepared.first(self._conn, self._FIND, {"p_shelf": shelf, "p_sid": session_id})
@@ -153,8 +153,11 @@ class ProgressRepo:
             raise ValueError("pending_tokens is never negative")
         now = self._clock()
         params: dict[str, object] = {
-            "p_shelf": shelf, "p_sid": session_id, "p_version": expected_version,
-            "p_updated": now, **{f"v_{k}": v for k, v in given.items()},
+            "p_shelf": shelf,
+            "p_sid": session_id,
+            "p_version": expected_version,
+            "p_updated": now,
+            **{f"v_{k}": v for k, v in given.items()},
             **held_params(lease_key or session_lease_key(session_id), lease_token, now),
         }
         if pending_tokens is not None:
@@ -179,9 +182,14 @@ class ProgressRepo:
             update(ProgressRow)
             .where(ProgressRow.shelf == shelf, ProgressRow.session_id == session_id)
             .values(
-                last_logged_seq=0, last_consolidated_seq=0, last_belong_to_index=0,
-                has_session_node=False, pending_tokens=0, last_check_turn=0,
-                version=ProgressRow.version + 1, updated_at=self._clock(),
+                last_logged_seq=0,
+                last_consolidated_seq=0,
+                last_belong_to_index=0,
+                has_session_node=False,
+                pending_tokens=0,
+                last_check_turn=0,
+                version=ProgressRow.version + 1,
+                updated_at=self._clock(),
             )
         )
         reset = self.find(shelf, session_id)

@@ -44,23 +44,42 @@ class ProvenanceRepo:
         self._conn = conn
         self._clock = clock
 
-    def record(self, shelf: str, names: Iterable[str], kind: str, writer: Writer,
-               session_id: str | None = None) -> None:
+    def record(
+        self,
+        shelf: str,
+        names: Iterable[str],
+        kind: str,
+        writer: Writer,
+        session_id: str | None = None,
+    ) -> None:
         """``writer`` wrote ``names`` (of ``kind``) now; replaces earlier rows of those names."""
         if kind not in KINDS:
             raise ValueError(f"unknown provenance kind {kind!r}")
         unique = sorted(set(names))
         if not unique:
             return
-        self._conn.execute(delete(ProvenanceRow).where(
-            ProvenanceRow.shelf == shelf, ProvenanceRow.name.in_(unique)))
+        self._conn.execute(
+            delete(ProvenanceRow).where(
+                ProvenanceRow.shelf == shelf, ProvenanceRow.name.in_(unique)
+            )
+        )
         now = self._clock()
-        self._conn.execute(insert(ProvenanceRow), [
-            {"shelf": shelf, "name": name, "kind": kind, "session_id": session_id,
-             "route": writer.route, "model": writer.model,
-             "prompt_version": writer.prompt_version, "written_at": now}
-            for name in unique
-        ])
+        self._conn.execute(
+            insert(ProvenanceRow),
+            [
+                {
+                    "shelf": shelf,
+                    "name": name,
+                    "kind": kind,
+                    "session_id": session_id,
+                    "route": writer.route,
+                    "model": writer.model,
+                    "prompt_version": writer.prompt_version,
+                    "written_at": now,
+                }
+                for name in unique
+            ],
+        )
 
     def get_many(self, shelf: str, names: Iterable[str]) -> dict[str, Provenance]:
         """The rows of ``names`` that exist, by name."""
@@ -68,7 +87,8 @@ class ProvenanceRepo:
         found: dict[str, Provenance] = {}
         for start in range(0, len(wanted), 500):
             query = select(ProvenanceRow).where(
-                ProvenanceRow.shelf == shelf, ProvenanceRow.name.in_(wanted[start:start + 500]))
+                ProvenanceRow.shelf == shelf, ProvenanceRow.name.in_(wanted[start : start + 500])
+            )
             for row in self._conn.execute(query):
                 found[row.name] = _of(row)
         return found
@@ -81,5 +101,11 @@ class ProvenanceRepo:
 
 
 def _of(row: Any) -> Provenance:
-    return Provenance(row.shelf, row.name, row.kind, row.session_id,
-                      Writer(row.route, row.model, row.prompt_version), row.written_at)
+    return Provenance(
+        row.shelf,
+        row.name,
+        row.kind,
+        row.session_id,
+        Writer(row.route, row.model, row.prompt_version),
+        row.written_at,
+    )

@@ -124,8 +124,14 @@ class SessionRepo:
             insert_ignore(
                 self._conn,
                 SessionRow.__table__,  # type: ignore[arg-type]
-                {"session_id": session_id, "path": path, "header": {}, "checkpoints": [],
-                 "created_at": now, "updated_at": now},
+                {
+                    "session_id": session_id,
+                    "path": path,
+                    "header": {},
+                    "checkpoints": [],
+                    "created_at": now,
+                    "updated_at": now,
+                },
             )
             current = self.get(session_id)
             assert current is not None
@@ -150,8 +156,9 @@ class SessionRepo:
             values["inherited_cut"] = inherited_cut
         if last_turn_end_seq is not None:
             values["last_turn_end_seq"] = last_turn_end_seq
-        if title is not None and (current.last_title_seq is None
-                                  or title[0] >= current.last_title_seq):
+        if title is not None and (
+            current.last_title_seq is None or title[0] >= current.last_title_seq
+        ):
             values["last_title_seq"] = title[0]
             if title[1] is not None:
                 values["title_text"] = storable_text(title[1])
@@ -183,8 +190,14 @@ class SessionRepo:
             insert_ignore(
                 self._conn,
                 SessionRow.__table__,  # type: ignore[arg-type]
-                {"session_id": session_id, "path": "", "header": {}, "checkpoints": [],
-                 "created_at": now, "updated_at": now},
+                {
+                    "session_id": session_id,
+                    "path": "",
+                    "header": {},
+                    "checkpoints": [],
+                    "created_at": now,
+                    "updated_at": now,
+                },
             )
         return self._update(session_id, {"forgotten": forgotten})
 
@@ -194,9 +207,13 @@ class SessionRepo:
         session exists. Call :meth:`worker.state.database.StateDB.after_purge` once the
         transaction has committed, so the old text leaves the database files too."""
         seq, text = replacement if replacement is not None else (None, None)
-        return self._update(session_id, {
-            "title_text": storable_text(text) if text is not None else None,
-            "last_title_seq": seq})
+        return self._update(
+            session_id,
+            {
+                "title_text": storable_text(text) if text is not None else None,
+                "last_title_seq": seq,
+            },
+        )
 
     def is_forgotten(self, session_id: str) -> bool:
         found = self._conn.execute(

@@ -32,13 +32,19 @@ def dump_schema(database: Path) -> str:
     """The template text of the SQLite database at ``database`` (migrated by Alembic)."""
     conn = sqlite3.connect(database)
     try:
-        (revision,), = conn.execute("SELECT version_num FROM alembic_version").fetchall()
-        statements = [sql for (sql,) in conn.execute(
-            "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY rowid")]
+        ((revision,),) = conn.execute("SELECT version_num FROM alembic_version").fetchall()
+        statements = [
+            sql
+            for (sql,) in conn.execute(
+                "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY rowid"
+            )
+        ]
     finally:
         conn.close()
-    lines = [f"{_HEADER}{revision}",
-             "-- written by `python -m worker.state.write_template`; do not edit"]
+    lines = [
+        f"{_HEADER}{revision}",
+        "-- written by `python -m worker.state.write_template`; do not edit",
+    ]
     lines += [f"{sql};" for sql in statements]
     lines.append(f"INSERT INTO alembic_version (version_num) VALUES ('{revision}');")
     return "\n".join(lines) + "\n"
@@ -47,7 +53,7 @@ def dump_schema(database: Path) -> str:
 def template_revision(text: str) -> str | None:
     """The revision a template text is at (its first line), or None."""
     first = text.split("\n", 1)[0]
-    return first[len(_HEADER):].strip() or None if first.startswith(_HEADER) else None
+    return first[len(_HEADER) :].strip() or None if first.startswith(_HEADER) else None
 
 
 def create_from_template(database: Path, head: str) -> bool:

@@ -62,8 +62,11 @@ def settled_condition(*, consolidating: bool) -> ColumnElement[bool]:
     condition = and_(
         SessionRow.durable_end_seq <= _greatest(logged, cut),
         SessionRow.closed_at.is_not(None),
-        or_(func.coalesce(ProgressRow.has_session_node, false()),
-            SessionRow.last_title_seq.is_(None), SessionRow.last_title_seq < cut),
+        or_(
+            func.coalesce(ProgressRow.has_session_node, false()),
+            SessionRow.last_title_seq.is_(None),
+            SessionRow.last_title_seq < cut,
+        ),
     )
     if consolidating:
         start = _greatest(func.coalesce(ProgressRow.last_consolidated_seq, 0), cut)
@@ -72,7 +75,10 @@ def settled_condition(*, consolidating: bool) -> ColumnElement[bool]:
 
 
 def unsettled_sessions(
-    conn: Connection, shelf: str, *, consolidating: bool,
+    conn: Connection,
+    shelf: str,
+    *,
+    consolidating: bool,
 ) -> list[tuple[SessionState, Progress | None]]:
     """Every session (not forgotten) that is not settled on ``shelf``, with its progress row
     (None when it has none), in no particular order."""
@@ -81,7 +87,9 @@ def unsettled_sessions(
 
 
 def sessions_by_id(
-    conn: Connection, shelf: str, session_ids: Collection[str],
+    conn: Connection,
+    shelf: str,
+    session_ids: Collection[str],
 ) -> list[tuple[SessionState, Progress | None]]:
     """The sessions (not forgotten) among ``session_ids``, with their progress rows on
     ``shelf``, in no particular order."""
@@ -94,8 +102,10 @@ def sessions_by_id(
 def open_sessions(conn: Connection) -> list[SessionState]:
     """The sessions (not forgotten) that grew and are not idle-closed yet."""
     query = select(*sessions.COLUMNS).where(
-        SessionRow.forgotten.is_(False), SessionRow.closed_at.is_(None),
-        SessionRow.last_activity_at.is_not(None))
+        SessionRow.forgotten.is_(False),
+        SessionRow.closed_at.is_(None),
+        SessionRow.last_activity_at.is_not(None),
+    )
     return [session_state(row) for row in conn.execute(query)]
 
 
@@ -106,8 +116,11 @@ def _with_progress(shelf: str) -> Select[Any]:
         ProgressRow.__table__,
         and_(ProgressRow.shelf == shelf, ProgressRow.session_id == SessionRow.session_id),
     )
-    return (select(*sessions.COLUMNS, *progress.COLUMNS).select_from(joined)
-            .where(SessionRow.forgotten.is_(False)))
+    return (
+        select(*sessions.COLUMNS, *progress.COLUMNS)
+        .select_from(joined)
+        .where(SessionRow.forgotten.is_(False))
+    )
 
 
 def _pair(row: Sequence[Any]) -> tuple[SessionState, Progress | None]:

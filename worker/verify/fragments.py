@@ -40,12 +40,16 @@ STEM_MIN_CHARS = 6
 MAX_TERMS = 6
 
 _WORD = re.compile(r"[^\W_]+")
-_PLACEHOLDER = re.compile("|".join((
-    r"\[REDACTED:[^\]\n]*\]",
-    re.escape(C.TRUNCATION_MARKER.strip()).replace(re.escape("{omitted}"), r"\d+"),
-    re.escape(C.INTERRUPTED_SUFFIX),
-    re.escape(C.TOOL_CALLS_ONLY),
-)))
+_PLACEHOLDER = re.compile(
+    "|".join(
+        (
+            r"\[REDACTED:[^\]\n]*\]",
+            re.escape(C.TRUNCATION_MARKER.strip()).replace(re.escape("{omitted}"), r"\d+"),
+            re.escape(C.INTERRUPTED_SUFFIX),
+            re.escape(C.TOOL_CALLS_ONLY),
+        )
+    )
+)
 #: non-ASCII characters that separate words, in UTF-8: Latin-1 punctuation and symbols
 #: (U+0080–U+00BF, × ÷), general punctuation (U+2000–U+206F: dashes, quotes, …), symbols,
 #: arrows, box drawing and dingbats (U+2100–U+2BFF: ✅ ❌), CJK punctuation (U+3000–U+303F),
@@ -54,11 +58,15 @@ _PLACEHOLDER = re.compile("|".join((
 _NON_ASCII_SEPARATORS = (
     rb"\xc2[\x80-\xbf]|\xc3[\x97\xb7]|\xe2\x80[\x80-\xbf]|\xe2\x81[\x80-\xaf]"
     rb"|\xe2[\x84-\xaf][\x80-\xbf]|\xe3\x80[\x80-\xbf]|\xef\xbc[\x81-\x8f\x9a-\xa0\xbb-\xbf]"
-    rb"|\xef\xbd[\x80\x9b-\xa5]|\xf0\x9f[\x80-\xab][\x80-\xbf]")
+    rb"|\xef\xbd[\x80\x9b-\xa5]|\xf0\x9f[\x80-\xab][\x80-\xbf]"
+)
 #: between two words of a phrase: a JSON escape, a non-word ASCII byte or a non-ASCII
 #: punctuation mark or symbol
-_SEPARATOR = (rb"(?:\\[nrtbf\\/\"]|\\u[0-9a-fA-F]{4}|[^0-9A-Za-z\x80-\xff]|"
-              + _NON_ASCII_SEPARATORS + rb"){1,16}")
+_SEPARATOR = (
+    rb"(?:\\[nrtbf\\/\"]|\\u[0-9a-fA-F]{4}|[^0-9A-Za-z\x80-\xff]|"
+    + _NON_ASCII_SEPARATORS
+    + rb"){1,16}"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +144,9 @@ def porter_stems(terms: Iterable[str]) -> dict[str, str]:
 
 
 def _terms(text: str) -> list[tuple[str, ...]]:
-    candidates = {w for seg in _segments(text) for w in seg
-                  if len(w) >= TERM_MIN_CHARS and not w.isdigit()}
+    candidates = {
+        w for seg in _segments(text) for w in seg if len(w) >= TERM_MIN_CHARS and not w.isdigit()
+    }
     chosen = sorted(candidates, key=lambda w: (-len(w), w))[:MAX_TERMS]
     stems = porter_stems(chosen)
     terms: list[tuple[str, ...]] = []
@@ -152,8 +161,7 @@ def fragments_of(text: str, kept: Iterable[str] = ()) -> Fragments:
     kept messages (fragments found in them are dropped)."""
     kept_text = [normalised(k) for k in kept]
     kept_words = {w for k in kept_text for w in k.split()}
-    phrases = tuple(p for p in _phrases(text)
-                    if not any(f" {p} " in k for k in kept_text))
+    phrases = tuple(p for p in _phrases(text) if not any(f" {p} " in k for k in kept_text))
     terms = tuple(t for t in _terms(text) if not any(k.startswith(t[-1]) for k in kept_words))
     return Fragments(phrases, terms)
 

@@ -40,8 +40,10 @@ class Leak:
         what = f'"{self.fragment}"' if self.fragment else "the entry itself is still there"
         message = f", {self.message}" if self.message else ""
         because = f" — not explained: {self.unexplained}" if self.unexplained else ""
-        return (f"leak: {self.where} ({self.via}): session {self.session_id}{message} "
-                f"({seq}{self.why}): {what}{because}")
+        return (
+            f"leak: {self.where} ({self.via}): session {self.session_id}{message} "
+            f"({seq}{self.why}): {what}{because}"
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -107,8 +109,9 @@ class ByteMatcher:
         #: anchor word → its byte forms in a folded chunk (outside ASCII: as written, upper case
         #: and capitalised, since folding leaves those bytes alone)
         self._forms = {
-            word: sorted({form.encode().lower()
-                          for form in (word, word.upper(), word.capitalize())})
+            word: sorted(
+                {form.encode().lower() for form in (word, word.upper(), word.capitalize())}
+            )
             for word in needles
         }
 
@@ -126,8 +129,9 @@ class ByteMatcher:
             with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
                 return self._scan(data, size, progress)
 
-    def _scan(self, data: mmap.mmap, size: int,
-              progress: Progress | None) -> list[tuple[Gone, str]]:
+    def _scan(
+        self, data: mmap.mmap, size: int, progress: Progress | None
+    ) -> list[tuple[Gone, str]]:
         found: dict[tuple[str, str, str], tuple[Gone, str]] = {}
         start = 0
         while start < size:
@@ -144,14 +148,20 @@ class ByteMatcher:
         return list(found.values())
 
     @staticmethod
-    def _check(chunk: bytes, at: int, until: int, needles: list[_Needle],
-               found: dict[tuple[str, str, str], tuple[Gone, str]]) -> None:
+    def _check(
+        chunk: bytes,
+        at: int,
+        until: int,
+        needles: list[_Needle],
+        found: dict[tuple[str, str, str], tuple[Gone, str]],
+    ) -> None:
         for needle in needles:
             key = (needle.message.session_id, needle.message.name, needle.fragment)
             if key in found:
                 continue
             if needle.pattern is None or needle.pattern.search(
-                    chunk, max(0, at - _REACH), until + _REACH):
+                chunk, max(0, at - _REACH), until + _REACH
+            ):
                 found[key] = (needle.message, needle.fragment)
 
 

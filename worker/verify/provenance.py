@@ -63,13 +63,13 @@ def _span(name: str) -> tuple[str, int, int] | None:
     sid_part, _, start = head.rpartition("-")
     if not (to.isdigit() and start.isdigit()) or len(sid_part) <= len("sum-"):
         return None
-    return sid_part[len("sum-"):], int(start), int(to)
+    return sid_part[len("sum-") :], int(start), int(to)
 
 
 def _message(name: str, sessions: Iterable[str]) -> tuple[str, int] | None:
     """``msg-<sid>-<N>`` → (sid, N), for a session id in ``sessions``."""
     head, _, ordinal = name.rpartition("-")
-    sid = head[len("msg-"):]
+    sid = head[len("msg-") :]
     if name.startswith("msg-") and ordinal.isdigit() and sid in sessions:
         return sid, int(ordinal)
     return None
@@ -117,8 +117,8 @@ class Provenance:
             if text is None:
                 return [], f"{name} renders no kept message (withdrawn, or not a message)"
             return [text], f"its kept message ({name}) does not contain it"
-        if name.startswith("session-") and name[len("session-"):] in sessions:
-            node = sessions[name[len("session-"):]].node
+        if name.startswith("session-") and name[len("session-") :] in sessions:
+            node = sessions[name[len("session-") :]].node
             if node is None:
                 return [], "its session shows no clean title or summary"
             return [node[1]], f"the title or summary it shows (seq {node[0]}) does not contain it"
@@ -128,17 +128,20 @@ class Provenance:
             if sid not in sessions:
                 return [], f"{name} is of no readable, kept session"
             texts = [t for seq, t in sessions[sid].by_seq if start <= seq <= to]
-            return texts, (f"none of the kept messages of seqs {start}-{to} of session {sid} "
-                           f"({len(texts)} texts) contains it")
+            return texts, (
+                f"none of the kept messages of seqs {start}-{to} of session {sid} "
+                f"({len(texts)} texts) contains it"
+            )
         if name.startswith(("sum", "wu-")):
             spans = sorted(self._reach(name))
             if not spans:
                 return [], "it derives from no span summary (no summary or derivedFrom edge)"
             texts = [t for s in spans for t in self._sources(s)[0]]
-            shown = ", ".join(spans[:3]) + (f" and {len(spans) - 3} more" if len(spans) > 3
-                                            else "")
-            return texts, f"none of the kept messages of the spans it derives from ({shown}) " \
-                          "contains it"
+            shown = ", ".join(spans[:3]) + (f" and {len(spans) - 3} more" if len(spans) > 3 else "")
+            return (
+                texts,
+                f"none of the kept messages of the spans it derives from ({shown}) contains it",
+            )
         return [], "no legitimate source: not an entry the worker derives from a kept message"
 
     def _reach(self, name: str) -> set[str]:

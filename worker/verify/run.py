@@ -75,9 +75,11 @@ class Report:
         return self.entries + self.statements + len(self.places)
 
     def summary(self) -> str:
-        return (f"{len(self.leaks)} leaks in {self.sources.withdrawn_count} withdrawn messages and "
-                f"{len(self.sources.forgotten)} forgotten sessions "
-                f"({self.place_count} places searched)")
+        return (
+            f"{len(self.leaks)} leaks in {self.sources.withdrawn_count} withdrawn messages and "
+            f"{len(self.sources.forgotten)} forgotten sessions "
+            f"({self.place_count} places searched)"
+        )
 
     def as_dict(self) -> dict[str, Any]:
         s = self.sources
@@ -90,9 +92,17 @@ class Report:
             "statements_searched": self.statements,
             "places": self.places,
             "leaks": [leak.as_dict() for leak in self.leaks],
-            "messages": [{"session_id": m.session_id, "name": m.name, "seq": m.seq,
-                          "why": m.why, "phrases": list(m.fragments.phrases),
-                          "terms": m.fragments.byte_terms()} for m in s.messages],
+            "messages": [
+                {
+                    "session_id": m.session_id,
+                    "name": m.name,
+                    "seq": m.seq,
+                    "why": m.why,
+                    "phrases": list(m.fragments.phrases),
+                    "terms": m.fragments.byte_terms(),
+                }
+                for m in s.messages
+            ],
             "names_only": [m.name for m in s.too_short],
             "forgotten_without_log": s.forgotten_without_log,
             "unreadable_logs": s.unreadable,
@@ -124,16 +134,20 @@ def shelf_directory(settings: Settings, shelf: str) -> Path | None:
 def bytes_note(settings: Settings, shelf: str) -> str:
     """Why the shelf's raw bytes were not searched, and what was searched instead."""
     if not is_lite(settings):
-        return (f"the store binary {settings.store_binary!r} is not {LITE_BINARY}: its files "
-                "are not searched (only what its protocol returns)")
+        return (
+            f"the store binary {settings.store_binary!r} is not {LITE_BINARY}: its files "
+            "are not searched (only what its protocol returns)"
+        )
     url = shelf_url(settings, shelf) or ""
-    return (f"shelf {shelf!r} is a PostgreSQL shelf ({redact_url(url)}): it has no files here, "
-            "so its tables (knowledge, statement, docs) were searched through queries — every "
-            "row and the full-text index. Dead row versions (MVCC) are not visible to a query, "
-            "and PostgreSQL's WAL (pg_wal), archives and backups may hold deleted text until they "
-            "are recycled; hypatia-lite rewrites the three tables with VACUUM FULL after every "
-            "delete or update (owed and retried when blocked), the WAL is the database's "
-            "retention")
+    return (
+        f"shelf {shelf!r} is a PostgreSQL shelf ({redact_url(url)}): it has no files here, "
+        "so its tables (knowledge, statement, docs) were searched through queries — every "
+        "row and the full-text index. Dead row versions (MVCC) are not visible to a query, "
+        "and PostgreSQL's WAL (pg_wal), archives and backups may hold deleted text until they "
+        "are recycled; hypatia-lite rewrites the three tables with VACUUM FULL after every "
+        "delete or update (owed and retried when blocked), the WAL is the database's "
+        "retention"
+    )
 
 
 def shelf_schema_text(directory: Path) -> str:
@@ -191,16 +205,26 @@ def verify(runtime: Runtime, shelf: str, meter: Meter | None = None) -> Report:
         report.bytes_skipped = bytes_note(settings, shelf)
     else:
         schema = shelf_schema_text(directory)
-        gone = [_in_bytes(m, found.held, distinctive_terms(
-            store, m, found.leaked_keys.get((m.session_id, m.name), ())), schema)
-            for m in sources.messages]
+        gone = [
+            _in_bytes(
+                m,
+                found.held,
+                distinctive_terms(store, m, found.leaked_keys.get((m.session_id, m.name), ())),
+                schema,
+            )
+            for m in sources.messages
+        ]
         _scan_files(report, ByteMatcher(gone, terms=True), _files(directory), meter)
     state = scan_state(runtime.state, sources, _state_explainer(sources))
     report.leaks += state.leaks
     report.places += [f"state {column}" for column in state.columns]
     held = found.held | state.held
-    _scan_files(report, ByteMatcher([_in_bytes(m, held) for m in sources.messages], terms=False),
-                state_files(runtime.state.url), meter)
+    _scan_files(
+        report,
+        ByteMatcher([_in_bytes(m, held) for m in sources.messages], terms=False),
+        state_files(runtime.state.url),
+        meter,
+    )
     return report
 
 
@@ -217,16 +241,24 @@ def _state_explainer(sources: Sources) -> Explain:
     return explain
 
 
-def _in_bytes(message: Gone, held: set[str], terms: list[str] | None = None,
-              schema: str = "") -> Gone:
+def _in_bytes(
+    message: Gone, held: set[str], terms: list[str] | None = None, schema: str = ""
+) -> Gone:
     """``message`` as a byte scan looks for it: without the phrases some live entry or state row
     legitimately holds, and (``terms``) only those terms, none that ``schema`` holds."""
     phrases = tuple(p for p in message.fragments.phrases if p not in held)
-    kept = message.fragments.terms if terms is None else tuple(
-        group for group in message.fragments.terms
-        if group[0] in terms and not any(t in schema for t in group))
-    return dataclasses.replace(message, fragments=dataclasses.replace(
-        message.fragments, phrases=phrases, terms=kept))
+    kept = (
+        message.fragments.terms
+        if terms is None
+        else tuple(
+            group
+            for group in message.fragments.terms
+            if group[0] in terms and not any(t in schema for t in group)
+        )
+    )
+    return dataclasses.replace(
+        message, fragments=dataclasses.replace(message.fragments, phrases=phrases, terms=kept)
+    )
 
 
 def _size(path: Path) -> int:
@@ -245,5 +277,15 @@ def _scan_files(report: Report, matcher: ByteMatcher, paths: list[Path], meter: 
             continue
         report.places.append(f"file {path}")
         for message, fragment in hits:
-            report.leaks.append(Leak(f"file {path}", "bytes", message.session_id, message.name,
-                                     message.seq, message.why, fragment, NOT_HELD))
+            report.leaks.append(
+                Leak(
+                    f"file {path}",
+                    "bytes",
+                    message.session_id,
+                    message.name,
+                    message.seq,
+                    message.why,
+                    fragment,
+                    NOT_HELD,
+                )
+            )

@@ -88,7 +88,8 @@ def rendered_bodies(log_: SessionLog, options: SpanOptions) -> dict[int, str]:
     """seq → the ``## Content`` text of every loggable message of ``log_``, as ``log_span``
     would write it when no marker withdrew anything."""
     plan = plan_span(
-        log_.events, (),
+        log_.events,
+        (),
         span_from=log_.state.inherited_cut,
         session_id=log_.session_id,
         project=log_.project,
@@ -105,13 +106,21 @@ def _gone(log_: SessionLog, bodies: dict[int, str], seqs: Iterable[int], why: st
     found = []
     for seq in sorted(wanted):
         ordinal = log_.ordinals[seq]
-        found.append(Gone(log_.session_id, message_name(log_.session_id, ordinal), seq, why,
-                          fragments_of(bodies.get(seq, ""), kept)))
+        found.append(
+            Gone(
+                log_.session_id,
+                message_name(log_.session_id, ordinal),
+                seq,
+                why,
+                fragments_of(bodies.get(seq, ""), kept),
+            )
+        )
     return found
 
 
-def _kept_text(log_: SessionLog, options: SpanOptions, bodies: dict[int, str],
-               node: HostSummary | None) -> SessionText:
+def _kept_text(
+    log_: SessionLog, options: SpanOptions, bodies: dict[int, str], node: HostSummary | None
+) -> SessionText:
     """The session's kept text as its entries render it (:mod:`worker.verify.provenance`):
     each kept message's content by ordinal, plus by seq its transcript line (what a summary's
     model saw), and the node's text."""
@@ -121,36 +130,56 @@ def _kept_text(log_: SessionLog, options: SpanOptions, bodies: dict[int, str],
             kept.messages[log_.ordinals[seq]] = normalised(body)
             kept.by_seq.append((seq, kept.messages[log_.ordinals[seq]]))
     created = log_.state.header.get("created_at")
-    lines = transcript_lines(log_.events, withdrawn=log_.cited,
-                             inherited_cut=log_.state.inherited_cut, tz=options.tz,
-                             now_ms=created if isinstance(created, int) else 0)
+    lines = transcript_lines(
+        log_.events,
+        withdrawn=log_.cited,
+        inherited_cut=log_.state.inherited_cut,
+        tz=options.tz,
+        now_ms=created if isinstance(created, int) else 0,
+    )
     kept.by_seq += [(line.seq, normalised(line.text)) for line in lines]
     if node is not None and node.text:
         kept.node = (node.seq, normalised(node.text))
     return kept
 
 
-def _node_texts(log_: SessionLog, options: SpanOptions, kinds: list[str],
-                bodies: dict[int, str], forgotten: bool, sources: Sources) -> list[Gone]:
+def _node_texts(
+    log_: SessionLog,
+    options: SpanOptions,
+    kinds: list[str],
+    bodies: dict[int, str],
+    forgotten: bool,
+    sources: Sources,
+) -> list[Gone]:
     """Session-node texts that must be gone: every title and compaction summary of a forgotten
     session, and of any other session each one derived from a withdrawn message
     (:func:`memory.titles.survey_titles` decides, as the session node job does)."""
     created = log_.state.header.get("created_at")
     now_ms = created if isinstance(created, int) and created > 0 else 0
-    choice = survey_titles(log_.events, kinds, cut=log_.state.inherited_cut, tz=options.tz,
-                           now_ms=now_ms)
+    choice = survey_titles(
+        log_.events, kinds, cut=log_.state.inherited_cut, tz=options.tz, now_ms=now_ms
+    )
     if forgotten:
         summaries = [s.summary for s in choice.skipped] + (
-            [choice.chosen] if choice.chosen is not None else [])
+            [choice.chosen] if choice.chosen is not None else []
+        )
     else:
         summaries = [s.summary for s in choice.tainted()]
     kept = [] if forgotten else [t for seq, t in bodies.items() if seq not in log_.withdrawn]
     if not forgotten:
         sources.kept.add(_kept_text(log_, options, bodies, choice.chosen))
-    return [Gone(log_.session_id, session_name(log_.session_id), summary.seq,
-                 FORGOTTEN if forgotten else DERIVED, fragments_of(summary.text, kept),
-                 by_name=False)
-            for summary in sorted(summaries, key=lambda s: s.seq) if summary.text]
+    return [
+        Gone(
+            log_.session_id,
+            session_name(log_.session_id),
+            summary.seq,
+            FORGOTTEN if forgotten else DERIVED,
+            fragments_of(summary.text, kept),
+            by_name=False,
+        )
+        for summary in sorted(summaries, key=lambda s: s.seq)
+        if summary.text
+    ]
 
 
 def collect(

@@ -36,8 +36,9 @@ def state_files(url: str) -> list[Path]:
     if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
         return []
     main = Path(parsed.database)
-    return [Path(f"{main}{suffix}") for suffix in SQLITE_SUFFIXES
-            if Path(f"{main}{suffix}").is_file()]
+    return [
+        Path(f"{main}{suffix}") for suffix in SQLITE_SUFFIXES if Path(f"{main}{suffix}").is_file()
+    ]
 
 
 def scan_state(state: StateDB, sources: Sources, explain: Explain | None = None) -> StateScan:
@@ -63,12 +64,24 @@ def scan_state(state: StateDB, sources: Sources, explain: Explain | None = None)
                     ident = ", ".join(f"{k}={v}" for k, v in key.items())
                     place = f"{table.name}.{column.name}"
                     for message, phrase in matcher.find(text):
-                        why = (explain(place, key, phrase) if explain is not None
-                               else "no source of this column holds it")
+                        why = (
+                            explain(place, key, phrase)
+                            if explain is not None
+                            else "no source of this column holds it"
+                        )
                         if why is None:
                             scan.held.add(phrase)
                             continue
-                        scan.leaks.append(Leak(
-                            f"state {place} [{ident}]", "query", message.session_id,
-                            message.name, message.seq, message.why, phrase, why))
+                        scan.leaks.append(
+                            Leak(
+                                f"state {place} [{ident}]",
+                                "query",
+                                message.session_id,
+                                message.name,
+                                message.seq,
+                                message.why,
+                                phrase,
+                                why,
+                            )
+                        )
     return scan

@@ -51,8 +51,12 @@ class _Names:
         self.exact: dict[str, tuple[str, str, int | None, str]] = {}
         for message in sources.messages:
             if message.by_name:
-                self.exact[message.name] = (message.session_id, message.name, message.seq,
-                                            message.why)
+                self.exact[message.name] = (
+                    message.session_id,
+                    message.name,
+                    message.seq,
+                    message.why,
+                )
         self.forgotten = list(sources.forgotten)
         for sid in sources.forgotten:
             self.exact.setdefault(forgotten_names(sid)[2], (sid, "", None, FORGOTTEN))
@@ -72,7 +76,7 @@ def _of_session(name: str, session_id: str) -> bool:
     """Whether ``name`` is a message entry or a span summary of ``session_id`` (a longer
     session id that merely starts with it does not count)."""
     messages = forgotten_names(session_id)[0][:-1]
-    if name.startswith(messages) and name[len(messages):].isdigit():
+    if name.startswith(messages) and name[len(messages) :].isdigit():
         return True
     return parse_span_summary(name, session_id) is not None
 
@@ -93,14 +97,28 @@ def scan_store(store: MemoryStore, sources: Sources, tick: Tick | None = None) -
             if unexplained is None:
                 scan.held.add(phrase)
                 continue
-            _add(scan, Leak(where, via, message.session_id, message.name, message.seq,
-                            message.why, phrase, unexplained))
+            _add(
+                scan,
+                Leak(
+                    where,
+                    via,
+                    message.session_id,
+                    message.name,
+                    message.seq,
+                    message.why,
+                    phrase,
+                    unexplained,
+                ),
+            )
             scan.leaked_keys.setdefault((message.session_id, message.name), set()).add(key)
 
     rows: Iterator[KnowledgeEntry | StatementRow] = chain(_entries(store, scan), statements)
     for row in rows:
-        key, ends = ((row.name, (row.name,)) if isinstance(row, KnowledgeEntry)
-                     else (row.triple, (row.head, row.tail)))
+        key, ends = (
+            (row.name, (row.name,))
+            if isinstance(row, KnowledgeEntry)
+            else (row.triple, (row.head, row.tail))
+        )
         where = f"{'entry' if isinstance(row, KnowledgeEntry) else 'statement'} {key}"
         for end in ends:
             owner = names.owner(end)
@@ -131,8 +149,11 @@ def _entries(store: MemoryStore, scan: StoreScan) -> Iterator[KnowledgeEntry]:
 def _statements(store: MemoryStore, scan: StoreScan) -> list[StatementRow]:
     """Every statement of the store (counted in ``scan``): read first, since the edges are how
     archives and work units name their sources."""
-    rows = [row for row in query_all(store, "$statement", [["$like", "head", "%"]])
-            if isinstance(row, StatementRow)]
+    rows = [
+        row
+        for row in query_all(store, "$statement", [["$like", "head", "%"]])
+        if isinstance(row, StatementRow)
+    ]
     scan.statements = len(rows)
     return rows
 
@@ -143,8 +164,11 @@ def distinctive_terms(store: MemoryStore, message: Gone, leaked: Iterable[str]) 
     allowed = set(leaked)
     kept: list[str] = []
     for group in message.fragments.terms:
-        rows = [hit for catalog in _CATALOGS
-                for hit in store.search(group[0], catalog=catalog, limit=100)]
+        rows = [
+            hit
+            for catalog in _CATALOGS
+            for hit in store.search(group[0], catalog=catalog, limit=100)
+        ]
         if all(hit.key in allowed for hit in rows):
             kept += group
     return kept

@@ -20,8 +20,9 @@ class SessionFinder:
     With ``only_sessions`` (a share of the home) it reports nothing: the owner of the whole
     listing does."""
 
-    def __init__(self, root: Path, problems: ProblemBook,
-                 only_sessions: frozenset[str] | None) -> None:
+    def __init__(
+        self, root: Path, problems: ProblemBook, only_sessions: frozenset[str] | None
+    ) -> None:
         self.root = root
         self.problems = problems
         self.only_sessions = only_sessions
@@ -29,8 +30,13 @@ class SessionFinder:
         self._location_problems: set[str] = set()  # subjects with a problem in the listing
         self._survey = CachedSurvey(root)
 
-    def discover(self, *, stale: set[str] | frozenset[str] = frozenset(), trust: bool = False,
-                 full: bool = False) -> list[SessionLocation]:
+    def discover(
+        self,
+        *,
+        stale: set[str] | frozenset[str] = frozenset(),
+        trust: bool = False,
+        full: bool = False,
+    ) -> list[SessionLocation]:
         """The sessions a poll reads: one per session id (the first found), only
         ``only_sessions`` when given; ids that cannot be stored are refused.
 
@@ -44,7 +50,8 @@ class SessionFinder:
                 log.warning(
                     "DSH home %s has no sessions directory (%s): nothing to read yet; "
                     "set MEMORY_WORKER_DSH_HOME or --dsh-home if DSH keeps its logs elsewhere",
-                    self.root.parent, self.root,
+                    self.root.parent,
+                    self.root,
                 )
                 self._root_missing = True
             return []
@@ -58,9 +65,12 @@ class SessionFinder:
             refused = session_id_problem(location.session_id)
             if refused is not None:
                 if self.only_sessions is None:
-                    self.problems.note(location.session_id, f"session directory "
-                                       f"{location.directory}: the session id {refused}; "
-                                       "not read")
+                    self.problems.note(
+                        location.session_id,
+                        f"session directory "
+                        f"{location.directory}: the session id {refused}; "
+                        "not read",
+                    )
                 continue
             if other is not None:
                 self.problems.say(

@@ -62,9 +62,15 @@ class Notifier:
                 notifier._add(event)
 
         wanted: list[type[events.FileSystemEvent]] = [
-            events.FileCreatedEvent, events.FileModifiedEvent, events.FileMovedEvent,
-            events.FileDeletedEvent, events.FileClosedEvent, events.DirCreatedEvent,
-            events.DirModifiedEvent, events.DirMovedEvent, events.DirDeletedEvent,
+            events.FileCreatedEvent,
+            events.FileModifiedEvent,
+            events.FileMovedEvent,
+            events.FileDeletedEvent,
+            events.FileClosedEvent,
+            events.DirCreatedEvent,
+            events.DirModifiedEvent,
+            events.DirMovedEvent,
+            events.DirDeletedEvent,
         ]
         observer = Observer()
         if isinstance(observer, PollingObserver):  # no native notifications: ours polls better

@@ -59,8 +59,9 @@ def backoff_s(attempts: int) -> float:
     return min(_BACKOFF_MAX_S, _BACKOFF_STEP_S * max(0, attempts))
 
 
-def backing_off(failure: Failure | None, state: SessionState, now: dt.datetime, *,
-                permanent_only: bool = False) -> bool:
+def backing_off(
+    failure: Failure | None, state: SessionState, now: dt.datetime, *, permanent_only: bool = False
+) -> bool:
     """True while a failed job should not be hinted again (see the module docstring)."""
     if failure is None or (permanent_only and not failure.permanent):
         return False
@@ -112,7 +113,8 @@ def owed_work(runtime: Runtime, shelf: str) -> list[Owed]:
             # With shipping on, the log lives in the shipped segments, not at ``state.path``.
             ok = checked[sid] = (settings.shipping or Path(state.path).exists()) and not any(
                 backing_off(failures.get((task, sid)), state, now, permanent_only=True)
-                for task in _LOG_TASKS)
+                for task in _LOG_TASKS
+            )
         return state if ok else None
 
     for state in sessions:
@@ -121,9 +123,12 @@ def owed_work(runtime: Runtime, shelf: str) -> list[Owed]:
         logged = max(row.last_logged_seq, state.inherited_cut)
         start = max(row.last_consolidated_seq, state.inherited_cut)
         end = min(state.durable_end_seq, row.last_logged_seq)
-        if (state.durable_end_seq <= logged and state.closed_at is not None
-                and (row.has_session_node or not _owes_node(state))
-                and not (consolidating and end > start)):
+        if (
+            state.durable_end_seq <= logged
+            and state.closed_at is not None
+            and (row.has_session_node or not _owes_node(state))
+            and not (consolidating and end > start)
+        ):
             continue  # settled: logged to its durable end, closed, noded, consolidated
         if readable(sid) is None:
             continue  # the log is gone, or a permanent problem reading / logging it
@@ -133,8 +138,12 @@ def owed_work(runtime: Runtime, shelf: str) -> list[Owed]:
             owed.append(Owed(JOB_LOG_SPAN, sid, "idle-close", (logged,)))
         if not row.has_session_node and _owes_node(state):
             owed.append(Owed(JOB_SESSION_NODE, sid, "session node", ()))
-        if (consolidating and state.closed_at is not None and end > start
-                and not backing_off(failures.get((JOB_CONSOLIDATE, sid)), state, now)):
+        if (
+            consolidating
+            and state.closed_at is not None
+            and end > start
+            and not backing_off(failures.get((JOB_CONSOLIDATE, sid)), state, now)
+        ):
             item = Owed(JOB_CONSOLIDATE, sid, "consolidation", (start, end))
             closed_tails.setdefault(state.project, []).append((end - start, item))
     for tails in closed_tails.values():
@@ -144,8 +153,14 @@ def owed_work(runtime: Runtime, shelf: str) -> list[Owed]:
     for sid in queued:  # a request needs a route; queued_sessions backs off failures
         if readable(sid) is not None and (JOB_CONSOLIDATE, sid) not in hinted:
             row = progress.get(sid) or Progress(shelf, sid)
-            owed.append(Owed(JOB_CONSOLIDATE, sid, "reconsolidate request",
-                             (row.last_consolidated_seq, row.last_logged_seq)))
+            owed.append(
+                Owed(
+                    JOB_CONSOLIDATE,
+                    sid,
+                    "reconsolidate request",
+                    (row.last_consolidated_seq, row.last_logged_seq),
+                )
+            )
     for sid in repairs:
         known = readable(sid)
         if known is not None and not backing_off(failures.get((JOB_RETRACT, sid)), known, now):

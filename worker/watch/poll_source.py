@@ -44,9 +44,7 @@ def resume_at(state: SessionState) -> ScanPosition:
     return ScanPosition(state.scan_offset, state.durable_end_seq, resume)
 
 
-def resume_shipped(
-    state: SessionState | None, generation: int
-) -> tuple[int, ScanPosition | None]:
+def resume_shipped(state: SessionState | None, generation: int) -> tuple[int, ScanPosition | None]:
     """The generation and resume position of a scan of the shipped log ``generation``: a newer
     shipped generation than the recorded one (DSH rewrote the log) is read from its start."""
     if state is None or state.generation != generation or state.durable_end_seq <= 0:
@@ -68,8 +66,11 @@ class PollSource:
 
 
 def poll_source(
-    segments: SegmentStore | None, location: SessionLocation, state: SessionState | None,
-    settings: Settings, problems: ProblemBook,
+    segments: SegmentStore | None,
+    location: SessionLocation,
+    state: SessionState | None,
+    settings: Settings,
+    problems: ProblemBook,
 ) -> PollSource | None:
     """The file (``segments`` None) or the shipped log to scan; None when nothing is shipped."""
     if segments is None:

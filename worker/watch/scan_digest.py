@@ -40,13 +40,15 @@ class ScanDigest:
     last_marker: int | None = None
 
     @classmethod
-    def start(cls, ordinal: Callable[[], int], state: SessionState | None,
-              whitelist: Iterable[str] = ()) -> ScanDigest:
+    def start(
+        cls, ordinal: Callable[[], int], state: SessionState | None, whitelist: Iterable[str] = ()
+    ) -> ScanDigest:
         """``ordinal`` gives the message ordinal at ``state``'s durable end (when needed);
         ``whitelist``: the withdrawal marker kinds."""
         cut = state.inherited_cut if state is not None else 0
-        return cls(ordinal=0, cut=cut, fresh=state is None, pending=ordinal,
-                   whitelist=frozenset(whitelist))
+        return cls(
+            ordinal=0, cut=cut, fresh=state is None, pending=ordinal, whitelist=frozenset(whitelist)
+        )
 
     @property
     def resolved(self) -> bool:

@@ -114,8 +114,11 @@ class Watcher:
         locations = self._finder.discover(full=full)
         return self._poll_locations(locations, ScanReport(sessions=len(locations)))
 
-    def _poll_locations(self, locations: list[SessionLocation], report: ScanReport,
-                        ) -> ScanReport:
+    def _poll_locations(
+        self,
+        locations: list[SessionLocation],
+        report: ScanReport,
+    ) -> ScanReport:
         with long_lived_frozen():
             for location in locations:
                 changed = report.changed
@@ -123,8 +126,10 @@ class Watcher:
                     self._poll_session(location, report)
                 except Exception as exc:  # one bad session must not stop the others
                     line = " ".join(str(exc).split())[:300]
-                    self.problems.say(location.session_id, f"cannot scan {location.path}: "
-                                      f"{type(exc).__name__}: {line}")
+                    self.problems.say(
+                        location.session_id,
+                        f"cannot scan {location.path}: {type(exc).__name__}: {line}",
+                    )
                     report.problems += 1
                     report.unscanned.append(location.session_id)
                 if self.after_session is not None and report.changed > changed:
@@ -171,12 +176,16 @@ class Watcher:
         ``safety_scan_s``; otherwise, or while notifications are unavailable or failed, it polls
         every ``poll_interval_s``."""
         settings = self.runtime.settings
-        notifier = (Notifier(self.root)
-                    if settings.watch_notifications and self.only_sessions is None else None)
+        notifier = (
+            Notifier(self.root)
+            if settings.watch_notifications and self.only_sessions is None
+            else None
+        )
         live = False  # notifications running, and a whole poll done since they started
         next_try = 0.0  # when to (re)start notifications
         next_safety = 0.0
         if notifier is not None:  # `stop` ends a wait on notifications too
+
             def wake_on_stop(notifier: Notifier = notifier) -> None:
                 stop.wait()
                 notifier.wake()
@@ -188,14 +197,20 @@ class Watcher:
                     now = time.monotonic()
                     if notifier is not None and not notifier.running and now >= next_try:
                         if live:
-                            log.warning("file-system notifications stopped (%s); polling every "
-                                        "%gs", notifier.failed, settings.poll_interval_s)
+                            log.warning(
+                                "file-system notifications stopped (%s); polling every %gs",
+                                notifier.failed,
+                                settings.poll_interval_s,
+                            )
                         live = False
                         if notifier.start():
                             next_safety = 0.0  # the whole poll below covers the start-up gap
                         else:
-                            retry = (settings.poll_interval_s if not self.root.is_dir()
-                                     else settings.safety_scan_s)
+                            retry = (
+                                settings.poll_interval_s
+                                if not self.root.is_dir()
+                                else settings.safety_scan_s
+                            )
                             next_try = now + retry
                     changed = notifier.take() if live and notifier is not None else set()
                     if notifier is not None and live and not notifier.running:
@@ -221,7 +236,8 @@ class Watcher:
                 except Exception as exc:  # e.g. the state database is down: say so once, go on
                     line = " ".join(str(exc).split())[:300]
                     self.problems.say(
-                        _LOOP, f"watch loop error (retrying): {type(exc).__name__}: {line}")
+                        _LOOP, f"watch loop error (retrying): {type(exc).__name__}: {line}"
+                    )
                     if notifier is not None and live:
                         stop.wait(settings.poll_interval_s)  # no busy loop on a failing poll
                         continue
@@ -271,8 +287,7 @@ class Watcher:
         if state is not None and state.forgotten:
             return
         path = str(location.path)
-        opened = poll_source(self._segments, location, state, self.runtime.settings,
-                             self.problems)
+        opened = poll_source(self._segments, location, state, self.runtime.settings, self.problems)
         if opened is None:
             return  # shipping: nothing shipped yet (no complete header), or a problem, said
         log, generation, position = opened.log, opened.generation, opened.position
@@ -284,8 +299,9 @@ class Watcher:
         known = state if position is not None else None
         index = checkpoint_index(known) if known is not None else None
         scan = LogScan(log, position, index)
-        digest = ScanDigest.start(lambda: self._ordinal_at(log, known), known,
-                                  self.runtime.settings.withdrawal_kinds)
+        digest = ScanDigest.start(
+            lambda: self._ordinal_at(log, known), known, self.runtime.settings.withdrawal_kinds
+        )
         # A whole-log read (from the start) is kept for the jobs about to run (embedded mode).
         hand_off = self.after_session is not None and position is None and self._segments is None
         identity = file_identity(path) if hand_off else None
@@ -331,8 +347,16 @@ class Watcher:
             return
         if digest.version is None:
             digest.begin(header)
-        self._record(location, known, header, scan.position, scan.index, digest, generation,
-                     healthy=damage is None)
+        self._record(
+            location,
+            known,
+            header,
+            scan.position,
+            scan.index,
+            digest,
+            generation,
+            healthy=damage is None,
+        )
         report.changed += 1
         report.new_events += digest.count
         report.enqueued += self._hints(sid, digest)
@@ -392,8 +416,12 @@ class Watcher:
         seq, cut = state.durable_end_seq, state.inherited_cut
         point = state.checkpoint_at_or_before(seq) or Checkpoint(0, 0, 0)
         span = read_range(path, point.seq, seq, checkpoint_index(state))
-        return base_ordinal(span.events, seq, inherited_cut=cut,
-                            checkpoint=(point.seq, point.ordinal if point.seq >= cut else 0))
+        return base_ordinal(
+            span.events,
+            seq,
+            inherited_cut=cut,
+            checkpoint=(point.seq, point.ordinal if point.seq >= cut else 0),
+        )
 
     # --------------------------------------------------------------------------------- hints
 

@@ -16,8 +16,14 @@ from typing import Any
 
 _AT = int(os.environ.get("MEMORY_WORKER_TEST_CRASH_AT", "0") or 0)
 _COUNT = os.environ.get("MEMORY_WORKER_TEST_CRASH_COUNT", "")
-_WRITES = ("knowledge_create", "knowledge_update", "knowledge_delete", "statement_create",
-           "statement_delete", "write_batch")
+_WRITES = (
+    "knowledge_create",
+    "knowledge_update",
+    "knowledge_delete",
+    "statement_create",
+    "statement_delete",
+    "write_batch",
+)
 
 if _AT or _COUNT:
     from hypatia_lite.store import LiteStore
