@@ -27,6 +27,29 @@ def _failure(last: Any) -> dict[str, Any] | None:
     }
 
 
+def unrecorded_row(session_id: str) -> dict[str, Any]:
+    """The row of a session the state database holds no scan of: its figures unknown, nothing
+    pending, no lease, no failure (the caller adds what it knows)."""
+    return {
+        "session_id": session_id,
+        "project": "",
+        "path": "",
+        "durable_end_seq": None,
+        "inherited_cut": None,
+        "last_logged_seq": None,
+        "last_consolidated_seq": None,
+        "last_belong_to_index": None,
+        "has_session_node": False,
+        "lag": None,
+        "consolidation_lag": None,
+        "closed": False,
+        "forgotten": False,
+        "retractions_pending": 0,
+        "lease": None,
+        "last_failure": None,
+    }
+
+
 def figures(state: StateDB, shelf: str) -> dict[str, Any]:
     """``{"sessions": [...], "total": {...}}`` (JSON-ready).
 
@@ -93,26 +116,7 @@ def figures(state: StateDB, shelf: str) -> dict[str, Any]:
         for session_id, found in sorted(failures.items()):
             if session_id in listed:
                 continue
-            rows.append(
-                {
-                    "session_id": session_id,
-                    "project": "",
-                    "path": "",
-                    "durable_end_seq": None,
-                    "inherited_cut": None,
-                    "last_logged_seq": None,
-                    "last_consolidated_seq": None,
-                    "last_belong_to_index": None,
-                    "has_session_node": False,
-                    "lag": None,
-                    "consolidation_lag": None,
-                    "closed": False,
-                    "forgotten": False,
-                    "retractions_pending": 0,
-                    "lease": None,
-                    "last_failure": _failure(found[0]),
-                }
-            )
+            rows.append({**unrecorded_row(session_id), "last_failure": _failure(found[0])})
         tokens: dict[str, dict[str, int]] = {}
         calls: dict[str, int] = {}
         for purpose, inp, out, reasoning, count in repos.conn.execute(

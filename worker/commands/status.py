@@ -61,6 +61,7 @@ def add_unrecorded(found: dict[str, Any], settings: Settings) -> None:
     shipping the home is not listed (it may be on another host; the daemon records what it
     could not read as a failure)."""
     from memory.dsh.locate import survey_sessions
+    from worker.figures import unrecorded_row
     from worker.watch.scan_problems import session_id_problem, subject_key
 
     rows: list[dict[str, Any]] = found["sessions"]
@@ -86,28 +87,7 @@ def add_unrecorded(found: dict[str, Any], settings: Settings) -> None:
     for key, why in missing.items():
         if key in listed:
             continue
-        rows.append(
-            {
-                "session_id": key,
-                "project": "",
-                "path": "",
-                "durable_end_seq": None,
-                "inherited_cut": None,
-                "last_logged_seq": None,
-                "last_consolidated_seq": None,
-                "last_belong_to_index": None,
-                "has_session_node": False,
-                "lag": None,
-                "consolidation_lag": None,
-                "closed": False,
-                "forgotten": False,
-                "retractions_pending": 0,
-                "lease": None,
-                "last_failure": None,
-                "recorded": False,
-                "problem": why,
-            }
-        )
+        rows.append({**unrecorded_row(key), "recorded": False, "problem": why})
     found["total"]["sessions"] = len(rows)
     found["total"]["not_recorded"] = sum(1 for row in rows if not row["recorded"])
 
