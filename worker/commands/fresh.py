@@ -18,24 +18,13 @@ from worker.settings import Settings
 
 
 def missing_state_file(settings: Settings) -> Path | None:
-    """The SQLite state database file when it does not exist yet; ``None`` otherwise."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
+    """The SQLite state database file when it does not exist yet; ``None`` otherwise (also for
+    PostgreSQL and any SQLite URL that is not a plain file: :func:`worker.at_rest.state_file`,
+    the one rule for it, which needs no SQLAlchemy)."""
+    from worker.at_rest import state_file
 
-    try:
-        url = make_url(settings.effective_state_url)
-    except ArgumentError:
-        return None  # the runtime reports it
-    database = url.database or ""
-    if (
-        url.get_backend_name() != "sqlite"
-        or not database
-        or database == ":memory:"
-        or database.startswith("file:")
-    ):
-        return None
-    path = Path(database).expanduser()
-    return None if path.exists() else path
+    path = state_file(settings)
+    return None if path is None or path.exists() else path
 
 
 def say_nothing_recorded(command: str, path: Path, then: str = "") -> None:
