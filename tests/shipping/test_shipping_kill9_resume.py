@@ -38,22 +38,26 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float = 120.0) -
 
 
 def start_shipper(url: str, path: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "worker.shipping.follow",
-            url,
-            f"{SID}={path}",
-            "--segment-bytes",
-            "1024",
-            "--interval",
-            "0.01",
-        ],
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    # stderr goes to a file beside the log, not a pipe nobody drains while the shipper runs: a
+    # shipper with much to say (problem lines every pass, lock-wait notices on a busy machine)
+    # would fill the pipe, block on its next write and never see SIGTERM's end of the loop.
+    with (path.parent / "shipper.err").open("ab") as errors:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "worker.shipping.follow",
+                url,
+                f"{SID}={path}",
+                "--segment-bytes",
+                "1024",
+                "--interval",
+                "0.01",
+            ],
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+        )
 
 
 def stop(proc: subprocess.Popen[bytes], sig: int) -> None:
@@ -139,7 +143,7 @@ def test_kill9_mid_shipping_then_restart_ships_each_byte_once(
     finally:
         if shipper.poll() is None:
             stop(shipper, signal.SIGTERM)
-    assert shipper.returncode == 0, shipper.stderr.read() if shipper.stderr else b""
+    assert shipper.returncode == 0, (tmp_path / "shipper.err").read_text(errors="replace")
     assert shipped(store) == path.read_bytes()
     log = store.latest(SID)
     assert log is not None and log.generation == 0
