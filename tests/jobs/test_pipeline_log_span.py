@@ -143,6 +143,7 @@ def test_crash_between_writes_and_advance_is_redone_idempotently(tmp_path: Path)
     clean.close()
 
 
+@pytest.mark.integration  # a `cli` store starts the process-group reaper, a real process
 def test_unreachable_store_leaves_the_watermark_and_nothing_is_lost(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
