@@ -19,7 +19,7 @@ import pytest
 from conftest import REPO
 from pipeline_support import process
 
-from hypatia_lite import fts as lite_fts
+from hypatia_lite import sqlite_backend
 from hypatia_lite.store import LiteStore
 from memory.store.base import BatchWriter, MemoryStore, write_batch
 from worker.jobs import store_writes
@@ -143,16 +143,18 @@ def test_a_crash_mid_batch_leaves_whole_batches_and_a_retry_completes(
     _home(reference)
     shutil.copytree(reference / "dsh", crashy / "dsh")
     _process(reference, wrap=False)
-    real = lite_fts.doc_columns
+    real = sqlite_backend.put_doc_rows
     calls = {"n": 0}
 
-    def crash_once(key: str, content: Any) -> Any:
-        calls["n"] += 1
-        if calls["n"] == 25:  # in the middle of a batch
+    def crash_once(conn: Any, rows: list[tuple[str, ...]]) -> None:
+        # The 25th document written is in the middle of a batch (inside its transaction).
+        before, calls["n"] = calls["n"], calls["n"] + len(rows)
+        if before < 25 <= calls["n"]:
+            real(conn, rows[: 24 - before])
             raise OSError("injected crash mid-batch")
-        return real(key, content)
+        real(conn, rows)
 
-    monkeypatch.setattr(lite_fts, "doc_columns", crash_once)
+    monkeypatch.setattr(sqlite_backend, "put_doc_rows", crash_once)
     watch: list[CrashWatch] = []
 
     def factory(shelf: str) -> CrashWatch:
