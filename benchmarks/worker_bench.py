@@ -368,11 +368,12 @@ _AREAS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("state DB (worker.state, SQLAlchemy)", ("/worker/state/", "/sqlalchemy/")),
-    ("store writes incl. FTS (memory.store)", ("/memory/store/",)),
+    ("store writes incl. FTS (hypatia_lite, memory.store)", ("/hypatia_lite/", "/memory/store/")),
     (
         "job bookkeeping (worker.jobs, runner, pipeline)",
         (
             "/worker/jobs/",
+            "/worker/run/",
             "/worker/runner",
             "/worker/pipeline",
             "/worker/names",

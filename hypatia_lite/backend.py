@@ -73,6 +73,10 @@ class Backend(Protocol):
         """Create or replace full-text documents (inside the write that writes the entries)."""
         ...
 
+    def put_doc_rows(self, rows: list[tuple[str, ...]]) -> None:
+        """:meth:`put_docs` for ``docs`` rows built already (``fts.doc_row``)."""
+        ...
+
     def close(self) -> None: ...
 
 

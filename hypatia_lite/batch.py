@@ -16,6 +16,7 @@ from typing import Any
 
 from hypatia_lite.backend import Backend, Connection
 from hypatia_lite.embed import Embedder, EmbeddingError, embed_text, pack
+from hypatia_lite.fts import doc_row
 from hypatia_lite.protocol import BatchResult, EntryWrite, StatementWrite, csv_triple
 from hypatia_lite.rows import ContentShape, well_formed
 
@@ -41,6 +42,8 @@ class _Row:
     given: str  # the name / triple as the caller spelled it (reported back)
     blob: bytes | None = None
     model: str | None = None
+    values: tuple[Any, ...] = ()  # the INSERT's parameters (set once the vector is known)
+    doc: tuple[str, ...] = ()  # the full-text document row (``fts.DocRow``)
 
 
 def _entry_rows(entries: Sequence[EntryWrite]) -> list[_Row]:
@@ -155,6 +158,12 @@ def write_batch(
     if not rows:
         return BatchResult()
     _embed(rows, embedder, backend, run)
+    # Everything that needs no database is built before the write lock is taken: with several
+    # processes on one SQLite shelf the lock is held only for the statements themselves.
+    for r in rows:
+        r.values = (*r.params, int(r.embed), r.blob, r.model)
+        r.doc = doc_row(r.catalog, r.key, r.content)
+    keys = {c: [r.key for r in rows if r.catalog == c] for c in ("knowledge", "statement")}
 
     def _insert() -> list[_Row]:
         conn = backend.conn
@@ -163,10 +172,7 @@ def write_batch(
             # (one statement per table, not per row) unless a concurrent writer — possible on
             # PostgreSQL, whose writers run in parallel — created it meanwhile: ``insert_new``
             # says which rows this transaction created.
-            present = {
-                catalog: _existing(conn, catalog, [r.key for r in rows if r.catalog == catalog])
-                for catalog in ("knowledge", "statement")
-            }
+            present = {catalog: _existing(conn, catalog, found) for catalog, found in keys.items()}
             seen: set[tuple[str, str]] = set()
             created: list[_Row] = []
             for row in rows:
@@ -179,16 +185,12 @@ def write_batch(
                 ("knowledge", _INSERT_KNOWLEDGE, "name"),
                 ("statement", _INSERT_STATEMENT, "triple"),
             ):
-                todo = [
-                    (*r.params, int(r.embed), r.blob, r.model)
-                    for r in created
-                    if r.catalog == catalog
-                ]
+                todo = [r.values for r in created if r.catalog == catalog]
                 if todo:
                     new = backend.insert_new(sql.format(now=backend.dialect.now), todo, key)
                     if len(new) != len(todo):  # keep this transaction's rows only
                         created = [r for r in created if r.catalog != catalog or r.key in new]
-            backend.put_docs([(r.catalog, r.key, r.content) for r in created])
+            backend.put_doc_rows([r.doc for r in created])
         return created
 
     created: list[_Row] = run(_insert)

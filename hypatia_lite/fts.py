@@ -61,9 +61,24 @@ _INDEX_NEW_DOCS = (
 )
 
 
+#: ``(catalog, key, fts_key, fts_data, fts_tags, fts_synonyms)``: one ``docs`` row.
+DocRow = tuple[str, ...]
+
+
+def doc_row(catalog: str, key: str, content: Mapping[str, Any]) -> DocRow:
+    """The ``docs`` row of one entry or statement."""
+    return (catalog, key, *doc_columns(key, content))
+
+
 def put_docs(conn: sqlite3.Connection, docs: Iterable[tuple[str, str, Mapping[str, Any]]]) -> None:
     """Create or replace the FTS documents of ``(catalog, key, content)`` items. Call it inside
-    the write transaction that writes the entries.
+    the write transaction that writes the entries."""
+    put_doc_rows(conn, [doc_row(catalog, key, content) for catalog, key, content in docs])
+
+
+def put_doc_rows(conn: sqlite3.Connection, rows: list[DocRow]) -> None:
+    """:func:`put_docs` for rows built already (:func:`doc_row`: a batch builds them before it
+    takes the write lock).
 
     A replaced document is re-indexed by the ``docs_au`` trigger. New documents are indexed
     here by one ``INSERT … SELECT`` over the ids this call created (``docs.id`` is
@@ -72,8 +87,8 @@ def put_docs(conn: sqlite3.Connection, docs: Iterable[tuple[str, str, Mapping[st
     row by row from a trigger wrote one index segment per document and cost about four times
     as much on small documents.
     """
+    if not rows:
+        return
     before = conn.execute("SELECT coalesce(max(id), 0) FROM docs").fetchone()[0]
-    conn.executemany(
-        _UPSERT_DOC, [(catalog, key, *doc_columns(key, content)) for catalog, key, content in docs]
-    )
+    conn.executemany(_UPSERT_DOC, rows)
     conn.execute(_INDEX_NEW_DOCS, (before,))

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from hypatia_lite import db, purge
 from hypatia_lite.backend import Doc
 from hypatia_lite.dialect import SQLITE
-from hypatia_lite.fts import put_docs
+from hypatia_lite.fts import put_doc_rows, put_docs
 from hypatia_lite.protocol import StoreError, TransientStoreError
 from hypatia_lite.shelves import ShelfError
 from hypatia_lite.sqlitelib import sqlite3
@@ -67,6 +67,9 @@ class SqliteBackend:
 
     def put_docs(self, docs: Iterable[Doc]) -> None:
         put_docs(self.conn, docs)
+
+    def put_doc_rows(self, rows: list[tuple[str, ...]]) -> None:
+        put_doc_rows(self.conn, rows)
 
     def close(self) -> None:
         if self._conn is None:

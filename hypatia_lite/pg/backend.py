@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from hypatia_lite.backend import Doc, first_line
 from hypatia_lite.dialect import PG_FTS_CONFIG, POSTGRESQL, pg_words
-from hypatia_lite.fts import doc_columns
+from hypatia_lite.fts import doc_row
 from hypatia_lite.pg import url as pg_url
 from hypatia_lite.protocol import StoreError, TransientStoreError
 from hypatia_lite.shelves import ShelfError
@@ -205,12 +205,13 @@ class PgBackend:
                 return new
 
     def put_docs(self, docs: Iterable[Doc]) -> None:
-        rows = [
-            (catalog, key, *(pg_words(c) for c in doc_columns(key, content)))
-            for catalog, key, content in docs
-        ]
+        self.put_doc_rows([doc_row(catalog, key, content) for catalog, key, content in docs])
+
+    def put_doc_rows(self, rows: list[tuple[str, ...]]) -> None:
         if rows:
-            self.conn.raw.cursor().executemany(_UPSERT_DOC, rows)
+            self.conn.raw.cursor().executemany(
+                _UPSERT_DOC, [(r[0], r[1], *(pg_words(c) for c in r[2:])) for r in rows]
+            )
 
     def close(self) -> None:
         if self._conn is None:

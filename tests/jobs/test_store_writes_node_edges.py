@@ -9,7 +9,7 @@ from typing import Any, cast
 
 import pytest
 
-from hypatia_lite import fts as lite_fts
+from hypatia_lite import sqlite_backend
 from hypatia_lite.sqlitelib import sqlite3
 from hypatia_lite.store import LiteStore
 from memory.store.base import EntryWrite, MemoryStore
@@ -108,23 +108,20 @@ def test_the_same_rows_as_create_then_settle(
 def test_the_node_shares_the_first_edge_batch_transaction(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = lite_fts.doc_columns
-    calls = {"n": 0}
+    real = sqlite_backend.put_doc_rows
 
-    def failing(key: str, content: Any) -> Any:
-        calls["n"] += 1
-        if calls["n"] == 3:  # the node's and one edge's documents are written
-            raise OSError("injected crash mid-batch")
-        return real(key, content)
+    def failing(conn: Any, rows: list[tuple[str, ...]]) -> None:
+        real(conn, rows[:2])  # inside the transaction: the node's and one edge's documents
+        raise OSError("injected crash mid-batch")
 
     with LiteStore(home=tmp_path / "crashy", embedder=None) as store:
-        monkeypatch.setattr(lite_fts, "doc_columns", failing)
+        monkeypatch.setattr(sqlite_backend, "put_doc_rows", failing)
         with pytest.raises(OSError, match="injected crash"):
             create_node_with_edges(
                 _ctx(_Ctx()), store, NODE, project="proj", link_to=4, skip=frozenset()
             )
         assert store.dump() == {"knowledge": [], "statements": []}  # neither node nor edges
-        monkeypatch.setattr(lite_fts, "doc_columns", real)
+        monkeypatch.setattr(sqlite_backend, "put_doc_rows", real)
         assert create_node_with_edges(
             _ctx(_Ctx()), store, NODE, project="proj", link_to=4, skip=frozenset()
         ) == (True, 4)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from hypatia_lite import fts as lite_fts
+from hypatia_lite import sqlite_backend
 from hypatia_lite.embed import HashingEmbedder
 from hypatia_lite.sqlitelib import sqlite3
 from hypatia_lite.store import LiteStore
@@ -185,24 +185,24 @@ def test_a_failure_mid_batch_leaves_nothing_and_a_retry_completes(
         _one_by_one(reference, PRE_ENTRIES, [])
         _one_by_one(reference, entries, statements)
         expected = _raw(reference)
-    real = lite_fts.doc_columns
-    calls = {"n": 0}
+    real = sqlite_backend.put_doc_rows
+    written = {"n": 0}
 
-    def failing(key: str, content: Any) -> Any:
-        calls["n"] += 1
-        if calls["n"] == 10:  # rows inserted, half of their FTS documents written
-            raise RuntimeError("injected crash mid-batch")
-        return real(key, content)
+    def failing(conn: Any, rows: list[tuple[str, ...]]) -> None:
+        # Inside the batch's transaction: rows inserted, half of their FTS documents written.
+        real(conn, rows[: len(rows) // 2])
+        written["n"] = conn.execute("SELECT count(*) FROM docs").fetchone()[0]
+        raise RuntimeError("injected crash mid-batch")
 
     with _open(home, "crashy") as store:
         _one_by_one(store, PRE_ENTRIES, [])
         before = _raw(store)
-        monkeypatch.setattr(lite_fts, "doc_columns", failing)
+        monkeypatch.setattr(sqlite_backend, "put_doc_rows", failing)
         with pytest.raises(RuntimeError, match="injected crash"):
             store.write_batch(entries, statements)
-        assert calls["n"] == 10
+        assert written["n"] == len(PRE_ENTRIES) + 10  # the crash came after half the documents
         assert _raw(store) == before  # all or nothing: the half-written batch rolled back
-        monkeypatch.setattr(lite_fts, "doc_columns", real)
+        monkeypatch.setattr(sqlite_backend, "put_doc_rows", real)
         result = store.write_batch(entries, statements)
         assert len(result.created_names) == 10 and len(result.created_triples) == 10
         assert _raw(store) == expected
@@ -212,20 +212,19 @@ def test_an_sqlite_error_mid_batch_is_a_store_error_and_rolls_back(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     entries = [EntryWrite(f"msg-e-{n}", f"body {n}", embed=False) for n in range(6)]
-    real = lite_fts.doc_columns
-    calls = {"n": 0}
+    real = sqlite_backend.put_doc_rows
 
-    def failing(key: str, content: Any) -> Any:
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise sqlite3.IntegrityError("injected constraint failure")
-        return real(key, content)
+    def failing(conn: Any, rows: list[tuple[str, ...]]) -> None:
+        # Inside the batch's transaction: the entries and two documents are written already.
+        real(conn, rows[:2])
+        raise sqlite3.IntegrityError("injected constraint failure")
 
     with _open(home, "sqlerr") as store:
-        monkeypatch.setattr(lite_fts, "doc_columns", failing)
+        monkeypatch.setattr(sqlite_backend, "put_doc_rows", failing)
         with pytest.raises(StoreError, match="injected constraint failure"):
             store.write_batch(entries)
         assert store.dump() == {"knowledge": [], "statements": []}
+        assert store.conn.execute("SELECT count(*) FROM docs").fetchone()[0] == 0
         # The connection is usable afterwards (no transaction left open).
-        monkeypatch.setattr(lite_fts, "doc_columns", real)
+        monkeypatch.setattr(sqlite_backend, "put_doc_rows", real)
         assert store.write_batch(entries).created_names == tuple(e.name for e in entries)

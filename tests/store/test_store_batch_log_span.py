@@ -19,7 +19,7 @@ import pytest
 from conftest import REPO
 from pipeline_support import process
 
-from hypatia_lite import fts as lite_fts
+from hypatia_lite import sqlite_backend
 from hypatia_lite.store import LiteStore
 from memory.store.base import BatchWriter, MemoryStore, write_batch
 from worker.jobs import store_writes
@@ -143,16 +143,18 @@ def test_a_crash_mid_batch_leaves_whole_batches_and_a_retry_completes(
     _home(reference)
     shutil.copytree(reference / "dsh", crashy / "dsh")
     _process(reference, wrap=False)
-    real = lite_fts.doc_columns
+    real = sqlite_backend.put_doc_rows
     calls = {"n": 0}
 
-    def crash_once(key: str, content: Any) -> Any:
-        calls["n"] += 1
-        if calls["n"] == 25:  # in the middle of a batch
+    def crash_once(conn: Any, rows: list[tuple[str, ...]]) -> None:
+        # The 25th document written is in the middle of a batch (inside its transaction).
+        before, calls["n"] = calls["n"], calls["n"] + len(rows)
+        if before < 25 <= calls["n"]:
+            real(conn, rows[: 24 - before])
             raise OSError("injected crash mid-batch")
-        return real(key, content)
+        real(conn, rows)
 
-    monkeypatch.setattr(lite_fts, "doc_columns", crash_once)
+    monkeypatch.setattr(sqlite_backend, "put_doc_rows", crash_once)
     watch: list[CrashWatch] = []
 
     def factory(shelf: str) -> CrashWatch:
@@ -206,3 +208,55 @@ def test_write_batch_falls_back_to_single_items(tmp_path: Path) -> None:
     assert store.creates == 5
     assert inner.knowledge_get_row("a")["content"]["data"] == "x"
     inner.close()
+
+
+@pytest.mark.integration
+def test_a_later_span_writes_its_entries_and_edges_in_one_transaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the session node exists, a span's entries and their ``belongTo`` edges commit
+    together: a crash while the edges are written leaves none of the span's entries either."""
+    log = conversation(
+        tmp_path / "dsh", "titled", "/home/dev/alpha", 3, title="One transaction", batch_turns=1
+    )
+    runtime = embedded_runtime(tmp_path)
+    process(runtime, consolidation=False)  # ordinals 0..5, the node and its edges
+    runtime.close()
+    assert "session-titled" in {row["name"] for row in _dump(tmp_path)["knowledge"]}
+    log.turn("a later prompt", "a later answer")  # ordinals 6 and 7
+    log.flush()
+    real = sqlite_backend.put_doc_rows
+    failed: list[list[str]] = []
+
+    def fail_once(conn: Any, rows: list[tuple[str, ...]]) -> None:
+        if not failed and any(row[0] == "statement" for row in rows):
+            failed.append([row[1] for row in rows])
+            raise OSError("injected crash mid-batch")
+        real(conn, rows)
+
+    monkeypatch.setattr(sqlite_backend, "put_doc_rows", fail_once)
+    watch: list[CrashWatch] = []
+
+    def factory(shelf: str) -> CrashWatch:
+        watch.append(CrashWatch(LiteStore(shelf, home=tmp_path / "lite")))
+        return watch[0]
+
+    runtime = embedded_runtime(tmp_path)
+    runtime.store_factory = factory
+    results = list(process(runtime, consolidation=False).stats.results)
+    runtime.close()
+    later = ["msg-titled-6", "msg-titled-7"]
+    edges = [f"{name},belongTo,session-titled" for name in later]
+    assert failed == [later + edges]  # one batch: the entries, then their edges
+    ((keys, snapshot),) = watch[0].crashes
+    assert keys == later + edges
+    assert not set(later) & {row["name"] for row in snapshot["knowledge"]}
+    assert not set(edges) & {row["triple"] for row in snapshot["statements"]}
+    # The job's retry wrote both, in one batch.
+    spans = [r for r in results if r.job == "log_span" and r.status == "done"]
+    assert [(r.written, r.edges) for r in spans] == [(2, 2)]
+    dump = _dump(tmp_path)
+    assert set(later) <= {row["name"] for row in dump["knowledge"]}
+    assert {f"msg-titled-{n},belongTo,session-titled" for n in range(8)} == {
+        row["triple"] for row in dump["statements"]
+    }

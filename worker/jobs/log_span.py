@@ -11,7 +11,8 @@ The job reads top to bottom like its story (process-then-advance):
 3. **write** — :func:`worker.jobs.span_writes.write_plan` writes the entries get-before-create
    (withdrawn ones are never written, and deleted if an earlier run wrote them) and retracts
    earlier entries a new marker withdrew, recording each retraction; the owed ``belongTo``
-   edges are settled (skipping withdrawn ordinals);
+   edges are settled (skipping withdrawn ordinals) — on a natively batched store in the same
+   transaction as the slice's last entries;
 4. **advance** — ``last_logged_seq`` and ``last_belong_to_index`` move with one conditional
    update, per slice.
 
@@ -33,7 +34,7 @@ from worker.jobs.logread import TransientJobError, read_span
 from worker.jobs.retract import repair_after_log_span
 from worker.jobs.runtime import ConsolidationOwed, ms_of
 from worker.jobs.span_writes import write_plan
-from worker.jobs.store_writes import settle_edges
+from worker.jobs.store_writes import settle_edges, span_edges
 from worker.names import JOB_CONSOLIDATE
 from worker.settings import Settings
 
@@ -112,6 +113,20 @@ def log_span(ctx: JobContext) -> JobOutput:
             options=options,
             before=piece.before,
         )
+        # The owed ``belongTo`` edges go in the same store transaction as the entries (a
+        # store without native batches settles them afterwards, get before create).
+        edges = (
+            span_edges(
+                ctx,
+                store,
+                project=session.project,
+                link_from=link_from,
+                link_to=plan.next_ordinal,
+                skip=plan.skip_ordinals,
+            )
+            if progress.has_session_node
+            else []
+        )
         writes.add(
             write_plan(
                 store,
@@ -121,17 +136,19 @@ def log_span(ctx: JobContext) -> JobOutput:
                 withdrawn=span.withdrawn,
                 heartbeat=ctx.heartbeat,
                 record=ctx.record_retraction,
+                edges=edges or (),
             )
         )
         if progress.has_session_node:
-            writes.edges += settle_edges(
-                ctx,
-                store,
-                project=session.project,
-                link_from=link_from,
-                link_to=plan.next_ordinal,
-                skip=plan.skip_ordinals,
-            )
+            if edges is None:
+                writes.edges += settle_edges(
+                    ctx,
+                    store,
+                    project=session.project,
+                    link_from=link_from,
+                    link_to=plan.next_ordinal,
+                    skip=plan.skip_ordinals,
+                )
             link_from = plan.next_ordinal
         ctx.heartbeat()
         next_ordinal = plan.next_ordinal

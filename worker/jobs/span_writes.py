@@ -9,13 +9,13 @@ the lease heartbeat and the retraction recorder — not the job's context.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from memory import entries
 from memory.constants import REL_BELONG_TO
 from memory.entries import MESSAGE_POLICY, scopes_for
 from memory.span import SpanPlan
-from memory.store.base import BatchWriter, EntryWrite, MemoryStore, write_batch
+from memory.store.base import BatchWriter, EntryWrite, MemoryStore, StatementWrite, write_batch
 from worker.jobs import store_writes
 from worker.jobs.context import Counts, warn_once
 from worker.jobs.store_writes import existing_names
@@ -35,12 +35,16 @@ def write_plan(
     withdrawn: dict[int, tuple[int, str]],
     heartbeat: Callable[[], None],
     record: RecordRetraction,
+    edges: Sequence[StatementWrite] = (),
 ) -> Counts:
     """Write ``plan``'s entries and retract what its markers withdrew; what was done.
-    ``withdrawn`` maps a withdrawn seq to the ``(marker seq, kind)`` that withdrew it."""
+    ``withdrawn`` maps a withdrawn seq to the ``(marker seq, kind)`` that withdrew it.
+    ``edges`` (the span's owed ``belongTo`` edges, none of a withdrawn or retracted ordinal) go
+    in the last entry batch's transaction: one store transaction for a span's entries and
+    edges, not one each."""
     done = Counts()
     retract = _Retract(store, session_id, record)
-    _write_entries(store, plan, project, withdrawn, done, heartbeat, retract)
+    _write_entries(store, plan, project, withdrawn, done, heartbeat, retract, edges)
     for item in plan.retract:
         if retract(item.name, item.ordinal, item.marker_seq, item.kind, quiet_absent=False):
             done.retracted += 1
@@ -56,6 +60,7 @@ def _write_entries(
     done: Counts,
     heartbeat: Callable[[], None],
     retract: _Retract,
+    edges: Sequence[StatementWrite],
 ) -> None:
     # Get before create: a natively batched store decides existence inside the batch's own
     # transaction; any other store is asked first (one query per 100 names).
@@ -66,13 +71,14 @@ def _write_entries(
     )
     pending: list[EntryWrite] = []
 
-    def flush() -> None:
+    def flush(statements: Sequence[StatementWrite] = ()) -> None:
         # One store transaction per batch (natively batched stores); the watermark advances
         # only after every batch of the slice is durable.
-        if pending:
-            created = len(write_batch(store, pending).created_names)
+        if pending or statements:
+            created = len(write_batch(store, pending, statements).created_names)
             done.written += created
             done.duplicates += len(pending) - created
+            done.edges += len(statements)
             pending.clear()
             heartbeat()
 
@@ -100,6 +106,10 @@ def _write_entries(
         )
         if len(pending) >= store_writes.WRITE_BATCH:
             flush()
+    # The edges ride in the last batch (a batch stays within WRITE_BATCH edges).
+    size = store_writes.WRITE_BATCH
+    for start in range(0, len(edges), size):
+        flush(edges[start : start + size])
     flush()
 
 

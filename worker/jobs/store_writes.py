@@ -71,6 +71,29 @@ def settle_edges(
     return len(present) + _write_edges(ctx, store, _edges(heads, present, node, project))[0]
 
 
+def span_edges(
+    ctx: JobContext,
+    store: MemoryStore,
+    *,
+    project: str,
+    link_from: int,
+    link_to: int,
+    skip: frozenset[int],
+) -> list[StatementWrite] | None:
+    """The ``belongTo`` edges :func:`settle_edges` would write for ``[link_from, link_to)``, for
+    the caller to write in the same store transaction as the span's entries (``log_span``); an
+    empty list when none is owed or the node is gone. ``None`` for a store without native
+    batches: the caller settles them with :func:`settle_edges` (get before create)."""
+    if not isinstance(store, BatchWriter):
+        return None
+    if link_to <= link_from:
+        return []
+    node = entries.session_name(ctx.session_id)
+    if store.knowledge_get(node) is None:
+        return []
+    return list(_edges(_heads(ctx, link_from, link_to, skip), set(), node, project))
+
+
 def create_node_with_edges(
     ctx: JobContext,
     store: MemoryStore,
@@ -171,4 +194,5 @@ __all__ = [
     "existing_edges",
     "existing_names",
     "settle_edges",
+    "span_edges",
 ]
