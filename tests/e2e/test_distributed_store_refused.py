@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import redis
 from celery_events_support import receiving
+from cli_fork import run_cli
 from cluster_support import BIN
 from redis_dbs import redis_db
 from state_db_support import throwaway_pg_database
@@ -60,9 +61,7 @@ def _local_default_with_entries(lite: Path) -> None:
 
 
 def _start(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(BIN / "memory-worker"), *argv], env=env, capture_output=True, text=True, timeout=90
-    )
+    return run_cli(argv, env=env, timeout=90)
 
 
 def test_daemon_and_worker_exit_2_with_one_line_on_a_refused_shelf(tmp_path: Path) -> None:
@@ -97,11 +96,7 @@ def test_daemon_and_worker_exit_2_with_one_line_on_a_refused_shelf(tmp_path: Pat
 
 
 def test_a_job_whose_store_is_refused_is_a_celery_failure_not_retried(tmp_path: Path) -> None:
-    subprocess.run(
-        [str(BIN / "memory-worker"), "demo-home", str(tmp_path / "dsh")],
-        check=True,
-        capture_output=True,
-    )
+    run_cli(["demo-home", str(tmp_path / "dsh")], timeout=120).check_returncode()
     lite = tmp_path / "lite"
     queue = f"refused-{uuid.uuid4().hex[:8]}"
     node = f"refused-{uuid.uuid4().hex[:6]}@{queue}"

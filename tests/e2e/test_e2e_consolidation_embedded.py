@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_fork import run_cli
 from cluster_support import wait_for
 from conftest import REPO
 from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
@@ -73,11 +74,9 @@ def test_run_once_writes_summaries_archive_and_work_units(
         log.turn("thanks", "welcome")
         log.flush()
         ends[sid] = log.seq
-    done = subprocess.run(
-        [str(BIN / "memory-worker"), "run", "--once"],
+    done = run_cli(
+        ["run", "--once"],
         env=worker_env(tmp_path, model_server, MEMORY_WORKER_CASCADE_BATCH_SIZE="2"),
-        capture_output=True,
-        text=True,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr

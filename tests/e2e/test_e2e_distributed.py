@@ -10,14 +10,14 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster_support import BIN, Cluster, clean_run_dump, throwaway_cluster, wait_for
+from cli_fork import run_cli
+from cluster_support import Cluster, clean_run_dump, throwaway_cluster, wait_for
 from conftest import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -33,11 +33,7 @@ CWD = "/home/dev/dsh-demo"
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     root = tmp_path_factory.mktemp("distributed")
-    subprocess.run(
-        [str(BIN / "memory-worker"), "demo-home", str(root / "dsh")],
-        check=True,
-        capture_output=True,
-    )
+    run_cli(["demo-home", str(root / "dsh")], timeout=120).check_returncode()
     live = SessionLogWriter(root / "dsh", "g-live", CWD)
     first = live.turn("remember the build flag", "noted: --release")
     live.title("Build flags", first.user_seq)

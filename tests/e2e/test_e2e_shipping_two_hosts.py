@@ -29,6 +29,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from cli_fork import run_cli
 from cluster_support import BIN, PG_ADMIN, Cluster, throwaway_cluster, wait_for
 from conftest import REPO
 
@@ -198,9 +199,7 @@ def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoHosts]:
         assert _usable(bin_), "uid 65534 cannot run the venv built for it"
     root = tmp_path_factory.mktemp("two-hosts")
     home = root / "dsh"
-    subprocess.run(
-        [str(BIN / "memory-worker"), "demo-home", str(home)], check=True, capture_output=True
-    )
+    run_cli(["demo-home", str(home)], timeout=120).check_returncode()
     live = SessionLogWriter(home, "g-live", CWD)
     first = live.turn("remember the build flag", "noted: --release")
     live.title("Build flags", first.user_seq)

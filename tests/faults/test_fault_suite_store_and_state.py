@@ -66,12 +66,30 @@ def _cli_root(root: Path, mode: str, like: Path | None = None) -> dict[str, str]
     }
 
 
-@pytest.mark.parametrize("mode", ["refuse", "hang"])
-def test_a_refusing_or_hanging_store_is_named_then_converges(tmp_path: Path, mode: str) -> None:
-    clean_root = tmp_path / "clean"
+@pytest.fixture(scope="module")
+def cli_clean(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The small home run once through a healthy ``cli`` store: the reference both faulted runs
+    copy and compare with (they only read it)."""
+    clean_root = tmp_path_factory.mktemp("cli-clean")
     clean_env = _cli_root(clean_root, "ok")
     done = run_once(clean_root, **clean_env)
     assert done.returncode == 0, done.stderr
+    return clean_root
+
+
+@pytest.fixture(scope="module")
+def direct_clean(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fault home run once without faults (the reference of the state-database cases)."""
+    root = tmp_path_factory.mktemp("clean")
+    clean_run(root)
+    return root
+
+
+@pytest.mark.parametrize("mode", ["refuse", "hang"])
+def test_a_refusing_or_hanging_store_is_named_then_converges(
+    tmp_path: Path, mode: str, cli_clean: Path
+) -> None:
+    clean_root = cli_clean
     clean = dump(clean_root)
 
     root = tmp_path / "faulted"
@@ -89,10 +107,12 @@ def test_a_refusing_or_hanging_store_is_named_then_converges(tmp_path: Path, mod
     assert dump(root) == clean
 
 
-def test_a_state_database_locked_for_a_while_is_ridden_out(tmp_path: Path) -> None:
-    clean = clean_run(tmp_path / "clean")
+def test_a_state_database_locked_for_a_while_is_ridden_out(
+    tmp_path: Path, direct_clean: Path
+) -> None:
+    clean = dump(direct_clean)
     root = tmp_path / "locked"
-    lay_home(root, like=tmp_path / "clean")
+    lay_home(root, like=direct_clean)
     first = run_once(root, "--jobs", "1")  # creates and migrates the state database
     assert first.returncode == 0, first.stderr
     shutil.rmtree(root / "lite")  # the store is wiped: everything is written again...
@@ -162,11 +182,13 @@ def private_pg() -> Iterator[tuple[str, Path, str]]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def test_a_postgresql_restart_mid_run(tmp_path: Path, private_pg: tuple[str, Path, str]) -> None:
+def test_a_postgresql_restart_mid_run(
+    tmp_path: Path, private_pg: tuple[str, Path, str], direct_clean: Path
+) -> None:
     url, data, pg_ctl = private_pg
-    clean = clean_run(tmp_path / "clean")
+    clean = dump(direct_clean)
     root = tmp_path / "pg-run"
-    lay_home(root, like=tmp_path / "clean")
+    lay_home(root, like=direct_clean)
     extra = {"MEMORY_WORKER_STATE_URL": url}
     proc = subprocess.Popen(
         run_once_argv(root),

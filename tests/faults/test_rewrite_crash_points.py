@@ -20,7 +20,7 @@ import pytest
 from crash_point_support import sweep
 from model_server import ModelServer, model_server_fixture  # noqa: F401
 from pipeline_support import dump
-from rewrite_support import BIN, consolidate_with_a, env_for, scripted, write_sessions
+from rewrite_support import consolidate_with_a, env_for, scripted, write_sessions
 
 pytestmark = pytest.mark.integration
 
@@ -45,7 +45,7 @@ def test_a_rewrite_that_dies_before_any_store_write_converges(
     points = sweep(
         work,
         snapshot,
-        [str(BIN / "memory-worker"), "reconsolidate", "s-2", "--replace", "--wait"],
+        ["reconsolidate", "s-2", "--replace", "--wait"],
         env_for(work, model_server, "model-b"),
         tmp_path / "writes.txt",
         clean_run,

@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from canary_support import BIN, canary_reply, cli_env, consolidated_pair, dump_text, names
+from canary_support import canary_reply, cli_env, consolidated_pair, dump_text, names
 from crash_point_support import sweep
 from model_server import ModelServer, model_server_fixture  # noqa: F401
 
@@ -46,7 +46,7 @@ def test_a_withdrawal_repair_that_dies_before_any_store_write_still_forgets(
     points = sweep(
         work,
         snapshot,
-        [str(BIN / "memory-worker"), "run", "--once"],
+        ["run", "--once"],
         cli_env(work, model_server),
         tmp_path / "writes.txt",
         clean_run,

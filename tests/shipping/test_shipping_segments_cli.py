@@ -5,11 +5,11 @@ the transaction that marks it forgotten."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cli_fork import run_cli
 from sqlalchemy import func, select
 
 from memory.dsh.synthetic import synthetic_header, synthetic_rows, write_log
@@ -46,13 +46,7 @@ def _prune(root: Path, *args: str) -> list[str]:
         MEMORY_WORKER_DSH_HOME=str(root / "no"),
         HOME=str(root),
     )
-    done = subprocess.run(
-        [str(BIN / "memory-worker"), "segments", "prune", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_cli(["segments", "prune", *args], env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
 

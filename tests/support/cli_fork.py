@@ -19,9 +19,15 @@ Use it where a test only needs a command's outcome::
     from cli_fork import run_cli
     done = run_cli(["run", "--once"], env=env, timeout=120)   # a CompletedProcess[str]
 
-A command that needs a fresh interpreter — ``PYTHONPATH`` hooks such as the crash points, ``-X``
-options, another Python — keeps using :mod:`subprocess`; so does a test that signals the process
-while it runs. ``MW_TEST_NO_FORK=1`` makes :func:`run_cli` start real processes (to compare).
+A start-up hook that a fresh interpreter would run from ``PYTHONPATH`` (the crash points'
+``sitecustomize``) is run by the child with ``site_dir=``: the child puts that directory first on
+``sys.path`` and imports its ``sitecustomize`` after it has taken the request's environment, so
+the hook reads its settings from the environment of that one run, as at a real start-up (the
+environment still carries ``PYTHONPATH`` for the command's own children).
+
+A command that needs a fresh interpreter — ``-X`` options, another Python, a probe of what start-up
+imports — keeps using :mod:`subprocess`; so does a test that signals the process while it runs.
+``MW_TEST_NO_FORK=1`` makes :func:`run_cli` start real processes (to compare).
 """
 
 from __future__ import annotations
@@ -62,9 +68,27 @@ PRELOAD = (
     "worker.run.once_parallel",
     "worker.watch.watcher",
     "hypatia_lite.store",
+    "hypatia_lite.db",
+    "hypatia_lite.sqlite_backend",
+    "hypatia_lite.purge",
     "memory.store.lite.store",
     "memory.dsh.reader",
+    "worker.state.migrate",
+    "worker.state.template",
+    "worker.at_rest",
     "tenacity",
+    "worker.jobs.housekeeping",
+    # The model client's library and its transport: most of a consolidating command's imports.
+    "openai",
+    "openai.resources",
+    "openai.pagination",
+    "httpcore2",
+    "h11",
+    "jiter",
+    "truststore",
+    "anyio.abc",
+    "anyio.streams",
+    "encodings.idna",
 )
 _lock = threading.Lock()
 _server: _Server | None = None
@@ -137,10 +161,20 @@ def run_cli(
     input: str | None = None,
     timeout: float | None = None,
     tool: str = "memory-worker",
+    site_dir: str | os.PathLike[str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``subprocess.run([BIN / tool, *args], env=env, cwd=cwd, input=input, timeout=timeout,
-    capture_output=True, text=True)``, with the process forked from the pre-imported server."""
+    capture_output=True, text=True)``, with the process forked from the pre-imported server.
+
+    ``site_dir``: a directory put first on the command's ``PYTHONPATH``, whose ``sitecustomize``
+    it runs at start-up (a real process does that itself; a forked child does it after taking
+    the environment)."""
     argv = [str(BIN / tool), *args]
+    if site_dir is not None:
+        env = dict(os.environ if env is None else env)
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [os.fspath(site_dir), env.get("PYTHONPATH", "")])
+        )
     if tool != "memory-worker" or os.environ.get("MW_TEST_NO_FORK") == "1":
         return subprocess.run(
             argv,
@@ -156,6 +190,7 @@ def run_cli(
         "argv": argv,
         "env": dict(os.environ if env is None else env),
         "cwd": os.fspath(cwd) if cwd is not None else os.getcwd(),
+        "site": None if site_dir is None else os.fspath(site_dir),
     }
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
@@ -238,6 +273,10 @@ def child(request, fds):
     sys.stderr = open(2, "w", closefd=False)
     code = 0
     try:
+        if request["site"] is not None:  # what start-up does with PYTHONPATH=site
+            sys.path.insert(0, request["site"])
+            sys.modules.pop("sitecustomize", None)
+            importlib.import_module("sitecustomize")
         from worker.cli import main
         main()
     except SystemExit as exc:

@@ -7,27 +7,18 @@ the state database and the shelf registry hold stay true."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from cli_fork import run_cli
 from conftest import REPO
 from pipeline_support import dump
 
 CRASH_POINTS = REPO / "tests" / "support" / "crash_points"
 KILLED = 137
-
-
-def with_crash_points(env: dict[str, str], **extra: str) -> dict[str, str]:
-    """``env`` with the crash-point hook on the subprocess's path (and ``extra`` settings)."""
-    out = {**env, **extra}
-    out["PYTHONPATH"] = os.pathsep.join(
-        filter(None, [str(CRASH_POINTS), env.get("PYTHONPATH", "")])
-    )
-    return out
 
 
 def restore(snapshot: Path, work: Path) -> None:
@@ -54,23 +45,21 @@ def differences(got: dict[str, Any], want: dict[str, Any]) -> tuple[dict[str, st
 def sweep(
     work: Path,
     snapshot: Path,
-    argv: Sequence[str],
+    args: Sequence[str],
     env: dict[str, str],
     counted: Path,
     check: Callable[[subprocess.CompletedProcess[str]], None],
 ) -> int:
-    """The clean run (``check`` looks at it; its store is the reference), then one killed run
-    per write it made, each followed by a run that must finish with the reference's store.
-    Returns the number of crash points."""
+    """The clean run of ``memory-worker ARGS`` (``check`` looks at it; its store is the
+    reference), then one killed run per write it made, each followed by a run that must finish
+    with the reference's store. Returns the number of crash points.
+
+    Every run is a process of its own with the hook on its path, forked from the pre-imported
+    server (``cli_fork``): the hook reads the run's environment, and ``os._exit(137)`` ends that
+    process as ``kill -9`` would."""
 
     def run(**extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            list(argv),
-            env=with_crash_points(env, **extra),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        return run_cli(args, env={**env, **extra}, site_dir=CRASH_POINTS, timeout=300)
 
     restore(snapshot, work)
     clean = run(MEMORY_WORKER_TEST_CRASH_COUNT=str(counted))

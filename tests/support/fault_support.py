@@ -1,4 +1,4 @@
-"""Shared pieces of the fault suite: a DSH home to fault, ``run --once`` as a subprocess, full
+"""Shared pieces of the fault suite: a DSH home to fault, ``run --once`` as a process, full
 store dumps, the names a run summary gives as not finished, and the number of kills to make
 (``MEMORY_WORKER_FAULT_KILLS`` scales the suite up for longer runs; CI uses the defaults)."""
 
@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from cli_fork import run_cli
 from conftest import REPO
 
 from hypatia_lite.store import LiteStore
@@ -86,13 +87,9 @@ def run_once_argv(root: Path, *args: str) -> list[str]:
 
 
 def run_once(root: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        run_once_argv(root, *args),
-        env=env(root, **extra),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    """``run --once`` over ``root`` to its end: a process of its own, forked from the
+    pre-imported server (``cli_fork``); a test that signals the run uses :func:`run_once_argv`."""
+    return run_cli(run_once_argv(root, *args)[1:], env=env(root, **extra), timeout=600)
 
 
 def dump(root: Path) -> dict[str, Any]:
