@@ -56,13 +56,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A DSH home: the shipped fixtures (`demo-home`) plus six generated sessions of 60-260
     turns in three projects, half of them titled."""
     root = tmp_path_factory.mktemp("jobs-home")
-    laid = subprocess.run(
-        [str(BIN), "demo-home", str(root / "dsh")],
-        env=cli_env(root),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    laid = run_cli(["demo-home", str(root / "dsh")], env=cli_env(root), timeout=120)
     assert laid.returncode == 0, laid.stderr
     for sid, cwd, turns, titled in GENERATED:
         conversation(
