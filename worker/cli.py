@@ -85,11 +85,16 @@ COMMANDS = {
 
 def _register(only: str | None = None) -> None:
     """Register the commands on :data:`app`: all of them, or ``only`` that one. Start-up time:
-    a command's module is imported only here, when it is registered."""
+    a command's module is imported only here, when it is registered. A command already on
+    :data:`app` is not added again (a process that calls this more than once, as a test run
+    does, would otherwise have Typer build every duplicate on each invocation)."""
     import importlib
 
+    present = {info.name for info in app.registered_commands} | {
+        info.name for info in app.registered_groups
+    }
     for name, (module, function) in COMMANDS.items():
-        if only is None or name == only:
+        if (only is None or name == only) and name not in present:
             implementation = getattr(importlib.import_module(f"worker.commands.{module}"), function)
             if isinstance(implementation, typer.Typer):  # a group: `segments prune`
                 app.add_typer(implementation, name=name)

@@ -4,13 +4,9 @@ only the command it runs; a completing process has no command argument, so it ge
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-
-BIN = Path(sys.executable).parent / "memory-worker"
+from cli_fork import run_cli
 
 
 def _complete(words: str, index: int) -> list[str]:
@@ -20,7 +16,7 @@ def _complete(words: str, index: int) -> list[str]:
         "COMP_WORDS": words,
         "COMP_CWORD": str(index),
     }
-    done = subprocess.run([str(BIN)], env=env, capture_output=True, text=True, timeout=120)
+    done = run_cli([], env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout.split()
 

@@ -10,7 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
-from hostile_support import env, run_worker, write_good
+from forked_worker import run_worker_forked
+from hostile_support import env, write_good
 from state_db_support import sqlite_url, throwaway_pg_database
 from typer.testing import CliRunner
 
@@ -31,15 +32,15 @@ def _refusals(root: Path, state_url: str) -> dict[str, tuple[int, list[str]]]:
     home = root / "dsh"
     write_good(home, "good", 1)
     environ = env(root, MEMORY_WORKER_STATE_URL=state_url, DSH_HOME=str(home))
-    done = run_worker(root, "run", "--once", environ=environ)
+    done = run_worker_forked(root, "run", "--once", environ=environ)
     assert done.returncode == 0, done.stderr
     seen: dict[str, tuple[int, list[str]]] = {}
     for command in COMMANDS:
-        out = run_worker(root, *command, "good", TOO_LONG, environ=environ)
+        out = run_worker_forked(root, *command, "good", TOO_LONG, environ=environ)
         assert "Traceback" not in out.stderr and "DataError" not in out.stderr, out.stderr
         assert out.stdout == "", out.stdout
         seen[" ".join(command)] = (out.returncode, out.lines)
-    status = run_worker(root, "status", "--audit", "--json", environ=environ)
+    status = run_worker_forked(root, "status", "--audit", "--json", environ=environ)
     assert status.returncode == 0, status.stderr
     found = json.loads(status.stdout)
     rows = {row["session_id"]: row for row in found["sessions"]}

@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hostile_support import env, run_worker, write_good
+from forked_worker import run_worker_forked
+from hostile_support import env, write_good
 
 EVIL = "evil\n\x1b[31mERROR forged line"
 SHOWN = "evil\\n\\x1b[31mERROR forged line"
@@ -31,7 +32,7 @@ def test_commands_print_an_evil_id_escaped_on_one_line(tmp_path: Path) -> None:
     home = tmp_path / "dsh"
     write_good(home, "good", 1)
     environ = env(tmp_path, DSH_HOME=str(home))
-    done = run_worker(tmp_path, "run", "--once", environ=environ)
+    done = run_worker_forked(tmp_path, "run", "--once", environ=environ)
     assert done.returncode == 0, done.stderr
     commands = {
         "retract": (["retract", EVIL], 1),
@@ -42,9 +43,9 @@ def test_commands_print_an_evil_id_escaped_on_one_line(tmp_path: Path) -> None:
         "verify-forgetting": (["verify-forgetting"], 0),  # names the forgotten id, log gone
     }
     for name, (args, code) in commands.items():
-        out = run_worker(tmp_path, *args, environ=environ)
+        out = run_worker_forked(tmp_path, *args, environ=environ)
         assert out.returncode == code, (name, out.stdout, out.stderr)
         assert "Traceback" not in out.stderr, (name, out.stderr)
         _one_escaped_line(out.stdout + out.stderr)
-    shown = run_worker(tmp_path, "status", "--json", environ=environ)
+    shown = run_worker_forked(tmp_path, "status", "--json", environ=environ)
     assert '"session_id": "evil\\n\\u001b[31mERROR forged line"' in shown.stdout

@@ -10,7 +10,8 @@ import logging
 from pathlib import Path
 
 import pytest
-from hostile_support import run_worker, session_path, write_good
+from forked_worker import run_worker_forked
+from hostile_support import session_path, write_good
 
 from memory.printable import printable
 from worker.logs import PrintableFormatter, json_formatter
@@ -51,7 +52,7 @@ def test_a_hostile_session_id_forges_no_line_and_no_terminal_escape(tmp_path: Pa
     assert log == session_path(home, EVIL)
     with log.open("ab") as handle:
         handle.write(b"not json at all\n")  # a damaged tail: one warning naming the session
-    done = run_worker(tmp_path, "run", "--once", "--dsh-home", str(home))
+    done = run_worker_forked(tmp_path, "run", "--once", "--dsh-home", str(home))
     assert done.returncode == 0, done.stderr
     named = [line for line in done.lines if "evil" in line]
     assert len(named) == 1 and "damaged tail was dropped" in named[0]
@@ -59,10 +60,10 @@ def test_a_hostile_session_id_forges_no_line_and_no_terminal_escape(tmp_path: Pa
     assert not [line for line in done.lines if "forged" in line and "evil" not in line]
     assert "\x1b" not in done.stderr and "\u202e" not in done.stderr
 
-    table = run_worker(tmp_path, "status", "--dsh-home", str(home))
+    table = run_worker_forked(tmp_path, "status", "--dsh-home", str(home))
     assert table.returncode == 0, table.stderr
     assert "\x1b" not in table.stdout and "\u202e" not in table.stdout
     assert "\\x1b[2J" in table.stdout and "forged" in table.stdout
-    rows = json.loads(run_worker(tmp_path, "status", "--json").stdout)["sessions"]
+    rows = json.loads(run_worker_forked(tmp_path, "status", "--json").stdout)["sessions"]
     assert [row["session_id"] for row in rows] == [EVIL]  # JSON keeps the id exactly
     assert rows[0]["lag"] == 0 and rows[0]["last_failure"]["task"] == "scan"

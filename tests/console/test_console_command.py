@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from canary_support import BIN
+from cli_fork import run_cli
 from console_support import http, running_console
 from pipeline_support import cli_env
 
@@ -39,13 +39,7 @@ def test_help_loads_no_web_stack() -> None:
 
 def test_another_address_needs_the_explicit_option(tmp_path: Path) -> None:
     env = cli_env(tmp_path)
-    done = subprocess.run(
-        [str(BIN / "memory-worker"), "console", "--host", "0.0.0.0", "--port", "0"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_cli(["console", "--host", "0.0.0.0", "--port", "0"], env=env, timeout=60)
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.splitlines() == [

@@ -4,13 +4,10 @@ of printing nothing."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-BIN = Path(sys.executable).parent / "memory-worker"
+from cli_fork import run_cli
 
 
 @pytest.mark.integration
@@ -22,9 +19,7 @@ def test_all_with_no_sessions_says_so(tmp_path: Path) -> None:
     }
     for name in ("MEMORY_WORKER_LITE_HOME", "MEMORY_WORKER_STATE_URL", "MEMORY_WORKER_CONFIG"):
         env.pop(name, None)
-    done = subprocess.run(
-        [str(BIN), "reconsolidate", "--all"], env=env, capture_output=True, text=True, timeout=60
-    )
+    done = run_cli(["reconsolidate", "--all"], env=env, timeout=60)
     assert done.returncode == 0
     assert done.stderr.splitlines() == [
         "no sessions seen yet (run `memory-worker run` or `daemon`)"

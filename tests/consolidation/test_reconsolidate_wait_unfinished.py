@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_fork import run_cli
 
-BIN = Path(sys.executable).parent / "memory-worker"
 IMAGE = "44444444-4444-4444-8444-444444444444"
 
 
@@ -33,9 +32,7 @@ def test_unfinished_wait_is_named(tmp_path: Path) -> None:
         env.pop(name, None)
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(BIN), *args], env=env, capture_output=True, text=True, timeout=120
-        )
+        return run_cli(args, env=env, timeout=120)
 
     assert cli("demo-home", str(tmp_path / "dsh")).returncode == 0
     assert cli("run", "--once", "--dsh-home", str(tmp_path / "dsh")).returncode == 0

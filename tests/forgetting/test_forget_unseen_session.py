@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-BIN = Path(sys.executable).parent / "memory-worker"
+from cli_fork import run_cli
 
 
 @pytest.mark.integration
@@ -31,13 +29,7 @@ def test_unseen_session_is_named_in_one_line(tmp_path: Path) -> None:
         env.pop(name, None)
 
     def forget(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(BIN), "forget", "s-typo", *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        return run_cli(["forget", "s-typo", *args], env=env, timeout=60)
 
     dry = forget("--dry-run")
     assert dry.returncode == 0, dry.stderr
@@ -51,9 +43,7 @@ def test_unseen_session_is_named_in_one_line(tmp_path: Path) -> None:
         "memory-worker forget: s-typo: not seen by the watcher and nothing of it in memory; "
         "marked forgotten, so it is never ingested"
     ) in real.stderr.splitlines()
-    status = subprocess.run(
-        [str(BIN), "status", "--json"], env=env, capture_output=True, text=True, timeout=60
-    )
+    status = run_cli(["status", "--json"], env=env, timeout=60)
     assert '"forgotten": true' in status.stdout
     again = forget()  # now known (marked forgotten): no note
     assert again.returncode == 0, again.stderr

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from canary_support import embedded_runtime
+from cli_fork import run_cli
 from lite_pg_support import pg_home
 from pipeline_support import process
 
@@ -22,7 +22,6 @@ from worker.commands.demo_home import lay_out_fixtures
 
 pytestmark = pytest.mark.integration
 
-BIN = Path(sys.executable).parent
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "dsh"
 V4 = "7d3c1f0e-2b6a-4c59-9e1d-5a8f3b2c4d10"
 WITHDRAWN_TEXT = "The session is read-only, so I cannot edit files now."
@@ -38,13 +37,7 @@ def _verify(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
             "COLUMNS": "400",
         }
     )
-    return subprocess.run(
-        [str(BIN / "memory-worker"), "verify-forgetting", "--shelf", "pg", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_cli(["verify-forgetting", "--shelf", "pg", *args], env=env, timeout=300)
 
 
 def test_a_postgresql_shelf_is_searched_by_its_tables_and_says_so(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_fork import run_cli
 from conftest import REPO
 from pipeline_support import cli_env, dump
 
@@ -21,17 +22,12 @@ from worker_dshgen import conversation
 
 pytestmark = pytest.mark.integration
 
-BIN = Path(sys.executable).parent / "memory-worker"
 SESSIONS = ("ab", "ab-1", "a_b", "axb")
 
 
 def _run_once(root: Path) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [str(BIN), "run", "--once", "--dsh-home", str(root / "dsh")],
-        env=cli_env(root),
-        capture_output=True,
-        text=True,
-        timeout=180,
+    done = run_cli(
+        ["run", "--once", "--dsh-home", str(root / "dsh")], env=cli_env(root), timeout=180
     )
     assert done.returncode == 0, done.stderr
     return done

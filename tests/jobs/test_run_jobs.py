@@ -56,13 +56,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A DSH home: the shipped fixtures (`demo-home`) plus six generated sessions of 60-260
     turns in three projects, half of them titled."""
     root = tmp_path_factory.mktemp("jobs-home")
-    laid = subprocess.run(
-        [str(BIN), "demo-home", str(root / "dsh")],
-        env=cli_env(root),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    laid = run_cli(["demo-home", str(root / "dsh")], env=cli_env(root), timeout=120)
     assert laid.returncode == 0, laid.stderr
     for sid, cwd, turns, titled in GENERATED:
         conversation(
@@ -120,23 +114,16 @@ def test_jobs_2_writes_exactly_what_jobs_1_writes(
 
 def test_jobs_needs_a_positive_count_and_once(tmp_path: Path) -> None:
     env = cli_env(tmp_path)
-    procs = {
-        args: subprocess.Popen(
-            [str(BIN), "run", *args, "--dsh-home", str(tmp_path / "dsh")],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+    done = {
+        args: run_cli(["run", *args, "--dsh-home", str(tmp_path / "dsh")], env=env, timeout=120)
         for args in (("--once", "--jobs", "0"), ("--jobs", "2"))
     }
-    outputs = {args: proc.communicate(timeout=120) for args, proc in procs.items()}
-    zero = outputs[("--once", "--jobs", "0")]
-    assert procs[("--once", "--jobs", "0")].returncode == 2
-    assert zero[1] == "memory-worker: --jobs must be 1 or more (got 0)\n"
-    follow = outputs[("--jobs", "2")]
-    assert procs[("--jobs", "2")].returncode == 2
-    assert follow[1] == (
+    zero = done[("--once", "--jobs", "0")]
+    assert zero.returncode == 2
+    assert zero.stderr == "memory-worker: --jobs must be 1 or more (got 0)\n"
+    follow = done[("--jobs", "2")]
+    assert follow.returncode == 2
+    assert follow.stderr == (
         "memory-worker: --jobs needs --once (following a DSH home runs in one process)\n"
     )
     assert not (tmp_path / "data").exists()  # nothing was opened

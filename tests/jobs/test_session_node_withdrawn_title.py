@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 from cli_fork import run_cli
-from cluster_support import BIN
 from conftest import REPO
 from test_pipeline_session_node import process, store_rows
 
@@ -233,13 +232,7 @@ def test_inspect_json_shows_the_title_source_used_and_the_one_skipped(tmp_path: 
     later = later_turns(log, titled=True)
     log.flush()
     env = {**os.environ, "MEMORY_WORKER_TIMEZONE": "UTC"}
-    done = subprocess.run(
-        [str(BIN / "memory-worker"), "inspect", "--json", str(log.path)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_cli(["inspect", "--json", str(log.path)], env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     (report,) = json.loads(done.stdout)["sessions"]
     # turn/start, step/start, prompt, answer, step/end, turn/end, then the provider title
@@ -267,13 +260,7 @@ def test_inspect_json_shows_the_title_source_used_and_the_one_skipped(tmp_path: 
             }
         ],
     }
-    plain = subprocess.run(
-        [str(BIN / "memory-worker"), "inspect", str(log.path)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    plain = run_cli(["inspect", str(log.path)], env=env, timeout=120)
     assert plain.returncode == 0, plain.stderr
     assert f"session node: session/title seq {later} (provider)" in plain.stdout
     assert (

@@ -7,15 +7,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_fork import run_cli
 
 from worker.logs import JOB_FIELDS, job_context, setup_logging
-
-BIN = Path(sys.executable).parent
 
 
 def test_memory_and_worker_loggers_write_json_with_the_job_fields(
@@ -62,20 +59,9 @@ def test_the_json_lines_of_a_run_parse_and_job_lines_carry_the_four_fields(
         MEMORY_WORKER_LOG_JSON="true",
         MEMORY_WORKER_LOG_LEVEL="DEBUG",
     )
-    subprocess.run(
-        [str(BIN / "memory-worker"), "demo-home", str(tmp_path / "dsh")],
-        env=env,
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    run = subprocess.run(
-        [str(BIN / "memory-worker"), "run", "--once", "--dsh-home", str(tmp_path / "dsh")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    laid = run_cli(["demo-home", str(tmp_path / "dsh")], env=env, timeout=120)
+    assert laid.returncode == 0, laid.stderr
+    run = run_cli(["run", "--once", "--dsh-home", str(tmp_path / "dsh")], env=env, timeout=300)
     assert run.returncode == 0, run.stderr
     assert "28 entries written, 0 retracted, 19 edges; 24 jobs done" in run.stderr
     records = [json.loads(line) for line in run.stderr.splitlines() if line.startswith("{")]

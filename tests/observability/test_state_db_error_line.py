@@ -4,15 +4,12 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_fork import run_cli
 
 from worker.commands.common import db_error_line
-
-BIN = Path(sys.executable).parent / "memory-worker"
 
 
 def test_background_link_is_dropped() -> None:
@@ -31,7 +28,7 @@ def test_unreachable_postgres_is_one_clean_line(tmp_path: Path) -> None:
         "MEMORY_WORKER_STATE_URL": "postgresql://root@127.0.0.1:1/nothing",
     }
     env.pop("MEMORY_WORKER_CONFIG", None)
-    done = subprocess.run([str(BIN), "status"], env=env, capture_output=True, text=True, timeout=60)
+    done = run_cli(["status"], env=env, timeout=60)
     assert done.returncode == 2
     lines = done.stderr.splitlines()
     assert len(lines) == 1

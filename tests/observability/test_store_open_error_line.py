@@ -4,13 +4,10 @@ exit 2 from `run --once`, like any other store that cannot be opened, not a trac
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-BIN = Path(sys.executable).parent / "memory-worker"
+from cli_fork import run_cli
 
 
 @pytest.mark.integration
@@ -24,13 +21,7 @@ def test_uncreatable_lite_home_is_one_line(tmp_path: Path) -> None:
     }
     for name in ("MEMORY_WORKER_LITE_HOME", "MEMORY_WORKER_STATE_URL", "MEMORY_WORKER_CONFIG"):
         env.pop(name, None)
-    done = subprocess.run(
-        [str(BIN), "run", "--once", "--dsh-home", str(tmp_path / "dsh")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_cli(["run", "--once", "--dsh-home", str(tmp_path / "dsh")], env=env, timeout=60)
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
         "memory-worker: cannot open the store: [Errno 2] No such file or directory: "
@@ -47,13 +38,7 @@ def test_reconsolidate_wait_checks_the_store_first(tmp_path: Path) -> None:
     }
     for name in ("MEMORY_WORKER_LITE_HOME", "MEMORY_WORKER_STATE_URL", "MEMORY_WORKER_CONFIG"):
         env.pop(name, None)
-    done = subprocess.run(
-        [str(BIN), "reconsolidate", "s-1", "--wait"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_cli(["reconsolidate", "s-1", "--wait"], env=env, timeout=60)
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
         "memory-worker: cannot open the store: [Errno 2] No such file or directory: "

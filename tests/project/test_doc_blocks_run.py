@@ -47,6 +47,7 @@ from typing import Any
 
 import pytest
 import redis
+from cli_fork import run_cli
 from cluster_support import wait_for
 from conftest import REPO
 from doc_blocks import (
@@ -79,15 +80,9 @@ def expected_dump(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """What ``run --once`` writes on the shipped fixtures, from a sandbox of its own."""
     box = Sandbox(tmp_path_factory.mktemp("reference"))
     box.make()
-    for line in ("memory-worker demo-home ~/.dsh", "memory-worker run --once"):
-        subprocess.run(
-            ["bash", "-c", line],
-            env=box.env,
-            cwd=box.work,
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
+    for args in (["demo-home", str(box.home / ".dsh")], ["run", "--once"]):
+        done = run_cli(args, env=box.env, cwd=box.work, timeout=300)
+        assert done.returncode == 0, done.stderr
     with LiteStore(home=box.home / ".hypatia-lite") as store:
         dump: dict[str, Any] = store.dump()
     assert len(dump["knowledge"]) == 28, dump  # the README's count for the fixtures
@@ -175,14 +170,8 @@ def run_block(block: Block, box: Sandbox, expected: dict[str, Any]) -> str:
         return "tool"
     assert "tool" not in kinds, f"{block.id}: a block mixing Celery's tools with other lines"
     box.make()
-    subprocess.run(
-        ["bash", "-c", "memory-worker demo-home ~/.dsh"],
-        env=box.env,
-        cwd=box.work,
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
+    laid = run_cli(["demo-home", str(box.home / ".dsh")], env=box.env, cwd=box.work, timeout=120)
+    assert laid.returncode == 0, laid.stderr
     followers: list[tuple[subprocess.Popen[bytes], list[str], Path]] = []
     written: set[str] = set()
     envfile = box.root / "env"
@@ -244,7 +233,7 @@ def run_block(block: Block, box: Sandbox, expected: dict[str, Any]) -> str:
                     full,
                     240,
                     f"{block.id}: shelves {sorted(written)} to equal run --once's",
-                    every=1.0,
+                    every=0.25,
                 )
             for proc, words, log in followers:
                 _stop(proc, words, log)

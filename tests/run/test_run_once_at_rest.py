@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_fork import run_cli
 from pipeline_support import dump
 
 from worker import at_rest
@@ -77,17 +78,7 @@ def home(tmp_path: Path) -> dict[str, Any]:
         "MEMORY_WORKER_STORE_SHELF",
     ):
         env.pop(name, None)
-    laid = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "memory-worker"),
-            "demo-home",
-            str(tmp_path / "staging"),
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    laid = run_cli(["demo-home", str(tmp_path / "staging")], env=env, timeout=120)
     assert laid.returncode == 0, laid.stderr
     sessions = tmp_path / "dsh" / "sessions"
     held_back = {}
@@ -162,13 +153,7 @@ def test_a_state_database_changed_by_another_command_takes_the_full_path(
     home: dict[str, Any],
 ) -> None:
     assert _settled(home["env"], ["run", "--once"])[3] == "AT-REST"
-    forgot = subprocess.run(
-        [str(Path(sys.executable).parent / "memory-worker"), "forget", FS_READ],
-        env=home["env"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    forgot = run_cli(["forget", FS_READ], env=home["env"], timeout=120)
     assert forgot.returncode == 0, forgot.stderr
     code, _out, err, path = _cli(["run", "--once"], home["env"])
     assert (code, path) == (0, "FULL"), err

@@ -7,12 +7,10 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-BIN = Path(sys.executable).parent / "memory-worker"
+from cli_fork import run_cli
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -36,17 +34,9 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
 def _run(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     home = tmp_path / "dsh"
     if not home.exists():
-        laid = subprocess.run(
-            [str(BIN), "demo-home", str(home)], env=env, capture_output=True, text=True, timeout=60
-        )
+        laid = run_cli(["demo-home", str(home)], env=env, timeout=60)
         assert laid.returncode == 0, laid.stderr
-    return subprocess.run(
-        [str(BIN), "run", "--once", "--dsh-home", str(home)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_cli(["run", "--once", "--dsh-home", str(home)], env=env, timeout=120)
 
 
 @pytest.mark.integration
@@ -82,9 +72,7 @@ def test_celery_worker_refuses_a_missing_binary_before_starting(tmp_path: Path) 
         MEMORY_WORKER_STORE_BINARY="no-such-hypatia-binary",
         MEMORY_WORKER_BROKER_URL="redis://127.0.0.1:1/0",
     )
-    done = subprocess.run(
-        [str(BIN), "worker", "--pool", "solo"], env=env, capture_output=True, text=True, timeout=60
-    )
+    done = run_cli(["worker", "--pool", "solo"], env=env, timeout=60)
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
         "memory-worker: cannot open the store: the mcp transport's binary "

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_fork import run_cli
 from conftest import REPO
 
 from hypatia_lite.store import LiteStore
@@ -55,13 +56,7 @@ def _argv(root: Path, *args: str) -> list[str]:
 
 
 def _run(root: Path, **extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        _argv(root, "run", "--once"),
-        env=_env(root, **extra),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_cli(_argv(root, "run", "--once")[1:], env=_env(root, **extra), timeout=300)
 
 
 def _dump(root: Path) -> dict[str, Any]:
@@ -123,7 +118,7 @@ def test_a_lease_held_by_a_live_process_is_named_and_recorded(tmp_path: Path) ->
         lease = repos.leases.acquire(session_lease_key("held"), holder, 3600)
     assert lease is not None
 
-    blocked = _run(tmp_path, MEMORY_WORKER_LEASE_WAIT_S="1")
+    blocked = _run(tmp_path, MEMORY_WORKER_LEASE_WAIT_S="0.3")
     assert blocked.returncode == 1
     lines = [line for line in blocked.stderr.splitlines() if "not finished" in line]
     until = f"{lease.expires_at.astimezone(dt.UTC):%Y-%m-%d %H:%M:%S} UTC"
@@ -140,13 +135,7 @@ def test_a_lease_held_by_a_live_process_is_named_and_recorded(tmp_path: Path) ->
     }
     assert not any(row["name"].startswith("msg-held-") for row in _dump(tmp_path)["knowledge"])
 
-    shown = subprocess.run(
-        [str(BIN), "status", "--json"],
-        env=_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    shown = run_cli(["status", "--json"], env=_env(tmp_path), timeout=120)
     rows = {row["session_id"]: row for row in json.loads(shown.stdout)["sessions"]}
     assert rows["held"]["lease"]["owner"] == holder
     assert rows["held"]["last_failure"]["task"] == "log_span"
@@ -163,12 +152,6 @@ def test_a_lease_held_by_a_live_process_is_named_and_recorded(tmp_path: Path) ->
     assert {f"msg-held-{i}" for i in range(6)} <= {
         row["name"] for row in _dump(tmp_path)["knowledge"]
     }
-    shown = subprocess.run(
-        [str(BIN), "status", "--json"],
-        env=_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    shown = run_cli(["status", "--json"], env=_env(tmp_path), timeout=120)
     rows = {row["session_id"]: row for row in json.loads(shown.stdout)["sessions"]}
     assert rows["held"]["last_failure"] is None and rows["held"]["lag"] == 0

@@ -4,13 +4,10 @@ a terminal (no 80-column wrapping), so logs and scripts can grep it."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-BIN = Path(sys.executable).parent / "memory-worker"
+from cli_fork import run_cli
 
 
 @pytest.mark.integration
@@ -27,21 +24,9 @@ def test_summary_is_one_unwrapped_line(tmp_path: Path) -> None:
         "MEMORY_WORKER_CONFIG",
     ):
         env.pop(name, None)
-    laid = subprocess.run(
-        [str(BIN), "demo-home", str(tmp_path / "dsh")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    laid = run_cli(["demo-home", str(tmp_path / "dsh")], env=env, timeout=60)
     assert laid.returncode == 0, laid.stderr
-    done = subprocess.run(
-        [str(BIN), "run", "--once", "--dsh-home", str(tmp_path / "dsh")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_cli(["run", "--once", "--dsh-home", str(tmp_path / "dsh")], env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines()[-1] == (
         "8 sessions, 551 new events; 28 entries written, 0 retracted, 19 edges; "

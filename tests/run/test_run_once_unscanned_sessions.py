@@ -10,7 +10,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from hostile_support import run_worker, store_dump, write_good
+from forked_worker import run_worker_forked
+from hostile_support import store_dump, write_good
 
 STUCK = [f"stuck-{n}" for n in range(1, 5)]
 FINE = ["fine-1", "fine-2"]
@@ -22,7 +23,7 @@ FULL = (
 
 
 def _status(root: Path, home: Path) -> dict[str, dict[str, object]]:
-    shown = run_worker(root, "status", "--json", "--dsh-home", str(home))
+    shown = run_worker_forked(root, "status", "--json", "--dsh-home", str(home))
     assert shown.returncode == 0, shown.stderr
     return {row["session_id"]: row for row in json.loads(shown.stdout)["sessions"]}
 
@@ -32,11 +33,12 @@ def test_sessions_that_cannot_be_recorded_fail_the_run_by_name(tmp_path: Path) -
     home = tmp_path / "dsh"
     for sid in [*FINE, *STUCK]:
         write_good(home, sid, 1)
-    assert run_worker(tmp_path, "migrate", "upgrade").returncode == 0  # makes the state database
+    made = run_worker_forked(tmp_path, "migrate", "upgrade")  # makes the state database
+    assert made.returncode == 0, made.stderr
     with sqlite3.connect(tmp_path / "data" / "state.db") as db:
         db.execute(FULL)
 
-    done = run_worker(tmp_path, "run", "--once", "--dsh-home", str(home))
+    done = run_worker_forked(tmp_path, "run", "--once", "--dsh-home", str(home))
     assert done.returncode == 1, done.stderr
     summary = done.lines[-1]
     assert f"{len(STUCK)} sessions not scanned: {', '.join(STUCK)}" in summary, summary
@@ -56,13 +58,13 @@ def test_sessions_that_cannot_be_recorded_fail_the_run_by_name(tmp_path: Path) -
     }
 
     # With --jobs the children's scans are counted and named the same way.
-    parallel = run_worker(tmp_path, "run", "--once", "--jobs", "2", "--dsh-home", str(home))
+    parallel = run_worker_forked(tmp_path, "run", "--once", "--jobs", "2", "--dsh-home", str(home))
     assert parallel.returncode == 1, parallel.stderr
     assert f"{len(STUCK)} sessions not scanned: {', '.join(STUCK)}" in parallel.lines[-1]
 
     with sqlite3.connect(tmp_path / "data" / "state.db") as db:
         db.execute("DROP TRIGGER disk_full")
-    again = run_worker(tmp_path, "run", "--once", "--dsh-home", str(home))
+    again = run_worker_forked(tmp_path, "run", "--once", "--dsh-home", str(home))
     assert again.returncode == 0, again.stderr
     assert "not scanned" not in again.stderr
     rows = _status(tmp_path, home)

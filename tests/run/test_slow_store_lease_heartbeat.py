@@ -1,10 +1,10 @@
 """Under a slow store the lease is renewed on time and a re-done span resumes from what is
 written. The ``cli`` store is hypatia-lite behind a wrapper script that sleeps before every
-create; with ``lease_ttl_s`` 5 s one batch of creates takes longer than the lease, yet the job
-finishes in one attempt (the heartbeat renews it independent of batches) and every entry and
-``belongTo`` edge is created exactly once. A ``run --once`` killed with SIGKILL between two edge
-creates, then run again, sends only the edges still missing and converges on a clean run's
-store."""
+create it is told to slow; with ``lease_ttl_s`` 5 s (its floor) the batch of five entry creates
+takes longer than the lease, yet the job finishes in one attempt (the heartbeat renews it
+independent of batches) and every entry and ``belongTo`` edge is created exactly once. A
+``run --once`` killed with SIGKILL between two edge creates, then run again, sends only the edges
+still missing and converges on a clean run's store."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_fork import run_cli
 from conftest import REPO
 
 from hypatia_lite.store import LiteStore
@@ -29,6 +30,10 @@ from worker_dshgen import conversation
 pytestmark = pytest.mark.integration
 
 BIN = Path(sys.executable).parent / "memory-worker"
+#: The lease (``lease_ttl_s``'s floor) and the sleep before each entry create: the five creates
+#: of one batch take longer than the lease.
+LEASE_TTL_S = 5
+SLOW_S = 1.1
 LITE = Path(sys.executable).parent / "hypatia-lite"
 SID = "slow-1"
 WRAPPER = """#!/bin/sh
@@ -57,7 +62,7 @@ def _env(root: Path, slow_s: float, commands: str) -> dict[str, str]:
         "HYPATIA_LITE_HOME": str(root / "lite"),
         "MEMORY_WORKER_STORE_TRANSPORT": "cli",
         "MEMORY_WORKER_STORE_BINARY": str(root / "slow-hypatia"),
-        "MEMORY_WORKER_LEASE_TTL_S": "5",
+        "MEMORY_WORKER_LEASE_TTL_S": str(LEASE_TTL_S),
         "SLOW_S": str(slow_s),
         "SLOW_COMMANDS": commands,
         "SLOW_CALLS": str(root / "calls.log"),
@@ -104,17 +109,11 @@ def _edge(ordinal: int) -> str:
 def test_a_span_longer_than_the_lease_finishes_in_one_attempt(tmp_path: Path) -> None:
     _setup(tmp_path, 2)
     started = time.monotonic()
-    done = subprocess.run(
-        _argv(tmp_path),
-        env=_env(tmp_path, 1.5, "knowledge-create statement-create"),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_cli(_argv(tmp_path)[1:], env=_env(tmp_path, SLOW_S, "knowledge-create"), timeout=300)
     took = time.monotonic() - started
     assert done.returncode == 0, done.stderr
     assert "lost" not in done.stderr and "0 failed" in done.stderr
-    assert took > 5 * 1.5  # the creates alone took longer than the lease
+    assert took > 5 * SLOW_S > LEASE_TTL_S  # the five entry creates alone outlast the lease
     entries = _started(tmp_path, "knowledge-create")
     assert entries.pop(f"session-{SID} --shelf default") == 1
     assert entries == Counter({f"msg-{SID}-{i} --shelf default": 1 for i in range(4)})
@@ -124,12 +123,7 @@ def test_a_span_longer_than_the_lease_finishes_in_one_attempt(tmp_path: Path) ->
 def test_a_killed_run_resends_only_the_missing_edges(tmp_path: Path) -> None:
     clean = tmp_path / "clean"
     _setup(clean, 3)
-    assert (
-        subprocess.run(
-            _argv(clean), env=_env(clean, 0, ""), capture_output=True, timeout=300
-        ).returncode
-        == 0
-    )
+    assert run_cli(_argv(clean)[1:], env=_env(clean, 0, ""), timeout=300).returncode == 0
 
     root = tmp_path / "killed"
     _setup(root, 3, like=clean)
@@ -149,9 +143,7 @@ def test_a_killed_run_resends_only_the_missing_edges(tmp_path: Path) -> None:
     assert proc.wait(timeout=30) == -signal.SIGKILL
     assert _started(root, "statement-create") == Counter({_edge(0): 1, _edge(1): 1})
 
-    again = subprocess.run(
-        _argv(root), env=_env(root, 0, ""), capture_output=True, text=True, timeout=300
-    )
+    again = run_cli(_argv(root)[1:], env=_env(root, 0, ""), timeout=300)
     assert again.returncode == 0, again.stderr
     assert _started(root, "statement-create") == Counter({_edge(i): 1 for i in range(6)})
     assert _dump(root) == _dump(clean)

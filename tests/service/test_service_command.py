@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_fork import run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -44,13 +45,7 @@ def _env(tmp: Path) -> dict[str, str]:
 
 
 def _service(tmp: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [PROGRAM, "service", *args],
-        env={**_env(tmp), **extra},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_cli(["service", *args], env={**_env(tmp), **extra}, timeout=120)
 
 
 def _tree(root: Path) -> list[str]:

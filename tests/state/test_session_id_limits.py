@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 from conftest import REPO
-from hostile_support import CWD, env, header, run_worker, session_path, store_dump, write_good
+from forked_worker import run_worker_forked
+from hostile_support import CWD, env, header, session_path, store_dump, write_good
 from state_db_support import sqlite_url, throwaway_pg_database
 
 from worker.watch.scan_problems import MAX_SESSION_ID, subject_key
@@ -41,10 +42,10 @@ def _home(root: Path) -> Path:
 
 def _outcome(root: Path, home: Path, state_url: str) -> tuple[Any, dict[str, Any], Any]:
     environ = env(root, MEMORY_WORKER_STATE_URL=state_url)
-    done = run_worker(root, "run", "--once", "--dsh-home", str(home), environ=environ)
+    done = run_worker_forked(root, "run", "--once", "--dsh-home", str(home), environ=environ)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr and "DataError" not in done.stderr
-    shown = run_worker(root, "status", "--json", "--dsh-home", str(home), environ=environ)
+    shown = run_worker_forked(root, "status", "--json", "--dsh-home", str(home), environ=environ)
     assert shown.returncode == 0, shown.stderr
     rows = {row["session_id"]: row for row in json.loads(shown.stdout)["sessions"]}
     for row in rows.values():  # the moments differ between the two runs

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from cli_fork import run_cli
+
 BIN = Path(sys.executable).parent
 
 
@@ -32,14 +34,9 @@ def cli_env(tmp: Path, **extra: str) -> dict[str, str]:
 
 
 def memory_worker(tmp: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(BIN / "memory-worker"), *args],
-        env=cli_env(tmp, **extra),
-        cwd=tmp,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    """``memory-worker ARGS`` in ``tmp``'s world: a real process, forked from a pre-imported
+    parent (:func:`cli_fork.run_cli`, the contract of ``subprocess.run``)."""
+    return run_cli(args, env=cli_env(tmp, **extra), cwd=tmp, timeout=300)
 
 
 def demo_recorded(tmp: Path) -> None:
