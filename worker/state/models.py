@@ -75,7 +75,11 @@ class UTCDateTime(TypeDecorator[dt.datetime]):
 class Base:
     """A table of the state database: a subclass names it (``__tablename__``), declares its
     columns in order as ``Column`` class attributes and its indexes and constraints in
-    ``__table_args__``; the ``Table`` they make is ``__table__``, in :attr:`metadata`."""
+    ``__table_args__``; the ``Table`` they make is ``__table__``, in :attr:`metadata`.
+
+    The attributes are the table's own ``Column`` objects (``Table`` adopts them), annotated
+    ``ColumnClause[T]``: SQLAlchemy 2.1 types a ``Column`` read from a class as unusable, for its
+    ``TypedColumns``, which copy their columns."""
 
     metadata: ClassVar[MetaData] = MetaData(naming_convention=NAMING)
     __tablename__: ClassVar[str]
