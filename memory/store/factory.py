@@ -9,7 +9,6 @@ from typing import Literal, cast
 
 from memory.store.base import FatalStoreError, MemoryStore, StoreConfigError
 from memory.store.breaker import Breaker
-from memory.store.cli import CliStore
 
 Transport = Literal["lite", "cli", "mcp"]
 TRANSPORTS: tuple[Transport, ...] = ("lite", "cli", "mcp")
@@ -75,6 +74,8 @@ def open_store(config: StoreConfig) -> MemoryStore:
                 raise StoreConfigError(str(err)) from err
             raise
     if config.transport == "cli":
+        from memory.store.cli import CliStore  # start-up time: tenacity, subprocess plumbing
+
         return CliStore(
             config.shelf, config.binary, timeout_s=config.timeout_s, env=env, breaker=config.breaker
         )

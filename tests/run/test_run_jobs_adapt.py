@@ -17,7 +17,7 @@ from conftest import REPO
 from pipeline_support import dump
 
 from worker.jobs.runtime import build_runtime
-from worker.run import once_parallel
+from worker.run import cpu_budget
 from worker.run.cpu_budget import (
     MIN_BYTES_PER_PROCESS,
     MIN_WINDOW_S,
@@ -134,7 +134,7 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, OnceTotal
 def probe(monkeypatch: pytest.MonkeyPatch) -> type[_Probe]:
     """:class:`_Probe` in place of the real probe; its ``FREE`` and ``made`` are put back after
     the test."""
-    monkeypatch.setattr(once_parallel, "CpuProbe", _Probe)
+    monkeypatch.setattr(cpu_budget, "CpuProbe", _Probe)  # once_parallel imports it per --jobs run
     monkeypatch.setattr(_Probe, "FREE", 0.0)
     monkeypatch.setattr(_Probe, "made", 0)
     return _Probe

@@ -79,7 +79,7 @@ def test_a_restarted_watcher_does_not_decode_an_unchanged_log(
 ) -> None:
     """The ordinal at the stored end is computed only when new events arrive: a daemon restart
     over an unchanged home opens each log at its stored offset and reads nothing."""
-    import worker.watch.watcher as watch
+    import memory.dsh.reader as reader  # the watcher imports read_range from it when it reads
 
     runtime = embedded_runtime(tmp_path)
     log = SessionLogWriter(tmp_path / "dsh", "s-restart", CWD, compressed=True)
@@ -88,13 +88,13 @@ def test_a_restarted_watcher_does_not_decode_an_unchanged_log(
     log.flush()
     Watcher(runtime, lambda *_: None).poll_once()
     reads: list[tuple[int, int]] = []
-    real = watch.read_range
+    real = reader.read_range
 
     def counting(path: Path, start: int, end: int, *args: Any) -> Any:
         reads.append((start, end))
         return real(path, start, end, *args)
 
-    monkeypatch.setattr(watch, "read_range", counting)
+    monkeypatch.setattr(reader, "read_range", counting)
     restarted = Watcher(runtime, lambda *_: None)
     assert restarted.poll_once().new_events == 0
     assert reads == []

@@ -106,8 +106,8 @@ def _run(
 
     from worker.commands.common import check_store_or_exit, db_error_line, open_runtime_or_exit
     from worker.jobs.housekeeping import reconcile_with_store
+    from worker.jobs.pending_repairs import sessions_with_pending_repairs
     from worker.jobs.reconsolidate import backfill_consolidation
-    from worker.jobs.retract import resume_repairs
 
     runtime = open_runtime_or_exit(settings, "run", force_idle=once)
     target = settings.store_shelf
@@ -117,7 +117,10 @@ def _run(
         check_store_or_exit(runtime, target)
         if settings.reconcile_on_startup:
             started += reconcile_with_store(runtime, target)
-        started += resume_repairs(runtime, target)  # finish repairs a crash interrupted
+        if sessions_with_pending_repairs(runtime):  # the repair machinery loads only then
+            from worker.jobs.retract import resume_repairs
+
+            started += resume_repairs(runtime, target)  # finish repairs a crash interrupted
         started += backfill_consolidation(runtime, target)
         if once:
             totals = _run_once(runtime, target, children)

@@ -9,17 +9,19 @@ import zoneinfo
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field, fields
 from datetime import tzinfo
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from memory.store.base import MemoryStore
-from worker.jobs.lease_keeper import LeaseKeeper
-from worker.jobs.logread import TransientJobError
-from worker.jobs.runtime import Runtime
-from worker.state.audit import RetractionOutcome
-from worker.state.database import Repos
-from worker.state.leases import Lease
+from worker.jobs.errors import TransientJobError
 from worker.state.progress import Progress
-from worker.state.sessions import SessionState
+
+if TYPE_CHECKING:  # start-up time: a run with nothing to do imports no job machinery
+    from memory.store.base import MemoryStore
+    from worker.jobs.lease_keeper import LeaseKeeper
+    from worker.jobs.runtime import Runtime
+    from worker.state.audit import RetractionOutcome
+    from worker.state.database import Repos
+    from worker.state.leases import Lease
+    from worker.state.sessions import SessionState
 
 log = logging.getLogger(__name__)
 

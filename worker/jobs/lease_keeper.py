@@ -27,7 +27,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
 
-from worker.jobs.logread import TransientJobError
+from worker.jobs.errors import TransientJobError
 from worker.state.database import StateDB
 from worker.state.leases import Lease
 

@@ -23,6 +23,8 @@ from memory.dsh.reader import Log, iter_log, read_range
 from memory.messages import base_ordinal, message_ordinals
 from memory.span_cut import Cut, Timing, cut_span, span_start
 from memory.withdrawal import find_markers, is_marker
+from worker.jobs.errors import PermanentJobError as PermanentJobError
+from worker.jobs.errors import TransientJobError as TransientJobError
 from worker.jobs.handoff import LogHandOff, file_identity
 from worker.shipping.source import shipped_source
 from worker.shipping.store import SegmentStore
@@ -34,14 +36,6 @@ _FATAL = frozenset({"corrupt", "unsupported"})
 _BOUNDARIES = frozenset({"turn/end", "step/end"})
 #: Where a log with no checkpoint at or before a seq is read from.
 _ORIGIN = Checkpoint(0, 0, 0)
-
-
-class PermanentJobError(Exception):
-    """Retrying cannot help (a corrupt or unsupported log): recorded once, not retried."""
-
-
-class TransientJobError(Exception):
-    """Worth retrying later (the log could not be read, the watermark race was lost)."""
 
 
 def log_source(state: SessionState, segments: SegmentStore | None) -> Log:

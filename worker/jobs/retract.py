@@ -24,6 +24,7 @@ from memory.titles import survey_titles
 from worker.jobs.context import JobContext, JobOutput, skipped
 from worker.jobs.lease_keeper import wait_for_lease
 from worker.jobs.logread import TransientJobError
+from worker.jobs.pending_repairs import sessions_with_pending_repairs
 from worker.jobs.repair import Repairer, RepairReport
 from worker.jobs.repair_plan import SummaryRepair, find_repairs, model_client
 from worker.jobs.runtime import Runtime
@@ -33,7 +34,6 @@ from worker.jobs.storeview import archives_above, derived_units, unit_sources
 from worker.jobs.withdrawals import SessionLog, Withdrawn, read_session_log
 from worker.names import JOB_RETRACT, session_lease_key
 from worker.observability import RETRACTIONS
-from worker.state.audit import ACTION_INTENT, ACTION_SUMMARY
 from worker.state.leases import Lease
 
 log = logging.getLogger(__name__)
@@ -345,20 +345,6 @@ def with_session_lease(
     finally:
         with runtime.state.transaction() as repos:
             repos.leases.release(ctx.lease)
-
-
-def sessions_with_pending_repairs(runtime: Runtime) -> list[str]:
-    """Sessions with a repair a crash interrupted (intent recorded, not finished)."""
-    with runtime.state.read() as repos:
-        # One query over the recorded intents (the reconcile asks every interval; a rewrite
-        # records one per summary, so the history can be as long as the shelf).
-        unclosed = repos.audit.sessions_with_unclosed(ACTION_INTENT, ACTION_SUMMARY)
-        known = [repos.sessions.get(sid) for sid in unclosed]  # usually none, or a few
-    return [
-        state.session_id
-        for state in known
-        if state is not None and state.path and not state.forgotten
-    ]
 
 
 def resume_repairs(runtime: Runtime, shelf: str) -> list[str]:

@@ -9,18 +9,19 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from memory.dsh.frames import set_max_frame_bytes
 from memory.redaction import set_extra_redactions
-from memory.store.base import MemoryStore
 from memory.store.breaker import Breaker
-from memory.store.factory import StoreConfig, open_store
 from worker.jobs.handoff import LogHandOff
 from worker.settings import Settings
-from worker.shipping.sql import SqlSegmentStore
-from worker.shipping.store import SegmentStore
 from worker.state.database import StateDB
 from worker.state.owners import owner_id
+
+if TYPE_CHECKING:  # start-up time: the store's client and log shipping load when first used
+    from memory.store.base import MemoryStore
+    from worker.shipping.store import SegmentStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +91,8 @@ class Runtime:
         return found is not None and found.is_open
 
     def _open_store(self, shelf: str) -> MemoryStore:
+        from memory.store.factory import StoreConfig, open_store
+
         s = self.settings
         breaker = self.breaker(shelf)
         return open_store(
@@ -111,6 +114,8 @@ class Runtime:
         if not self.settings.shipping:
             return None
         if self._segments is None:
+            from worker.shipping.sql import SqlSegmentStore
+
             self._segments = SqlSegmentStore(self.state)
         return self._segments
 

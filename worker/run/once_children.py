@@ -20,16 +20,18 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from multiprocessing.context import ForkContext, SpawnContext
 from multiprocessing.process import BaseProcess
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memory.printable import printable
-from worker.jobs.context import JobResult
 from worker.jobs.runtime import build_runtime, default_owner, owe_consolidation
 from worker.logs import TREES
 from worker.names import JOB_CASCADE
 from worker.run.runner import InProcessRunner, JobKey, Tally
 from worker.settings import Settings
 from worker.watch.watcher import Watcher
+
+if TYPE_CHECKING:
+    from worker.jobs.context import JobResult
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +115,13 @@ class OnceChildren:
     hold a lock a forked child would inherit locked), they are spawned instead."""
 
     def __init__(self, settings: Settings, shelf: str, jobs: int) -> None:
+        # What every child runs, imported once here so each forked child inherits it (a run in
+        # one process imports it with its first scan or job: :mod:`worker.run.runner`).
+        import memory.dsh.scanner  # noqa: F401
+        import worker.jobs.guard
+        import worker.watch.poll_source
+        import worker.watch.scan_digest  # noqa: F401
+
         context: ForkContext | SpawnContext
         if threading.active_count() == 1:
             context = multiprocessing.get_context("fork")

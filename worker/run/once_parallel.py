@@ -28,15 +28,17 @@ import signal
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from types import FrameType
+from typing import TYPE_CHECKING
 
-from worker.jobs.context import JobResult
 from worker.jobs.reconsolidate import queued_sessions
 from worker.jobs.runtime import Runtime, owe_consolidation
 from worker.names import JOB_CONSOLIDATE, archive_lease_key, session_lease_key
-from worker.run.cpu_budget import CpuProbe, ProcessPlan, plan_processes
 from worker.run.once_children import ChildProcess, OnceChildren, OnceTotals, set_signal
 from worker.run.runner import InProcessRunner, JobKey
 from worker.watch.watcher import ScanReport, Watcher
+
+if TYPE_CHECKING:
+    from worker.jobs.context import JobResult
 
 log = logging.getLogger(__name__)
 
@@ -214,6 +216,8 @@ def _children_phase(
     """Discover, split, let the children work; returns the hints they handed back and the
     sessions of the children that did not finish (``None``: the final pass scans every session,
     because the machine or the home was too small for the children and they were sent none)."""
+    from worker.run.cpu_budget import CpuProbe, ProcessPlan, plan_processes  # psutil: --jobs only
+
     probe = CpuProbe() if runtime.settings.jobs_adapt else None
     locations = Watcher(runtime, _no_hint, shelf=shelf).discover()
     totals.sessions = len(locations)

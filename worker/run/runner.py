@@ -18,7 +18,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from worker.jobs.context import Counts, JobResult
-from worker.jobs.guard import give_up, run_job
 from worker.jobs.runtime import Runtime, long_lived_frozen
 from worker.run.backoff import backoff_s
 
@@ -153,6 +152,10 @@ class InProcessRunner:
                 self._ready.append(key)
 
     def _run(self, key: JobKey) -> None:
+        # Start-up time: the guard and the jobs (the registry imports every job's module) load
+        # with the first job; a pass that finds nothing to do never imports them.
+        from worker.jobs.guard import give_up, run_job
+
         job, session_id, shelf = key
         attempt = self._attempts.get(key, 0)
         self._running = key

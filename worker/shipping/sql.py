@@ -28,8 +28,8 @@ from worker.shipping.store import ShipConflict, ShippedLog
 from worker.state import StateDB
 from worker.state.models import LogSegmentRow, ShippedLogRow, utcnow
 
-LOGS: Table = ShippedLogRow.__table__  # type: ignore[assignment]
-SEGMENTS: Table = LogSegmentRow.__table__  # type: ignore[assignment]
+LOGS: Table = ShippedLogRow.__table__
+SEGMENTS: Table = LogSegmentRow.__table__
 
 
 def _shipped(row: Any) -> ShippedLog:

@@ -11,7 +11,6 @@ from functools import cache
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Executable, Table, bindparam, delete, update
-from sqlalchemy.dialects import postgresql, sqlite
 
 from worker.state import prepared
 
@@ -36,10 +35,14 @@ def _insert_ignore(
 ) -> Executable:
     """The statement of :func:`insert_ignore` for one table and set of columns, built once
     (values are bound parameters ``v_<column>``)."""
-    module = postgresql if dialect == "postgresql" else sqlite
+    # Start-up time: only the dialect in use is imported (PostgreSQL's brings asyncio with it).
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert  # type: ignore[assignment]
     target = list(conflict) or [column.name for column in table.primary_key.columns]
     statement: Executable = (
-        module.insert(table)
+        insert(table)
         .values({name: bindparam(f"v_{name}", type_=table.c[name].type) for name in columns})
         .on_conflict_do_nothing(index_elements=target)
         .returning(*table.primary_key.columns)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
-from sqlalchemy import Connection, and_, func, or_, select
+from sqlalchemy import ColumnElement, Connection, and_, func, or_, select
 
 from worker.state.audit import AuditEntry, Retraction
 from worker.state.models import (
@@ -29,7 +29,9 @@ R = TypeVar("R", AuditEntry, Retraction)
 
 #: A session's last activity; a session whose log never grew since it was first seen sorts by
 #: the time it was first seen.
-ACTIVITY = func.coalesce(SessionRow.last_activity_at, SessionRow.created_at)
+ACTIVITY = cast(  # never NULL: created_at is not
+    "ColumnElement[dt.datetime]", func.coalesce(SessionRow.last_activity_at, SessionRow.created_at)
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,8 +233,11 @@ class BrowseRepo:
         query = (
             select(
                 ModelCallRow.at,
-                func.coalesce(ModelCallRow.input_tokens, 0)
-                + func.coalesce(ModelCallRow.output_tokens, 0),
+                cast(
+                    "ColumnElement[int]",
+                    func.coalesce(ModelCallRow.input_tokens, 0)
+                    + func.coalesce(ModelCallRow.output_tokens, 0),
+                ),
             )
             .where(ModelCallRow.at >= since)
             .order_by(ModelCallRow.at)

@@ -66,7 +66,7 @@ class FailureRepo:
         now = self._clock()
         insert_ignore(
             self._conn,
-            FailureRow.__table__,  # type: ignore[arg-type]
+            FailureRow.__table__,
             {
                 "task": task,
                 "session_id": session_id,

@@ -49,7 +49,7 @@ def held_params(key: str, token: int, now: dt.datetime) -> dict[str, object]:
 # Every job takes and gives back a lease: these statements are built once (bound parameters)
 # as Core statements on the table, which skips rebuilding the expression and the ORM's
 # bulk-update bookkeeping on each call (about a third of the cost per acquire + release).
-_T: Table = LeaseRow.__table__  # type: ignore[assignment]
+_T: Table = LeaseRow.__table__
 _TIME = _T.c.expires_at.type
 _ACQUIRE = (
     update(_T)
@@ -144,7 +144,7 @@ class LeaseRepo:
         if taken is not None:
             return Lease(key, owner, int(taken[0]), expires)
         values = {"key": key, "owner": owner, "token": 1, "acquired_at": now, "expires_at": expires}
-        if insert_ignore(self._conn, LeaseRow.__table__, values):  # type: ignore[arg-type]
+        if insert_ignore(self._conn, LeaseRow.__table__, values):
             return Lease(key, owner, 1, expires)
         held = self.holder(key)
         if held is None or held.owner == owner or not self._owner_gone(held.owner):

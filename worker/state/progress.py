@@ -110,7 +110,7 @@ class ProgressRepo:
             return found
         insert_ignore(
             self._conn,
-            ProgressRow.__table__,  # type: ignore[arg-type]
+            ProgressRow.__table__,
             {"shelf": shelf, "session_id": session_id, "updated_at": self._clock()},
         )
         created = self.find(shelf, session_id)
@@ -166,7 +166,7 @@ class ProgressRepo:
         if expected_version == 0:  # a first advance may find no row yet: version 0 is implied
             insert_ignore(
                 self._conn,
-                ProgressRow.__table__,  # type: ignore[arg-type]
+                ProgressRow.__table__,
                 {"shelf": shelf, "session_id": session_id, "updated_at": now},
             )
         return prepared.first(self._conn, statement, params) is not None

@@ -56,7 +56,7 @@ class SessionState:
 _FIELDS = tuple(f.name for f in fields(SessionState))
 #: The columns a :class:`SessionState` is read from, in field order (:func:`session_state`).
 COLUMNS = tuple(getattr(SessionRow, name) for name in _FIELDS)
-_TABLE: Table = SessionRow.__table__  # type: ignore[assignment]
+_TABLE: Table = SessionRow.__table__
 # Read by every scan and every job: built once, with a bound parameter.
 _GET = select(*COLUMNS).where(SessionRow.session_id == bindparam("p_sid"))
 
@@ -123,7 +123,7 @@ class SessionRepo:
         if current is None:  # first sight (the insert is a no-op if another scan raced us)
             insert_ignore(
                 self._conn,
-                SessionRow.__table__,  # type: ignore[arg-type]
+                SessionRow.__table__,
                 {
                     "session_id": session_id,
                     "path": path,
@@ -189,7 +189,7 @@ class SessionRepo:
         if forgotten:
             insert_ignore(
                 self._conn,
-                SessionRow.__table__,  # type: ignore[arg-type]
+                SessionRow.__table__,
                 {
                     "session_id": session_id,
                     "path": "",

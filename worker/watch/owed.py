@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from worker.jobs.pending_repairs import sessions_with_pending_repairs
 from worker.jobs.reconsolidate import queued_rewrites, queued_sessions
-from worker.jobs.retract import sessions_with_pending_repairs
 from worker.jobs.runtime import Runtime, ms_of
 from worker.names import JOB_CONSOLIDATE, JOB_LOG_SPAN, JOB_RETRACT, JOB_REWRITE, JOB_SESSION_NODE
 from worker.state.failures import Failure

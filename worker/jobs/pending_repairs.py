@@ -1,0 +1,28 @@
+"""Which sessions have a repair a crash interrupted: read from the audit trail alone.
+
+Kept apart from :mod:`worker.jobs.retract`, which finishes those repairs, so that asking (the
+reconcile, every start of ``run``) does not import the repair machinery when the answer is none.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from worker.state.audit import ACTION_INTENT, ACTION_SUMMARY
+
+if TYPE_CHECKING:
+    from worker.jobs.runtime import Runtime
+
+
+def sessions_with_pending_repairs(runtime: Runtime) -> list[str]:
+    """Sessions with a repair a crash interrupted (intent recorded, not finished)."""
+    with runtime.state.read() as repos:
+        # One query over the recorded intents (the reconcile asks every interval; a rewrite
+        # records one per summary, so the history can be as long as the shelf).
+        unclosed = repos.audit.sessions_with_unclosed(ACTION_INTENT, ACTION_SUMMARY)
+        known = [repos.sessions.get(sid) for sid in unclosed]  # usually none, or a few
+    return [
+        state.session_id
+        for state in known
+        if state is not None and state.path and not state.forgotten
+    ]
