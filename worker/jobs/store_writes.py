@@ -61,12 +61,10 @@ def settle_edges(
     Get before create, as for entries: a store without native batches (one call, for the CLI
     one process, per edge) is first asked which of the edges exist already, so a span re-done
     after a lost lease or a crash sends only the edges still missing."""
-    if link_to <= link_from:
+    owed = _owed_heads(ctx, store, link_from, link_to, skip)
+    if owed is None:
         return 0
-    node = entries.session_name(ctx.session_id)
-    if store.knowledge_get(node) is None:
-        return 0
-    heads = _heads(ctx, link_from, link_to, skip)
+    node, heads = owed
     present = set() if isinstance(store, BatchWriter) else existing_edges(store, node, heads)
     return len(present) + _write_edges(ctx, store, _edges(heads, present, node, project))[0]
 
@@ -86,12 +84,11 @@ def span_edges(
     batches: the caller settles them with :func:`settle_edges` (get before create)."""
     if not isinstance(store, BatchWriter):
         return None
-    if link_to <= link_from:
+    owed = _owed_heads(ctx, store, link_from, link_to, skip)
+    if owed is None:
         return []
-    node = entries.session_name(ctx.session_id)
-    if store.knowledge_get(node) is None:
-        return []
-    return list(_edges(_heads(ctx, link_from, link_to, skip), set(), node, project))
+    node, heads = owed
+    return list(_edges(heads, set(), node, project))
 
 
 def create_node_with_edges(
@@ -121,6 +118,19 @@ def create_node_with_edges(
     edges = _edges(_heads(ctx, 0, link_to, skip), set(), node.name, project)
     linked, created = _write_edges(ctx, store, edges, node)
     return created, linked
+
+
+def _owed_heads(
+    ctx: JobContext, store: MemoryStore, link_from: int, link_to: int, skip: frozenset[int]
+) -> tuple[str, list[str]] | None:
+    """The session node's name and the messages of ``[link_from, link_to)`` except ``skip``
+    that owe it a ``belongTo`` edge; ``None`` when the range is empty or the node is gone."""
+    if link_to <= link_from:
+        return None
+    node = entries.session_name(ctx.session_id)
+    if store.knowledge_get(node) is None:
+        return None
+    return node, _heads(ctx, link_from, link_to, skip)
 
 
 def _heads(ctx: JobContext, link_from: int, link_to: int, skip: frozenset[int]) -> list[str]:
