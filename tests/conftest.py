@@ -22,6 +22,24 @@ FIXTURES = REPO / "tests" / "fixtures" / "dsh"
 os.environ.setdefault("MEMORY_WORKER_JOBS_ADAPT", "false")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # Start the modules in the order `pytest_collection_modifyitems` gives, not xdist's own (by
+    # test count, which leaves the long one-test modules for last): tests/support/longest_first.py.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slowest modules first, longest first (``tests/longest_first.txt``); the rest after
+    them in pytest's order, each module's tests in their own order."""
+    from longest_first import ranks
+
+    place = ranks()
+    last = len(place)
+    order = {id(item): place.get(item.nodeid.split("::", 1)[0], last) for item in items}
+    items.sort(key=lambda item: order[id(item)])
+
+
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     return FIXTURES
