@@ -4,7 +4,8 @@ shelf and on a PostgreSQL shelf, all four runs in one invocation.
 
 One DSH home of ``--sessions`` titled sessions × ``--turns`` chat turns (2 messages per turn) is
 generated once and copied into each run's directory. Each run gets a fresh throwaway PostgreSQL
-state database, a fresh Celery queue on Redis database 4, and, for the PostgreSQL shelf, a fresh
+state database (a copy of one migrated once per invocation: ``CREATE DATABASE … TEMPLATE``), a
+fresh Celery queue on Redis database 4, and, for the PostgreSQL shelf, a fresh
 shelf database (``MEMORY_WORKER_STORE_SHELF_URL`` + ``MEMORY_WORKER_STORE_SHELF``). The workers
 are started first and waited for (Celery's ``ready`` line); the clock then starts with the
 daemon's launch (its start-up is inside the figure; ``first_entry_seconds`` records when the
@@ -65,10 +66,23 @@ def generate(home: Path, sessions: int, turns: int) -> None:
         )
 
 
-def _create_db(prefix: str) -> str:
+def _create_db(prefix: str, template: str | None = None) -> str:
     name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    copy = f' TEMPLATE "{template}"' if template else ""
     with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
+        admin.execute(f'CREATE DATABASE "{name}"{copy}')
+    return name
+
+
+def _migrated_state_db() -> str:
+    """A state database migrated to the head (Alembic, once): each run's state database is a
+    copy of it."""
+    name = _create_db("cb_state_template")
+    try:
+        StateDB.open(f"{PG_BASE}/{name}").dispose()
+    except BaseException:
+        _drop_db(name)
+        raise
     return name
 
 
@@ -114,10 +128,12 @@ def _wait_ready(log: Path, deadline: float) -> None:
         time.sleep(0.05)
 
 
-def one_run(store: str, workers: int, source: Path, base: Path, expected: int) -> dict[str, Any]:
+def one_run(
+    store: str, workers: int, source: Path, base: Path, expected: int, state_template: str
+) -> dict[str, Any]:
     root = base / f"{store}-{workers}"
     shutil.copytree(source, root / "dsh")
-    state_db = _create_db("cb_state")
+    state_db = _create_db("cb_state", template=state_template)
     shelf_db = _create_db("cb_shelf") if store == "postgresql" else None
     queue = f"cb-{uuid.uuid4().hex[:8]}"
     env = {
@@ -151,7 +167,8 @@ def one_run(store: str, workers: int, source: Path, base: Path, expected: int) -
         return pg_count(f"{PG_BASE}/{shelf_db}") if shelf_db else sqlite_count(root / "lite")
 
     try:
-        StateDB.open(env["MEMORY_WORKER_STATE_URL"]).dispose()  # migrated before anything starts
+        # Migrated before anything starts (a copy of the migrated template: at the head already).
+        StateDB.open(env["MEMORY_WORKER_STATE_URL"]).dispose()
         deadline = time.monotonic() + 120
         logs = [
             start(f"w{i}", "worker", "--pool", "solo", "--name", f"w{i}@{queue}")
@@ -234,14 +251,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="cluster-bench-") as tmp:
         base = Path(tmp)
         generate(base / "source", args.sessions, args.turns)
-        for store in ("sqlite", "postgresql"):
-            for workers in (1, 2):
-                run = one_run(store, workers, base / "source", base, expected)
-                runs.append(run)
-                print(
-                    f"  {store} × {workers}: {run['messages']} messages in {run['seconds']:.2f} s",
-                    flush=True,
-                )
+        template = _migrated_state_db()
+        try:
+            for store in ("sqlite", "postgresql"):
+                for workers in (1, 2):
+                    run = one_run(store, workers, base / "source", base, expected, template)
+                    runs.append(run)
+                    print(
+                        f"  {store} × {workers}: {run['messages']} messages in "
+                        f"{run['seconds']:.2f} s",
+                        flush=True,
+                    )
+        finally:
+            _drop_db(template)
     info["loadavg_after"] = list(os.getloadavg())
     rate = {(r["store"], r["workers"]): r["messages_per_s"] for r in runs}
     ratios = {

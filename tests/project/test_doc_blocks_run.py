@@ -10,8 +10,8 @@ fixtures (``memory-worker demo-home ~/.dsh``), a fresh working directory, none o
 - **Commands that follow forever** (``memory-worker run`` without ``--once``, ``daemon``,
   ``worker``) start in the background; the block's other lines run meanwhile; the test waits
   until every shelf the block writes holds exactly what ``run --once`` writes on the same
-  fixtures (full dumps), then stops them — SIGINT (Ctrl-C) for ``run``, SIGTERM for ``daemon`` and
-  ``worker`` — and each must exit 0. Every other line must exit 0, with no traceback.
+  fixtures (full dumps), then stops them, all at once — SIGINT (Ctrl-C) for ``run``, SIGTERM for
+  ``daemon`` and ``worker`` — and each must exit 0. Every other line must exit 0, with no traceback.
 - **Install lines** run against this checkout's venv, which CI made with every extra:
   ``python3 -m venv DIR`` links DIR to it, and ``pip`` / ``pipx`` / ``DIR/bin/pip install`` are
   recorded, then checked: the target is this project (``.``, ``-e .``, ``.[extra,…]``), every
@@ -144,12 +144,15 @@ def _dumps_match(home: Path, shelves: set[str], expected: dict[str, Any]) -> boo
     return True
 
 
-def _stop(proc: subprocess.Popen[bytes], words: list[str], log: Path) -> None:
+def _signal(proc: subprocess.Popen[bytes], words: list[str]) -> None:
     sub = next(w for w in words[1:] if not w.startswith("-"))
     if sub == "run":
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the whole group
     else:
         proc.send_signal(signal.SIGTERM)  # what a supervisor sends
+
+
+def _stopped(proc: subprocess.Popen[bytes], words: list[str], log: Path) -> None:
     try:
         code = proc.wait(timeout=90)
     except subprocess.TimeoutExpired:
@@ -235,8 +238,10 @@ def run_block(block: Block, box: Sandbox, expected: dict[str, Any]) -> str:
                     f"{block.id}: shelves {sorted(written)} to equal run --once's",
                     every=0.25,
                 )
+            for proc, words, _log in followers:  # all at once: each shuts down meanwhile
+                _signal(proc, words)
             for proc, words, log in followers:
-                _stop(proc, words, log)
+                _stopped(proc, words, log)
         finally:
             for proc, _, _ in followers:
                 if proc.poll() is None:

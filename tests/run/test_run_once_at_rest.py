@@ -8,8 +8,10 @@ summary line, the figures), not only which path was taken."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,6 +21,7 @@ from typing import Any
 
 import pytest
 from cli_fork import run_cli
+from cluster_support import wait_for
 from pipeline_support import dump
 
 from worker import at_rest
@@ -45,15 +48,37 @@ def _cli(args: list[str], env: dict[str, str]) -> tuple[int, str, str, str]:
     return done.returncode, "\n".join(out), done.stderr, path
 
 
+def _newest_ns(env: dict[str, str]) -> int:
+    """The newest ``mtime``/``ctime`` under the home's data, hypatia-lite and DSH directories:
+    everything of the home that the at-rest fingerprint covers (its code files are older)."""
+    newest = 0
+    for name in ("MEMORY_WORKER_DATA_DIR", "HYPATIA_LITE_HOME", "DSH_HOME"):
+        for directory, _dirs, files in os.walk(env[name]):
+            for path in (directory, *(os.path.join(directory, f) for f in files)):
+                with contextlib.suppress(OSError):
+                    st = os.stat(path)
+                    newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+    return newest
+
+
 def _settled(env: dict[str, str], args: list[str]) -> tuple[int, str, str, str]:
-    """Run ``args`` until a full run has recorded the home at rest (the record needs every file
-    older than SETTLE_NS), then once more: that last answer."""
+    """Wait until every file of the home is more than SETTLE_NS old (a full run records the home
+    at rest only then; a file's ctime cannot be set back), run ``args`` in full (forked: it is
+    not what is probed) so that it records the home, then ``args`` in a fresh interpreter: that
+    answer, once it is the at-rest one (else again, for a minute)."""
     deadline = time.monotonic() + 60
     while True:
+        wait_for(
+            lambda: time.time_ns() > _newest_ns(env) + at_rest.SETTLE_NS,
+            30,
+            "the home to settle",
+            every=0.05,
+        )
+        recorded = run_cli(args, env=env, timeout=180)
+        assert recorded.returncode == 0, recorded.stderr
         found = _cli(args, env)
         if found[3] == "AT-REST" or time.monotonic() > deadline:
             return found
-        time.sleep(0.2)
 
 
 def _names(lite: Path) -> set[str]:
@@ -61,16 +86,18 @@ def _names(lite: Path) -> set[str]:
     return {row["name"] for row in dump(lite.parent)["knowledge"]}
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> dict[str, Any]:
-    env = {
-        **os.environ,
-        "MEMORY_WORKER_DATA_DIR": str(tmp_path / "data"),
-        "HYPATIA_LITE_HOME": str(tmp_path / "lite"),
-        "DSH_HOME": str(tmp_path / "dsh"),
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
-        "COLUMNS": "200",
-    }
+@pytest.fixture(scope="module")
+def staging(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shipped fixtures laid out once as a DSH home; each test copies its sessions (read
+    only here)."""
+    root = tmp_path_factory.mktemp("staging")
+    laid = run_cli(["demo-home", str(root)], env=_clean_env({}), timeout=120)
+    assert laid.returncode == 0, laid.stderr
+    return root
+
+
+def _clean_env(extra: dict[str, str]) -> dict[str, str]:
+    env = {**os.environ, **extra, "COLUMNS": "200"}
     for name in (
         "MEMORY_WORKER_LITE_HOME",
         "MEMORY_WORKER_STATE_URL",
@@ -78,20 +105,33 @@ def home(tmp_path: Path) -> dict[str, Any]:
         "MEMORY_WORKER_STORE_SHELF",
     ):
         env.pop(name, None)
-    laid = run_cli(["demo-home", str(tmp_path / "staging")], env=env, timeout=120)
-    assert laid.returncode == 0, laid.stderr
+    return env
+
+
+@pytest.fixture
+def home(tmp_path: Path, staging: Path) -> dict[str, Any]:
+    env = _clean_env(
+        {
+            "MEMORY_WORKER_DATA_DIR": str(tmp_path / "data"),
+            "HYPATIA_LITE_HOME": str(tmp_path / "lite"),
+            "DSH_HOME": str(tmp_path / "dsh"),
+            "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        }
+    )
     sessions = tmp_path / "dsh" / "sessions"
     held_back = {}
-    for log_dir in sorted((tmp_path / "staging" / "sessions").glob("*/*")):
+    for log_dir in sorted((staging / "sessions").glob("*/*")):
         target = sessions / log_dir.parent.name / log_dir.name
         if log_dir.name == CANCEL:
             held_back[CANCEL] = (log_dir, target)
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copytree(log_dir, target)
-    first = _cli(["run", "--once"], env)
-    assert first[0] == 0, first[2]
-    assert first[3] == "FULL"
+    # The home's first run (forked: what it imports is not what is probed here). It took the
+    # full path: it wrote entries, and an at-rest answer only repeats a run that wrote none.
+    first = run_cli(["run", "--once"], env=env, timeout=180)
+    assert first.returncode == 0, first.stderr
+    assert re.search(r"; [1-9]\d* entries written", first.stderr.splitlines()[-1]), first.stderr
     return {
         "env": env,
         "root": tmp_path,
@@ -162,11 +202,11 @@ def test_a_state_database_changed_by_another_command_takes_the_full_path(
 
 def test_status_at_rest_shows_the_full_figures(home: dict[str, Any]) -> None:
     env = home["env"]
-    full = _cli(["status", "--json"], env)
-    assert full[0] == 0, full[2]
+    full = run_cli(["status", "--json"], env=env, timeout=180)  # the full figures (forked)
+    assert full.returncode == 0, full.stderr
     code, out, err, path = _settled(env, ["status", "--json"])
     assert (code, path) == (0, "AT-REST"), err
-    assert json.loads(out) == json.loads(full[1])
+    assert json.loads(out) == json.loads(full.stdout)
     table = _cli(["status"], env)
     assert table[3] == "AT-REST" and "total (7)" in table[1]
     source, target = home["held_back"][CANCEL]  # a new session: the figures change at once

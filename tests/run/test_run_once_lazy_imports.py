@@ -2,8 +2,9 @@
 
 Each case runs ``memory-worker run --once`` twice, each time in a new process on a home of its
 own made the same way: once as the command starts (the lazy path: the job stack, the log reader
-and SQLAlchemy's ORM load only when a session needs them), and once with all of that imported
-before the command starts (the full path, what every run imported before). The two must agree
+and SQLAlchemy's ORM load only when a session needs them; a fresh interpreter), and once with
+all of that imported before the command starts (the full path, what every run imported before;
+forked from a parent that imported the runtime, :mod:`cli_fork`). The two must agree
 on the exit status, standard output, standard error, the state database's schema and row counts
 and the files of the hypatia-lite home; the lazy path must not have imported the job stack when
 nothing needed it, and must have imported it when jobs ran."""
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_fork import run_cli
 
 from worker.commands.demo_home import demo_session_id
 
@@ -55,9 +57,10 @@ JOB_STACK = (
     "memory.dsh.scanner",
     "memory.store.cli",
 )
-#: Runs ``memory-worker ARGS``, after importing the modules named in ``$PREIMPORT`` (comma
-#: separated); writes the names of the modules imported by the end to the file ``$MODULES``.
-PROBE = (
+#: Imports the modules named in ``$PREIMPORT`` (comma separated) and, at exit, writes the names
+#: of the modules imported by then to the file ``$MODULES``: the start of :data:`PROBE`, and the
+#: ``sitecustomize`` of a forked full-path run.
+PRELUDE = (
     "import atexit, importlib, json, os, sys\n"
     "for name in filter(None, os.environ.get('PREIMPORT', '').split(',')):\n"
     "    importlib.import_module(name)\n"
@@ -65,9 +68,10 @@ PROBE = (
     "    with open(os.environ['MODULES'], 'w') as out:\n"
     "        out.write(json.dumps(sorted(sys.modules)))\n"
     "atexit.register(_modules)\n"
-    "from worker.cli import main\n"
-    "sys.argv = ['memory-worker', *sys.argv[1:]]\n"
-    "main()\n"
+)
+#: Runs ``memory-worker ARGS`` in a fresh interpreter after :data:`PRELUDE`.
+PROBE = (
+    PRELUDE + "from worker.cli import main\nsys.argv = ['memory-worker', *sys.argv[1:]]\nmain()\n"
 )
 
 
@@ -82,11 +86,24 @@ def _env(home: Path) -> dict[str, str]:
 
 
 def _run(home: Path, args: list[str], *, full: bool) -> tuple[int, str, str, set[str]]:
+    """``memory-worker ARGS`` on ``home``: the lazy path in a fresh interpreter (what it imports
+    is what is probed); the full path in a process forked from a parent that imported the
+    runtime (:mod:`cli_fork`), which imports :data:`FULL_STACK` before the command starts."""
     modules = home.parent / f"{home.name}-modules.json"
     env = {**_env(home), "MODULES": str(modules), "PREIMPORT": ",".join(FULL_STACK) if full else ""}
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, *args], env=env, capture_output=True, text=True, timeout=300
-    )
+    if full:
+        site = home.parent / f"{home.name}-site"
+        site.mkdir(exist_ok=True)
+        (site / "sitecustomize.py").write_text(PRELUDE)
+        done = run_cli(args, env=env, timeout=300, site_dir=site)
+    else:
+        done = subprocess.run(
+            [sys.executable, "-c", PROBE, *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     return done.returncode, done.stdout, done.stderr, set(json.loads(modules.read_text()))
 
 
@@ -158,13 +175,7 @@ def _fresh(root: Path, name: str) -> Path:
 
 def _with_sessions(root: Path, name: str) -> Path:
     home = root / name
-    laid = subprocess.run(
-        [sys.executable, "-m", "worker.cli", "demo-home", str(home / ".dsh")],
-        env=_env(home),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    laid = run_cli(["demo-home", str(home / ".dsh")], env=_env(home), timeout=300)
     assert laid.returncode == 0, laid.stderr
     return home
 
@@ -199,7 +210,8 @@ def test_a_fresh_home_takes_the_lazy_path_with_the_full_paths_outcome(tmp_path: 
 def test_an_empty_home_run_again_takes_the_lazy_path_too(tmp_path: Path) -> None:
     lazy_home, full_home = _fresh(tmp_path, "lazy"), _fresh(tmp_path, "full")
     for home in (lazy_home, full_home):  # the state database and the shelf exist now
-        assert _run(home, ["run", "--once"], full=False)[0] == 0
+        made = run_cli(["run", "--once"], env=_env(home), timeout=300)
+        assert made.returncode == 0, made.stderr
     # An option the first runs did not have: no at-rest record answers, the command runs.
     lazy = _run(lazy_home, ["run", "--once", "--shelf", "default"], full=False)
     full = _run(full_home, ["run", "--once", "--shelf", "default"], full=True)
