@@ -1,7 +1,11 @@
 """The console over the other store transports: the same home read through the hypatia-lite CLI
 (`cli`) and its MCP server (`mcp`) as subprocesses shows the same session, derived memory, entry
 text and search hits as in process, and verify-forgetting runs from the page (HTTP only: the
-browser tests cover the pages themselves)."""
+browser tests cover the pages themselves).
+
+The console's store adapter runs hypatia-lite through the fork server's launcher (``cli_fork``):
+every call and the MCP server are separate processes on the adapter's pipes, forked from a
+parent that imported hypatia-lite and the MCP library once."""
 
 from __future__ import annotations
 
@@ -11,7 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from canary_support import BIN, canary_reply
+from canary_support import canary_reply
+from cli_fork import launcher
 from console_support import Home, build_home, http, running_console
 from model_server import ModelServer
 
@@ -33,7 +38,7 @@ def _pages(home: Home, transport: str) -> dict[str, str]:
         env.update(
             {
                 "MEMORY_WORKER_STORE_TRANSPORT": transport,
-                "MEMORY_WORKER_STORE_BINARY": str(BIN / "hypatia-lite"),
+                "MEMORY_WORKER_STORE_BINARY": launcher("hypatia-lite"),
                 "HYPATIA_LITE_HOME": str(Path(env["MEMORY_WORKER_LITE_HOME"])),
             }
         )
