@@ -31,14 +31,15 @@ imports — keeps using :mod:`subprocess`; so does a test that signals the proce
 
 Where the code under test starts the command itself (a store adapter's configured binary, the
 ``MEMORY_WORKER_STORE_BINARY`` of a worker), :func:`launcher` gives an executable to configure
-instead of ``BIN / tool``: a small script (an interpreter without ``site``, standard library only)
+instead of ``BIN / tool``: a small script (an interpreter without ``site``, built-in modules only)
 that sends its own argv, environment, working directory and standard streams to the server, which
 forks the command with them — the adapter still reads the command's stdout from a pipe, writes an
 MCP conversation to its stdin and sees its exit status as the launcher's. The launcher forwards
 SIGTERM, SIGINT and SIGHUP to the command, ends with the command's signal when it was killed by
 one, and when the launcher dies (``kill -9`` of the call's process group) the command is killed
-too. ``memory-worker`` and ``hypatia-lite`` are served; ``MW_TEST_NO_FORK=1`` returns the real
-console script.
+too. ``memory-worker`` and ``hypatia-lite`` are served, each by a server of its own (the
+``hypatia-lite`` one imports little, so it forks cheaply, and the MCP library just before its first
+``mcp``); ``MW_TEST_NO_FORK=1`` returns the real console script.
 """
 
 from __future__ import annotations
@@ -401,7 +402,11 @@ for conn in serve_until_the_parent_is_gone():
     body = head[8:]
     while len(body) < size:
         body += conn.recv(size - len(body))
-    request = json.loads(body)
+    if body[:1] == b"M":  # a launcher's request (marshal: what its interpreter has built in)
+        import marshal
+        request = marshal.loads(body[1:])
+    else:
+        request = json.loads(body)
     # A launcher's request carries a fourth descriptor: its lifeline (EOF: the launcher died).
     caller = fds[3] if len(fds) > 3 else None
     fds = fds[:3]
@@ -452,9 +457,10 @@ for conn in serve_until_the_parent_is_gone():
     conn.close()
 """
 
-#: The launcher: ``python -I -S`` with the standard library's socket, json and signal only.
+#: The launcher: ``python -I -S`` with built-in modules only (``_socket``, ``_signal``,
+#: ``marshal``: an interpreter start-up and little more); its request is marshalled (``M``).
 _LAUNCHER = r"""#!{python} -IS
-import json, os, signal, socket, sys
+import _signal, _socket, marshal, os, sys
 
 life_r, life_w = os.pipe()  # the server's child sees EOF here when this process is gone
 request = {{
@@ -464,13 +470,29 @@ request = {{
     "site": None,
     "tool": {tool!r},
 }}
-data = json.dumps(request).encode()
-conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+data = b"M" + marshal.dumps(request)
+fds = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (0, 1, 2, life_r))
+conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
 conn.connect({socket!r})
-socket.send_fds(conn, [len(data).to_bytes(8, "big") + data], [0, 1, 2, life_r])
+conn.sendmsg(
+    [len(data).to_bytes(8, "big") + data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)]
+)
 os.close(life_r)
-reply = conn.makefile("rb")
-pid = int(reply.readline())
+reply = b""
+
+
+def line():
+    global reply
+    while b"\n" not in reply:
+        block = conn.recv(64)
+        if not block:
+            return None
+        reply += block
+    first, reply = reply.split(b"\n", 1)
+    return int(first)
+
+
+pid = line()
 
 
 def forward(signum, _frame):
@@ -480,12 +502,13 @@ def forward(signum, _frame):
         pass
 
 
-for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-    signal.signal(signum, forward)
-line = reply.readline()
-status = int(line) if line else 1
+for signum in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
+    _signal.signal(signum, forward)
+status = line()
+if status is None:
+    status = 1
 if status < 0:  # killed by a signal: end the same way
-    signal.signal(-status, signal.SIG_DFL)
+    _signal.signal(-status, _signal.SIG_DFL)
     os.kill(os.getpid(), -status)
 sys.exit(status)
 """
