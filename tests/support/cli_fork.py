@@ -474,9 +474,9 @@ data = b"M" + marshal.dumps(request)
 fds = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (0, 1, 2, life_r))
 conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
 conn.connect({socket!r})
-conn.sendmsg(
-    [len(data).to_bytes(8, "big") + data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)]
-)
+data = len(data).to_bytes(8, "big") + data
+sent = conn.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+conn.sendall(data[sent:])
 os.close(life_r)
 reply = b""
 
@@ -493,6 +493,9 @@ def line():
 
 
 pid = line()
+if pid is None:
+    sys.stderr.write("the CLI fork server closed the connection\n")
+    sys.exit(1)
 
 
 def forward(signum, _frame):
