@@ -3,9 +3,11 @@
 text and search hits as in process, and verify-forgetting runs from the page (HTTP only: the
 browser tests cover the pages themselves).
 
-The console's store adapter runs hypatia-lite through the fork server's launcher (``cli_fork``):
-every call and the MCP server are separate processes on the adapter's pipes, forked from a
-parent that imported hypatia-lite and the MCP library once."""
+The console and its store adapter's hypatia-lite run through the fork servers' launchers
+(``cli_fork``): the console, every store call and the MCP server are separate processes on real
+pipes (the console is stopped with SIGTERM, which its launcher forwards), forked from parents
+that imported the runtime, hypatia-lite and the MCP library once (``test_console_command`` runs
+the installed console script)."""
 
 from __future__ import annotations
 
@@ -43,7 +45,7 @@ def _pages(home: Home, transport: str) -> dict[str, str]:
             }
         )
     word = home.beta.canary("1", "ASK")
-    with running_console(env) as console:
+    with running_console(env, command=launcher("memory-worker")) as console:
         port = console.base.rsplit(":", 1)[1]
         cookie = {
             "Cookie": f"memory_console_{port}={console.token}; memory_console_csrf_{port}=c5rf"
