@@ -107,10 +107,13 @@ class RunningConsole:
 
 
 @contextmanager
-def running_console(env: dict[str, str], *args: str) -> Iterator[RunningConsole]:
-    """``memory-worker console --port 0`` as a subprocess; yields once it printed its URL."""
+def running_console(
+    env: dict[str, str], *args: str, command: str | None = None
+) -> Iterator[RunningConsole]:
+    """``memory-worker console --port 0`` as a subprocess; yields once it printed its URL.
+    ``command``: what to run as ``memory-worker`` (``cli_fork.launcher("memory-worker")``)."""
     proc = subprocess.Popen(
-        [str(BIN / "memory-worker"), "console", "--port", "0", *args],
+        [command or str(BIN / "memory-worker"), "console", "--port", "0", *args],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -1,7 +1,13 @@
 """The console over the other store transports: the same home read through the hypatia-lite CLI
 (`cli`) and its MCP server (`mcp`) as subprocesses shows the same session, derived memory, entry
 text and search hits as in process, and verify-forgetting runs from the page (HTTP only: the
-browser tests cover the pages themselves)."""
+browser tests cover the pages themselves).
+
+The console and its store adapter's hypatia-lite run through the fork servers' launchers
+(``cli_fork``): the console, every store call and the MCP server are separate processes on real
+pipes (the console is stopped with SIGTERM, which its launcher forwards), forked from parents
+that imported the runtime, hypatia-lite and the MCP library once (``test_console_command`` runs
+the installed console script)."""
 
 from __future__ import annotations
 
@@ -11,7 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from canary_support import BIN, canary_reply
+from canary_support import canary_reply
+from cli_fork import launcher
 from console_support import Home, build_home, http, running_console
 from model_server import ModelServer
 
@@ -33,12 +40,12 @@ def _pages(home: Home, transport: str) -> dict[str, str]:
         env.update(
             {
                 "MEMORY_WORKER_STORE_TRANSPORT": transport,
-                "MEMORY_WORKER_STORE_BINARY": str(BIN / "hypatia-lite"),
+                "MEMORY_WORKER_STORE_BINARY": launcher("hypatia-lite"),
                 "HYPATIA_LITE_HOME": str(Path(env["MEMORY_WORKER_LITE_HOME"])),
             }
         )
     word = home.beta.canary("1", "ASK")
-    with running_console(env) as console:
+    with running_console(env, command=launcher("memory-worker")) as console:
         port = console.base.rsplit(":", 1)[1]
         cookie = {
             "Cookie": f"memory_console_{port}={console.token}; memory_console_csrf_{port}=c5rf"

@@ -1,4 +1,10 @@
-"""``hypatia-lite`` CLI as a real subprocess: Hypatia's argv, stdout texts, JSON and exit codes."""
+"""``hypatia-lite`` CLI as a real subprocess: Hypatia's argv, stdout texts, JSON and exit codes.
+
+Each command is a separate process with its own argv, environment, working directory, stdout,
+stderr and exit status; :class:`Cli` starts it through the fork server's launcher (``cli_fork``:
+the command forked from a parent that imported hypatia-lite once, its standard streams the
+launcher's pipes). ``--version`` and the invalid UTF-8 argv run the installed console script as a
+fresh interpreter, so the entry point and the interpreter's own argv decoding stay covered."""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_fork import launcher
 
 from hypatia_lite.store import LiteStore
 
@@ -17,15 +24,16 @@ pytestmark = pytest.mark.integration
 
 
 class Cli:
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, command: str | None = None) -> None:
         self.home = home
+        self.command = command or launcher("hypatia-lite")
         self.env = {**os.environ, "HYPATIA_LITE_HOME": str(home)}
         self.env.pop("HYPATIA_LITE_EMBEDDER", None)
         self.env.pop("HYPATIA_LITE_EMBED_URL", None)
 
     def __call__(self, *argv: str | bytes, **env: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [str(BIN), *argv],
+            [self.command, *argv],
             capture_output=True,
             text=True,
             env={**self.env, **env},
@@ -46,7 +54,7 @@ def cli(tmp_path: Path) -> Cli:
 
 
 def test_version_and_lazy_imports(cli: Cli) -> None:
-    done = cli("--version")
+    done = Cli(cli.home, str(BIN))("--version")  # the installed console script, a fresh process
     assert done.returncode == 0
     assert done.stdout.startswith("hypatia-lite ")
     probe = (

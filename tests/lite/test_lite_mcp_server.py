@@ -1,4 +1,9 @@
-"""``hypatia-lite mcp`` over stdio with the real MCP client SDK, plus raw JSON-RPC lines."""
+"""``hypatia-lite mcp`` over stdio with the real MCP client SDK, plus raw JSON-RPC lines.
+
+The SDK sessions and the CLI cross-checks start hypatia-lite through the fork server's launcher
+(``cli_fork``: a separate process on the client's stdio pipes, forked from a parent that imported
+the MCP library once); the raw-lines test runs the installed console script as a fresh process,
+so the ``hypatia-lite mcp`` entry point stays covered."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from typing import Any
 
 import anyio
 import pytest
+from cli_fork import launcher
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
@@ -29,7 +35,7 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
 def _with_session(home: Path, body: Callable[[ClientSession], Awaitable[None]]) -> None:
     async def main() -> None:
         params = StdioServerParameters(
-            command=str(BIN), args=["mcp"], env=_env(home), cwd=str(home.parent)
+            command=launcher("hypatia-lite"), args=["mcp"], env=_env(home), cwd=str(home.parent)
         )
         async with (
             stdio_client(params) as (read, write),
@@ -44,7 +50,12 @@ def _with_session(home: Path, body: Callable[[ClientSession], Awaitable[None]]) 
 
 def _cli(home: Path, *argv: str) -> Any:
     done = subprocess.run(
-        [str(BIN), *argv], capture_output=True, text=True, env=_env(home), timeout=60, check=True
+        [launcher("hypatia-lite"), *argv],
+        capture_output=True,
+        text=True,
+        env=_env(home),
+        timeout=60,
+        check=True,
     )
     return json.loads(done.stdout)
 
@@ -268,7 +279,7 @@ def test_raw_lines_parse_errors_surrogates_and_no_model(tmp_path: Path) -> None:
     text = "\n".join(line if isinstance(line, str) else json.dumps(line) for line in lines)
     text = text.replace("\\\\ud800", "\\ud800") + "\n"
     done = subprocess.run(
-        [str(BIN), "mcp"],
+        [str(BIN), "mcp"],  # the installed console script, a fresh process
         input=text,
         capture_output=True,
         text=True,

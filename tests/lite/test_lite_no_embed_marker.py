@@ -1,25 +1,29 @@
 """The newest reference client's check: an entry or statement written with ``--no-embed`` (MCP
 ``embed: false``) shows ``"embed": false`` in its content on ``knowledge-get``, ``query`` and
 ``search`` — and only then: an embedded write shows no ``embed`` field. Over the CLI and MCP, on
-a SQLite and a PostgreSQL shelf; the marker survives ``knowledge-update``."""
+a SQLite and a PostgreSQL shelf; the marker survives ``knowledge-update``.
+
+hypatia-lite runs through the fork server's launcher (``cli_fork``): each command and the MCP
+server are separate processes on real pipes, forked from a parent that imported hypatia-lite and
+the MCP library once (the installed console script is covered by ``test_lite_cli_contract`` and
+``test_lite_mcp_server``)."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from cli_fork import launcher
 from lite_pg_support import pg_home
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-BIN = Path(sys.executable).parent / "hypatia-lite"
 pytestmark = pytest.mark.integration
 
 
@@ -40,7 +44,12 @@ def _env(home: Path) -> dict[str, str]:
 
 def _run(home: Path, *argv: str) -> str:
     done = subprocess.run(
-        [str(BIN), *argv], capture_output=True, text=True, env=_env(home), timeout=60, check=False
+        [launcher("hypatia-lite"), *argv],
+        capture_output=True,
+        text=True,
+        env=_env(home),
+        timeout=60,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -103,7 +112,7 @@ def test_mcp_shows_the_marker_only_for_no_embed_writes(shelf: tuple[Path, str]) 
 
     async def main() -> None:
         params = StdioServerParameters(
-            command=str(BIN), args=["mcp"], env=_env(home), cwd=str(home.parent)
+            command=launcher("hypatia-lite"), args=["mcp"], env=_env(home), cwd=str(home.parent)
         )
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             with anyio.fail_after(60):

@@ -1,7 +1,13 @@
 """One contract, every transport: hypatia-lite in-process, the CLI adapter over a ``hypatia-lite``
 subprocess, the MCP adapter over ``hypatia-lite mcp`` — each on a SQLite shelf and on a PostgreSQL
 shelf (``-pg``) — and a real ``hypatia`` (CLI and MCP) when one is on PATH (skipped otherwise).
-The tests below run unchanged against each of them."""
+The tests below run unchanged against each of them.
+
+The adapters start hypatia-lite through the fork server's launcher (``store_contract.transports``:
+each CLI call and each MCP server is still a separate process on the adapter's real pipes, with
+its own argv, environment and exit status, only without an interpreter start-up each);
+``test_cli_and_mcp_return_identical_rows_for_one_shelf[lite]`` drives both adapters over the
+installed ``hypatia-lite`` console script as fresh processes, so the entry point stays covered."""
 
 from __future__ import annotations
 
@@ -304,7 +310,9 @@ def test_errors_are_one_line_store_errors(harness: Harness, uid: str) -> None:
 def test_cli_and_mcp_return_identical_rows_for_one_shelf(family: str, tmp_path: Path) -> None:
     with ExitStack() as stack:
         shelf = stack.enter_context(pg_shelf(tmp_path)) if family == "lite-pg" else "default"
-        _identical_rows(*open_pair(family.removesuffix("-pg"), tmp_path, shelf))
+        # [lite]: the installed console script itself, a fresh interpreter per call and server.
+        fresh = family == "lite"
+        _identical_rows(*open_pair(family.removesuffix("-pg"), tmp_path, shelf, fresh=fresh))
 
 
 def _identical_rows(cli: CliStore, mcp: McpStore) -> None:

@@ -28,6 +28,18 @@ environment still carries ``PYTHONPATH`` for the command's own children).
 A command that needs a fresh interpreter — ``-X`` options, another Python, a probe of what start-up
 imports — keeps using :mod:`subprocess`; so does a test that signals the process while it runs.
 ``MW_TEST_NO_FORK=1`` makes :func:`run_cli` start real processes (to compare).
+
+Where the code under test starts the command itself (a store adapter's configured binary, the
+``MEMORY_WORKER_STORE_BINARY`` of a worker), :func:`launcher` gives an executable to configure
+instead of ``BIN / tool``: a small script (an interpreter without ``site``, built-in modules only)
+that sends its own argv, environment, working directory and standard streams to the server, which
+forks the command with them — the adapter still reads the command's stdout from a pipe, writes an
+MCP conversation to its stdin and sees its exit status as the launcher's. The launcher forwards
+SIGTERM, SIGINT and SIGHUP to the command, ends with the command's signal when it was killed by
+one, and when the launcher dies (``kill -9`` of the call's process group) the command is killed
+too. ``memory-worker`` and ``hypatia-lite`` are served, each by a server of its own (the
+``hypatia-lite`` one imports little, so it forks cheaply, and the MCP library just before its first
+``mcp``); ``MW_TEST_NO_FORK=1`` returns the real console script.
 """
 
 from __future__ import annotations
@@ -90,14 +102,40 @@ PRELOAD = (
     "anyio.streams",
     "encodings.idna",
 )
+#: What the ``hypatia-lite`` server imports (its own server: a small parent forks cheaply).
+LITE_PRELOAD = (
+    "hypatia_lite.cli",
+    "hypatia_lite.store",
+    "hypatia_lite.shelves",
+    "hypatia_lite.embed",
+    "hypatia_lite.jse",
+    "hypatia_lite.batch",
+    "hypatia_lite.purge",
+    "hypatia_lite.sqlite_backend",
+    "hypatia_lite.pg.backend",
+    "psycopg",
+    "sqlean",
+)
+#: Imported by a server just before it forks the first ``TOOL COMMAND`` of that kind: a test
+#: process that never starts an MCP server does not pay for the MCP library's imports.
+COMMAND_PRELOAD = {
+    "hypatia-lite mcp": (
+        "hypatia_lite.mcp_server",
+        "hypatia_lite.mcp_stdio",
+        "hypatia_lite.mcp_tools",
+    ),
+}
+#: The console scripts the servers run: ``tool -> module`` whose ``main()`` is the entry point.
+ENTRY_POINTS = {"memory-worker": "worker.cli", "hypatia-lite": "hypatia_lite.cli"}
+_PRELOADS = {"memory-worker": PRELOAD, "hypatia-lite": LITE_PRELOAD}
 _lock = threading.Lock()
-_server: _Server | None = None
+_servers: dict[str, _Server] = {}
 
 
 class _Server:
-    """The pre-imported parent: a process on a Unix socket, one per test process."""
+    """The pre-imported parent: a process on a Unix socket, one per tool and test process."""
 
-    def __init__(self) -> None:
+    def __init__(self, tool: str = "memory-worker") -> None:
         self.dir = tempfile.mkdtemp(prefix="mw-cli-fork-")
         self.path = os.path.join(self.dir, "socket")
         ready_r, ready_w = os.pipe()
@@ -113,7 +151,8 @@ class _Server:
                     self.path,
                     str(ready_w),
                     str(life_r),
-                    json.dumps(PRELOAD),
+                    json.dumps(_PRELOADS[tool]),
+                    json.dumps({"entry": ENTRY_POINTS, "preload": COMMAND_PRELOAD}),
                 ],
                 pass_fds=(ready_w, life_r),
                 env=env,
@@ -130,7 +169,21 @@ class _Server:
         with os.fdopen(ready_r, "rb") as ready:
             if ready.read(1) != b"1":
                 raise RuntimeError("the CLI fork server did not start")
+        self.launchers: dict[str, str] = {}
         atexit.register(self.stop)
+
+    def launcher(self, tool: str) -> str:
+        """The path of this server's launcher script for ``tool`` (written once)."""
+        if tool not in self.launchers:
+            path = os.path.join(self.dir, tool)
+            script = _LAUNCHER.format(
+                python=sys.executable, socket=self.path, tool=tool, argv0=str(BIN / tool)
+            )
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(script)
+            os.chmod(path, 0o755)
+            self.launchers[tool] = path
+        return self.launchers[tool]
 
     def stop(self) -> None:
         with contextlib.suppress(OSError):
@@ -139,18 +192,31 @@ class _Server:
             self.process.kill()
         with contextlib.suppress(Exception):
             self.process.wait(timeout=10)
-        with contextlib.suppress(OSError):
-            os.unlink(self.path)
+        for path in [self.path, *getattr(self, "launchers", {}).values()]:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
         with contextlib.suppress(OSError):
             os.rmdir(self.dir)
 
 
-def _server_for_this_process() -> _Server:
-    global _server
+def _server_for_this_process(tool: str = "memory-worker") -> _Server:
     with _lock:
-        if _server is None or _server.process.poll() is not None:
-            _server = _Server()
-        return _server
+        server = _servers.get(tool)
+        if server is None or server.process.poll() is not None:
+            server = _servers[tool] = _Server(tool)
+        return server
+
+
+def launcher(tool: str = "hypatia-lite") -> str:
+    """An executable to configure where code under test runs ``tool`` itself: run as a real
+    process with any argv, environment, working directory and standard streams, it has the
+    pre-imported server fork ``tool`` with them and ends with its status (module docstring).
+    With ``MW_TEST_NO_FORK=1``: the real console script."""
+    if tool not in ENTRY_POINTS:
+        raise ValueError(f"no fork entry point for {tool!r}")
+    if os.environ.get("MW_TEST_NO_FORK") == "1":
+        return str(BIN / tool)
+    return _server_for_this_process(tool).launcher(tool)
 
 
 def run_cli(
@@ -246,6 +312,8 @@ import importlib, json, os, signal, socket, sys
 
 path, ready, lifeline = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 preload = json.loads(sys.argv[4])
+tools = json.loads(sys.argv[5])
+preloaded = set()
 for name in preload:
     try:
         importlib.import_module(name)
@@ -256,7 +324,17 @@ server.bind(path)
 server.listen(64)
 os.write(ready, b"1")
 os.close(ready)
-signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # waiters are reaped by the kernel
+
+
+def reap(_signum, _frame):  # waiters are reaped here, so their CPU time is the server's (and,
+    try:                    # once the server is reaped, the test process's: ``time`` counts it)
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+    except ChildProcessError:
+        pass
+
+
+signal.signal(signal.SIGCHLD, reap)
 
 
 def child(request, fds):
@@ -277,8 +355,8 @@ def child(request, fds):
             sys.path.insert(0, request["site"])
             sys.modules.pop("sitecustomize", None)
             importlib.import_module("sitecustomize")
-        from worker.cli import main
-        main()
+        entry = tools["entry"][request.get("tool", "memory-worker")]
+        raise SystemExit(importlib.import_module(entry).main())  # what a console script does
     except SystemExit as exc:
         if exc.code is None:
             code = 0
@@ -319,12 +397,28 @@ def serve_until_the_parent_is_gone():
 
 
 for conn in serve_until_the_parent_is_gone():
-    head, fds, _flags, _addr = socket.recv_fds(conn, 1 << 20, 3)
+    head, fds, _flags, _addr = socket.recv_fds(conn, 1 << 20, 4)
     size = int.from_bytes(head[:8], "big")
     body = head[8:]
     while len(body) < size:
         body += conn.recv(size - len(body))
-    request = json.loads(body)
+    if body[:1] == b"M":  # a launcher's request (marshal: what its interpreter has built in)
+        import marshal
+        request = marshal.loads(body[1:])
+    else:
+        request = json.loads(body)
+    # A launcher's request carries a fourth descriptor: its lifeline (EOF: the launcher died).
+    caller = fds[3] if len(fds) > 3 else None
+    fds = fds[:3]
+    tool = request.get("tool", "memory-worker")
+    command = " ".join([tool, *request["argv"][1:2]])
+    if command in tools["preload"] and command not in preloaded:  # once, before its first fork
+        preloaded.add(command)
+        for name in tools["preload"][command]:
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                pass
     if os.fork() == 0:  # a waiter per command: the server accepts the next request at once
         server.close()
         os.close(lifeline)
@@ -332,6 +426,8 @@ for conn in serve_until_the_parent_is_gone():
         pid = os.fork()
         if pid == 0:
             conn.close()
+            if caller is not None:
+                os.close(caller)
             child(request, fds)
         for fd in fds:
             os.close(fd)
@@ -339,6 +435,15 @@ for conn in serve_until_the_parent_is_gone():
             conn.sendall(f"{pid}\n".encode())
         except OSError:
             pass
+        if caller is not None:  # the launcher gone first (killed): the command goes too
+            import select
+            done = os.pidfd_open(pid)
+            if caller in select.select([done, caller], [], [])[0]:
+                if done not in select.select([done], [], [], 0)[0]:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
         _, status = os.waitpid(pid, 0)
         try:
             conn.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
@@ -347,5 +452,66 @@ for conn in serve_until_the_parent_is_gone():
         os._exit(0)
     for fd in fds:
         os.close(fd)
+    if caller is not None:
+        os.close(caller)
     conn.close()
+"""
+
+#: The launcher: ``python -I -S`` with built-in modules only (``_socket``, ``_signal``,
+#: ``marshal``: an interpreter start-up and little more); its request is marshalled (``M``).
+_LAUNCHER = r"""#!{python} -IS
+import _signal, _socket, marshal, os, sys
+
+life_r, life_w = os.pipe()  # the server's child sees EOF here when this process is gone
+request = {{
+    "argv": [{argv0!r}, *sys.argv[1:]],
+    "env": dict(os.environ),
+    "cwd": os.getcwd(),
+    "site": None,
+    "tool": {tool!r},
+}}
+data = b"M" + marshal.dumps(request)
+fds = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (0, 1, 2, life_r))
+conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+conn.connect({socket!r})
+data = len(data).to_bytes(8, "big") + data
+sent = conn.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+conn.sendall(data[sent:])
+os.close(life_r)
+reply = b""
+
+
+def line():
+    global reply
+    while b"\n" not in reply:
+        block = conn.recv(64)
+        if not block:
+            return None
+        reply += block
+    first, reply = reply.split(b"\n", 1)
+    return int(first)
+
+
+pid = line()
+if pid is None:
+    sys.stderr.write("the CLI fork server closed the connection\n")
+    sys.exit(1)
+
+
+def forward(signum, _frame):
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+for signum in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
+    _signal.signal(signum, forward)
+status = line()
+if status is None:
+    status = 1
+if status < 0:  # killed by a signal: end the same way
+    _signal.signal(-status, _signal.SIG_DFL)
+    os.kill(os.getpid(), -status)
+sys.exit(status)
 """

@@ -5,6 +5,11 @@ hypatia-lite runs in-process, as a ``hypatia-lite`` subprocess per call (CLI ada
 PostgreSQL shelf in a throwaway database of the local server; a real ``hypatia`` on PATH is
 driven the same two ways with ``HOME`` pointed at a temp dir and a throwaway shelf made by
 ``hypatia connect``.
+
+The adapters run hypatia-lite as configured by :func:`lite_command`: by default a launcher that
+has the pre-imported fork server of :mod:`cli_fork` fork the command (a real process on the
+adapter's pipes, with its argv, environment and exit status), so a call costs no interpreter
+start-up; ``fresh=True`` configures the installed ``hypatia-lite`` console script itself.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from cli_fork import launcher
 from state_db_support import throwaway_pg_database
 
 from hypatia_lite import shelves
@@ -43,6 +49,12 @@ def lite_binary() -> str:
     if found is None:
         raise RuntimeError("hypatia-lite is not installed in this environment")
     return found
+
+
+def lite_command(*, fresh: bool = False) -> str:
+    """What an adapter under test runs as ``hypatia-lite``: the fork server's launcher, or with
+    ``fresh`` the installed console script (a fresh interpreter per call)."""
+    return lite_binary() if fresh else launcher("hypatia-lite")
 
 
 def real_hypatia() -> str | None:
@@ -102,14 +114,17 @@ def real_shelf(binary: str, home: Path) -> tuple[str, dict[str, str]]:
     return name, env
 
 
-def open_harness(transport: str, home: Path, *, shelf: str = "default") -> Harness:
+def open_harness(
+    transport: str, home: Path, *, shelf: str = "default", fresh: bool = False
+) -> Harness:
     """A store over ``home`` for one transport (the same home gives the same shelf contents);
-    a ``-pg`` transport first connects ``home``'s shelf ``pg`` to a new PostgreSQL database."""
+    a ``-pg`` transport first connects ``home``'s shelf ``pg`` to a new PostgreSQL database.
+    ``fresh``: the adapters run the installed console script (:func:`lite_command`)."""
     if transport.endswith("-pg"):
         stack = ExitStack()
         name = stack.enter_context(pg_shelf(home))
         try:
-            opened = open_harness(transport[: -len("-pg")], home, shelf=name)
+            opened = open_harness(transport[: -len("-pg")], home, shelf=name, fresh=fresh)
         except BaseException:
             stack.close()
             raise
@@ -120,11 +135,11 @@ def open_harness(transport: str, home: Path, *, shelf: str = "default") -> Harne
         store = open_store(StoreConfig(transport="lite", shelf=shelf, lite_home=home))
         return Harness(transport, store, semantic=True, max_data_bytes=None)
     if transport in ("cli-lite", "mcp-lite"):
-        env = _lite_env(home)
+        env, command = _lite_env(home), lite_command(fresh=fresh)
         if transport == "cli-lite":
-            cli = CliStore(shelf, lite_binary(), env=env, cwd=home, timeout_s=60)
+            cli = CliStore(shelf, command, env=env, cwd=home, timeout_s=60)
             return Harness(transport, cli, semantic=True, max_data_bytes=cli.max_data_bytes)
-        mcp = McpStore(shelf, lite_binary(), env=env, cwd=home, timeout_s=60)
+        mcp = McpStore(shelf, command, env=env, cwd=home, timeout_s=60)
         return Harness(transport, mcp, semantic=True, max_data_bytes=None)
     binary = require_real_hypatia()
     name, env = real_shelf(binary, home)
@@ -135,10 +150,13 @@ def open_harness(transport: str, home: Path, *, shelf: str = "default") -> Harne
     return Harness(transport, mcp, semantic=False, max_data_bytes=None)
 
 
-def open_pair(family: str, home: Path, shelf: str = "default") -> tuple[CliStore, McpStore]:
-    """A CLI adapter and an MCP adapter over the same shelf (``lite`` or ``hypatia``)."""
+def open_pair(
+    family: str, home: Path, shelf: str = "default", *, fresh: bool = False
+) -> tuple[CliStore, McpStore]:
+    """A CLI adapter and an MCP adapter over the same shelf (``lite`` or ``hypatia``);
+    ``fresh``: hypatia-lite's installed console script (:func:`lite_command`)."""
     if family == "lite":
-        env, binary = _lite_env(home), lite_binary()
+        env, binary = _lite_env(home), lite_command(fresh=fresh)
     else:
         binary = require_real_hypatia()
         shelf, env = real_shelf(binary, home)
