@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_fork import start_cli
 from fault_support import (
     LITE,
     clean_run,
@@ -190,12 +191,7 @@ def test_a_postgresql_restart_mid_run(
     root = tmp_path / "pg-run"
     lay_home(root, like=direct_clean)
     extra = {"MEMORY_WORKER_STATE_URL": url}
-    proc = subprocess.Popen(
-        run_once_argv(root),
-        env=env(root, **extra),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    proc = start_cli(run_once_argv(root)[1:], env=env(root, **extra))
     deadline = time.monotonic() + 120
     while not (root / "lite").exists():  # the run is writing
         assert proc.poll() is None and time.monotonic() < deadline
@@ -221,8 +217,8 @@ def test_a_postgresql_restart_mid_run(
         timeout=180,
     )
     assert restarted.returncode == 0, restarted.stderr
-    _out, err = proc.communicate(timeout=600)
-    text = err.decode()
+    proc.wait(timeout=600)
+    text = proc.stderr
     # Ridden out, or every session it could not finish is named.
     assert pg_lagging(url) <= not_finished(text), text
     if proc.returncode == 0:
