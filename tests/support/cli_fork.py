@@ -182,6 +182,8 @@ class CliProcess:
         cwd: str | os.PathLike[str] | None,
         input: str | None,
         site_dir: str | os.PathLike[str] | None,
+        tool: str = "memory-worker",
+        preload: Sequence[str] = (),
     ) -> None:
         self.args = argv
         self.returncode: int | None = None
@@ -192,7 +194,14 @@ class CliProcess:
         err_r, err_w = os.pipe()
         try:
             self._conn, pid = request_fork(
-                fork_server_path(), argv, env, cwd, (in_r, out_w, err_w), site_dir=site_dir
+                fork_server_path(),
+                argv,
+                env,
+                cwd,
+                (in_r, out_w, err_w),
+                tool=tool,
+                site_dir=site_dir,
+                preload=preload,
             )
         except BaseException:
             for fd in (in_w, out_r, err_r):
@@ -267,10 +276,11 @@ def request_fork(
     site_dir: str | os.PathLike[str] | None = None,
     preload: Sequence[str] = (),
 ) -> tuple[socket.socket, int]:
-    """Ask the server at ``server_path`` to fork ``tool`` (``memory-worker`` or
-    ``hypatia-lite``) with ``argv``, ``env`` and ``cwd`` on the standard streams ``fds`` (the
-    caller closes its copies); the server imports ``preload`` first, once. Returns the
-    connection (its :func:`exit_status` is the command's) and the command's pid."""
+    """Ask the server at ``server_path`` to fork ``tool`` (``memory-worker``, ``hypatia-lite``
+    or ``-m MODULE``: ``python -m MODULE`` of a module whose ``main()`` returns the status) with
+    ``argv``, ``env`` and ``cwd`` on the standard streams ``fds`` (the caller closes its
+    copies); the server imports ``preload`` first, once. Returns the connection (its
+    :func:`exit_status` is the command's) and the command's pid."""
     request = {
         "argv": list(argv),
         "env": dict(os.environ if env is None else env),
@@ -304,11 +314,19 @@ def start_cli(
     cwd: str | os.PathLike[str] | None = None,
     input: str | None = None,
     site_dir: str | os.PathLike[str] | None = None,
+    module: str | None = None,
+    preload: Sequence[str] = (),
 ) -> CliProcess:
-    """Start ``memory-worker ARGS`` forked from the pre-imported server and return at once (for
-    a test that signals the run or watches it while it runs; :func:`run_cli` waits for it)."""
-    argv, env = _argv_env(args, env, "memory-worker", site_dir)
-    return CliProcess(argv, env, cwd, input, site_dir)
+    """Start ``memory-worker ARGS`` (``module``: ``python -m MODULE ARGS``, a module whose
+    ``main()`` returns the exit status) forked from the pre-imported server, which imports
+    ``preload`` first, and return at once (for a test that signals the run or watches it while
+    it runs; :func:`run_cli` waits for it)."""
+    if module is None:
+        argv, env = _argv_env(args, env, "memory-worker", site_dir)
+        return CliProcess(argv, env, cwd, input, site_dir)
+    # sys.argv as ``python -m`` leaves it: the module first, then ARGS
+    argv, env = [module, *args], _argv_env(args, env, "", site_dir)[1]
+    return CliProcess(argv, env, cwd, input, site_dir, tool=f"-m {module}", preload=preload)
 
 
 def run_cli(
@@ -396,9 +414,12 @@ def child(request, fds):
             sys.path.insert(0, request["site"])
             sys.modules.pop("sitecustomize", None)
             importlib.import_module("sitecustomize")
-        if request.get("tool") == "hypatia-lite":
+        tool = request.get("tool") or "memory-worker"
+        if tool == "hypatia-lite":
             from hypatia_lite.cli import main as lite_main
             sys.exit(lite_main())
+        if tool.startswith("-m "):  # python -m MODULE: its main() is the command
+            sys.exit(importlib.import_module(tool[3:]).main())
         from worker.cli import main
         main()
     except SystemExit as exc:
