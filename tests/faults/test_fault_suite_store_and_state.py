@@ -13,7 +13,6 @@ import socket
 import sqlite3
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +30,7 @@ from fault_support import (
     pg_lagging,
     run_once,
     run_once_argv,
+    wait_for,
 )
 
 pytestmark = pytest.mark.integration
@@ -121,14 +121,22 @@ def test_a_state_database_locked_for_a_while_is_ridden_out(
         root / "data" / "state.db", isolation_level=None, check_same_thread=False
     )
     locker.execute("BEGIN EXCLUSIVE")  # ...while another process holds the state database
-    release = threading.Timer(4.0, lambda: locker.execute("COMMIT"))
-    release.start()
     try:
-        locked = run_once(root)
+        locked = start_cli(run_once_argv(root)[1:], env=env(root))
+        # Held until the run says it has waited for it (its notice after 2 s of waiting).
+        wait_for(
+            lambda: (
+                "waiting for the state database lock" in locked.stderr_so_far()
+                or locked.poll() is not None
+            ),
+            120,
+            "the run to wait for the state database lock",
+        )
     finally:
-        release.join()
+        locker.execute("COMMIT")
         locker.close()
-    assert locked.returncode == 0, locked.stderr
+    assert locked.wait(timeout=600) == 0, locked.stderr
+    assert "waiting for the state database lock" in locked.stderr  # it did wait, then went on
     assert not_finished(locked.stderr) == set()
     assert dump(root) == clean
 

@@ -227,6 +227,10 @@ class CliProcess:
             for block in iter(lambda: stream.read1(65536), b""):
                 self._chunks[fd].append(block)
 
+    def stderr_so_far(self) -> str:
+        """What it has written to standard error until now (while it runs)."""
+        return b"".join(list(self._chunks[self._err])).decode(errors="replace")
+
     def poll(self) -> int | None:
         """The exit status once the process has ended, else None (it does not wait)."""
         if self.returncode is None:
