@@ -25,9 +25,14 @@ A start-up hook that a fresh interpreter would run from ``PYTHONPATH`` (the cras
 the hook reads its settings from the environment of that one run, as at a real start-up (the
 environment still carries ``PYTHONPATH`` for the command's own children).
 
+A test that signals the process or watches it while it runs uses :func:`start_cli` (a
+``Popen``-like :class:`CliProcess`; ``module=`` runs ``python -m MODULE``). Another process (a fake
+store binary) can ask the same server to fork ``memory-worker`` or ``hypatia-lite`` on pipes of
+its own with :func:`request_fork` (the socket from :func:`fork_server_path`).
+
 A command that needs a fresh interpreter — ``-X`` options, another Python, a probe of what start-up
-imports — keeps using :mod:`subprocess`; so does a test that signals the process while it runs.
-``MW_TEST_NO_FORK=1`` makes :func:`run_cli` start real processes (to compare).
+imports — keeps using :mod:`subprocess`. ``MW_TEST_NO_FORK=1`` makes :func:`run_cli` start real
+processes (to compare).
 """
 
 from __future__ import annotations

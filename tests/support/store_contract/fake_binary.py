@@ -8,10 +8,11 @@ The fake delegates to ``hypatia-lite`` and misbehaves on purpose, by ``FAKE_MODE
 - ``silent-mcp``: ``mcp`` records its pid and never answers (not even the handshake).
 - ``probe-fail``: every ``--help`` records its pid and fails (exit 1) while the file named by
   ``FAKE_FAILFILE`` exists.
-- ``proxy`` (default): ``mcp`` runs ``hypatia-lite mcp`` behind a line proxy that records its pid,
-  hangs forever on a request containing ``HANG-me`` (with ``FAKE_HANG_CALLS=1``: on every tool
-  call, after a normal handshake), and drops the tool named in ``FAKE_DROP_TOOL`` from
-  ``tools/list``.
+- ``proxy`` (default): ``mcp`` runs ``hypatia-lite mcp`` (forked from the tests' pre-imported
+  server, :mod:`cli_fork`, unless ``forked=False`` or ``MW_TEST_NO_FORK=1``) behind a line proxy
+  that records its pid, hangs forever on a request containing ``HANG-me`` (with
+  ``FAKE_HANG_CALLS=1``: on every tool call, after a normal handshake), and drops the tool named
+  in ``FAKE_DROP_TOOL`` from ``tools/list``.
 
 Pids go to ``FAKE_PIDFILE`` (one per line).
 """
