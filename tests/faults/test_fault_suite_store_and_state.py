@@ -13,12 +13,12 @@ import socket
 import sqlite3
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_fork import start_cli
 from fault_support import (
     LITE,
     clean_run,
@@ -30,6 +30,7 @@ from fault_support import (
     pg_lagging,
     run_once,
     run_once_argv,
+    wait_for,
 )
 
 pytestmark = pytest.mark.integration
@@ -120,14 +121,22 @@ def test_a_state_database_locked_for_a_while_is_ridden_out(
         root / "data" / "state.db", isolation_level=None, check_same_thread=False
     )
     locker.execute("BEGIN EXCLUSIVE")  # ...while another process holds the state database
-    release = threading.Timer(4.0, lambda: locker.execute("COMMIT"))
-    release.start()
     try:
-        locked = run_once(root)
+        locked = start_cli(run_once_argv(root)[1:], env=env(root))
+        # Held until the run says it has waited for it (its notice after 2 s of waiting).
+        wait_for(
+            lambda: (
+                "waiting for the state database lock" in locked.stderr_so_far()
+                or locked.poll() is not None
+            ),
+            120,
+            "the run to wait for the state database lock",
+        )
     finally:
-        release.join()
+        locker.execute("COMMIT")
         locker.close()
-    assert locked.returncode == 0, locked.stderr
+    assert locked.wait(timeout=600) == 0, locked.stderr
+    assert "waiting for the state database lock" in locked.stderr  # it did wait, then went on
     assert not_finished(locked.stderr) == set()
     assert dump(root) == clean
 
@@ -190,12 +199,7 @@ def test_a_postgresql_restart_mid_run(
     root = tmp_path / "pg-run"
     lay_home(root, like=direct_clean)
     extra = {"MEMORY_WORKER_STATE_URL": url}
-    proc = subprocess.Popen(
-        run_once_argv(root),
-        env=env(root, **extra),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    proc = start_cli(run_once_argv(root)[1:], env=env(root, **extra))
     deadline = time.monotonic() + 120
     while not (root / "lite").exists():  # the run is writing
         assert proc.poll() is None and time.monotonic() < deadline
@@ -221,8 +225,8 @@ def test_a_postgresql_restart_mid_run(
         timeout=180,
     )
     assert restarted.returncode == 0, restarted.stderr
-    _out, err = proc.communicate(timeout=600)
-    text = err.decode()
+    proc.wait(timeout=600)
+    text = proc.stderr
     # Ridden out, or every session it could not finish is named.
     assert pg_lagging(url) <= not_finished(text), text
     if proc.returncode == 0:

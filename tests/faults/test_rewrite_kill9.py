@@ -5,16 +5,17 @@ the store of an uninterrupted run (full dump comparison), with none of A's text 
 from __future__ import annotations
 
 import json
+import os
 import signal
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_fork import start_cli
 from cluster_support import wait_for
 from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
 from pipeline_support import dump
-from rewrite_support import BIN, consolidate_with_a, env_for, scripted, write_sessions
+from rewrite_support import consolidate_with_a, env_for, scripted, write_sessions
 from typer.testing import CliRunner, Result
 
 from worker.cli import _register, app
@@ -62,16 +63,15 @@ def test_kill9_mid_replace_then_rerun_converges_on_the_uninterrupted_store(
     expected = dump(reference)
     assert "ALPHA" not in json.dumps(expected)
 
-    proc = subprocess.Popen(
-        [str(BIN / "memory-worker"), "reconsolidate", "--all", "--replace", "--wait"],
+    # A process of its own, forked from the pre-imported server (cli_fork): kill -9 ends it.
+    proc = start_cli(
+        ["reconsolidate", "--all", "--replace", "--wait"],
         env=env_for(crashed, model_server, "model-b"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
     )
     try:
         # s-1's summary and its new work unit are recorded as B's; the archive call is pending.
         wait_for(lambda: b_written(crashed) >= 2, 60, "the first rewritten summary")
-        proc.send_signal(signal.SIGKILL)
+        os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
     finally:
         if proc.poll() is None:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
+from crash_point_support import restore
+from model_server import ModelServer, Reply, module_model_server_fixture  # noqa: F401
 from rewrite_support import CWD, archive_or_verdict, consolidate_with_a, env_for, tag_of
 from typer.testing import CliRunner
 from worker_dshgen import SessionLogWriter
@@ -102,12 +104,27 @@ def requests_since(server: ModelServer, start: int) -> dict[str, int]:
     return counts
 
 
-@pytest.fixture
-def project(tmp_path: Path, model_server: ModelServer) -> Path:
+@pytest.fixture(scope="module")
+def consolidated(
+    tmp_path_factory: pytest.TempPathFactory, model_server: ModelServer
+) -> tuple[Path, Path]:
+    """The project consolidated with route A once for the module: ``(work, snapshot)``."""
+    base = tmp_path_factory.mktemp("estimates")
+    work, snapshot = base / "work", base / "consolidated"
     model_server.responder = responder
-    write_project(tmp_path)
-    consolidate_with_a(tmp_path, model_server, adjudicate=True, cascade_batch_size=4)
-    return tmp_path
+    write_project(work)
+    consolidate_with_a(work, model_server, adjudicate=True, cascade_batch_size=4)
+    shutil.copytree(work, snapshot)
+    return work, snapshot
+
+
+@pytest.fixture
+def project(consolidated: tuple[Path, Path]) -> Path:
+    """Each test's own copy of the consolidated project, laid where it was made (the state
+    database and the shelf registry hold its paths): what consolidating it again would give."""
+    work, snapshot = consolidated
+    restore(snapshot, work)
+    return work
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_fork import run_cli
+from cli_fork import run_cli, start_cli
 from conftest import REPO
 
 from hypatia_lite.store import LiteStore
@@ -38,7 +37,7 @@ LITE = Path(sys.executable).parent / "hypatia-lite"
 SID = "slow-1"
 WRAPPER = """#!/bin/sh
 echo "sleeping $1 $2 $3 $4" >> "$SLOW_CALLS"
-case " $SLOW_COMMANDS " in *" $1 "*) sleep "$SLOW_S" ;; esac
+case " $SLOW_COMMANDS " in *" $1 "*|*" $1:$2 "*) sleep "$SLOW_S" ;; esac
 echo "start $1 $2 $3 $4" >> "$SLOW_CALLS"
 exec "$SLOW_LITE" "$@"
 """
@@ -56,6 +55,8 @@ def _setup(root: Path, turns: int, like: Path | None = None) -> Path:
 
 
 def _env(root: Path, slow_s: float, commands: str) -> dict[str, str]:
+    """``commands``: the calls the wrapper sleeps before, each a command (every call of it) or
+    ``command:first-argument`` (that one call)."""
     env = {
         **os.environ,
         "MEMORY_WORKER_DATA_DIR": str(root / "data"),
@@ -127,12 +128,8 @@ def test_a_killed_run_resends_only_the_missing_edges(tmp_path: Path) -> None:
 
     root = tmp_path / "killed"
     _setup(root, 3, like=clean)
-    proc = subprocess.Popen(
-        _argv(root),
-        env=_env(root, 1.5, "statement-create"),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    # Only the third edge's call sleeps: the window the kill lands in (the first two go at once).
+    proc = start_cli(_argv(root)[1:], env=_env(root, 1.5, f"statement-create:msg-{SID}-2"))
     third = f"sleeping statement-create {_edge(2)}"
     deadline = time.monotonic() + 180
     while not (_calls(root) and _calls(root)[-1] == third):

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -15,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import zstandard
+from cli_fork import CliProcess, start_cli
 from sqlalchemy import select
 
 from memory.dsh.reader import scan_log
@@ -37,30 +36,20 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float = 120.0) -
         time.sleep(0.02)
 
 
-def start_shipper(url: str, path: Path) -> subprocess.Popen[bytes]:
-    # stderr goes to a file beside the log, not a pipe nobody drains while the shipper runs: a
-    # shipper with much to say (problem lines every pass, lock-wait notices on a busy machine)
-    # would fill the pipe, block on its next write and never see SIGTERM's end of the loop.
-    with (path.parent / "shipper.err").open("ab") as errors:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "worker.shipping.follow",
-                url,
-                f"{SID}={path}",
-                "--segment-bytes",
-                "1024",
-                "--interval",
-                "0.01",
-            ],
-            cwd=REPO,
-            stdout=subprocess.DEVNULL,
-            stderr=errors,
-        )
+def start_shipper(url: str, path: Path) -> CliProcess:
+    """``python -m worker.shipping.follow``: a process of its own (kill -9 ends it, SIGTERM stops
+    its loop), forked from the tests' pre-imported server (``cli_fork``) rather than a fresh
+    interpreter. Its standard error is drained while it runs (a shipper with much to say must
+    not block on a full pipe and miss SIGTERM's end of the loop)."""
+    return start_cli(
+        [url, f"{SID}={path}", "--segment-bytes", "1024", "--interval", "0.01"],
+        module="worker.shipping.follow",
+        cwd=REPO,
+        preload=("worker.shipping.follow", "psycopg"),
+    )
 
 
-def stop(proc: subprocess.Popen[bytes], sig: int) -> None:
+def stop(proc: CliProcess, sig: int) -> None:
     os.kill(proc.pid, sig)
     proc.wait(timeout=60)
 
@@ -143,7 +132,7 @@ def test_kill9_mid_shipping_then_restart_ships_each_byte_once(
     finally:
         if shipper.poll() is None:
             stop(shipper, signal.SIGTERM)
-    assert shipper.returncode == 0, (tmp_path / "shipper.err").read_text(errors="replace")
+    assert shipper.returncode == 0, shipper.stderr
     assert shipped(store) == path.read_bytes()
     log = store.latest(SID)
     assert log is not None and log.generation == 0

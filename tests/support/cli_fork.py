@@ -25,9 +25,14 @@ A start-up hook that a fresh interpreter would run from ``PYTHONPATH`` (the cras
 the hook reads its settings from the environment of that one run, as at a real start-up (the
 environment still carries ``PYTHONPATH`` for the command's own children).
 
+A test that signals the process or watches it while it runs uses :func:`start_cli` (a
+``Popen``-like :class:`CliProcess`; ``module=`` runs ``python -m MODULE``). Another process (a fake
+store binary) can ask the same server to fork ``memory-worker`` or ``hypatia-lite`` on pipes of
+its own with :func:`request_fork` (the socket from :func:`fork_server_path`).
+
 A command that needs a fresh interpreter — ``-X`` options, another Python, a probe of what start-up
-imports — keeps using :mod:`subprocess`; so does a test that signals the process while it runs.
-``MW_TEST_NO_FORK=1`` makes :func:`run_cli` start real processes (to compare).
+imports — keeps using :mod:`subprocess`. ``MW_TEST_NO_FORK=1`` makes :func:`run_cli` start real
+processes (to compare).
 
 Where the code under test starts the command itself (a store adapter's configured binary, the
 ``MEMORY_WORKER_STORE_BINARY`` of a worker), :func:`launcher` gives an executable to configure
@@ -48,6 +53,7 @@ import atexit
 import contextlib
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -219,6 +225,185 @@ def launcher(tool: str = "hypatia-lite") -> str:
     return _server_for_this_process(tool).launcher(tool)
 
 
+def _argv_env(
+    args: Sequence[str],
+    env: Mapping[str, str] | None,
+    tool: str,
+    site_dir: str | os.PathLike[str] | None,
+) -> tuple[list[str], Mapping[str, str] | None]:
+    argv = [str(BIN / tool), *args]
+    if site_dir is not None:
+        env = dict(os.environ if env is None else env)
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [os.fspath(site_dir), env.get("PYTHONPATH", "")])
+        )
+    return argv, env
+
+
+class CliProcess:
+    """A running ``memory-worker`` forked from the pre-imported server, ``Popen``-like: its
+    ``pid`` (a real process: ``os.kill(pid, SIGKILL)`` kills it and nothing else), ``poll``,
+    ``wait`` (the exit status, negative when a signal killed it) and, once it has ended, the
+    captured ``stdout`` and ``stderr``. Made by :func:`start_cli`."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        env: Mapping[str, str] | None,
+        cwd: str | os.PathLike[str] | None,
+        input: str | None,
+        site_dir: str | os.PathLike[str] | None,
+        tool: str = "memory-worker",
+        preload: Sequence[str] = (),
+    ) -> None:
+        self.args = argv
+        self.returncode: int | None = None
+        self.stdout = ""
+        self.stderr = ""
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        try:
+            self._conn, pid = request_fork(
+                fork_server_path(),
+                argv,
+                env,
+                cwd,
+                (in_r, out_w, err_w),
+                tool=tool,
+                site_dir=site_dir,
+                preload=preload,
+            )
+        except BaseException:
+            for fd in (in_w, out_r, err_r):
+                os.close(fd)
+            raise
+        finally:
+            for fd in (in_r, out_w, err_w):
+                os.close(fd)
+        self._chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
+        self._out, self._err = out_r, err_r
+        self._readers = [
+            threading.Thread(target=self._drain, args=(fd,), daemon=True) for fd in (out_r, err_r)
+        ]
+        for reader in self._readers:
+            reader.start()
+        with os.fdopen(in_w, "wb") as stdin, contextlib.suppress(BrokenPipeError):
+            if input is not None:
+                stdin.write(input.encode())
+        self.pid = pid
+
+    def _drain(self, fd: int) -> None:
+        with os.fdopen(fd, "rb") as stream:
+            for block in iter(lambda: stream.read1(65536), b""):
+                self._chunks[fd].append(block)
+
+    def stderr_so_far(self) -> str:
+        """What it has written to standard error until now (while it runs)."""
+        return b"".join(list(self._chunks[self._err])).decode(errors="replace")
+
+    def poll(self) -> int | None:
+        """The exit status once the process has ended, else None (it does not wait)."""
+        if self.returncode is None:
+            ready, _, _ = select.select([self._conn], [], [], 0)
+            if ready:
+                self.wait()
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for the end (``subprocess.TimeoutExpired`` after ``timeout`` seconds, the
+        process left running); read what it wrote."""
+        if self.returncode is not None:
+            return self.returncode
+        try:
+            status = exit_status(self._conn, timeout)
+        except TimeoutError:
+            raise subprocess.TimeoutExpired(self.args, timeout or 0) from None
+        self._conn.close()
+        for reader in self._readers:  # its output is complete when every writer is gone
+            reader.join()
+        self.stdout = b"".join(self._chunks[self._out]).decode(errors="replace")
+        self.stderr = b"".join(self._chunks[self._err]).decode(errors="replace")
+        self.returncode = status
+        return status
+
+    def kill(self) -> None:
+        """SIGKILL, unless it has ended."""
+        if self.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+
+
+def fork_server_path() -> str:
+    """The socket of this process's pre-imported server (started if need be), for a helper
+    process that asks it to fork a command (:func:`request_fork`)."""
+    return _server_for_this_process().path
+
+
+def request_fork(
+    server_path: str,
+    argv: Sequence[str],
+    env: Mapping[str, str] | None,
+    cwd: str | os.PathLike[str] | None,
+    fds: tuple[int, int, int],
+    *,
+    tool: str = "memory-worker",
+    site_dir: str | os.PathLike[str] | None = None,
+    preload: Sequence[str] = (),
+) -> tuple[socket.socket, int]:
+    """Ask the server at ``server_path`` to fork ``tool`` (``memory-worker``, ``hypatia-lite``
+    or ``-m MODULE``: ``python -m MODULE`` of a module whose ``main()`` returns the status) with
+    ``argv``, ``env`` and ``cwd`` on the standard streams ``fds`` (the caller closes its
+    copies); the server imports ``preload`` first, once. Returns the connection (its
+    :func:`exit_status` is the command's) and the command's pid."""
+    request = {
+        "argv": list(argv),
+        "env": dict(os.environ if env is None else env),
+        "cwd": os.fspath(cwd) if cwd is not None else os.getcwd(),
+        "site": None if site_dir is None else os.fspath(site_dir),
+        "tool": tool,
+        "preload": list(preload),
+    }
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(server_path)
+        data = json.dumps(request).encode()
+        socket.send_fds(conn, [len(data).to_bytes(8, "big") + data], list(fds))
+        return conn, int(_recv_line(conn))
+    except BaseException:
+        conn.close()
+        raise
+
+
+def exit_status(conn: socket.socket, timeout: float | None = None) -> int:
+    """The exit status of a command :func:`request_fork` started (negative: killed by that
+    signal); ``TimeoutError`` after ``timeout`` seconds."""
+    conn.settimeout(timeout)
+    return int(_recv_line(conn))
+
+
+def start_cli(
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    input: str | None = None,
+    site_dir: str | os.PathLike[str] | None = None,
+    module: str | None = None,
+    preload: Sequence[str] = (),
+) -> CliProcess:
+    """Start ``memory-worker ARGS`` (``module``: ``python -m MODULE ARGS``, a module whose
+    ``main()`` returns the exit status) forked from the pre-imported server, which imports
+    ``preload`` first, and return at once (for a test that signals the run or watches it while
+    it runs; :func:`run_cli` waits for it)."""
+    if module is None:
+        argv, env = _argv_env(args, env, "memory-worker", site_dir)
+        return CliProcess(argv, env, cwd, input, site_dir)
+    # sys.argv as ``python -m`` leaves it: the module first, then ARGS
+    argv, env = [module, *args], _argv_env(args, env, "", site_dir)[1]
+    return CliProcess(argv, env, cwd, input, site_dir, tool=f"-m {module}", preload=preload)
+
+
 def run_cli(
     args: Sequence[str],
     *,
@@ -235,12 +420,7 @@ def run_cli(
     ``site_dir``: a directory put first on the command's ``PYTHONPATH``, whose ``sitecustomize``
     it runs at start-up (a real process does that itself; a forked child does it after taking
     the environment)."""
-    argv = [str(BIN / tool), *args]
-    if site_dir is not None:
-        env = dict(os.environ if env is None else env)
-        env["PYTHONPATH"] = os.pathsep.join(
-            filter(None, [os.fspath(site_dir), env.get("PYTHONPATH", "")])
-        )
+    argv, env = _argv_env(args, env, tool, site_dir)
     if tool != "memory-worker" or os.environ.get("MW_TEST_NO_FORK") == "1":
         return subprocess.run(
             argv,
@@ -251,50 +431,16 @@ def run_cli(
             capture_output=True,
             text=True,
         )
-    server = _server_for_this_process()
-    request = {
-        "argv": argv,
-        "env": dict(os.environ if env is None else env),
-        "cwd": os.fspath(cwd) if cwd is not None else os.getcwd(),
-        "site": None if site_dir is None else os.fspath(site_dir),
-    }
-    in_r, in_w = os.pipe()
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-        conn.connect(server.path)
-        data = json.dumps(request).encode()
-        socket.send_fds(conn, [len(data).to_bytes(8, "big") + data], [in_r, out_w, err_w])
-        for fd in (in_r, out_w, err_w):
-            os.close(fd)
-        chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
-
-        def drain(fd: int) -> None:
-            with os.fdopen(fd, "rb") as stream:
-                for block in iter(lambda: stream.read1(65536), b""):
-                    chunks[fd].append(block)
-
-        readers = [threading.Thread(target=drain, args=(fd,), daemon=True) for fd in (out_r, err_r)]
-        for reader in readers:
-            reader.start()
-        with os.fdopen(in_w, "wb") as stdin, contextlib.suppress(BrokenPipeError):
-            if input is not None:
-                stdin.write(input.encode())
-        pid = int(_recv_line(conn))
-        conn.settimeout(timeout)
-        try:
-            status = int(_recv_line(conn))
-        except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-            for reader in readers:
-                reader.join(timeout=10)
-            raise subprocess.TimeoutExpired(argv, timeout or 0) from None
-        for reader in readers:
-            reader.join()
-    out = b"".join(chunks[out_r]).decode(errors="replace")
-    err = b"".join(chunks[err_r]).decode(errors="replace")
-    return subprocess.CompletedProcess(argv, status, out, err)
+    process = CliProcess(argv, env, cwd, input, site_dir)
+    try:
+        status = process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        for reader in process._readers:
+            reader.join(timeout=10)
+        process._conn.close()
+        raise
+    return subprocess.CompletedProcess(argv, status, process.stdout, process.stderr)
 
 
 def _recv_line(conn: socket.socket) -> bytes:
@@ -355,7 +501,10 @@ def child(request, fds):
             sys.path.insert(0, request["site"])
             sys.modules.pop("sitecustomize", None)
             importlib.import_module("sitecustomize")
-        entry = tools["entry"][request.get("tool", "memory-worker")]
+        tool = request.get("tool") or "memory-worker"
+        if tool.startswith("-m "):  # python -m MODULE: its main() is the command
+            raise SystemExit(importlib.import_module(tool[3:]).main())
+        entry = tools["entry"][tool]
         raise SystemExit(importlib.import_module(entry).main())  # what a console script does
     except SystemExit as exc:
         if exc.code is None:
@@ -419,6 +568,11 @@ for conn in serve_until_the_parent_is_gone():
                 importlib.import_module(name)
             except ImportError:
                 pass
+    for name in request.get("preload", ()):  # once: later forks inherit it
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
     if os.fork() == 0:  # a waiter per command: the server accepts the next request at once
         server.close()
         os.close(lifeline)

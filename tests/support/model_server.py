@@ -353,6 +353,8 @@ def _serve() -> Iterator[ModelServer]:
 
 if pytest is not None:
     model_server_fixture = pytest.fixture(name="model_server")(_serve)
+    #: The same, one server for a whole module (for a module-scoped fixture that calls it).
+    module_model_server_fixture = pytest.fixture(name="model_server", scope="module")(_serve)
 
 
 def main() -> None:
@@ -380,6 +382,7 @@ __all__ = [
     "Reply",
     "echo_reply",
     "model_server_fixture",
+    "module_model_server_fixture",
     "prompt_quoting_error",
     "transcript_lines",
 ]

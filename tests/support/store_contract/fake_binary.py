@@ -8,24 +8,31 @@ The fake delegates to ``hypatia-lite`` and misbehaves on purpose, by ``FAKE_MODE
 - ``silent-mcp``: ``mcp`` records its pid and never answers (not even the handshake).
 - ``probe-fail``: every ``--help`` records its pid and fails (exit 1) while the file named by
   ``FAKE_FAILFILE`` exists.
-- ``proxy`` (default): ``mcp`` runs ``hypatia-lite mcp`` behind a line proxy that records its pid,
-  hangs forever on a request containing ``HANG-me`` (with ``FAKE_HANG_CALLS=1``: on every tool
-  call, after a normal handshake), and drops the tool named in ``FAKE_DROP_TOOL`` from
-  ``tools/list``.
+- ``proxy`` (default): ``mcp`` runs ``hypatia-lite mcp`` (forked from the tests' pre-imported
+  server, :mod:`cli_fork`, unless ``forked=False`` or ``MW_TEST_NO_FORK=1``) behind a line proxy
+  that records its pid, hangs forever on a request containing ``HANG-me`` (with
+  ``FAKE_HANG_CALLS=1``: on every tool call, after a normal handshake), and drops the tool named
+  in ``FAKE_DROP_TOOL`` from ``tools/list``.
 
 Pids go to ``FAKE_PIDFILE`` (one per line).
 """
 
 from __future__ import annotations
 
+import os
 import stat
 import sys
 from pathlib import Path
+
+from cli_fork import fork_server_path
+
+SUPPORT = Path(__file__).resolve().parents[1]
 
 _SCRIPT = r"""#!{python}
 import json, os, subprocess, sys, threading, time
 
 LITE = {lite!r}
+FORK = {fork!r}
 MODE = os.environ.get("FAKE_MODE", "proxy")
 PIDFILE = os.environ.get("FAKE_PIDFILE")
 DROP = os.environ.get("FAKE_DROP_TOOL", "")
@@ -61,11 +68,34 @@ if args[:1] != ["mcp"]:
     os.execv(LITE, [LITE, *args])
 
 record(os.getpid())
-server = subprocess.Popen([LITE, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+if FORK and os.environ.get("MW_TEST_NO_FORK") != "1":
+    # hypatia-lite mcp as a process forked from the tests' pre-imported server (its MCP
+    # libraries imported once, not per start), on this proxy's pipes as a child's would be.
+    sys.path.insert(0, {support!r})
+    from cli_fork import exit_status, request_fork
+
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    conn, _ = request_fork(
+        FORK,
+        [LITE, "mcp"],
+        dict(os.environ),
+        os.getcwd(),
+        (in_r, out_w, 2),
+        tool="hypatia-lite",
+        preload=["hypatia_lite.mcp_server"],
+    )
+    os.close(in_r)
+    os.close(out_w)
+    server_in, server_out = os.fdopen(in_w, "wb"), os.fdopen(out_r, "rb")
+    server_wait = lambda: exit_status(conn)
+else:
+    server = subprocess.Popen([LITE, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    server_in, server_out, server_wait = server.stdin, server.stdout, server.wait
 
 
 def pump_out():
-    for line in server.stdout:
+    for line in server_out:
         if DROP and b'"tools"' in line:
             message = json.loads(line)
             tools = message.get("result", {{}}).get("tools")
@@ -80,17 +110,27 @@ threading.Thread(target=pump_out, daemon=True).start()
 for line in sys.stdin.buffer:
     if b"HANG-me" in line or (HANG_CALLS and b'"tools/call"' in line):
         time.sleep(600)
-    server.stdin.write(line)
-    server.stdin.flush()
-server.stdin.close()
-server.wait()
+    server_in.write(line)
+    server_in.flush()
+server_in.close()
+server_wait()
 """
 
 
-def write_fake_hypatia(directory: Path, lite_binary: str, name: str = "hypatia") -> Path:
-    """Create an executable fake ``hypatia`` in ``directory`` and return its path."""
+def write_fake_hypatia(
+    directory: Path, lite_binary: str, name: str = "hypatia", *, forked: bool = True
+) -> Path:
+    """Create an executable fake ``hypatia`` in ``directory`` and return its path.
+
+    ``forked``: its ``hypatia-lite mcp`` is forked from this test process's pre-imported server
+    (:mod:`cli_fork`; a real process on real pipes, without the second of imports a fresh
+    interpreter pays per start) unless ``MW_TEST_NO_FORK=1``; else a fresh ``hypatia-lite``."""
     path = directory / name
-    path.write_text(_SCRIPT.format(python=sys.executable, lite=lite_binary), encoding="utf-8")
+    fork = fork_server_path() if forked and os.environ.get("MW_TEST_NO_FORK") != "1" else ""
+    path.write_text(
+        _SCRIPT.format(python=sys.executable, lite=lite_binary, fork=fork, support=str(SUPPORT)),
+        encoding="utf-8",
+    )
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return path
 
