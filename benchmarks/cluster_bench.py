@@ -201,7 +201,8 @@ def one_run(
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        redis.Redis(db=REDIS_DB).delete(queue)
+        client = redis.Redis(db=REDIS_DB)  # the queue and every key kombu named after it
+        client.delete(queue, *client.scan_iter(match=f"*{queue}*"))
         _drop_db(state_db)
         if shelf_db is not None:
             _drop_db(shelf_db)
