@@ -11,8 +11,9 @@ no segment left.
 The worker user must be able to run a Python with this project installed: `sys.executable`
 when it can, else the venv named by `MEMORY_WORKER_TEST_OTHER_USER_VENV`, else one the test
 builds (the project's own venv may live under `/root`, mode 700, as on CI): a venv of the
-system's Python in a world-readable temporary directory, with this tree installed into it (not
-editable: the checkout may be unreadable to that user too).
+system's Python in a world-readable temporary directory, with a wheel of this tree installed into
+it by pip (not editable: the checkout may be unreadable to that user too), over a seed of this
+environment's installed distributions when the ABIs match.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import pytest
 from cli_fork import run_cli
 from cluster_support import BIN, PG_ADMIN, Cluster, throwaway_cluster, wait_for
 from conftest import REPO
+from venv_snapshot import build_wheel, snapshot_venv
 
 from hypatia_lite import shelves
 from hypatia_lite.store import LiteStore
@@ -71,7 +73,11 @@ def _other_user_bin() -> Path | None:
 
 def _build_other_user_venv(root: Path) -> Path:
     """A venv of the system's Python under ``root`` (world-readable) with a copy of this tree
-    installed, built by this environment's pip (no bootstrap); its bin directory."""
+    installed, built by this environment's pip (no bootstrap); its bin directory. The wheel is
+    built from the copy and installed with its ``distributed`` extra, the venv first seeded with
+    this environment's installed distributions when the system's Python has this one's ABI
+    (tests/support/venv_snapshot.py: pip then resolves over them and adds what that Python
+    alone needs), else resolved and downloaded in full."""
     system_python = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
     source = root / "src"
     for part in ("hypatia_lite", "memory", "worker", "migrations"):
@@ -80,7 +86,11 @@ def _build_other_user_venv(root: Path) -> Path:
         )
     for part in ("pyproject.toml", "setup.py", "README.md", "LICENSE"):
         shutil.copy2(REPO / part, source / part)
+    wheel = build_wheel(source, root / "dist")
     venv = root / "venv"
+    seeded = snapshot_venv(system_python, venv, wheel, frozenset({"distributed"}))
+    if seeded is not None:
+        return seeded
     subprocess.run(
         [system_python, "-m", "venv", "--without-pip", str(venv)],
         check=True,
@@ -97,7 +107,7 @@ def _build_other_user_venv(root: Path) -> Path:
             "install",
             "-q",
             "--no-compile",
-            f"{source}[distributed]",
+            f"{wheel}[distributed]",
         ],
         capture_output=True,
         text=True,
