@@ -28,7 +28,7 @@ from cli_fork import run_cli
 from cluster_support import lite_names
 from conftest import REPO
 from state_db_support import throwaway_pg_database
-from venv_snapshot import build_wheel, snapshot_venv
+from venv_snapshot import run_wheel, snapshot_venv
 
 from hypatia_lite import db, shelves
 from worker import __version__
@@ -47,7 +47,7 @@ def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     seed lacks or does not satisfy, pip installs. (.ci/base_install_check.sh installs the wheel
     with no extra and no seed, resolving from the index.)"""
     root = tmp_path_factory.mktemp("wheel")
-    wheel = build_wheel(REPO, root / "dist")
+    wheel = run_wheel(tmp_path_factory, REPO)  # built once a run (the e2e tests use it too)
     venv = root / "venv"
     # This environment's pip installs into the new one (no pip bootstrap); it compiles nothing.
     bindir = snapshot_venv(sys.executable, venv, wheel, frozenset({"distributed"}), "--no-compile")

@@ -11,10 +11,13 @@ of the checkout (its ``__editable__`` .pth and finder) is never linked.
 
 It declines (returns ``None``; build the venv in full then) when that Python's version or ABI
 differs from this one's: the compiled wheels installed here would not load there.
+
+:func:`run_wheel` builds the tree's wheel once per test run, for every module that installs it.
 """
 
 from __future__ import annotations
 
+import fcntl
 import importlib.metadata as md
 import os
 import shutil
@@ -23,6 +26,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -91,6 +95,20 @@ def build_wheel(source: Path, dest: Path) -> Path:
     )
     (wheel,) = dest.glob("*.whl")
     return wheel
+
+
+def run_wheel(factory: pytest.TempPathFactory, source: Path) -> Path:
+    """:func:`build_wheel` of ``source``, once per test run: built under a lock in the temporary
+    directory the run's processes share (pytest-xdist's workers' common parent), which every
+    later caller of the run reuses."""
+    base = factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    cache = shared / "wheel-of-the-tree"
+    cache.mkdir(exist_ok=True)
+    with (cache / "lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        built = sorted((cache / "dist").glob("*.whl"))
+        return built[0] if built else build_wheel(source, cache / "dist")
 
 
 def snapshot_venv(
