@@ -44,7 +44,12 @@ def same_abi(python: str) -> bool:
 def installed_closure(project: str, extras: frozenset[str]) -> list[md.Distribution]:
     """The distributions installed here that ``project[extras]``'s requirements reach (with this
     interpreter's markers), ``project`` excluded; one missing here, or at a version the
-    requirement excludes, is left out (pip installs it)."""
+    requirement excludes, is left out (pip installs it); none when ``project`` itself is not
+    installed here."""
+    try:
+        md.distribution(project)
+    except md.PackageNotFoundError:
+        return []
     found: dict[str, md.Distribution] = {}
     asked: dict[str, frozenset[str]] = {}
     todo: list[tuple[str, frozenset[str]]] = [(project, extras)]
