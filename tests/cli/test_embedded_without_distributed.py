@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_fork import run_cli
 from conftest import REPO
 from model_server import ModelServer, model_server_fixture  # noqa: F401
 from rewrite_support import (
@@ -34,7 +35,6 @@ from rewrite_support import (
 pytestmark = pytest.mark.integration
 
 BLOCKER = REPO / "tests" / "support" / "no_distributed"
-BIN = Path(sys.executable).parent
 #: the modules that are the distributed mode's own, and nothing else
 DISTRIBUTED_ONLY = {
     "worker.run.tasks",
@@ -77,13 +77,15 @@ def test_only_the_distributed_modules_need_celery_kombu_or_psycopg() -> None:
 
 
 def _mw(env: dict[str, str], root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [str(BIN / "memory-worker"), *args],
+    """``memory-worker ARGS`` with the blocker first on PYTHONPATH, forked from the pre-imported
+    parent of ``run_cli`` (which imports none of the blocked packages: the blocker refuses to run
+    if it did), the blocker run at the child's start-up as a fresh interpreter runs it."""
+    done = run_cli(
+        list(args),
+        env={k: v for k, v in env.items() if k != "PYTHONPATH"},
         cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
         timeout=300,
+        site_dir=BLOCKER,
     )
     both = done.stdout + done.stderr
     assert "Traceback" not in both and "halted" not in both, (args, both)
@@ -96,7 +98,7 @@ def test_every_rewrite_form_runs_without_the_distributed_extra(
     model_server.responder = scripted
     ends = write_sessions(tmp_path)
     consolidate_with_a(tmp_path, model_server)
-    env = _blocked_env(env_for(tmp_path, model_server, "model-b"))
+    env = env_for(tmp_path, model_server, "model-b")
     summary = {sid: f"sum-{sid}-0-{ends[sid]}" for sid in ends}
 
     done = _mw(env, tmp_path, "reconsolidate", "--replace", "--all", "--dry-run")

@@ -11,8 +11,9 @@ no segment left.
 The worker user must be able to run a Python with this project installed: `sys.executable`
 when it can, else the venv named by `MEMORY_WORKER_TEST_OTHER_USER_VENV`, else one the test
 builds (the project's own venv may live under `/root`, mode 700, as on CI): a venv of the
-system's Python in a world-readable temporary directory, with this tree installed into it (not
-editable: the checkout may be unreadable to that user too).
+system's Python in a world-readable temporary directory, with a wheel of this tree installed into
+it by pip (not editable: the checkout may be unreadable to that user too), over a seed of this
+environment's installed distributions when the ABIs match.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import pytest
 from cli_fork import run_cli
 from cluster_support import BIN, PG_ADMIN, Cluster, throwaway_cluster, wait_for
 from conftest import REPO
+from venv_snapshot import run_wheel, snapshot_venv
 
 from hypatia_lite import shelves
 from hypatia_lite.store import LiteStore
@@ -69,18 +71,17 @@ def _other_user_bin() -> Path | None:
     return None
 
 
-def _build_other_user_venv(root: Path) -> Path:
-    """A venv of the system's Python under ``root`` (world-readable) with a copy of this tree
-    installed, built by this environment's pip (no bootstrap); its bin directory."""
+def _build_other_user_venv(root: Path, wheel: Path) -> Path:
+    """A venv of the system's Python under ``root`` (world-readable) with ``wheel`` (this tree's)
+    installed with its ``distributed`` extra by this environment's pip (no bootstrap); its bin
+    directory. The venv is first seeded with this environment's installed distributions when the
+    system's Python has this one's ABI (tests/support/venv_snapshot.py: pip then resolves over
+    them and adds what that Python alone needs), else pip resolves and downloads them all."""
     system_python = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
-    source = root / "src"
-    for part in ("hypatia_lite", "memory", "worker", "migrations"):
-        shutil.copytree(
-            REPO / part, source / part, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
-        )
-    for part in ("pyproject.toml", "setup.py", "README.md", "LICENSE"):
-        shutil.copy2(REPO / part, source / part)
     venv = root / "venv"
+    seeded = snapshot_venv(system_python, venv, wheel, frozenset({"distributed"}))
+    if seeded is not None:
+        return seeded
     subprocess.run(
         [system_python, "-m", "venv", "--without-pip", str(venv)],
         check=True,
@@ -97,7 +98,7 @@ def _build_other_user_venv(root: Path) -> Path:
             "install",
             "-q",
             "--no-compile",
-            f"{source}[distributed]",
+            f"{wheel}[distributed]",
         ],
         capture_output=True,
         text=True,
@@ -195,7 +196,7 @@ def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoHosts]:
     if bin_ is None:
         built = Path(tempfile.mkdtemp(prefix="mw-other-user-", dir="/tmp"))
         built.chmod(0o755)
-        bin_ = _build_other_user_venv(built)
+        bin_ = _build_other_user_venv(built, run_wheel(tmp_path_factory, REPO))
         assert _usable(bin_), "uid 65534 cannot run the venv built for it"
     root = tmp_path_factory.mktemp("two-hosts")
     home = root / "dsh"

@@ -1,6 +1,8 @@
 """A wheel installed outside the checkout runs: the wheel is built from this tree, installed with
-its ``distributed`` extra into a fresh virtual environment in a temporary directory (dependencies
-from the local pip cache / index), and from there, with the checkout nowhere on the path:
+its ``distributed`` extra by pip into a fresh virtual environment in a temporary directory (pip
+resolves its requirements over a seed of the distributions this environment has installed for
+them, and installs what the seed lacks from the local pip cache / index), and from there, with
+the checkout nowhere on the path:
 
 * the README's main command — ``demo-home`` then ``run --once`` — writes the same 28 entries and
   19 edges as the same command from the checkout;
@@ -22,9 +24,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_fork import run_cli
 from cluster_support import lite_names
 from conftest import REPO
 from state_db_support import throwaway_pg_database
+from venv_snapshot import run_wheel, snapshot_venv
 
 from hypatia_lite import db, shelves
 from worker import __version__
@@ -33,42 +37,21 @@ from worker.state.migrate import head_revision
 # Building and installing the wheel (in the module fixture) counts towards the first test.
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
-BIN = Path(sys.executable).parent
-
 
 @pytest.fixture(scope="module")
 def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A fresh venv (outside the checkout) with the wheel built from this tree installed."""
+    """A fresh venv (outside the checkout) with the wheel built from this tree installed by pip
+    with its ``distributed`` extra. pip resolves the wheel's requirements over a seed of this
+    environment's installed distributions (tests/support/venv_snapshot.py: the ones those
+    requirements reach, hard-linked), so it downloads and compiles nothing it has here; what the
+    seed lacks or does not satisfy, pip installs. (.ci/base_install_check.sh installs the wheel
+    with no extra and no seed, resolving from the index.)"""
     root = tmp_path_factory.mktemp("wheel")
-    dist = root / "dist"
-    subprocess.run(
-        [str(BIN / "python"), "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(REPO)],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    (wheel,) = dist.glob("dsh_memory_worker-*.whl")
+    wheel = run_wheel(tmp_path_factory, REPO)  # built once a run (the e2e tests use it too)
     venv = root / "venv"
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120
-    )
-    # This environment's pip installs into the new one (no pip bootstrap); no .pyc compiling.
-    subprocess.run(
-        [
-            str(BIN / "python"),
-            "-m",
-            "pip",
-            "--python",
-            str(venv / "bin" / "python"),
-            "install",
-            "-q",
-            "--no-compile",
-            f"{wheel}[distributed]",
-        ],
-        check=True,
-        capture_output=True,
-        timeout=600,
-    )
+    # This environment's pip installs into the new one (no pip bootstrap); it compiles nothing.
+    bindir = snapshot_venv(sys.executable, venv, wheel, frozenset({"distributed"}), "--no-compile")
+    assert bindir == venv / "bin"
     yield venv
 
 
@@ -100,11 +83,19 @@ def _run(
     )
 
 
-def _main_command(bindir: Path, tmp: Path) -> tuple[set[str], int, str]:
+def _main_command(bindir: Path | None, tmp: Path) -> tuple[set[str], int, str]:
+    """The README's main command in ``tmp``: the wheel's ``memory-worker`` in ``bindir``, or
+    (``None``) the checkout's, forked from the pre-imported parent of ``run_cli``."""
     tmp.mkdir(parents=True, exist_ok=True)
-    demo = _run(bindir / "memory-worker", ["demo-home", str(tmp / "dsh")], tmp)
+
+    def mw(args: list[str]) -> subprocess.CompletedProcess[str]:
+        if bindir is None:
+            return run_cli(args, env=_env(tmp), cwd=tmp, timeout=300)
+        return _run(bindir / "memory-worker", args, tmp)
+
+    demo = mw(["demo-home", str(tmp / "dsh")])
     assert demo.returncode == 0, demo.stderr
-    once = _run(bindir / "memory-worker", ["run", "--once", "--dsh-home", str(tmp / "dsh")], tmp)
+    once = mw(["run", "--once", "--dsh-home", str(tmp / "dsh")])
     assert once.returncode == 0, once.stderr
     path = shelves.resolve(shelves.lite_home(tmp / "lite"), "default") / db.DB_FILE
     with sqlite3.connect(path) as conn:
@@ -122,37 +113,29 @@ def test_the_wheel_runs_the_readme_command_migrates_and_reports_versions(
         [
             str(bindir / "python"),
             "-c",
-            "import worker, memory; print(worker.__file__, memory.__file__)",
+            "import worker, memory\n"
+            "from worker.state.migrate import find_migrations_dir\n"
+            "print(worker.__file__, memory.__file__)\n"
+            "print(find_migrations_dir())",
         ],
         cwd=tmp_path,
         env=_env(tmp_path),
         capture_output=True,
         text=True,
         check=True,
-    ).stdout.split()
-    assert all(Path(p).is_relative_to(wheel_venv) for p in where), where
+    ).stdout.splitlines()
+    modules, found = where[0].split(), where[1].strip()
+    assert all(Path(p).is_relative_to(wheel_venv) for p in modules), where
     site = next((wheel_venv / "lib").glob("python3*/site-packages"))
     (license_file,) = site.glob("dsh_memory_worker-*.dist-info/licenses/LICENSE")
     assert license_file.read_bytes() == (REPO / "LICENSE").read_bytes()
-    found = subprocess.run(
-        [
-            str(bindir / "python"),
-            "-c",
-            "from worker.state.migrate import find_migrations_dir; print(find_migrations_dir())",
-        ],
-        cwd=tmp_path,
-        env=_env(tmp_path),
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
     assert Path(found) == site / "dsh_memory_worker_migrations"
     assert sorted(p.name for p in Path(found, "versions").glob("*.py")) == sorted(
         p.name for p in (REPO / "migrations" / "versions").glob("*.py")
     )
 
     names, edges, summary = _main_command(bindir, tmp_path / "wheel")
-    checkout_names, checkout_edges, _ = _main_command(BIN, tmp_path / "checkout")
+    checkout_names, checkout_edges, _ = _main_command(None, tmp_path / "checkout")
     assert (len(names), edges) == (28, 19)
     assert (names, edges) == (checkout_names, checkout_edges)
     assert "28 entries written, 0 retracted, 19 edges" in summary

@@ -1,0 +1,145 @@
+"""A venv of another Python (the system's) with this tree installed, built in seconds.
+
+:func:`snapshot_venv` makes ``python -m venv --without-pip`` of that Python and installs this
+tree into it (a wheel built by pip, installed by pip with the extras asked for, not editable: the
+checkout need not be readable by whoever runs the venv), as a user would — but first it seeds the
+venv's site-packages with the distributions this environment already has installed for those
+requirements, hard-linked (copied across file systems) file by file from their ``RECORD``. pip
+then resolves the project's requirements on that Python as usual: what the seed satisfies stays,
+what it lacks (a requirement whose marker holds only there) is installed. The editable install
+of the checkout (its ``__editable__`` .pth and finder) is never linked.
+
+It declines (returns ``None``; build the venv in full then) when that Python's version or ABI
+differs from this one's: the compiled wheels installed here would not load there.
+
+:func:`run_wheel` builds the tree's wheel once per test run, for every module that installs it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import importlib.metadata as md
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+_PIP = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
+_ABI = "import sys, sysconfig; print(sys.version_info[:2], sysconfig.get_config_var('SOABI'))"
+
+
+def same_abi(python: str) -> bool:
+    """Whether ``python`` runs this interpreter's version and ABI (its wheels load there)."""
+    done = subprocess.run([python, "-c", _ABI], capture_output=True, text=True, timeout=60)
+    ours = f"{sys.version_info[:2]} {sysconfig.get_config_var('SOABI')}"
+    return done.returncode == 0 and done.stdout.strip() == ours
+
+
+def installed_closure(project: str, extras: frozenset[str]) -> list[md.Distribution]:
+    """The distributions installed here that ``project[extras]``'s requirements reach (with this
+    interpreter's markers), ``project`` excluded; one missing here, or at a version the
+    requirement excludes, is left out (pip installs it); none when ``project`` itself is not
+    installed here."""
+    try:
+        md.distribution(project)
+    except md.PackageNotFoundError:
+        return []
+    found: dict[str, md.Distribution] = {}
+    asked: dict[str, frozenset[str]] = {}
+    todo: list[tuple[str, frozenset[str]]] = [(project, extras)]
+    while todo:
+        name, wanted = todo.pop()
+        key = canonicalize_name(name)
+        if key in asked and wanted <= asked[key]:
+            continue
+        dist = found.get(key) or md.distribution(name)
+        found[key], asked[key] = dist, asked.get(key, frozenset()) | wanted
+        for line in dist.requires or []:
+            req = Requirement(line)
+            if req.marker and not any(req.marker.evaluate({"extra": e}) for e in {"", *wanted}):
+                continue
+            try:
+                version = md.version(req.name)
+            except md.PackageNotFoundError:
+                continue
+            if req.specifier.contains(version, prereleases=True):
+                todo.append((req.name, frozenset(req.extras)))
+    del found[canonicalize_name(project)]
+    return list(found.values())
+
+
+def _link_tree(dist: md.Distribution, site: Path) -> None:
+    """Hard-link (or copy) ``dist``'s files under its site-packages into ``site``."""
+    origin = Path(str(dist.locate_file(""))).resolve()
+    for entry in dist.files or []:
+        source = Path(os.path.normpath(dist.locate_file(entry)))
+        if not source.is_relative_to(origin) or not source.is_file():
+            continue  # a console script in bin/, or a .pyc that was never written
+        target = site / source.relative_to(origin)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(source, target)
+        except OSError:
+            shutil.copy2(source, target)
+
+
+def build_wheel(source: Path, dest: Path) -> Path:
+    """The wheel pip builds from ``source`` (``pip wheel --no-deps``, build isolation) in
+    ``dest``."""
+    subprocess.run(
+        [*_PIP, "wheel", "--no-deps", "-w", str(dest), str(source)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    (wheel,) = dest.glob("*.whl")
+    return wheel
+
+
+def run_wheel(factory: pytest.TempPathFactory, source: Path) -> Path:
+    """:func:`build_wheel` of ``source``, once per test run: built under a lock in the temporary
+    directory the run's processes share (pytest-xdist's workers' common parent), which every
+    later caller of the run reuses."""
+    base = factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    cache = shared / "wheel-of-the-tree"
+    cache.mkdir(exist_ok=True)
+    with (cache / "lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        built = sorted((cache / "dist").glob("*.whl"))
+        return built[0] if built else build_wheel(source, cache / "dist")
+
+
+def snapshot_venv(
+    python: str, venv: Path, wheel: Path, extras: frozenset[str], *options: str
+) -> Path | None:
+    """A venv of ``python`` at ``venv`` with ``wheel`` installed by pip with ``extras`` (and pip
+    ``options``), seeded from this environment; its bin directory, or ``None`` (nothing made)
+    when that Python's version or ABI is not this one's."""
+    if not same_abi(python):
+        return None
+    subprocess.run(
+        [python, "-m", "venv", "--without-pip", str(venv)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (site,) = venv.glob("lib/python3*/site-packages")
+    project = wheel.name.split("-")[0]
+    for dist in installed_closure(project, extras):
+        _link_tree(dist, site)
+    requirement = f"{wheel}[{','.join(sorted(extras))}]" if extras else str(wheel)
+    done = subprocess.run(
+        [*_PIP, "--python", str(venv / "bin" / "python"), "install", *options, requirement],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return venv / "bin"
