@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory.dsh.position import CheckpointIndex, ScanPosition
 from memory.dsh.ranges import decode_seq_ranges, encode_seq_ranges
-from memory.dsh.reader import build_index, read_log, read_range, scan_log
+from memory.dsh.reader import SessionLog, build_index, read_log, read_range, scan_log
 from memory.dsh.synthetic import synthetic_rows, write_log
 
 SETTINGS = settings(
@@ -61,14 +62,24 @@ def test_incremental_scan_delivers_each_event_once(fractions: list[float], packe
         assert seen == list(range(300))
 
 
+@pytest.fixture(scope="module")
+def range_logs(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[Path, SessionLog]]:
+    """A zstd and a raw log of 1,500 events, each with its full read (the reference slices); no
+    example rewrites them, so one full read per log serves all of them."""
+    logs = []
+    for name in ("session.v4.jsonl.zstd", "session.v4.jsonl"):
+        path = tmp_path_factory.mktemp("range") / name
+        write_log(path, synthetic_rows(1500), compressed=name.endswith(".zstd"), batch=23)
+        logs.append((path, read_log(path)))
+    return logs
+
+
 @SETTINGS
 @given(data=st.data())
-def test_range_read_through_index_equals_slice(tmp_path: Path, data: st.DataObject) -> None:
-    for compressed in (True, False):
-        path = tmp_path / ("session.v4.jsonl.zstd" if compressed else "session.v4.jsonl")
-        if not path.exists():
-            write_log(path, synthetic_rows(1500), compressed=compressed, batch=23)
-        full = read_log(path)
+def test_range_read_through_index_equals_slice(
+    range_logs: list[tuple[Path, SessionLog]], data: st.DataObject
+) -> None:
+    for path, full in range_logs:
         index = CheckpointIndex.from_json(full.index.to_json())
         start = data.draw(st.integers(min_value=0, max_value=1510))
         stop = data.draw(st.integers(min_value=0, max_value=1520))
