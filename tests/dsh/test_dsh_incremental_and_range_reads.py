@@ -47,16 +47,27 @@ def _grow(data: bytes, cuts: list[int], target: Path) -> list[int]:
     return seen
 
 
+@pytest.fixture(scope="module")
+def grown_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, bytes]:
+    """The bytes of a 300-event log, zstd (True) and raw (False): the same for every example."""
+    logs = {}
+    for packed in (True, False):
+        path = tmp_path_factory.mktemp("grow") / ("session.v4.jsonl" + ".zstd" * packed)
+        write_log(path, synthetic_rows(300), compressed=packed, batch=37)
+        logs[packed] = path.read_bytes()
+    return logs
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.floats(min_value=0, max_value=1), min_size=1, max_size=8), st.booleans())
-def test_incremental_scan_delivers_each_event_once(fractions: list[float], packed: bool) -> None:
+def test_incremental_scan_delivers_each_event_once(
+    grown_logs: dict[bool, bytes], fractions: list[float], packed: bool
+) -> None:
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
         name = "session.v4.jsonl.zstd" if packed else "session.v4.jsonl"
-        path = Path(tmp) / name
-        write_log(path, synthetic_rows(300), compressed=packed, batch=37)
-        data = path.read_bytes()
+        data = grown_logs[packed]
         cuts = sorted(int(f * len(data)) for f in fractions)
         seen = _grow(data, cuts, Path(tmp) / ("grow-" + name))
         assert seen == list(range(300))
