@@ -226,11 +226,18 @@ def conversation(
     title: str | None = None,
     batch_turns: int = 1,
     created_at: int = 0,
+    answer_bytes: int = 0,
 ) -> SessionLogWriter:
-    """A finished session of ``turns`` turns (``user <i>`` / ``answer <i>``), flushed in batches."""
+    """A finished session of ``turns`` turns (``user <i>`` / ``answer <i>``), flushed in batches.
+
+    ``answer_bytes`` pads each answer with words to about that many bytes (big logs, few turns)."""
     log = SessionLogWriter(home, session_id, cwd, created_at=created_at, compressed=compressed)
     for i in range(turns):
-        seqs = log.turn(f"user {i} of {session_id}", f"answer {i} of {session_id}")
+        answer = f"answer {i} of {session_id}"
+        if len(answer) < answer_bytes:
+            words = " ".join(f"w{i}x{n}" for n in range(answer_bytes // 6))
+            answer = f"{answer}: {words}"[:answer_bytes]
+        seqs = log.turn(f"user {i} of {session_id}", answer)
         if i == 0 and title is not None:
             log.title(title, seqs.user_seq)
         if (i + 1) % batch_turns == 0:

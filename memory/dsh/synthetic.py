@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -127,9 +127,13 @@ def write_log(
     batch: int = 50,
     header: str | None = None,
     level: int = 3,
+    first_batches: Sequence[int] = (),
 ) -> list[int]:
     """Write a log (header frame + one frame per ``batch`` rows when compressed); returns the
-    byte offset where each frame / batch starts (the first is the body start)."""
+    byte offset where each frame / batch starts (the first is the body start).
+
+    ``first_batches`` sizes the first frames / batches (``batch`` sizes the rest), e.g. a few
+    small frames before a large last one."""
     starts: list[int] = []
     cctx = zstandard.ZstdCompressor(level=level, write_checksum=True)
     with open(path, "wb") as f:
@@ -143,10 +147,13 @@ def write_log(
             f.write(cctx.compress(data) if compressed else data)
             pending.clear()
 
+        sizes = iter(first_batches)
+        size = next(sizes, batch)
         for row in rows:
             pending.append(row)
-            if len(pending) >= batch:
+            if len(pending) >= size:
                 flush()
+                size = next(sizes, batch)
         if pending:
             flush()
     return starts

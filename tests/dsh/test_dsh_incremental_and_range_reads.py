@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory.dsh.position import CheckpointIndex, ScanPosition
 from memory.dsh.ranges import decode_seq_ranges, encode_seq_ranges
-from memory.dsh.reader import build_index, read_log, read_range, scan_log
+from memory.dsh.reader import SessionLog, build_index, read_log, read_range, scan_log
 from memory.dsh.synthetic import synthetic_rows, write_log
 
 SETTINGS = settings(
@@ -46,29 +47,50 @@ def _grow(data: bytes, cuts: list[int], target: Path) -> list[int]:
     return seen
 
 
+@pytest.fixture(scope="module")
+def grown_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, bytes]:
+    """The bytes of a 300-event log, zstd (True) and raw (False): the same for every example."""
+    logs = {}
+    for packed in (True, False):
+        path = tmp_path_factory.mktemp("grow") / ("session.v4.jsonl" + ".zstd" * packed)
+        write_log(path, synthetic_rows(300), compressed=packed, batch=37)
+        logs[packed] = path.read_bytes()
+    return logs
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.floats(min_value=0, max_value=1), min_size=1, max_size=8), st.booleans())
-def test_incremental_scan_delivers_each_event_once(fractions: list[float], packed: bool) -> None:
+def test_incremental_scan_delivers_each_event_once(
+    grown_logs: dict[bool, bytes], fractions: list[float], packed: bool
+) -> None:
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
         name = "session.v4.jsonl.zstd" if packed else "session.v4.jsonl"
-        path = Path(tmp) / name
-        write_log(path, synthetic_rows(300), compressed=packed, batch=37)
-        data = path.read_bytes()
+        data = grown_logs[packed]
         cuts = sorted(int(f * len(data)) for f in fractions)
         seen = _grow(data, cuts, Path(tmp) / ("grow-" + name))
         assert seen == list(range(300))
 
 
+@pytest.fixture(scope="module")
+def range_logs(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[Path, SessionLog]]:
+    """A zstd and a raw log of 1,500 events, each with its full read (the reference slices); no
+    example rewrites them, so one full read per log serves all of them."""
+    logs = []
+    for name in ("session.v4.jsonl.zstd", "session.v4.jsonl"):
+        path = tmp_path_factory.mktemp("range") / name
+        write_log(path, synthetic_rows(1500), compressed=name.endswith(".zstd"), batch=23)
+        logs.append((path, read_log(path)))
+    return logs
+
+
 @SETTINGS
 @given(data=st.data())
-def test_range_read_through_index_equals_slice(tmp_path: Path, data: st.DataObject) -> None:
-    for compressed in (True, False):
-        path = tmp_path / ("session.v4.jsonl.zstd" if compressed else "session.v4.jsonl")
-        if not path.exists():
-            write_log(path, synthetic_rows(1500), compressed=compressed, batch=23)
-        full = read_log(path)
+def test_range_read_through_index_equals_slice(
+    range_logs: list[tuple[Path, SessionLog]], data: st.DataObject
+) -> None:
+    for path, full in range_logs:
         index = CheckpointIndex.from_json(full.index.to_json())
         start = data.draw(st.integers(min_value=0, max_value=1510))
         stop = data.draw(st.integers(min_value=0, max_value=1520))

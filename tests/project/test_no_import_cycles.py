@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
 PACKAGES = ("hypatia_lite", "memory", "worker")
 #: What each package may import of the others.
@@ -113,8 +115,13 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def test_the_import_graph_is_walked() -> None:
-    graph = import_graph()
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    """The import graph, walked once for the module's checks (none of them changes it)."""
+    return import_graph()
+
+
+def test_the_import_graph_is_walked(graph: dict[str, set[str]]) -> None:
     assert "worker.cli" in graph and "memory.span" in graph and "hypatia_lite.store" in graph
     assert any(graph.values())
 
@@ -126,10 +133,10 @@ def _floor(module: str) -> int | None:
     return None
 
 
-def test_packages_import_one_way_down() -> None:
+def test_packages_import_one_way_down(graph: dict[str, set[str]]) -> None:
     wrong = sorted(
         f"{module} -> {target}"
-        for module, targets in import_graph().items()
+        for module, targets in graph.items()
         for target in targets
         if (pkg := target.split(".")[0]) != (own := module.split(".")[0])
         and pkg not in MAY_IMPORT[own]
@@ -137,16 +144,15 @@ def test_packages_import_one_way_down() -> None:
     assert not wrong, "imports against the packages' order:\n" + "\n".join(wrong)
 
 
-def test_every_worker_module_has_a_floor() -> None:
-    graph = import_graph()
+def test_every_worker_module_has_a_floor(graph: dict[str, set[str]]) -> None:
     homeless = sorted(m for m in graph if m.startswith("worker.") and _floor(m) is None)
     assert not homeless, f"give these a floor in WORKER_FLOORS: {homeless}"
 
 
-def test_no_arrow_runs_back_up_inside_worker() -> None:
+def test_no_arrow_runs_back_up_inside_worker(graph: dict[str, set[str]]) -> None:
     upward = sorted(
         f"{module} -> {target}"
-        for module, targets in import_graph().items()
+        for module, targets in graph.items()
         for target in targets
         if (low := _floor(module)) is not None
         and (high := _floor(target)) is not None
@@ -155,6 +161,6 @@ def test_no_arrow_runs_back_up_inside_worker() -> None:
     assert not upward, "imports from a lower floor of worker to a higher one:\n" + "\n".join(upward)
 
 
-def test_no_import_cycle() -> None:
-    cycle = _cycle(import_graph())
+def test_no_import_cycle(graph: dict[str, set[str]]) -> None:
+    cycle = _cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])

@@ -76,8 +76,9 @@ class _Probe:
         return self.FREE
 
 
-def _home(root: Path, sessions: int, turns: int) -> Path:
-    """Plain (uncompressed) logs, so their size is what the plan weighs."""
+def _home(root: Path, sessions: int, turns: int, answer_bytes: int = 0) -> Path:
+    """Plain (uncompressed) logs, so their size is what the plan weighs (``answer_bytes``: long
+    answers, for a big home of few turns)."""
     for i in range(sessions):
         conversation(
             root / "dsh",
@@ -87,6 +88,7 @@ def _home(root: Path, sessions: int, turns: int) -> Path:
             title=f"Adapt {i}" if i % 2 == 0 else None,
             batch_turns=10,
             created_at=1_764_000_000_000 + i,
+            answer_bytes=answer_bytes,
         )
     return root / "dsh"
 
@@ -120,9 +122,10 @@ def _same(root: Path, reference: Path) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, OnceTotals]:
-    """A home with more than 2 × 256 KiB of logs, and its one-process run."""
+    """A home with more than 2 × 256 KiB of logs, and its one-process run: long answers make
+    the bytes the plan weighs, so the four runs of it write a few hundred records, not ~1,800."""
     src = tmp_path_factory.mktemp("adapt-src")
-    home = _home(src, sessions=6, turns=150)
+    home = _home(src, sessions=6, turns=24, answer_bytes=4000)
     assert sum(p.stat().st_size for p in home.rglob("session*.jsonl*")) >= 2 * MIN_BYTES_PER_PROCESS
     one = tmp_path_factory.mktemp("adapt-one")
     totals, said, _codes = _run(one, home, 1, adapt=True)
