@@ -33,7 +33,7 @@ import pytest
 from cli_fork import run_cli
 from cluster_support import BIN, PG_ADMIN, Cluster, throwaway_cluster, wait_for
 from conftest import REPO
-from venv_snapshot import run_wheel, snapshot_venv
+from venv_snapshot import bare_venv, run_wheel, snapshot_venv
 
 from hypatia_lite import shelves
 from hypatia_lite.store import LiteStore
@@ -82,12 +82,7 @@ def _build_other_user_venv(root: Path, wheel: Path) -> Path:
     seeded = snapshot_venv(system_python, venv, wheel, frozenset({"distributed"}))
     if seeded is not None:
         return seeded
-    subprocess.run(
-        [system_python, "-m", "venv", "--without-pip", str(venv)],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+    bare_venv(system_python, venv)
     done = subprocess.run(
         [
             str(BIN / "python"),

@@ -116,6 +116,16 @@ def run_wheel(factory: pytest.TempPathFactory, source: Path) -> Path:
         return built[0] if built else build_wheel(source, cache / "dist")
 
 
+def bare_venv(python: str, venv: Path) -> None:
+    """``python -m venv --without-pip VENV``: pip is this environment's, run with ``--python``."""
+    subprocess.run(
+        [python, "-m", "venv", "--without-pip", str(venv)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+
+
 def snapshot_venv(
     python: str, venv: Path, wheel: Path, extras: frozenset[str], *options: str
 ) -> Path | None:
@@ -124,12 +134,7 @@ def snapshot_venv(
     when that Python's version or ABI is not this one's."""
     if not same_abi(python):
         return None
-    subprocess.run(
-        [python, "-m", "venv", "--without-pip", str(venv)],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+    bare_venv(python, venv)
     (site,) = venv.glob("lib/python3*/site-packages")
     project = wheel.name.split("-")[0]
     for dist in installed_closure(project, extras):
