@@ -137,13 +137,16 @@ COMMAND_PRELOAD = {
 ENTRY_POINTS = {"memory-worker": "worker.cli", "hypatia-lite": "hypatia_lite.cli"}
 _PRELOADS = {"memory-worker": PRELOAD, "hypatia-lite": LITE_PRELOAD}
 _lock = threading.Lock()
-_servers: dict[str, _Server] = {}
+#: One server per tool and extra preload: what a server has imported is fixed when it starts, so
+#: a command forked from it never carries a module that only another test's command asked for.
+_servers: dict[tuple[str, tuple[str, ...]], _Server] = {}
 
 
 class _Server:
-    """The pre-imported parent: a process on a Unix socket, one per tool and test process."""
+    """The pre-imported parent: a process on a Unix socket, one per tool (and extra preload) and
+    test process."""
 
-    def __init__(self, tool: str = "memory-worker") -> None:
+    def __init__(self, tool: str = "memory-worker", preload: Sequence[str] = ()) -> None:
         self.dir = tempfile.mkdtemp(prefix="mw-cli-fork-")
         self.path = os.path.join(self.dir, "socket")
         ready_r, ready_w = os.pipe()
@@ -159,7 +162,7 @@ class _Server:
                     self.path,
                     str(ready_w),
                     str(life_r),
-                    json.dumps(_PRELOADS[tool]),
+                    json.dumps([*_PRELOADS[tool], *preload]),
                     json.dumps({"entry": ENTRY_POINTS, "preload": COMMAND_PRELOAD}),
                 ],
                 pass_fds=(ready_w, life_r),
@@ -207,11 +210,12 @@ class _Server:
             os.rmdir(self.dir)
 
 
-def _server_for_this_process(tool: str = "memory-worker") -> _Server:
+def _server_for_this_process(tool: str = "memory-worker", preload: Sequence[str] = ()) -> _Server:
+    key = (tool, tuple(preload))
     with _lock:
-        server = _servers.get(tool)
+        server = _servers.get(key)
         if server is None or server.process.poll() is not None:
-            server = _servers[tool] = _Server(tool)
+            server = _servers[key] = _Server(tool, preload)
         return server
 
 
@@ -267,14 +271,13 @@ class CliProcess:
         err_r, err_w = os.pipe()
         try:
             self._conn, pid = request_fork(
-                fork_server_path(),
+                fork_server_path(preload=preload),
                 argv,
                 env,
                 cwd,
                 (in_r, out_w, err_w),
                 tool=tool,
                 site_dir=site_dir,
-                preload=preload,
             )
         except BaseException:
             for fd in (in_w, out_r, err_r):
@@ -336,10 +339,12 @@ class CliProcess:
                 os.kill(self.pid, signal.SIGKILL)
 
 
-def fork_server_path() -> str:
-    """The socket of this process's pre-imported server (started if need be), for a helper
-    process that asks it to fork a command (:func:`request_fork`)."""
-    return _server_for_this_process().path
+def fork_server_path(tool: str = "memory-worker", preload: Sequence[str] = ()) -> str:
+    """The socket of this process's pre-imported server for ``tool`` that has also imported
+    ``preload`` (started if need be: one server per tool and preload, so no command carries
+    another's imports), for a helper process that asks it to fork a command
+    (:func:`request_fork`)."""
+    return _server_for_this_process(tool, preload).path
 
 
 def request_fork(
@@ -351,12 +356,11 @@ def request_fork(
     *,
     tool: str = "memory-worker",
     site_dir: str | os.PathLike[str] | None = None,
-    preload: Sequence[str] = (),
 ) -> tuple[socket.socket, int]:
     """Ask the server at ``server_path`` to fork ``tool`` (``memory-worker``, ``hypatia-lite``
     or ``-m MODULE``: ``python -m MODULE`` of a module whose ``main()`` returns the status) with
     ``argv``, ``env`` and ``cwd`` on the standard streams ``fds`` (the caller closes its
-    copies); the server imports ``preload`` first, once. Returns the connection (its
+    copies). Returns the connection (its
     :func:`exit_status` is the command's) and the command's pid."""
     request = {
         "argv": list(argv),
@@ -364,7 +368,6 @@ def request_fork(
         "cwd": os.fspath(cwd) if cwd is not None else os.getcwd(),
         "site": None if site_dir is None else os.fspath(site_dir),
         "tool": tool,
-        "preload": list(preload),
     }
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -395,9 +398,9 @@ def start_cli(
     preload: Sequence[str] = (),
 ) -> CliProcess:
     """Start ``memory-worker ARGS`` (``module``: ``python -m MODULE ARGS``, a module whose
-    ``main()`` returns the exit status) forked from the pre-imported server, which imports
-    ``preload`` first, and return at once (for a test that signals the run or watches it while
-    it runs; :func:`run_cli` waits for it)."""
+    ``main()`` returns the exit status) forked from a pre-imported server that has also imported
+    ``preload`` (a server of its own), and return at once (for a test that signals the run or
+    watches it while it runs; :func:`run_cli` waits for it)."""
     if module is None:
         argv, env = _argv_env(args, env, "memory-worker", site_dir)
         return CliProcess(argv, env, cwd, input, site_dir)

@@ -118,11 +118,6 @@ for conn in serve_until_the_parent_is_gone():
                 importlib.import_module(name)
             except ImportError:
                 pass
-    for name in request.get("preload", ()):  # once: later forks inherit it
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            pass
     if os.fork() == 0:  # a waiter per command: the server accepts the next request at once
         server.close()
         os.close(lifeline)

@@ -83,7 +83,6 @@ if FORK and os.environ.get("MW_TEST_NO_FORK") != "1":
         os.getcwd(),
         (in_r, out_w, 2),
         tool="hypatia-lite",
-        preload=["hypatia_lite.mcp_server"],
     )
     os.close(in_r)
     os.close(out_w)
@@ -122,11 +121,15 @@ def write_fake_hypatia(
 ) -> Path:
     """Create an executable fake ``hypatia`` in ``directory`` and return its path.
 
-    ``forked``: its ``hypatia-lite mcp`` is forked from this test process's pre-imported server
+    ``forked``: its ``hypatia-lite mcp`` is forked from this test process's ``hypatia-lite`` server
     (:mod:`cli_fork`; a real process on real pipes, without the second of imports a fresh
     interpreter pays per start) unless ``MW_TEST_NO_FORK=1``; else a fresh ``hypatia-lite``."""
     path = directory / name
-    fork = fork_server_path() if forked and os.environ.get("MW_TEST_NO_FORK") != "1" else ""
+    fork = (
+        fork_server_path("hypatia-lite")
+        if forked and os.environ.get("MW_TEST_NO_FORK") != "1"
+        else ""
+    )
     path.write_text(
         _SCRIPT.format(python=sys.executable, lite=lite_binary, fork=fork, support=str(SUPPORT)),
         encoding="utf-8",
