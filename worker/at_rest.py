@@ -101,19 +101,6 @@ class Inputs:
     code: tuple[str, ...]
 
 
-def state_file(settings: Settings) -> Path | None:
-    """The SQLite file of the state database, or ``None`` when it is not a plain SQLite file
-    URL (PostgreSQL, ``:memory:``, a URI with options): those always take the full path."""
-    url = settings.effective_state_url
-    prefix = "sqlite:///"
-    if not url.startswith(prefix) or any(ch in url for ch in "?%#"):
-        return None
-    path = url[len(prefix) :]
-    if not path or path == ":memory:" or path.startswith("file:"):
-        return None
-    return Path(path).expanduser().absolute()
-
-
 def lite_home(settings: Settings) -> Path:
     """hypatia-lite's home for ``settings`` (as the lite store resolves it)."""
     if settings.lite_home is not None:
@@ -125,7 +112,7 @@ def lite_home(settings: Settings) -> Path:
 def inputs_of(settings: Settings, config: Path | None) -> Inputs | None:
     """What to fingerprint for ``settings``; ``None`` when this configuration always takes the
     full path (see the module docstring)."""
-    database = state_file(settings)
+    database = settings.state_file
     if (
         database is None
         or settings.shipping

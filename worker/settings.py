@@ -332,6 +332,20 @@ class Settings(BaseSettings):
             return self.state_url
         return f"sqlite:///{self.data_dir / 'state.db'}"
 
+    @property
+    def state_file(self) -> Path | None:
+        """The SQLite file of the state database, or ``None`` when it is not a plain SQLite
+        file URL (PostgreSQL, ``:memory:``, a URI with options): the one rule for it, read
+        without SQLAlchemy (the at-rest record, the fresh-home paths)."""
+        url = self.effective_state_url
+        prefix = "sqlite:///"
+        if not url.startswith(prefix) or any(ch in url for ch in "?%#"):
+            return None
+        path = url[len(prefix) :]
+        if not path or path == ":memory:" or path.startswith("file:"):
+            return None
+        return Path(path).expanduser().absolute()
+
     def route_api_key(self, route: ModelRoute) -> str | None:
         """The API key of ``route``: its ``api_key``, else the value of ``api_key_env``."""
         if route.api_key is not None:

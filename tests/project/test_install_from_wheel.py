@@ -114,7 +114,7 @@ def test_the_wheel_runs_the_readme_command_migrates_and_reports_versions(
             str(bindir / "python"),
             "-c",
             "import worker, memory\n"
-            "from worker.state.migrate import find_migrations_dir\n"
+            "from worker.state.revision_files import find_migrations_dir\n"
             "print(worker.__file__, memory.__file__)\n"
             "print(find_migrations_dir())",
         ],

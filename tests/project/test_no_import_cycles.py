@@ -38,7 +38,7 @@ WORKER_FLOORS: tuple[tuple[str, ...], ...] = (
     ("worker.jobs",),
     ("worker.observability", "worker.shipping", "worker.figures"),
     ("worker.state",),
-    ("worker.settings", "worker.logs", "worker.names", "worker.demo"),
+    ("worker.settings", "worker.logs", "worker.names", "worker.demo", "worker.store_config"),
 )
 
 

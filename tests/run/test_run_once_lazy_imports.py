@@ -69,6 +69,12 @@ PRELUDE = (
     "        out.write(json.dumps(sorted(sys.modules)))\n"
     "atexit.register(_modules)\n"
 )
+#: The full path's runs never take the first-run-on-an-empty-home answer
+#: (:mod:`worker.run.empty_home`): they open the runtime as every run did before it.
+NO_EMPTY_HOME_PATH = (
+    "import worker.run.empty_home as _empty\n"
+    "_empty.first_run_on_empty_home = lambda *args, **kwargs: False\n"
+)
 #: Runs ``memory-worker ARGS`` in a fresh interpreter after :data:`PRELUDE`.
 PROBE = (
     PRELUDE + "from worker.cli import main\nsys.argv = ['memory-worker', *sys.argv[1:]]\nmain()\n"
@@ -94,7 +100,7 @@ def _run(home: Path, args: list[str], *, full: bool) -> tuple[int, str, str, set
     if full:
         site = home.parent / f"{home.name}-site"
         site.mkdir(exist_ok=True)
-        (site / "sitecustomize.py").write_text(PRELUDE)
+        (site / "sitecustomize.py").write_text(PRELUDE + NO_EMPTY_HOME_PATH)
         done = run_cli(args, env=env, timeout=300, site_dir=site)
     else:
         done = subprocess.run(
@@ -124,9 +130,14 @@ def _database(path: Path) -> dict[str, Any]:
         tables = [name for kind, name, _, _ in schema if kind == "table"]
         counts = {t: conn.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
         version = conn.execute("SELECT version_num FROM alembic_version").fetchall()
+        pragmas = {
+            name: conn.execute(f"PRAGMA {name}").fetchone()
+            for name in ("page_size", "auto_vacuum", "user_version", "application_id", "encoding")
+        }
     finally:
         conn.close()
-    return {"schema": schema, "counts": counts, "version": version}
+    wal = (path.read_bytes()[18:20] == b"\x02\x02") if path.stat().st_size >= 20 else None
+    return {"schema": schema, "counts": counts, "version": version, "pragmas": pragmas, "wal": wal}
 
 
 def _files(root: Path) -> list[str]:
@@ -194,6 +205,9 @@ def test_a_fresh_home_takes_the_lazy_path_with_the_full_paths_outcome(tmp_path: 
     assert _outcome(lazy_home, lazy) == _outcome(full_home, full)
     assert sorted(set(JOB_STACK) & lazy[3]) == []
     assert set(JOB_STACK) <= full[3]
+    # Nothing to do on a home that was never run: decided without SQLAlchemy or the runtime.
+    assert sorted(name for name in lazy[3] if name.split(".")[0] == "sqlalchemy") == []
+    assert "worker.jobs.runtime" not in lazy[3] and "worker.jobs.runtime" in full[3]
     # The state database was made from the template at the packaged head, and is empty.
     state = _outcome(lazy_home, lazy)["state"]
     assert len(state["version"]) == 1 and not any(

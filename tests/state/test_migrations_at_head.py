@@ -10,14 +10,13 @@ from pathlib import Path
 import pytest
 
 from worker.state.migrate import (
-    PACKAGED_MIGRATIONS,
     current_revision,
     downgrade,
     head_revision,
     revisions,
-    script_head,
     upgrade_to_head,
 )
+from worker.state.revision_files import PACKAGED_MIGRATIONS, script_head
 
 pytest_plugins = ["state_db_support"]
 

@@ -15,16 +15,15 @@ from typer.testing import CliRunner
 from worker.cli import _register, app
 from worker.state.db import make_engine
 from worker.state.migrate import (
-    MigrationsNotFound,
     current_revision,
     downgrade,
-    find_migrations_dir,
     head_revision,
     revisions,
     upgrade,
     upgrade_to_head,
 )
 from worker.state.models import Base
+from worker.state.revision_files import MigrationsNotFound, find_migrations_dir
 
 # The helpers are a plugin module (imported by pytest, so its asserts are rewritten).
 pytest_plugins = ["state_db_support"]

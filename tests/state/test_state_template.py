@@ -12,7 +12,8 @@ import pytest
 
 from worker.state import template
 from worker.state.database import StateDB
-from worker.state.migrate import PACKAGED_MIGRATIONS, current_revision, script_head, upgrade
+from worker.state.migrate import current_revision, upgrade
+from worker.state.revision_files import PACKAGED_MIGRATIONS, script_head
 from worker.state.template import create_from_template, dump_schema, template_revision
 
 OPEN_AND_REPORT = """

@@ -84,7 +84,7 @@ def open_runtime_or_exit(settings: Settings, kind: str, *, force_idle: bool = Fa
 
     from worker.jobs.runtime import build_runtime, default_owner
     from worker.state.db import StateURLError
-    from worker.state.migrate import MigrationsNotFound
+    from worker.state.revision_files import MigrationsNotFound
 
     try:
         return build_runtime(settings, owner=default_owner(kind), force_idle=force_idle)

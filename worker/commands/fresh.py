@@ -19,11 +19,9 @@ from worker.settings import Settings
 
 def missing_state_file(settings: Settings) -> Path | None:
     """The SQLite state database file when it does not exist yet; ``None`` otherwise (also for
-    PostgreSQL and any SQLite URL that is not a plain file: :func:`worker.at_rest.state_file`,
-    the one rule for it, which needs no SQLAlchemy)."""
-    from worker.at_rest import state_file
-
-    path = state_file(settings)
+    PostgreSQL and any SQLite URL that is not a plain file: :attr:`Settings.state_file`, the
+    one rule for it, which needs no SQLAlchemy)."""
+    path = settings.state_file
     return None if path is None or path.exists() else path
 
 

@@ -42,12 +42,12 @@ def migrate(
     from worker.settings import mask_url
     from worker.state.db import StateURLError
     from worker.state.migrate import (
-        MigrationsNotFound,
         current_revision,
         downgrade,
         head_revision,
         upgrade,
     )
+    from worker.state.revision_files import MigrationsNotFound
 
     settings = load_or_exit(config)
     url = settings.effective_state_url

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated
 
@@ -18,9 +20,12 @@ from rich.markup import escape
 from worker.commands.options import ConfigOption, DshHomeOption, MetricsPortOption, ShelfOption, err
 
 if TYPE_CHECKING:
+    from rich.progress import Progress
+
     from worker.at_rest import Watch
     from worker.jobs.runtime import Runtime
     from worker.run.once_children import OnceChildren, OnceTotals
+    from worker.run.once_parallel import ProgressHook
     from worker.run.runner import InProcessRunner
     from worker.settings import Settings
     from worker.watch.watcher import ScanReport
@@ -67,6 +72,8 @@ def run(
 
     settings = load_or_exit(config, **overrides)
     setup_logging(settings)
+    if once and jobs == 1 and _done_on_empty_home(settings):
+        return
     if key is not None:
         from worker.at_rest import Watch
 
@@ -97,6 +104,48 @@ def answer_at_rest(key: str) -> bool:
         return False
     err.print(line, soft_wrap=True, markup=False)
     return True
+
+
+def _done_on_empty_home(settings: Settings) -> bool:
+    """On a home that holds nothing yet, make what the full run makes (the state database, the
+    shelf) without loading the runtime, print the run's progress and summary and return True
+    (:mod:`worker.run.empty_home`); else False."""
+    from worker.run import empty_home
+
+    if not empty_home.first_run_on_empty_home(settings):
+        return False
+    from worker.run.once_summary import summary_line
+
+    with _progress_bar("reading logs") as (_progress, show):
+        show("writing memory", 0, 0)
+    err.print(summary_line(), soft_wrap=True, markup=False)
+    return True
+
+
+@contextmanager
+def _progress_bar(first: str) -> Iterator[tuple[Progress, ProgressHook]]:
+    """The run's progress bar on standard error, and the hook that moves it."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    columns = (
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=err, transient=False) as progress:
+        bar = progress.add_task(first, total=None)
+
+        def _show(description: str | None, completed: int, total: int | None) -> None:
+            progress.update(bar, description=description, completed=completed, total=total)
+
+        yield progress, _show
 
 
 def _run(
@@ -158,13 +207,6 @@ def _did_nothing(totals: OnceTotals) -> bool:
 
 
 def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> OnceTotals:
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
     from sqlalchemy.exc import SQLAlchemyError
 
     from worker.commands.common import db_error_line
@@ -181,18 +223,8 @@ def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> On
             soft_wrap=True,
         )
         raise typer.Exit(1)
-    columns = (
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=err, transient=False) as progress:
-        first = "reading logs" if children is None else f"reading logs ({children.count} processes)"
-        bar = progress.add_task(first, total=None)
-
-        def _show(description: str | None, completed: int, total: int | None) -> None:
-            progress.update(bar, description=description, completed=completed, total=total)
+    first = "reading logs" if children is None else f"reading logs ({children.count} processes)"
+    with _progress_bar(first) as (progress, _show):
 
         def _say(line: str) -> None:
             err.print(line, soft_wrap=True, markup=False)

@@ -91,21 +91,10 @@ class Runtime:
         return found is not None and found.is_open
 
     def _open_store(self, shelf: str) -> MemoryStore:
-        from memory.store.factory import StoreConfig, open_store
+        from memory.store.factory import open_store
+        from worker.store_config import store_config
 
-        s = self.settings
-        breaker = self.breaker(shelf)
-        return open_store(
-            StoreConfig(
-                transport=s.store_transport,
-                binary=s.store_binary,
-                shelf=shelf,
-                timeout_s=s.store_timeout_s,
-                lite_home=s.lite_home,
-                shelf_url=s.store_shelf_url if shelf == s.store_shelf else None,
-                breaker=breaker,
-            )
-        )
+        return open_store(store_config(self.settings, shelf, self.breaker(shelf)))
 
     @property
     def segments(self) -> SegmentStore | None:

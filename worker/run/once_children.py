@@ -22,10 +22,10 @@ from multiprocessing.context import ForkContext, SpawnContext
 from multiprocessing.process import BaseProcess
 from typing import TYPE_CHECKING, Any
 
-from memory.printable import printable
 from worker.jobs.runtime import build_runtime, default_owner, owe_consolidation
 from worker.logs import TREES
 from worker.names import JOB_CASCADE
+from worker.run.once_summary import summary_line
 from worker.run.runner import InProcessRunner, JobKey, Tally
 from worker.settings import Settings
 from worker.watch.watcher import Watcher
@@ -71,25 +71,17 @@ class OnceTotals(Tally):
 
     def summary(self) -> str:
         """The one line ``run --once`` ends with (naming every session it could not finish)."""
-        line = (
-            f"{self.sessions} sessions, {self.new_events} new events; "
-            f"{self.written} entries written, {self.retracted} retracted, {self.edges} edges; "
-            f"{self.done} jobs done, {self.failed} failed"
-            + (
-                f"; {len(self.unscanned)} sessions not scanned: "
-                + printable(", ".join(sorted(set(self.unscanned))[:20]))
-                + (", ..." if len(set(self.unscanned)) > 20 else "")
-                + " (see the lines above; run again once the cause is fixed)"
-                if self.unscanned
-                else ""
-            )
+        return summary_line(
+            sessions=self.sessions,
+            new_events=self.new_events,
+            written=self.written,
+            retracted=self.retracted,
+            edges=self.edges,
+            done=self.done,
+            failed=self.failed,
+            unscanned=self.unscanned,
+            unfinished_sessions=self.unfinished_sessions,
         )
-        if self.unfinished:
-            line += (
-                f"; not finished: {', '.join(self.unfinished_sessions)} "
-                "(why: the lines above, or `memory-worker status`)"
-            )
-        return line
 
 
 @dataclass

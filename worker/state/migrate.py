@@ -1,8 +1,9 @@
 """Run the Alembic revisions in the top-level ``migrations/`` programmatically.
 
 The script directory ships in the wheel as the package ``dsh_memory_worker_migrations``
-(``setup.py`` maps the top-level folder to that name; :func:`packaged_migrations` finds it
-installed, editable or in a plain checkout); an explicit ``migrations_dir`` (setting
+(``setup.py`` maps the top-level folder to that name; ``packaged_migrations`` finds it
+installed, editable or in a plain checkout:
+:mod:`worker.state.revision_files`); an explicit ``migrations_dir`` (setting
 ``migrations_dir``) replaces it. Migrations take a lock first
 (PostgreSQL advisory lock; SQLite: an exclusive ``flock`` on the database file's directory, then
 ``BEGIN IMMEDIATE``) so N workers starting at once migrate once. The directory lock is taken before
@@ -21,13 +22,10 @@ schema (:mod:`worker.state.template`) when that is at the packaged head, again w
 
 from __future__ import annotations
 
-import fcntl
-import os
-import re
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, text
 
@@ -35,53 +33,15 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 from worker.state.db import make_engine, normalize_url
+from worker.state.revision_files import (
+    PACKAGED_MIGRATIONS,
+    directory_lock,
+    find_migrations_dir,
+    script_head,
+)
 
 # An arbitrary constant naming this project's migration lock in pg_advisory_xact_lock.
 _PG_LOCK_ID = 0x6D775F6D6967  # "mw_mig"
-
-
-#: The import name the top-level ``migrations/`` folder installs under (see ``setup.py``).
-MIGRATIONS_PACKAGE: Final = "dsh_memory_worker_migrations"
-
-
-def packaged_migrations() -> Path:
-    """The shipped Alembic script directory: the installed (or editable-mapped) package
-    :data:`MIGRATIONS_PACKAGE`, else ``migrations/`` beside ``worker/`` in a checkout that is
-    only on ``sys.path``. Nothing is imported: the package's location is looked up."""
-    import importlib.util
-
-    spec = importlib.util.find_spec(MIGRATIONS_PACKAGE)
-    if spec is not None and spec.submodule_search_locations:
-        return Path(next(iter(spec.submodule_search_locations))).resolve()
-    return Path(__file__).resolve().parents[2] / "migrations"
-
-
-#: The revisions shipped with the distribution.
-PACKAGED_MIGRATIONS: Final = packaged_migrations()
-
-
-class MigrationsNotFound(RuntimeError):
-    """No usable Alembic script directory; the message says where it looked and what to do."""
-
-
-def find_migrations_dir(explicit: Path | None = None) -> Path:
-    """The Alembic script directory (holding ``env.py`` and ``versions/`` with revisions)."""
-    candidate = explicit if explicit is not None else PACKAGED_MIGRATIONS
-    if not (candidate / "env.py").is_file():
-        if explicit is not None:
-            raise MigrationsNotFound(
-                f"migrations_dir {explicit} has no env.py; unset "
-                "MEMORY_WORKER_MIGRATIONS_DIR to use the packaged revisions"
-            )
-        raise MigrationsNotFound(
-            f"the packaged migrations ({candidate}) are missing: reinstall dsh-memory-worker"
-        )
-    if not any((candidate / "versions").glob("*.py")):
-        raise MigrationsNotFound(
-            f"{candidate / 'versions'} holds no Alembic revision; "
-            "reinstall dsh-memory-worker or fix migrations_dir"
-        )
-    return candidate
 
 
 def alembic_config(url: str, migrations_dir: Path | None = None) -> Config:
@@ -92,18 +52,6 @@ def alembic_config(url: str, migrations_dir: Path | None = None) -> Config:
     config.set_main_option("script_location", str(find_migrations_dir(migrations_dir)))
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     return config
-
-
-@contextmanager
-def _directory_lock(directory: Path) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``directory`` (a lock no SQLite connection takes, and one
-    whose release cannot drop SQLite's own POSIX locks on the database file)."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the flock
 
 
 def _sqlite_file_lock(url: str) -> AbstractContextManager[None]:
@@ -118,7 +66,7 @@ def _sqlite_file_lock(url: str) -> AbstractContextManager[None]:
         return nullcontext()
     directory = Path(database).expanduser().parent
     directory.mkdir(parents=True, exist_ok=True)
-    return _directory_lock(directory)
+    return directory_lock(directory)
 
 
 @contextmanager
@@ -187,28 +135,6 @@ def _from_template(url: str, migrations_dir: Path) -> bool:
         if path.exists():
             return _at_head(url, migrations_dir)
         return create_from_template(path, head)
-
-
-_REVISION = re.compile(r"^revision(?:\s*:\s*str)?\s*=\s*[\"']([^\"']+)[\"']\s*$", re.M)
-_DOWN = re.compile(r"^down_revision(?:\s*:[^=]*)?\s*=\s*(?:None|[\"']([^\"']+)[\"'])\s*$", re.M)
-
-
-def script_head(migrations_dir: Path) -> str | None:
-    """The one head of the revision files in ``migrations_dir/versions``, read as text (each
-    file's ``revision = "…"`` and ``down_revision = "…" | None``); None when a file does not
-    read that way (a merge, a tuple) or there is not exactly one head."""
-    revisions: set[str] = set()
-    parents: set[str] = set()
-    for path in sorted((migrations_dir / "versions").glob("*.py")):
-        source = path.read_text(encoding="utf-8")
-        revision, down = _REVISION.findall(source), _DOWN.findall(source)
-        if len(revision) != 1 or len(down) != 1:
-            return None
-        revisions.add(revision[0])
-        if down[0]:
-            parents.add(down[0])
-    heads = revisions - parents
-    return heads.pop() if len(heads) == 1 else None
 
 
 def _at_head(url: str, migrations_dir: Path) -> bool:
