@@ -15,6 +15,9 @@ REPO = Path(__file__).resolve().parent.parent
 SUPPORT = REPO / "tests" / "support"
 if str(SUPPORT) not in sys.path:
     sys.path.insert(0, str(SUPPORT))
+#: The state-database fixtures (SQLite and PostgreSQL), registered here so pytest rewrites the
+#: module's asserts before any test module imports its helpers.
+pytest_plugins = ["state_db_support"]
 FIXTURES = REPO / "tests" / "fixtures" / "dsh"
 # `run --once --jobs N` would use fewer processes whenever the suite keeps the cores busy; the
 # tests of N processes (kills of a child, identical dumps) need exactly N. The adaptation itself

@@ -22,8 +22,6 @@ from worker.shipping.source import latest_source
 from worker.shipping.sql import SEGMENTS, SqlSegmentStore
 from worker.state import StateDB
 
-pytest_plugins = ["state_db_support"]
-
 REPO = Path(__file__).resolve().parents[2]
 SID = "kill-0001"
 

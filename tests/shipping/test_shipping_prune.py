@@ -23,8 +23,6 @@ from worker.state import StateDB
 from worker.state.models import ProgressRow, utcnow
 from worker.state.sessions import Checkpoint
 
-pytest_plugins = ["state_db_support"]
-
 
 @pytest.fixture
 def store(state_db: StateDB) -> Iterator[SqlSegmentStore]:

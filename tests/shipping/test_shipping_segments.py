@@ -24,8 +24,6 @@ from worker.shipping.sql import SEGMENTS, SqlSegmentStore
 from worker.shipping.store import ShipConflict, ShippedLog
 from worker.state import StateDB
 
-pytest_plugins = ["state_db_support"]
-
 
 @pytest.fixture
 def store(state_db: StateDB) -> Iterator[SqlSegmentStore]:

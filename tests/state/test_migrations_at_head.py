@@ -18,8 +18,6 @@ from worker.state.migrate import (
 )
 from worker.state.revision_files import PACKAGED_MIGRATIONS, script_head
 
-pytest_plugins = ["state_db_support"]
-
 OPEN_AND_REPORT = """
 import sys
 from worker.state.database import StateDB

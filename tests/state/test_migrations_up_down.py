@@ -25,9 +25,6 @@ from worker.state.migrate import (
 from worker.state.models import Base
 from worker.state.revision_files import MigrationsNotFound, find_migrations_dir
 
-# The helpers are a plugin module (imported by pytest, so its asserts are rewritten).
-pytest_plugins = ["state_db_support"]
-
 REPO = Path(__file__).resolve().parents[2]
 TABLES = {
     "sessions",

@@ -19,8 +19,6 @@ import pytest
 from worker.state import StateDB
 from worker.state.audit import ACTION_INTENT, ACTION_SUMMARY, AuditEntry
 
-pytest_plugins = ["state_db_support"]
-
 ACTIONS = ("reconsolidate", "rewrite", ACTION_INTENT, ACTION_SUMMARY, "forget")
 OUTCOMES = ("queued", "done", "failed")
 SHELVES = ("default", "other", None)

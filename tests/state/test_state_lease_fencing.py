@@ -11,8 +11,6 @@ import pytest
 
 from worker.state import Lease, StateDB, session_lease_key
 
-pytest_plugins = ["state_db_support"]
-
 KEY = session_lease_key("sess-race")
 
 

@@ -15,8 +15,6 @@ import pytest
 from worker.state import StateDB, session_lease_key
 from worker.state.owners import local_host, owner_id, owner_is_gone, process_is_gone
 
-pytest_plugins = ["state_db_support"]
-
 KEY = session_lease_key("sess-takeover")
 
 

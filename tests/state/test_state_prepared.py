@@ -17,8 +17,6 @@ from worker.state.models import SessionRow
 from worker.state.progress import ProgressRepo
 from worker.state.sessions import _GET, Checkpoint
 
-pytest_plugins = ["state_db_support"]
-
 _SESSIONS: Table = SessionRow.__table__  # type: ignore[assignment]
 _NOW = dt.datetime(2026, 3, 4, 5, 6, 7, 891_000, tzinfo=dt.UTC)
 

@@ -10,8 +10,6 @@ from memory.consolidation.prompt_version import prompt_version
 from worker.state import StateDB
 from worker.state.provenance import Writer
 
-pytest_plugins = ["state_db_support"]
-
 A = Writer("http://a/v1/model-a", "model-a", "aaaaaaaaaaaa")
 B = Writer("http://b/v1/model-b", "model-b", "bbbbbbbbbbbb")
 

@@ -12,8 +12,6 @@ from sqlalchemy.exc import DBAPIError
 
 from worker.state import StateDB
 
-pytest_plugins = ["state_db_support"]
-
 
 def test_a_read_sees_committed_rows_and_refuses_to_write(state_db: StateDB) -> None:
     with state_db.transaction() as repos:

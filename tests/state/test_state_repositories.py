@@ -8,8 +8,6 @@ import pytest
 
 from worker.state import Checkpoint, StateDB
 
-pytest_plugins = ["state_db_support"]
-
 T0 = dt.datetime(2026, 3, 1, 9, 30, tzinfo=dt.UTC)
 
 

@@ -19,8 +19,6 @@ from worker.state.progress import Progress
 from worker.state.sessions import SessionState
 from worker.state.unsettled import open_sessions, sessions_by_id, unsettled_sessions
 
-pytest_plugins = ["state_db_support"]
-
 T0 = dt.datetime(2026, 3, 1, 9, 30, tzinfo=dt.UTC)
 SHELF = "default"
 PROGRESS = [None, *itertools.product((0, 5, 9), (0, 5, 9), (False, True))]

@@ -8,8 +8,6 @@ import pytest
 
 from worker.state import Lease, StateDB, session_lease_key
 
-pytest_plugins = ["state_db_support"]
-
 SHELF = "default"
 SID = "sess-1"
 
