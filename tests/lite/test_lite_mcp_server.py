@@ -8,7 +8,6 @@ so the ``hypatia-lite mcp`` entry point stays covered."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -17,9 +16,8 @@ from typing import Any
 
 import anyio
 import pytest
-from cli_fork import launcher
+from lite_cli import lite_env, lite_json, lite_mcp
 from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
 BIN = Path(sys.executable).parent / "hypatia-lite"
@@ -27,37 +25,14 @@ REQUIRED = {"knowledge_get", "knowledge_create", "statement_create", "search", "
 pytestmark = pytest.mark.integration
 
 
-def _env(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HYPATIA_LITE_")}
-    return {**env, "HYPATIA_LITE_HOME": str(home), **extra}
-
-
 def _with_session(home: Path, body: Callable[[ClientSession], Awaitable[None]]) -> None:
     async def main() -> None:
-        params = StdioServerParameters(
-            command=launcher("hypatia-lite"), args=["mcp"], env=_env(home), cwd=str(home.parent)
-        )
-        async with (
-            stdio_client(params) as (read, write),
-            ClientSession(read, write) as session,
-        ):
+        async with lite_mcp(home) as session:
             with anyio.fail_after(30):
                 await session.initialize()
                 await body(session)
 
     anyio.run(main)
-
-
-def _cli(home: Path, *argv: str) -> Any:
-    done = subprocess.run(
-        [launcher("hypatia-lite"), *argv],
-        capture_output=True,
-        text=True,
-        env=_env(home),
-        timeout=60,
-        check=True,
-    )
-    return json.loads(done.stdout)
 
 
 async def _ok(session: ClientSession, tool: str, **args: Any) -> Any:
@@ -200,12 +175,14 @@ def test_tool_results_and_error_texts(tmp_path: Path) -> None:
         query = {"$knowledge": [["$like", "name", "%"]], "limit": 5}
         rows = await _ok(s, "query", jse=json.dumps(query), shelf="default")
         assert rows["total_count"] == 2
-        assert rows["rows"] == _cli(home, "query", json.dumps(query), "--shelf", "default")
+        assert rows["rows"] == lite_json(home, "query", json.dumps(query), "--shelf", "default")
         assert (await _ok(s, "query", jse=query))["rows"] == rows["rows"]
         nsum = await _ok(s, "query", jse='["$not-summaried", "message"]')
         assert nsum == {"rows": [], "total_count": 0}
         found = await _ok(s, "search", query="zebra", catalog="knowledge", limit=5, shelf="default")
-        assert found["rows"] == _cli(home, "search", "zebra", "-c", "knowledge", "--limit", "5")
+        assert found["rows"] == lite_json(
+            home, "search", "zebra", "-c", "knowledge", "--limit", "5"
+        )
         assert [r["key"] for r in found["rows"]] == ["quiet"]
         assert (await _ok(s, "search", query="unicorn"))["rows"] == []
         similar = await _ok(
@@ -283,7 +260,7 @@ def test_raw_lines_parse_errors_surrogates_and_no_model(tmp_path: Path) -> None:
         input=text,
         capture_output=True,
         text=True,
-        env=_env(home, HYPATIA_LITE_EMBEDDER="none"),
+        env=lite_env(home, HYPATIA_LITE_EMBEDDER="none"),
         timeout=60,
         check=False,
     )
@@ -301,5 +278,5 @@ def test_raw_lines_parse_errors_surrogates_and_no_model(tmp_path: Path) -> None:
         "model unavailable: no embedding provider configured"
     )
     assert by_id[4]["result"] == {}
-    got = _cli(home, "knowledge-get", "s\ufffd")
+    got = lite_json(home, "knowledge-get", "s\ufffd")
     assert got["name"] == "s\ufffd"

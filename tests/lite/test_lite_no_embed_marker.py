@@ -11,18 +11,14 @@ the MCP library once (the installed console script is covered by ``test_lite_cli
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from cli_fork import launcher
+from lite_cli import lite_json, lite_mcp, run_lite
 from lite_pg_support import pg_home
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 
 pytestmark = pytest.mark.integration
 
@@ -37,28 +33,6 @@ def shelf(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Path
         yield home, "pg"
 
 
-def _env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HYPATIA_LITE_")}
-    return {**env, "HYPATIA_LITE_HOME": str(home)}
-
-
-def _run(home: Path, *argv: str) -> str:
-    done = subprocess.run(
-        [launcher("hypatia-lite"), *argv],
-        capture_output=True,
-        text=True,
-        env=_env(home),
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
-def _cli(home: Path, *argv: str) -> Any:
-    return json.loads(_run(home, *argv))
-
-
 def _content(row: dict[str, Any]) -> dict[str, Any]:
     content = row["content"]
     return json.loads(content) if isinstance(content, str) else content
@@ -66,9 +40,9 @@ def _content(row: dict[str, Any]) -> dict[str, Any]:
 
 def test_cli_shows_the_marker_only_for_no_embed_writes(shelf: tuple[Path, str]) -> None:
     home, name = shelf
-    _run(home, "knowledge-create", "quiet", "--data=zebra quiet", "--no-embed", "-s", name)
-    _run(home, "knowledge-create", "loud", "--data=zebra loud", "-s", name)
-    _run(
+    run_lite(home, "knowledge-create", "quiet", "--data=zebra quiet", "--no-embed", "-s", name)
+    run_lite(home, "knowledge-create", "loud", "--data=zebra loud", "-s", name)
+    run_lite(
         home,
         "statement-create",
         "quiet",
@@ -79,21 +53,23 @@ def test_cli_shows_the_marker_only_for_no_embed_writes(shelf: tuple[Path, str]) 
         "-s",
         name,
     )
-    _run(home, "statement-create", "loud", "relatesTo", "quiet", "--data=zebra link", "-s", name)
+    run_lite(
+        home, "statement-create", "loud", "relatesTo", "quiet", "--data=zebra link", "-s", name
+    )
 
-    got = _cli(home, "knowledge-get", "quiet", "-s", name)
+    got = lite_json(home, "knowledge-get", "quiet", "-s", name)
     assert _content(got)["embed"] is False
-    assert "embed" not in _content(_cli(home, "knowledge-get", "loud", "-s", name))
+    assert "embed" not in _content(lite_json(home, "knowledge-get", "loud", "-s", name))
 
-    rows = _cli(home, "query", '["$knowledge", ["$like", "name", "%"]]', "-s", name)
+    rows = lite_json(home, "query", '["$knowledge", ["$like", "name", "%"]]', "-s", name)
     assert {r["name"]: _content(r).get("embed") for r in rows} == {"quiet": False, "loud": None}
-    edges = _cli(home, "query", '["$statement", ["$like", "head", "%"]]', "-s", name)
+    edges = lite_json(home, "query", '["$statement", ["$like", "head", "%"]]', "-s", name)
     assert {r["relation"]: _content(r).get("embed") for r in edges} == {
         "belongTo": False,
         "relatesTo": None,
     }
 
-    hits = _cli(home, "search", "zebra", "-s", name)
+    hits = lite_json(home, "search", "zebra", "-s", name)
     assert {r["key"]: _content(r).get("embed") for r in hits} == {
         "quiet": False,
         "loud": None,
@@ -101,8 +77,8 @@ def test_cli_shows_the_marker_only_for_no_embed_writes(shelf: tuple[Path, str]) 
         "loud,relatesTo,quiet": None,
     }
 
-    _run(home, "knowledge-update", "quiet", "--data=zebra quieter", "-s", name)
-    after = _content(_cli(home, "knowledge-get", "quiet", "-s", name))
+    run_lite(home, "knowledge-update", "quiet", "--data=zebra quieter", "-s", name)
+    after = _content(lite_json(home, "knowledge-get", "quiet", "-s", name))
     assert (after["data"], after["embed"]) == ("zebra quieter", False)
 
 
@@ -111,10 +87,7 @@ def test_mcp_shows_the_marker_only_for_no_embed_writes(shelf: tuple[Path, str]) 
     seen: dict[str, Any] = {}
 
     async def main() -> None:
-        params = StdioServerParameters(
-            command=launcher("hypatia-lite"), args=["mcp"], env=_env(home), cwd=str(home.parent)
-        )
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        async with lite_mcp(home) as session:
             with anyio.fail_after(60):
                 await session.initialize()
 
