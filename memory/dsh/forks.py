@@ -27,3 +27,21 @@ def inherited_cut(header: Header | None, events: Iterable[Event]) -> int:
 def _tagged(event: Event) -> bool:
     data = event.data
     return isinstance(data, dict) and data.get("inherited") is True
+
+
+def seed_complete(header: Header, tagged: int) -> bool:
+    """Whether a log whose first events hold ``tagged`` ``session/end-seed {inherited: true}``
+    markers shows the end of its own seed (format doc §5).
+
+    A V0/V1 fork's cut is in its header, and an unseeded log has none: complete. A V2+ seeded
+    log copies its parent's events first, the parent's own tagged marker included when the parent
+    is a fork too, so its own marker is at least the first one and, for a subagent child
+    (``origin: 'subagent'``, ``delegationDepth`` = the parent's + 1), the
+    ``delegationDepth``-th: a subagent chain holds one tagged marker per level. Until then a
+    reader has seen only the parent's events (or part of them) and must not take any of them as
+    the child's own.
+    """
+    if header.version <= 1 or not header.is_seeded:
+        return True
+    needed = max(1, header.delegation_depth) if header.origin == "subagent" else 1
+    return tagged >= needed

@@ -1,0 +1,234 @@
+"""A fork child read before its seed is complete converges on the clean run (issue 32, item 1).
+
+DSH creates a seeded child log (header ``isSeeded: true``, ``parentSession``) with a verbatim copy
+of the parent's events, then ``session/end-seed {inherited: true}``, then the child's own events;
+a live follower may read it at any byte in between. The oracle is a clean run over the final logs
+in a fresh home, never the worker's own rules: after a read cut inside the seed (inside a line of
+a raw log, inside a zstd frame) and then the rest, the whole store dump must equal the clean
+run's. Then the parent withdraws a message the child copied: ``verify-forgetting`` finds nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import zstandard
+from conftest import REPO
+from fault_support import run_once
+from pipeline_support import dump, process
+
+from worker.verify.run import verify
+from worker.watch.scan_digest import ScanDigest
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+from worker_dshgen import SessionLogWriter, conversation, embedded_runtime, session_dir
+
+pytestmark = pytest.mark.integration
+
+CWD = "/home/dev/picnic"
+PARENT = "seed-parent"
+CHILD = "seed-child"
+
+
+def _fork(
+    home: Path,
+    parent: SessionLogWriter,
+    parent_lines: list[bytes],
+    sid: str = CHILD,
+    parent_id: str = PARENT,
+    depth: int = 1,
+) -> tuple[list[bytes], int, SessionLogWriter]:
+    """A subagent child of ``parent`` (whose log lines after its header are ``parent_lines``):
+    its log lines (header first), the byte offset where its own part starts, and its writer."""
+    header = {
+        "type": "session",
+        "version": 4,
+        "id": sid,
+        "createdAt": parent.time + 5,
+        "cwd": CWD,
+        "parentSession": parent_id,
+        "isSeeded": True,
+        "origin": "subagent",
+        "delegationDepth": depth,
+    }
+    lines = [json.dumps(header, separators=(",", ":")).encode() + b"\n", *parent_lines]
+    seed_end = sum(len(line) for line in lines)
+    child = SessionLogWriter(home, sid, CWD, created_at=parent.created_at)
+    child.path.unlink()  # the writer's own header is not the fork's
+    child.seq, child.time, child.turn_no = parent.seq, parent.time + 6, parent.turn_no
+    child.event("session/end-seed", {"inherited": True})
+    for i in range(3):
+        child.turn(f"{sid} question {i}: which blanket fits", f"{sid} answer {i}: the red one")
+    lines += [line.encode() + b"\n" for line in child._pending]
+    child._pending.clear()
+    return lines, seed_end, child
+
+
+def _child_lines(home: Path, parent: SessionLogWriter) -> tuple[list[bytes], int]:
+    """The child's log lines (header first) and the byte offset where its own part starts."""
+    lines, seed_end, _child = _fork(home, parent, parent.path.read_bytes().splitlines(True)[1:])
+    return lines, seed_end
+
+
+def _write(path: Path, lines: list[bytes], compressed: bool) -> None:
+    """The log as DSH persists it: raw lines, or zstd with the header in a frame of its own and
+    the rest in one frame of one block per line (so a torn frame still decodes line by line)."""
+    if not compressed:
+        path.write_bytes(b"".join(lines))
+        return
+    header = zstandard.ZstdCompressor(write_checksum=True).compress(lines[0])
+    obj = zstandard.ZstdCompressor(write_checksum=True).compressobj()
+    body = b"".join(
+        obj.compress(line) + obj.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK) for line in lines[1:]
+    )
+    path.write_bytes(header + body + obj.flush())
+
+
+def _home(root: Path, compressed: bool) -> tuple[Path, bytes, int, SessionLogWriter]:
+    """Parent and child under ``root/dsh``; the child's final bytes and where its seed ends."""
+    home = root / "dsh"
+    parent = conversation(home, PARENT, CWD, 4, title="Picnic plans")
+    lines, seed_end = _child_lines(home, parent)
+    directory = session_dir(home, CHILD, CWD)
+    name = "session.v4.jsonl.zstd" if compressed else "session.v4.jsonl"
+    for stale in directory.glob("session*"):
+        stale.unlink()
+    path = directory / name
+    _write(path, lines, compressed)
+    data = path.read_bytes()
+    if compressed:  # the seed ends inside the second frame: cut anywhere in its bytes
+        header_frame = len(zstandard.ZstdCompressor(write_checksum=True).compress(lines[0]))
+        seed_end = header_frame + (len(data) - header_frame) * 3 // 4
+    return path, data, seed_end, parent
+
+
+def _clean(root: Path, final: Path) -> dict[str, Any]:
+    shutil.copytree(final, root / "dsh")
+    runtime = embedded_runtime(root, force_idle=True)
+    try:
+        process(runtime, consolidation=False)
+    finally:
+        runtime.close()
+    return dump(root)
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["raw", "zstd"])
+@pytest.mark.parametrize("fraction", [0.2, 0.55, 0.97])
+@pytest.mark.parametrize("idle", [True, False], ids=["once", "follow"])
+def test_a_child_read_inside_its_seed_converges_on_the_clean_run(
+    tmp_path: Path, compressed: bool, fraction: float, idle: bool
+) -> None:
+    path, data, seed_end, _parent = _home(tmp_path / "live", compressed)
+    header_end = data.index(b"\n") + 1 if not compressed else 0
+    cut = max(header_end + 1, int(seed_end * fraction))
+    path.write_bytes(data[:cut])
+    runtime = embedded_runtime(tmp_path / "live", force_idle=idle)
+    try:
+        process(runtime, consolidation=False)
+        path.write_bytes(data)
+        process(runtime, consolidation=False)
+    finally:
+        runtime.close()
+    if not idle:  # the follower's last turn closes when it goes idle: as a run --once does
+        runtime = embedded_runtime(tmp_path / "live", force_idle=True)
+        try:
+            process(runtime, consolidation=False)
+        finally:
+            runtime.close()
+    clean = _clean(tmp_path / "clean", tmp_path / "live" / "dsh")
+    got = dump(tmp_path / "live")
+    child = sorted(e["name"] for e in got["knowledge"] if e["name"].startswith(f"msg-{CHILD}-"))
+    assert child == [f"msg-{CHILD}-{n}" for n in range(6)]
+    assert got == clean
+
+
+def test_a_seeded_message_the_parent_withdraws_leaves_no_byte(tmp_path: Path) -> None:
+    path, data, seed_end, parent = _home(tmp_path, compressed=False)
+    path.write_bytes(data[: seed_end * 97 // 100])
+    runtime = embedded_runtime(tmp_path, force_idle=True)
+    try:
+        process(runtime, consolidation=False)
+        path.write_bytes(data)
+        process(runtime, consolidation=False)
+        # The parent withdraws its last turn; the child's copy is the parent's, not its own.
+        parent.rewind(parent.surface[-2])
+        parent.flush()
+        process(runtime, consolidation=False)
+        report = verify(runtime, "default")
+    finally:
+        runtime.close()
+    assert [leak.line() for leak in report.leaks] == []
+    assert report.sources.withdrawn_count == 2
+    withdrawn = f"user 3 of {PARENT}".encode()
+    for file in (tmp_path / "lite").rglob("*"):
+        if file.is_file():
+            assert withdrawn not in file.read_bytes(), file
+
+
+@pytest.mark.parametrize("older_worker_saw", ["the seed cut", "the whole log"])
+def test_a_child_an_older_worker_stored_from_its_seed_is_repaired_by_the_next_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, older_worker_saw: str
+) -> None:
+    """A home written before the fix (a child recorded, and logged, while its seed was
+    incomplete) is stored right by the next ``run --once``: the parent's messages leave the
+    child's entries and the child's own are written."""
+    path, data, seed_end, _parent = _home(tmp_path / "live", compressed=False)
+    path.write_bytes(data[: seed_end * 97 // 100])
+    with monkeypatch.context() as old:  # the worker before the fix records an incomplete seed
+        old.setattr(ScanDigest, "seed_incomplete", lambda _self, _header: False)
+        runtime = embedded_runtime(tmp_path / "live", force_idle=True)
+        try:
+            process(runtime, consolidation=False)
+            wrong = {e["name"] for e in dump(tmp_path / "live")["knowledge"]}
+            assert f"msg-{CHILD}-7" in wrong  # the parent's messages, under the child's names
+            path.write_bytes(data)
+            if older_worker_saw == "the whole log":
+                process(runtime, consolidation=False)
+        finally:
+            runtime.close()
+    done = run_once(tmp_path / "live")
+    assert done.returncode == 0, done.stderr
+    clean = _clean(tmp_path / "clean", tmp_path / "live" / "dsh")
+    assert dump(tmp_path / "live") == clean
+    with sqlite3.connect(tmp_path / "live" / "data" / "state.db") as conn:
+        rows = conn.execute(
+            "SELECT outcome FROM audit WHERE action = 'seed-check' AND session_id = ?", (CHILD,)
+        ).fetchall()
+        title = conn.execute(
+            "SELECT last_title_seq, title_text FROM sessions WHERE session_id = ?", (CHILD,)
+        ).fetchone()
+    assert rows == [("relogged",)]
+    assert title == (None, None)  # the parent's title is not the child's
+
+
+def test_a_grandchild_read_after_its_parents_seed_mark_waits_for_its_own(tmp_path: Path) -> None:
+    """A grandchild's copy holds its parent's ``end-seed {inherited: true}`` too: a read that
+    ends after that one and before the grandchild's own takes nothing as the grandchild's."""
+    home = tmp_path / "live" / "dsh"
+    parent = conversation(home, PARENT, CWD, 2, title="Picnic plans")
+    lines, _seed_end, child = _fork(home, parent, parent.path.read_bytes().splitlines(True)[1:])
+    _write(child.path, lines, compressed=False)
+    grand = "seed-grandchild"
+    g_lines, g_seed_end, g_writer = _fork(home, child, lines[1:], grand, CHILD, depth=2)
+    g_path = g_writer.path
+    data = b"".join(g_lines)
+    g_path.write_bytes(data[: g_seed_end - 40])  # the child's own turns, part of the last line
+    runtime = embedded_runtime(tmp_path / "live", force_idle=True)
+    try:
+        process(runtime, consolidation=False)
+        assert not [e for e in dump(tmp_path / "live")["knowledge"] if grand in e["name"]]
+        g_path.write_bytes(data)
+        process(runtime, consolidation=False)
+    finally:
+        runtime.close()
+    clean = _clean(tmp_path / "clean", home)
+    got = dump(tmp_path / "live")
+    mine = sorted(e["name"] for e in got["knowledge"] if e["name"].startswith(f"msg-{grand}-"))
+    assert mine == [f"msg-{grand}-{n}" for n in range(6)]
+    assert got == clean
