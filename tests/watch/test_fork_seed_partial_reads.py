@@ -19,10 +19,14 @@ from typing import Any
 
 import pytest
 import zstandard
+from canary_support import settings_for
 from conftest import REPO
 from fault_support import run_once
+from model_server import ModelServer, model_server_fixture  # noqa: F401
 from pipeline_support import dump, process
 
+from worker.jobs import log_span as log_span_module
+from worker.jobs.seed_repair import check_seeded_sessions
 from worker.verify.run import verify
 from worker.watch.scan_digest import ScanDigest
 
@@ -171,6 +175,13 @@ def test_a_seeded_message_the_parent_withdraws_leaves_no_byte(tmp_path: Path) ->
             assert withdrawn not in file.read_bytes(), file
 
 
+def _older_worker(patch: pytest.MonkeyPatch) -> None:
+    """The worker as it was before the fix: a seeded log is recorded whatever it shows, and
+    ``log_span`` finds nothing wrong."""
+    patch.setattr(ScanDigest, "seed_incomplete", lambda _self, _header: False)
+    patch.setattr(log_span_module, "relog_if_partial", lambda *_args: False)
+
+
 @pytest.mark.parametrize("older_worker_saw", ["the seed cut", "the whole log"])
 def test_a_child_an_older_worker_stored_from_its_seed_is_repaired_by_the_next_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, older_worker_saw: str
@@ -181,7 +192,7 @@ def test_a_child_an_older_worker_stored_from_its_seed_is_repaired_by_the_next_ru
     path, data, seed_end, _parent = _home(tmp_path / "live", compressed=False)
     path.write_bytes(data[: seed_end * 97 // 100])
     with monkeypatch.context() as old:  # the worker before the fix records an incomplete seed
-        old.setattr(ScanDigest, "seed_incomplete", lambda _self, _header: False)
+        _older_worker(old)
         runtime = embedded_runtime(tmp_path / "live", force_idle=True)
         try:
             process(runtime, consolidation=False)
@@ -232,3 +243,57 @@ def test_a_grandchild_read_after_its_parents_seed_mark_waits_for_its_own(tmp_pat
     mine = sorted(e["name"] for e in got["knowledge"] if e["name"].startswith(f"msg-{grand}-"))
     assert mine == [f"msg-{grand}-{n}" for n in range(6)]
     assert got == clean
+
+
+def test_a_child_an_older_worker_consolidated_is_repaired_with_its_summaries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_server: ModelServer
+) -> None:
+    """The older worker also consolidated the parent's messages as the child's: the summaries
+    (and their share of the archives) go with the entries, and after the next start's check the
+    messages, nodes and summaries are a clean, consolidated run's."""
+    model_server.echo = True
+    settings = settings_for(model_server, monkeypatch)
+    path, data, seed_end, _parent = _home(tmp_path / "live", compressed=False)
+    path.write_bytes(data[: seed_end * 97 // 100])
+    with monkeypatch.context() as old:
+        _older_worker(old)
+        runtime = embedded_runtime(tmp_path / "live", force_idle=True, **settings)
+        try:
+            process(runtime)
+            path.write_bytes(data)
+            process(runtime)
+        finally:
+            runtime.close()
+    assert any(e["name"].startswith(f"sum-{CHILD}-") for e in dump(tmp_path / "live")["knowledge"])
+    runtime = embedded_runtime(tmp_path / "live", force_idle=True, **settings)
+    try:
+        assert check_seeded_sessions(runtime, "default") == [CHILD]
+        process(runtime)
+        assert check_seeded_sessions(runtime, "default") == []  # checked once
+    finally:
+        runtime.close()
+    shutil.copytree(tmp_path / "live" / "dsh", tmp_path / "clean" / "dsh")
+    runtime = embedded_runtime(tmp_path / "clean", force_idle=True, **settings)
+    try:
+        process(runtime)
+    finally:
+        runtime.close()
+    # Archives batch summaries as they come (``cascade_batch_size``): the one the repair
+    # regenerated without the child's old summary holds the parent's alone, where a clean run
+    # batched both; everything else is the clean run's.
+    live, clean = (
+        _without_archives(dump(tmp_path / "live")),
+        _without_archives(dump(tmp_path / "clean")),
+    )
+    assert f"sum-{CHILD}-25-44" in {e["name"] for e in live["knowledge"]}
+    assert live == clean
+
+
+def _without_archives(found: dict[str, Any]) -> dict[str, Any]:
+    def archive(name: str) -> bool:
+        return name.startswith("sum") and name.split("-")[0][3:].isdigit()
+
+    return {
+        "knowledge": [e for e in found["knowledge"] if not archive(e["name"])],
+        "statements": [s for s in found["statements"] if not archive(s["head"])],
+    }

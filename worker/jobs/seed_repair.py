@@ -69,6 +69,8 @@ def relog(ctx: JobContext, store: MemoryStore, session: SessionState, why: str) 
     its watermarks (it is logged again from its cut) and audit it; the names removed."""
     sid = ctx.session_id
     repairer = Repairer(ctx, store, session.project, model_client(ctx.runtime, sid))
+    if not repairer.usable():
+        raise PermanentJobError(f"fork child {sid}: {why}, and this store cannot delete them")
     removed = remove_memory(ctx, store, repairer)
     with ctx.state() as repos:
         repos.progress.reset(ctx.shelf, sid)
