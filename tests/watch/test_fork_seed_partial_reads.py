@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 import zstandard
 from canary_support import settings_for
+from cli_fork import run_cli
 from conftest import REPO
-from fault_support import run_once
+from fault_support import env, run_once
 from model_server import ModelServer, model_server_fixture  # noqa: F401
 from pipeline_support import dump, process
 
@@ -189,7 +190,7 @@ def test_a_child_an_older_worker_stored_from_its_seed_is_repaired_by_the_next_ru
     """A home written before the fix (a child recorded, and logged, while its seed was
     incomplete) is stored right by the next ``run --once``: the parent's messages leave the
     child's entries and the child's own are written."""
-    path, data, seed_end, _parent = _home(tmp_path / "live", compressed=False)
+    path, data, seed_end, parent = _home(tmp_path / "live", compressed=False)
     path.write_bytes(data[: seed_end * 97 // 100])
     with monkeypatch.context() as old:  # the worker before the fix records an incomplete seed
         _older_worker(old)
@@ -216,6 +217,19 @@ def test_a_child_an_older_worker_stored_from_its_seed_is_repaired_by_the_next_ru
         ).fetchone()
     assert rows == [("relogged",)]
     assert title == (None, None)  # the parent's title is not the child's
+    # The parent withdraws its last turn, which the older worker had stored as the child's.
+    parent.rewind(parent.surface[-2])
+    parent.flush()
+    assert run_once(tmp_path / "live").returncode == 0
+    root = tmp_path / "live"
+    found = run_cli(
+        ["verify-forgetting", "--dsh-home", str(root / "dsh")], env=env(root), timeout=300
+    )
+    assert found.returncode == 0, found.stdout + found.stderr
+    withdrawn = f"user 3 of {PARENT}".encode()
+    for file in (root / "lite").rglob("*"):
+        if file.is_file():
+            assert withdrawn not in file.read_bytes(), file
 
 
 def test_a_grandchild_read_after_its_parents_seed_mark_waits_for_its_own(tmp_path: Path) -> None:
