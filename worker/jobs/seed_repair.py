@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 
+from memory.entries import message_name
 from memory.store.base import MemoryStore, StoreError
 from worker.jobs.context import JobContext
 from worker.jobs.errors import PermanentJobError, TransientJobError
@@ -38,7 +39,7 @@ from worker.jobs.runtime import Runtime
 from worker.jobs.seed_pending import unchecked_children
 from worker.jobs.storeview import message_entries
 from worker.jobs.withdrawals import read_session_log
-from worker.names import ACTION_SEED_CHECK
+from worker.names import ACTION_SEED_CHECK, JOB_SESSION_NODE
 from worker.state.progress import Progress
 from worker.state.sessions import SessionState
 
@@ -74,8 +75,7 @@ def relog(ctx: JobContext, store: MemoryStore, session: SessionState, why: str) 
     removed = remove_memory(ctx, store, repairer)
     with ctx.state() as repos:
         repos.progress.reset(ctx.shelf, sid)
-        title = session.last_title_seq
-        if title is not None and title < session.inherited_cut:
+        if session.last_title_seq is not None and session.last_title_seq < session.inherited_cut:
             repos.sessions.scrub_title(sid)  # the parent's title, taken as the child's
         repos.audit.record(
             ACTION_SEED_CHECK,
@@ -85,6 +85,10 @@ def relog(ctx: JobContext, store: MemoryStore, session: SessionState, why: str) 
             detail=f"{why}; {len(removed)} entries removed, logged again from the cut",
         )
     ctx.runtime.state.after_purge()
+    enqueue = ctx.runtime.enqueue
+    title = session.last_title_seq
+    if enqueue is not None and title is not None and title >= session.inherited_cut:
+        enqueue(JOB_SESSION_NODE, sid, ctx.shelf)  # its own title's node went with the rest
     log.warning("fork child %s: %s; logged again from its cut", sid, why)
     return removed
 
@@ -93,7 +97,7 @@ def _written_wrong(runtime: Runtime, store: MemoryStore, session: SessionState, 
     """Why ``session``'s stored messages are not what its log renders (empty: they are)."""
     found = read_session_log(session, runtime.settings.withdrawal_kinds, segments=runtime.segments)
     expected = {
-        f"msg-{session.session_id}-{ordinal}"
+        message_name(session.session_id, ordinal)
         for seq, ordinal in found.ordinals.items()
         if seq < logged
     }
