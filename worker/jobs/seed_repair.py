@@ -133,14 +133,15 @@ def _check(ctx: JobContext) -> bool:
 def check_seeded_sessions(runtime: Runtime, shelf: str) -> list[str]:
     """At start-up: every unchecked fork child
     (:func:`worker.jobs.seed_pending.unchecked_children`) is compared with its log once; one
-    stored wrong is removed and logged again (:func:`relog`). The sessions relogged; a child
-    that cannot be checked now (its lease, the store, the log) is tried again at the next
-    start."""
-    relogged: list[str] = []
+    stored wrong is removed and logged again (:func:`relog`). Returns the sessions relogged and
+    those that could not be checked now (their lease, the store, the log: tried again at the
+    next start) — work a run did or still owes, so it is not at rest."""
+    acted: list[str] = []
     for sid in unchecked_children(runtime, shelf):
         try:
             if with_session_lease(runtime, sid, shelf, ACTION_SEED_CHECK, _check, wait_s=0):
-                relogged.append(sid)
+                acted.append(sid)
         except (PermanentJobError, TransientJobError, StoreError, OSError) as exc:
             log.warning("seed check of %s skipped for now: %s", sid, " ".join(str(exc).split()))
-    return relogged
+            acted.append(sid)
+    return acted
