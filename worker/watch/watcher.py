@@ -365,6 +365,7 @@ class Watcher:
             digest,
             generation,
             healthy=damage is None,
+            first_sight=state is None,
         )
         report.changed += 1
         report.new_events += digest.count
@@ -381,6 +382,7 @@ class Watcher:
         generation: int,
         *,
         healthy: bool,
+        first_sight: bool = False,
     ) -> None:
         sid = location.session_id
         old_end = state.durable_end_seq if state is not None else 0
@@ -413,7 +415,7 @@ class Watcher:
             )
             if healthy:  # a log that reads again is healthy again
                 repos.failures.clear(SCAN_TASK, sid)
-            if state is None and digest.cut > 0:  # a fork child first seen with its whole seed
+            if first_sight and digest.cut > 0:  # a fork child first seen with its whole seed
                 repos.audit.record(
                     ACTION_SEED_CHECK, "ok", session_id=sid, detail="seed complete at first sight"
                 )
