@@ -322,3 +322,23 @@ def _without_archives(found: dict[str, Any]) -> dict[str, Any]:
         "knowledge": [e for e in found["knowledge"] if not archive(e["name"])],
         "statements": [s for s in found["statements"] if not archive(s["head"])],
     }
+
+
+def test_a_fork_of_a_fresh_subagent_is_logged(tmp_path: Path) -> None:
+    """A subagent that was not itself a fork (a fresh one, ``isSeeded: false``, depth 1) has
+    forks of depth 2 that hold one ``end-seed {inherited: true}`` marker, not two: their seed
+    has ended at that marker, written when the child was created (its time is not older than
+    the header's ``createdAt``), and the child is logged."""
+    home = tmp_path / "live" / "dsh"
+    parent = conversation(home, PARENT, CWD, 2)
+    lines, _seed_end, child = _fork(
+        home, parent, parent.path.read_bytes().splitlines(True)[1:], depth=2
+    )
+    _write(child.path, lines, compressed=False)
+    runtime = embedded_runtime(tmp_path / "live", force_idle=True)
+    try:
+        process(runtime, consolidation=False)
+    finally:
+        runtime.close()
+    mine = sorted(e["name"] for e in dump(tmp_path / "live")["knowledge"] if CHILD in e["name"])
+    assert mine == [f"msg-{CHILD}-{n}" for n in range(6)] + [f"session-{CHILD}"]

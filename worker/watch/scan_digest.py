@@ -39,8 +39,10 @@ class ScanDigest:
     saw_node_event: bool = False
     whitelist: frozenset[str] = frozenset()
     last_marker: int | None = None
-    #: how many ``session/end-seed {inherited: true}`` markers this scan read (V2+)
+    #: how many ``session/end-seed {inherited: true}`` markers this scan read (V2+), and the
+    #: time of the last one
     seed_marks: int = 0
+    seed_mark_time: int | None = None
 
     @classmethod
     def start(
@@ -77,7 +79,7 @@ class ScanDigest:
             and event.data.get("inherited") is True
         ):
             self.cut, self.ordinal = event.seq, 0  # all before it was the parent's
-            self.seed_marks += 1
+            self.seed_marks, self.seed_mark_time = self.seed_marks + 1, event.time
         self.ordinals.append(self.ordinal)
         if event.seq >= self.cut and loggable_once(event):
             self.ordinal += 1
@@ -97,7 +99,7 @@ class ScanDigest:
     def seed_incomplete(self, header: Header) -> bool:
         """True while a V2+ seeded log read from its start shows no end of its own seed yet
         (:func:`memory.dsh.forks.seed_complete`): nothing of it is the child's for sure."""
-        return self.fresh and not seed_complete(header, self.seed_marks)
+        return self.fresh and not seed_complete(header, self.seed_marks, self.seed_mark_time)
 
     def covers(self, seq: int) -> bool:
         return self.first_seq is not None and 0 <= seq - self.first_seq < self.count
