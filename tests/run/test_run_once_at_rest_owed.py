@@ -116,13 +116,13 @@ def test_after_a_back_off_passes_a_plain_run_does_the_owed_work(
     env = _env(home, model_server)  # the model answers nothing: HTTP 500 (an outage)
     first = run_cli(["run", "--once"], env=env, timeout=300)
     assert "0 failed" not in first.stderr.splitlines()[-1], first.stderr
-    # During the back-off a run does nothing (and exits 0); once the home has settled, a full
-    # run over it may record it.
+    # During the back-off a run does nothing (the summary may also say what waits, and the run
+    # may then exit 1); once the home has settled, a full run over it could record it.
     for _ in range(3):
         _settle(home)
         waiting = run_cli(["run", "--once"], env=env, timeout=300)
-        assert waiting.returncode == 0, waiting.stderr
-        assert waiting.stderr.splitlines()[-1].endswith("0 jobs done, 0 failed"), waiting.stderr
+        assert waiting.returncode in (0, 1), waiting.stderr
+        assert "; 0 jobs done, 0 failed" in waiting.stderr, waiting.stderr
     # The model answers again and the back-off (an hour at most) has passed.
     model_server.echo = True
     code, err, path = _probe(env, offset_s=2 * 3600)
