@@ -1,6 +1,6 @@
 """The README's first-run section runs as written after its first line, on a machine where the
 project's commands are NOT on ``PATH`` (only the ``.venv/`` the first line made has them); its
-start-over block removes what the run made, and the run works again after it."""
+start-over line removes what the run made, and the run works again after it."""
 
 from __future__ import annotations
 
@@ -43,9 +43,9 @@ def test_first_run_section_runs_as_written_after_the_first_line(tmp_path: Path) 
     _run(first_line.group(1), box, env)
 
     section = _section("First run on the shipped fixtures")
-    run_block, start_over = [
-        b.statements() for b in blocks(REPO, "README.md") if b.text.strip() in section
-    ]
+    [run_block] = [b.statements() for b in blocks(REPO, "README.md") if b.text.strip() in section]
+    start_over = re.findall(r"To\s+start\s+over:\s+`([^`]+)`", section)
+    assert start_over and start_over[0].startswith("rm -rf "), section
     for line in run_block:
         shown = _run(line, box, env)
     assert shown.stdout.count('"name": "session-') == 7, shown.stdout

@@ -43,8 +43,9 @@ _SHOWN_CHARS: Final = 100
 
 
 def is_secret(name: str, value: str) -> bool:
-    """A secret by its name, or by a value holding a URL password or an inline API key."""
-    if _SECRET_NAME.search(name) or '"api_key"' in value:
+    """A secret by its name, or by a value holding a URL password or an inline API key. A name
+    ending in ``_ENV`` holds the name of another variable (``HYPATIA_LITE_EMBED_KEY_ENV``)."""
+    if (_SECRET_NAME.search(name) and not name.endswith("_ENV")) or '"api_key"' in value:
         return True
     for word in re.findall(r"[a-z][a-z0-9+.-]*://\S+", value):
         try:
@@ -84,6 +85,15 @@ def _absolute(name: str, value: str, cwd: Path) -> str:
     return str(cwd / value)
 
 
+def embedder_keys(environ: Mapping[str, str]) -> list[str]:
+    """The variable hypatia-lite's OpenAI-compatible embedder reads its key from, when the
+    environment selects that embedder (docs/stores.md)."""
+    kind = environ.get("HYPATIA_LITE_EMBEDDER", "").strip().lower()
+    if kind == "openai" or (environ.get("HYPATIA_LITE_EMBED_URL", "").strip() and not kind):
+        return [environ.get("HYPATIA_LITE_EMBED_KEY_ENV") or "OPENAI_API_KEY"]
+    return []
+
+
 def service_path(program: Path, store_binary: str | None, environ: Mapping[str, str]) -> list[str]:
     """The service's PATH: ``program``'s directory, the store binary's (found on this shell's
     PATH when not absolute; left out when not found or ``None``), then :data:`SYSTEM_PATH`."""
@@ -105,7 +115,7 @@ def carry(
     """What a service started from ``environ`` carries; see the module's docstring.
     ``store_binary``: the ``cli`` / ``mcp`` store's program (``None``: the store is in process)."""
     carried = Carried()
-    keys = [name for name in dict.fromkeys(key_names) if name]
+    keys = [name for name in dict.fromkeys([*key_names, *embedder_keys(environ)]) if name]
     chosen = sorted(
         name
         for name in environ
@@ -124,8 +134,8 @@ def carry(
     for name in keys:
         if name not in environ:
             carried.report.append(
-                f"does not carry {name} (not set here: the model route that reads its key "
-                "from it has none)"
+                f"does not carry {name} (not set here: the model route or embedder that reads "
+                "its key from it has none)"
             )
     path = service_path(program, store_binary, environ)
     carried.environment["PATH"] = ":".join(path)
