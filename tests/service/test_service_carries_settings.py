@@ -221,5 +221,30 @@ def test_print_shows_the_store_binary_directory_and_no_secret(tmp_path: Path) ->
     assert not any((tmp_path / "config").iterdir())  # --print wrote no file, no secret
 
 
+@pytest.mark.parametrize("manager", ["systemd", "launchd"])
+def test_status_compares_with_the_installed_config_file(tmp_path: Path, manager: str) -> None:
+    """The service was installed with `--config FILE` (its route reads DEEPSEEK_API_KEY): status
+    reads the settings of that file, as the service does, not this shell's config."""
+    config = tmp_path / "my $config 100%.toml"
+    config.write_text(
+        '[[model_routes]]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\n'
+        'api_key_env = "DEEPSEEK_API_KEY"\n',
+        encoding="utf-8",
+    )
+    shell = {**_env(tmp_path), "DEEPSEEK_API_KEY": SECRET, "DSH_HOME": str(tmp_path / "dsh")}
+    args = ["--manager", manager, "--config", str(config)]
+    done = run_cli(["service", "install", *args], env=shell, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert "carries DEEPSEEK_API_KEY (a secret: in the environment file, 0600)" in done.stdout
+    status = run_cli(["service", "status", "--manager", manager], env=shell, timeout=120)
+    assert "settings: the same as this shell's" in status.stdout.splitlines(), status.stdout
+    other = {**shell, "DEEPSEEK_API_KEY": "sk-other"}
+    status = run_cli(["service", "status", "--manager", manager], env=other, timeout=120)
+    assert (
+        "settings: differ from this shell's: DEEPSEEK_API_KEY (a different secret)"
+        in status.stdout.splitlines()
+    ), status.stdout
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, *sys.argv[1:]]))

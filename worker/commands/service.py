@@ -215,8 +215,14 @@ def _compared(chosen: Manager, path: Path, environ: dict[str, str]) -> str:
     from worker.service.carry import differences
     from worker.service.spec import ServiceError
 
+    argv = chosen.command(path)  # the installed --config / --dsh-home, read as the service does
+    options = {
+        flag: Path(argv[argv.index(flag) + 1])
+        for flag in ("--config", "--dsh-home")
+        if flag in argv[:-1]
+    }
     try:
-        here = _spec(chosen, environ, None, None, [])
+        here = _spec(chosen, environ, options.get("--config"), options.get("--dsh-home"), [])
     except ServiceError as exc:
         return f"cannot compare with this shell ({exc})"
     found = differences(chosen.environment(path), {**here.environment, **here.secrets})

@@ -65,10 +65,6 @@ class Carried:
     secrets: dict[str, str] = field(default_factory=dict)
     report: list[str] = field(default_factory=list)
 
-    @property
-    def everything(self) -> dict[str, str]:
-        return {**self.environment, **self.secrets}
-
 
 def _shown(name: str, value: str) -> str:
     text = value if len(value) <= _SHOWN_CHARS else value[: _SHOWN_CHARS - 1] + "…"
@@ -98,7 +94,7 @@ def service_path(program: Path, store_binary: str | None, environ: Mapping[str, 
     """The service's PATH: ``program``'s directory, the store binary's (found on this shell's
     PATH when not absolute; left out when not found or ``None``), then :data:`SYSTEM_PATH`."""
     directories = [str(program.parent)]
-    found = store_binary and shutil.which(store_binary, path=environ.get("PATH", ""))
+    found = shutil.which(store_binary, path=environ.get("PATH", "")) if store_binary else None
     if found is not None:
         directories.append(str(Path(found).absolute().parent))
     return list(dict.fromkeys([*directories, *SYSTEM_PATH]))

@@ -48,6 +48,10 @@ class Launchd:
     def env_file(self, environ: Mapping[str, str]) -> Path:
         return _home(environ) / "Library" / "Application Support" / NAME / "service.env"
 
+    def command(self, path: Path) -> list[str]:
+        argv = [str(word) for word in plistlib.loads(path.read_bytes()).get("ProgramArguments", [])]
+        return argv[4:] if argv[:3] == ["/bin/sh", "-c", SOURCE_AND_EXEC] else argv
+
     def environment(self, path: Path) -> dict[str, str]:
         agent = plistlib.loads(path.read_bytes())
         found = {str(k): str(v) for k, v in dict(agent.get("EnvironmentVariables", {})).items()}

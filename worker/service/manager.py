@@ -46,6 +46,11 @@ class Manager(Protocol):
         """Where the service's secrets go (mode 0600; written only when there are some)."""
         ...
 
+    def command(self, path: Path) -> list[str]:
+        """The command line the installed file at ``path`` runs (the worker's, after any
+        wrapper)."""
+        ...
+
     def environment(self, path: Path) -> dict[str, str]:
         """The environment the installed file at ``path`` gives the service (its env file's
         secrets included)."""

@@ -5,6 +5,7 @@ journal (stdout and stderr, identifier ``memory-worker``)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
@@ -56,6 +57,14 @@ class Systemd:
 
     def env_file(self, environ: Mapping[str, str]) -> Path:
         return self.base(environ) / NAME / "service.env"
+
+    def command(self, path: Path) -> list[str]:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            key, _, value = line.partition("=")
+            if key == "ExecStart":
+                words = re.findall(r'"(?:[^"\\]|\\.)*"', value)
+                return [unquote(word).replace("$$", "$") for word in words]
+        return []
 
     def environment(self, path: Path) -> dict[str, str]:
         found: dict[str, str] = {}
