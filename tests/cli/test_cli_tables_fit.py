@@ -109,3 +109,15 @@ def test_status_on_a_fresh_empty_home_is_one_line(tmp_path: Path) -> None:
     assert done.stdout == ""
     assert len(done.stderr.splitlines()) == 1, done.stderr
     assert done.stderr.startswith("memory-worker status: nothing recorded yet")
+
+
+def test_status_on_a_recorded_home_with_no_session_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "home").mkdir()
+    (tmp_path / "dsh" / "sessions").mkdir(parents=True)
+    assert memory_worker(tmp_path, "run", "--once").returncode == 0  # makes the state database
+    done = memory_worker(tmp_path, "status", COLUMNS="80")
+    assert done.returncode == 0, done.stderr
+    assert (done.stdout, done.stderr) == (
+        "",
+        "memory-worker status: no sessions seen yet (run `memory-worker run` or `daemon`)\n",
+    )
