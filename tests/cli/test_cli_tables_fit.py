@@ -88,6 +88,15 @@ def test_the_audit_trail_and_a_forgotten_session_use_short_ids(tmp_path: Path) -
     assert rows[0].startswith(f"│ {gone[:8]} (forgotten) ")
 
 
+def test_status_session_takes_the_short_id_a_table_shows(recorded: Path) -> None:
+    sid = _sessions(recorded)[3]
+    whole = memory_worker(recorded, "status", "--json", "--audit", "--session", sid)
+    short = memory_worker(recorded, "status", "--json", "--audit", "--session", sid[:8])
+    assert whole.returncode == short.returncode == 0, short.stderr
+    assert [row["session_id"] for row in json.loads(short.stdout)["sessions"]] == [sid]
+    assert json.loads(short.stdout) == json.loads(whole.stdout)
+
+
 def test_short_ids_are_eight_characters_or_the_shortest_unique_prefix() -> None:
     from worker.commands.tables import short_ids
 

@@ -168,11 +168,11 @@ def status(
     missing = missing_state_file(settings)
     watch = Watch(key, settings, config) if plain and missing is None else None
     if missing is None:
-        found, trail = _read(settings, audit or session is not None, session)
+        found, trail, session = _read(settings, audit or session is not None, session)
     else:  # a fresh home: the same figures from an empty state database that is not kept
         say_nothing_recorded("status", missing)
         with empty_state(settings) as empty:
-            found, trail = _read(empty, audit or session is not None, session)
+            found, trail, session = _read(empty, audit or session is not None, session)
     found["consolidation"] = "on" if consolidating(settings) else "off"
     why_off = None if consolidating(settings) else _why_off(settings)
     if watch is not None and all(
@@ -321,8 +321,9 @@ def _why_off(settings: Settings) -> str:
 
 def _read(
     settings: Settings, with_trail: bool, session: str | None
-) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
-    """The figures (with the sessions on disk not recorded) and, if asked, the audit trail."""
+) -> tuple[dict[str, Any], list[dict[str, Any]] | None, str | None]:
+    """The figures (with the sessions on disk not recorded), if asked the audit trail, and
+    ``session`` as a whole id when it was the unique prefix of one (a table's short id)."""
     from worker.commands.common import open_runtime_or_exit
     from worker.figures import figures
 
@@ -330,7 +331,27 @@ def _read(
     try:
         found = figures(runtime.state, settings.store_shelf)
         add_unrecorded(found, settings)
+        if session is not None:
+            session = _whole_id(session, [row["session_id"] for row in found["sessions"]])
         trail = audit_trail(runtime, session) if with_trail else None
     finally:
         runtime.close()
-    return found, trail
+    return found, trail, session
+
+
+def _whole_id(given: str, ids: list[str]) -> str:
+    """``given``, or the one id it is a prefix of; a prefix of several is one line, exit 1."""
+    if given in ids:
+        return given
+    matches = sorted(sid for sid in ids if sid.startswith(given))
+    if len(matches) > 1:
+        shown = ", ".join(_text(sid) for sid in matches[:5]) + (", …" if len(matches) > 5 else "")
+        err.print(
+            f"memory-worker status: {_text(given)}: ambiguous, the prefix of {len(matches)} "
+            f"sessions ({shown}); give more of the id",
+            soft_wrap=True,
+            markup=False,
+            highlight=False,
+        )
+        raise typer.Exit(1)
+    return matches[0] if matches else given
