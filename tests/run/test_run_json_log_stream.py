@@ -84,3 +84,33 @@ def test_following_writes_only_json_lines(tmp_path: Path) -> None:
         process.kill()
     records = _records(process.stderr)
     assert any(str(r["message"]).startswith("following ") for r in records), records
+
+
+def test_the_daemon_and_a_start_up_error_write_only_json_lines(tmp_path: Path) -> None:
+    (tmp_path / "home").mkdir()
+    (tmp_path / "dsh" / "sessions").mkdir(parents=True)
+    # An empty home sends no hint, so the broker (nothing listens on port 1) is never called.
+    env = cli_env(
+        tmp_path, MEMORY_WORKER_LOG_JSON="true", MEMORY_WORKER_BROKER_URL="redis://127.0.0.1:1/0"
+    )
+    process = start_cli(["daemon"], env=env, cwd=tmp_path)
+    try:
+        wait_for(lambda: "following" in process.stderr_so_far(), timeout=120, what="following")
+        os.kill(process.pid, signal.SIGTERM)
+        assert process.wait(timeout=120) == 0, process.stderr
+    finally:
+        process.kill()
+    assert _summary(_records(process.stderr)) == "stopped; 0 hints sent, 0 dropped"
+
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    broken = memory_worker(
+        tmp_path,
+        "run",
+        "--once",
+        MEMORY_WORKER_LOG_JSON="true",
+        MEMORY_WORKER_STATE_URL=f"sqlite:///{tmp_path}/a-file/state.db",
+    )
+    assert broken.returncode == 2
+    [record] = _records(broken.stderr)
+    assert record["level"] == "ERROR"
+    assert record["message"].startswith("memory-worker: cannot open the state database: ")

@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from worker.commands.options import ConfigOption, DshHomeOption, MetricsPortOption, ShelfOption, err
+from worker.commands.options import (
+    ConfigOption,
+    DshHomeOption,
+    MetricsPortOption,
+    ShelfOption,
+    err,
+    say,
+)
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -108,18 +115,8 @@ def answer_at_rest(key: str) -> bool:
         from worker.logs import setup_logging
 
         setup_logging("INFO", json_lines=True)
-    _say(line, event="summary")
+    say(line, event="summary")
     return True
-
-
-def _say(line: str, *, level: int = logging.INFO, event: str | None = None) -> None:
-    """One line of the command on standard error — a JSON record in JSON log mode."""
-    from worker.logs import json_mode, record
-
-    if json_mode():
-        record(line, level=level, **({"event": event} if event else {}))
-    else:
-        err.print(line, soft_wrap=True, markup=False, highlight=False)
 
 
 def _done_on_empty_home(settings: Settings) -> bool:
@@ -134,7 +131,7 @@ def _done_on_empty_home(settings: Settings) -> bool:
 
     with _progress_bar("reading logs") as (_progress, show):
         show("writing memory", 0, 0)
-    _say(summary_line(), event="summary")
+    say(summary_line(), event="summary")
     return True
 
 
@@ -203,7 +200,7 @@ def _run(
             _follow(runtime, target)
     except SQLAlchemyError as exc:
         line = db_error_line(exc)
-        _say(f"memory-worker: the state database failed: {line}", level=logging.ERROR)
+        say(f"memory-worker: the state database failed: {line}", level=logging.ERROR)
         raise typer.Exit(2) from None
     finally:
         runtime.close()
@@ -243,7 +240,7 @@ def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> On
     # The progress bar and the summary tell the story; per-job lines only when asked (DEBUG).
     quiet_job_lines(runtime.settings.log_level)
     if not runtime.settings.sessions_root.is_dir():
-        _say(
+        say(
             f"memory-worker: DSH home {runtime.settings.dsh_home} has no sessions directory "
             f"({runtime.settings.sessions_root}); nothing to do (check --dsh-home / $DSH_HOME)",
             level=logging.ERROR,
@@ -253,7 +250,7 @@ def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> On
     with _progress_bar(first) as (progress, _show):
 
         def _problem(line: str) -> None:
-            _say(line, level=logging.WARNING)
+            say(line, level=logging.WARNING)
 
         totals = OnceTotals()
         # SIGTERM stops the run like Ctrl-C: the store call in flight is killed with its whole
@@ -265,23 +262,23 @@ def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> On
             name = "SIGINT" if isinstance(exc, KeyboardInterrupt) else "SIGTERM"
             if progress is not None:
                 progress.stop()
-            _say(f"stopped by {name}: {totals.summary()}", event="summary")
+            say(f"stopped by {name}: {totals.summary()}", event="summary")
             raise typer.Exit(1) from None
         except SQLAlchemyError as exc:
             # A state outage mid-run: one line for it, then the summary naming every session
             # not finished (the fault guarantee), exit 1.
             if progress is not None:
                 progress.stop()
-            _say(
+            say(
                 f"memory-worker: the state database failed: {db_error_line(exc)}; stopping",
                 level=logging.ERROR,
             )
-            _say(totals.summary(), event="summary")
+            say(totals.summary(), event="summary")
             raise typer.Exit(1) from None
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
-    _say(totals.summary(), event="summary")
+    say(totals.summary(), event="summary")
     if totals.failed or totals.unscanned or totals.unfinished:
         raise typer.Exit(1)
     return totals
@@ -313,7 +310,7 @@ def _follow(runtime: Runtime, shelf: str) -> None:
     watcher = Watcher(
         runtime, runner.submit, shelf=shelf, after_session=lambda _sid: runner.run_ready()
     )
-    _say(f"following {runtime.settings.sessions_root} → shelf {shelf!r} (Ctrl-C to stop)")
+    say(f"following {runtime.settings.sessions_root} → shelf {shelf!r} (Ctrl-C to stop)")
     next_requests = 0.0
 
     def _work(_report: ScanReport) -> None:
@@ -324,7 +321,7 @@ def _follow(runtime: Runtime, shelf: str) -> None:
         runner.run_ready()
 
     watcher.run(stop, after_poll=_work)
-    _say(
+    say(
         f"stopped; {runner.stats.written} entries written, {runner.stats.retracted} retracted",
         event="summary",
     )
