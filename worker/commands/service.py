@@ -3,11 +3,13 @@ under the user's service manager: a ``systemd --user`` unit on Linux, a launchd 
 macOS (:mod:`worker.service`; docs/service.md).
 
 ``install`` writes the file (``--print``: only prints it) and loads it: enabled at login, started
-now, restarted on failure. When the manager cannot be reached (no user bus, as in a container;
-no ``launchctl``) the file is written anyway and one line says how to load it, exit 1.
-``uninstall`` unloads the service and removes exactly what ``install`` made (the file, and the
-directories it created if they are empty). ``status`` exits 0 only when the service is installed
-and running.
+now, restarted on failure. It carries this shell's settings (:mod:`worker.service.carry`), the
+secrets in an environment file of mode 0600, and says one line per setting carried or not. When
+the manager cannot be reached (no user bus, as in a container; no ``launchctl``) the file is
+written anyway and one line says how to load it, exit 1. ``uninstall`` unloads the service and
+removes exactly what ``install`` made (the file, the environment file, and the directories it
+created if they are empty). ``status`` exits 0 only when the service is installed and running,
+and says whether its settings differ from this shell's.
 
 Start-up time: this module imports only Typer and the standard library at its top level.
 """
@@ -102,8 +104,9 @@ def install(
         list[str] | None,
         typer.Option(
             "--env",
-            help="Pass this variable (NAME: its value here; NAME=VALUE) to the "
-            "service; repeatable. PATH is always passed.",
+            help="Pass this variable too (NAME: its value here; NAME=VALUE); repeatable. "
+            "MEMORY_WORKER_*, HYPATIA_*, DSH_HOME and the routes' key variables are "
+            "carried without it.",
         ),
     ] = None,
     manager: ManagerOption = None,
