@@ -30,6 +30,13 @@ JOB_FIELDS: Final = ("session", "job", "shelf", "attempt")
 
 _job: ContextVar[dict[str, Any] | None] = ContextVar("memory_worker_job", default=None)
 
+#: Whether :func:`setup_logging` was asked for JSON lines (the log stream is then JSON only).
+_json_lines: list[bool] = [False]
+
+#: The logger of the command's own lines (:func:`record`): outside the two trees, so
+#: :func:`quiet_job_lines` does not silence a run's summary.
+COMMAND_LOGGER: Final = "memory-worker"
+
 
 @contextmanager
 def job_context(job: str, session_id: str, shelf: str, attempt: int) -> Iterator[None]:
@@ -82,6 +89,7 @@ def setup_logging(level: str, *, json_lines: bool = False, console: Console | No
     """Configure the tree: JSON lines when ``json_lines``, a Rich handler on ``console`` (a
     terminal), else plain text with a timestamp (service logs stay greppable). Idempotent."""
     handler: logging.Handler
+    _json_lines[0] = json_lines
     if json_lines:
         handler = logging.StreamHandler()
         handler.setFormatter(json_formatter())
@@ -103,6 +111,19 @@ def setup_logging(level: str, *, json_lines: bool = False, console: Console | No
         logger = logging.getLogger(tree)
         logger.setLevel(level)
         logger.propagate = True
+
+
+def json_mode() -> bool:
+    """The log stream is JSON lines (``log_json``): a command writes no plain text on it."""
+    return _json_lines[0]
+
+
+def record(message: str, *, level: int = logging.INFO, **fields: Any) -> None:
+    """One record of the command itself (a summary, what it follows, a stop) on the log stream,
+    with ``fields`` (e.g. ``event="summary"``): in JSON mode, a JSON line."""
+    logger = logging.getLogger(COMMAND_LOGGER)
+    logger.setLevel(logging.INFO)
+    logger.log(level, message, extra=fields)
 
 
 def quiet_job_lines(level: str) -> None:

@@ -98,3 +98,13 @@ def test_unknown_session_is_one_line_and_exit_1(env: dict[str, str], args: tuple
     assert result.stderr.splitlines() == [
         "memory-worker status: s-typo: unknown session (not seen by the watcher)"
     ]
+
+
+def test_session_names_a_prefix_of_two_sessions_as_ambiguous(env: dict[str, str]) -> None:
+    """(A unique prefix selects its session: tests/cli/test_cli_tables_fit.py.)"""
+    both = _status(env, "--session", "s")
+    assert both.exit_code == 1
+    assert both.stderr == (
+        "memory-worker status: s: ambiguous, the prefix of 2 sessions (s-a, s-b); give more of "
+        "the id\n"
+    )

@@ -11,6 +11,7 @@ import pytest
 from rich.console import Console
 
 from worker.commands import common as run_cmd
+from worker.commands import options
 from worker.settings import load_settings
 
 
@@ -21,7 +22,7 @@ def test_busy_port_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     taken.listen()
     port = taken.getsockname()[1]
     out = io.StringIO()
-    monkeypatch.setattr(run_cmd, "err", Console(file=out, width=80))
+    monkeypatch.setattr(options, "err", Console(file=out, width=80))  # `say` prints on it
     monkeypatch.delenv("MEMORY_WORKER_STATE_URL", raising=False)
     monkeypatch.delenv("MEMORY_WORKER_CONFIG", raising=False)
     settings = load_settings(data_dir=tmp_path, metrics_port=port)

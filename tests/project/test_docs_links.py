@@ -84,7 +84,12 @@ def broken_links(path: Path, root: Path) -> list[str]:
 
 
 def _documents() -> list[Path]:
-    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    return [
+        REPO / "README.md",
+        *sorted((REPO / "docs").glob("*.md")),
+        REPO / "benchmarks" / "results.md",
+        REPO / "examples" / "README.md",
+    ]
 
 
 def test_every_relative_link_and_anchor_resolves() -> None:

@@ -131,7 +131,7 @@ def test_the_printed_launch_agent_parses(tmp_path: Path) -> None:
         "ProgramArguments": [PROGRAM, "run", "--dsh-home", str(tmp_path / "dsh")],
         "EnvironmentVariables": {
             "MEMORY_WORKER_LOG_LEVEL": "DEBUG",
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "PATH": f"{BIN.absolute()}:/usr/local/bin:/usr/bin:/bin",  # venv, system
         },
         "RunAtLoad": True,
         "KeepAlive": {"SuccessfulExit": False},

@@ -170,6 +170,8 @@ exec "{BIN / "python"}" "$@"
         for entry in BIN.iterdir():
             if not (venv / entry.name).exists() and not entry.name.startswith("python"):
                 (venv / entry.name).symlink_to(entry)
+        # The working directory is the checkout after the README's first line: `.venv/bin/…`.
+        (self.work / ".venv").symlink_to(venv.parent)
         keep = {
             k: v
             for k, v in os.environ.items()

@@ -8,6 +8,7 @@ that uses it, so a command that ends early (``run --once`` on a home at rest) ne
 
 from __future__ import annotations
 
+import logging
 import re
 import shutil
 import signal
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.markup import escape
 
-from worker.commands.options import err
+from worker.commands.options import err, say
 from worker.logs import setup_logging as configure_logging
 from worker.settings import Settings, SettingsError, load_settings
 
@@ -59,10 +60,10 @@ def serve_metrics(settings: Settings, state: StateDB | None = None) -> None:
             state = StateDB(settings.effective_state_url)
         start_metrics_server(settings.metrics_port, state, settings.store_shelf)
     except OSError as exc:
-        err.print(
+        say(
             f"memory-worker: metrics port {settings.metrics_port} unavailable: "
-            f"{escape(str(exc.strerror or exc))}; continuing without metrics",
-            soft_wrap=True,
+            f"{exc.strerror or exc}; continuing without metrics",
+            level=logging.WARNING,
         )
 
 
@@ -89,7 +90,7 @@ def open_runtime_or_exit(settings: Settings, kind: str, *, force_idle: bool = Fa
     try:
         return build_runtime(settings, owner=default_owner(kind), force_idle=force_idle)
     except MigrationsNotFound as exc:
-        err.print(f"memory-worker: {escape(str(exc))}", soft_wrap=True)
+        say(f"memory-worker: {exc}", level=logging.ERROR)
         raise typer.Exit(2) from None
     except Exception as exc:
         if not isinstance(
@@ -97,7 +98,7 @@ def open_runtime_or_exit(settings: Settings, kind: str, *, force_idle: bool = Fa
         ) and not _alembic_command_error(exc):
             raise
         line = db_error_line(exc)
-        err.print(f"memory-worker: cannot open the state database: {escape(line)}", soft_wrap=True)
+        say(f"memory-worker: cannot open the state database: {line}", level=logging.ERROR)
         raise typer.Exit(2) from None
 
 
@@ -112,12 +113,11 @@ def check_store_binary_or_exit(settings: Settings) -> None:
     """A `cli` / `mcp` store binary that is not installed is one line, exit 2 (it would
     otherwise fail every job, retried, forever)."""
     if settings.store_transport != "lite" and shutil.which(settings.store_binary) is None:
-        err.print(
+        say(
             f"memory-worker: cannot open the store: the {settings.store_transport} "
             f"transport's binary {settings.store_binary!r} was not found (set "
             "store_binary / MEMORY_WORKER_STORE_BINARY)",
-            soft_wrap=True,
-            markup=False,
+            level=logging.ERROR,
         )
         raise typer.Exit(2)
 
@@ -130,7 +130,7 @@ def check_store_or_exit(runtime: Runtime, shelf: str) -> None:
     try:
         runtime.store(shelf)
     except (StoreError, OSError) as exc:  # OSError: e.g. a hypatia-lite home it cannot create
-        err.print(f"memory-worker: cannot open the store: {escape(str(exc))}", soft_wrap=True)
+        say(f"memory-worker: cannot open the store: {exc}", level=logging.ERROR)
         raise typer.Exit(2) from None
 
 

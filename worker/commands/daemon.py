@@ -22,7 +22,7 @@ from worker.commands.options import (
     MetricsPortOption,
     QueueOption,
     ShelfOption,
-    err,
+    say,
 )
 from worker.names import DEFAULT_QUEUE
 
@@ -125,13 +125,12 @@ def daemon(
     hints = BrokerHints(setup=configure_broker)  # Celery is loaded with the first hint
     watcher = Watcher(runtime, hints, shelf=settings.store_shelf)
     stop = stop_on_signals()
-    err.print(
+    say(
         f"following {settings.sessions_root} → {mask_url(settings.broker_url)} "
-        f"queue {queue!r}, shelf {settings.store_shelf!r}",
-        soft_wrap=True,
+        f"queue {queue!r}, shelf {settings.store_shelf!r}"
     )
     try:
         watcher.run(stop)
     finally:
         runtime.close()
-    err.print(f"stopped; {hints.sent} hints sent, {hints.dropped} dropped")
+    say(f"stopped; {hints.sent} hints sent, {hints.dropped} dropped", event="summary")

@@ -8,6 +8,7 @@ needs when it runs (the helpers in :mod:`worker.commands.common`).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated
@@ -49,6 +50,18 @@ QueueOption = Annotated[
 ]
 
 err = Console(stderr=True)
+
+
+def say(line: str, *, level: int = logging.INFO, event: str | None = None) -> None:
+    """One line of a running command on standard error (what it follows, a problem, its
+    summary): in JSON log mode (``log_json``) a JSON record of the ``memory-worker`` logger with
+    ``event`` when given, so the log stream stays JSON only (:func:`worker.logs.record`)."""
+    from worker.logs import json_mode, record
+
+    if json_mode():
+        record(line, level=level, **({"event": event} if event else {}))
+    else:
+        err.print(line, soft_wrap=True, markup=False, highlight=False)
 
 
 def shown(value: object) -> str:

@@ -7,6 +7,7 @@ treating every session as idle (every tail is flushed), shows a progress bar and
 
 from __future__ import annotations
 
+import logging
 import signal
 import time
 from collections.abc import Iterator
@@ -15,9 +16,15 @@ from types import FrameType
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 
-from worker.commands.options import ConfigOption, DshHomeOption, MetricsPortOption, ShelfOption, err
+from worker.commands.options import (
+    ConfigOption,
+    DshHomeOption,
+    MetricsPortOption,
+    ShelfOption,
+    err,
+    say,
+)
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -96,13 +103,19 @@ _AT_REST_ANSWER = "run_once"
 def answer_at_rest(key: str) -> bool:
     """On a home at rest (nothing changed since a full ``run --once`` that did nothing; told from
     the environment and file metadata, before settings or the runtime load: :mod:`worker.at_rest`)
-    print that run's summary line and return True; else False (run in full)."""
+    print that run's summary line (a JSON record when that run logged JSON lines) and return
+    True; else False (run in full)."""
     from worker.at_rest import recorded
 
-    line = recorded(key, _AT_REST_ANSWER)
-    if not isinstance(line, str):
+    answer = recorded(key, _AT_REST_ANSWER)
+    if not (isinstance(answer, list) and len(answer) == 2 and isinstance(answer[0], str)):
         return False
-    err.print(line, soft_wrap=True, markup=False)
+    line, as_json = answer
+    if as_json:
+        from worker.logs import setup_logging
+
+        setup_logging("INFO", json_lines=True)
+    say(line, event="summary")
     return True
 
 
@@ -118,13 +131,23 @@ def _done_on_empty_home(settings: Settings) -> bool:
 
     with _progress_bar("reading logs") as (_progress, show):
         show("writing memory", 0, 0)
-    err.print(summary_line(), soft_wrap=True, markup=False)
+    say(summary_line(), event="summary")
     return True
 
 
+def _no_progress(_description: str | None, _completed: int, _total: int | None) -> None:
+    return None
+
+
 @contextmanager
-def _progress_bar(first: str) -> Iterator[tuple[Progress, ProgressHook]]:
-    """The run's progress bar on standard error, and the hook that moves it."""
+def _progress_bar(first: str) -> Iterator[tuple[Progress | None, ProgressHook]]:
+    """The run's progress bar on standard error, and the hook that moves it; none in JSON log
+    mode (the log stream is JSON lines only)."""
+    from worker.logs import json_mode
+
+    if json_mode():
+        yield None, _no_progress
+        return
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -185,12 +208,12 @@ def _run(
             _follow(runtime, target)
     except SQLAlchemyError as exc:
         line = db_error_line(exc)
-        err.print(f"memory-worker: the state database failed: {escape(line)}", soft_wrap=True)
+        say(f"memory-worker: the state database failed: {line}", level=logging.ERROR)
         raise typer.Exit(2) from None
     finally:
         runtime.close()
     if watch is not None and totals is not None and not started and _did_nothing(totals):
-        watch.keep(_AT_REST_ANSWER, totals.summary())
+        watch.keep(_AT_REST_ANSWER, [totals.summary(), settings.log_json])
 
 
 class _Stopped(BaseException):  # like KeyboardInterrupt: no `except Exception` stops it
@@ -225,44 +248,45 @@ def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> On
     # The progress bar and the summary tell the story; per-job lines only when asked (DEBUG).
     quiet_job_lines(runtime.settings.log_level)
     if not runtime.settings.sessions_root.is_dir():
-        err.print(
+        say(
             f"memory-worker: DSH home {runtime.settings.dsh_home} has no sessions directory "
             f"({runtime.settings.sessions_root}); nothing to do (check --dsh-home / $DSH_HOME)",
-            soft_wrap=True,
+            level=logging.ERROR,
         )
         raise typer.Exit(1)
     first = "reading logs" if children is None else f"reading logs ({children.count} processes)"
     with _progress_bar(first) as (progress, _show):
 
-        def _say(line: str) -> None:
-            err.print(line, soft_wrap=True, markup=False)
+        def _problem(line: str) -> None:
+            say(line, level=logging.WARNING)
 
         totals = OnceTotals()
         # SIGTERM stops the run like Ctrl-C: the store call in flight is killed with its whole
         # group (memory.store.cli), and the summary says what was done and what was not.
         previous = set_signal(signal.SIGTERM, _sigterm_stops)  # None off the main thread
         try:
-            run_once(runtime, shelf, children=children, progress=_show, say=_say, totals=totals)
+            run_once(runtime, shelf, children=children, progress=_show, say=_problem, totals=totals)
         except (KeyboardInterrupt, _Stopped) as exc:
             name = "SIGINT" if isinstance(exc, KeyboardInterrupt) else "SIGTERM"
-            progress.stop()
-            err.print(f"stopped by {name}: {totals.summary()}", soft_wrap=True, markup=False)
+            if progress is not None:
+                progress.stop()
+            say(f"stopped by {name}: {totals.summary()}", event="summary")
             raise typer.Exit(1) from None
         except SQLAlchemyError as exc:
             # A state outage mid-run: one line for it, then the summary naming every session
             # not finished (the fault guarantee), exit 1.
-            progress.stop()
-            err.print(
+            if progress is not None:
+                progress.stop()
+            say(
                 f"memory-worker: the state database failed: {db_error_line(exc)}; stopping",
-                soft_wrap=True,
-                markup=False,
+                level=logging.ERROR,
             )
-            err.print(totals.summary(), soft_wrap=True, markup=False)
+            say(totals.summary(), event="summary")
             raise typer.Exit(1) from None
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
-    err.print(totals.summary(), soft_wrap=True, markup=False)
+    say(totals.summary(), event="summary")
     if totals.failed or totals.unscanned or totals.unfinished:
         raise typer.Exit(1)
     return totals
@@ -294,10 +318,7 @@ def _follow(runtime: Runtime, shelf: str) -> None:
     watcher = Watcher(
         runtime, runner.submit, shelf=shelf, after_session=lambda _sid: runner.run_ready()
     )
-    err.print(
-        f"following {runtime.settings.sessions_root} → shelf {shelf!r} (Ctrl-C to stop)",
-        soft_wrap=True,
-    )
+    say(f"following {runtime.settings.sessions_root} → shelf {shelf!r} (Ctrl-C to stop)")
     next_requests = 0.0
 
     def _work(_report: ScanReport) -> None:
@@ -308,7 +329,7 @@ def _follow(runtime: Runtime, shelf: str) -> None:
         runner.run_ready()
 
     watcher.run(stop, after_poll=_work)
-    err.print(
+    say(
         f"stopped; {runner.stats.written} entries written, {runner.stats.retracted} retracted",
-        soft_wrap=True,
+        event="summary",
     )

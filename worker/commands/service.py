@@ -3,11 +3,13 @@ under the user's service manager: a ``systemd --user`` unit on Linux, a launchd 
 macOS (:mod:`worker.service`; docs/service.md).
 
 ``install`` writes the file (``--print``: only prints it) and loads it: enabled at login, started
-now, restarted on failure. When the manager cannot be reached (no user bus, as in a container;
-no ``launchctl``) the file is written anyway and one line says how to load it, exit 1.
-``uninstall`` unloads the service and removes exactly what ``install`` made (the file, and the
-directories it created if they are empty). ``status`` exits 0 only when the service is installed
-and running.
+now, restarted on failure. It carries this shell's settings (:mod:`worker.service.carry`), the
+secrets in an environment file of mode 0600, and says one line per setting carried or not. When
+the manager cannot be reached (no user bus, as in a container; no ``launchctl``) the file is
+written anyway and one line says how to load it, exit 1. ``uninstall`` unloads the service and
+removes exactly what ``install`` made (the file, the environment file, and the directories it
+created if they are empty). ``status`` exits 0 only when the service is installed and running,
+and says whether its settings differ from this shell's.
 
 Start-up time: this module imports only Typer and the standard library at its top level.
 """
@@ -25,6 +27,7 @@ from worker.commands.options import ConfigOption, DshHomeOption
 
 if TYPE_CHECKING:
     from worker.service.manager import Manager
+    from worker.service.spec import ServiceSpec
 
 service_app = typer.Typer(
     name="service",
@@ -101,35 +104,44 @@ def install(
         list[str] | None,
         typer.Option(
             "--env",
-            help="Pass this variable (NAME: its value here; NAME=VALUE) to the "
-            "service; repeatable. PATH is always passed.",
+            help="Pass this variable too (NAME: its value here; NAME=VALUE); repeatable. "
+            "MEMORY_WORKER_*, HYPATIA_*, DSH_HOME and the routes' key variables are "
+            "carried without it.",
         ),
     ] = None,
     manager: ManagerOption = None,
     dsh_home: DshHomeOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Write, enable and start the service that runs `memory-worker run`."""
-    from worker.service.spec import ServiceError, build_spec
-    from worker.settings import SettingsError, load_settings
+    """Write, enable and start the service that runs `memory-worker run`, with the settings
+    of this shell (one line each for what it carries and what it does not)."""
+    from worker.service import envfile
+    from worker.service.spec import ServiceError, remove_empty_parents
 
     chosen = _manager(manager)
     environ = _environment()
     try:
-        spec = build_spec(
-            config=config, dsh_home=dsh_home, env_names=list(env or []), environ=environ
-        )
-        # A configuration the service could not start with fails here, not at every restart.
-        load_settings(config, **({"dsh_home": dsh_home} if dsh_home is not None else {}))
+        spec = _spec(chosen, environ, config, dsh_home, list(env or []))
         content = chosen.render(spec, environ)
-    except (ServiceError, SettingsError) as exc:
+        secrets = envfile.render(spec.secrets) if spec.env_file is not None else None
+    except ServiceError as exc:
         raise _fail(str(exc)) from None
+    for line in spec.report:
+        typer.echo(line, err=print_)
+    if spec.env_file is not None:
+        typer.echo(f"environment file (mode 0600): {spec.env_file}", err=print_)
     if print_:
         sys.stdout.buffer.write(content)
         return
     path = chosen.file(environ)
     if path.exists():
         chosen.unload(path)  # an update: the new file replaces the loaded one
+    old_secrets = chosen.env_file(environ)
+    if secrets is not None and spec.env_file is not None:
+        _write(spec.env_file, secrets, chosen.base(environ))
+    elif old_secrets.exists():  # none now: the last install's go
+        old_secrets.unlink()
+        remove_empty_parents(old_secrets, chosen.base(environ))
     _write(path, content, chosen.base(environ))
     logs = chosen.log_directory(environ)
     if logs is not None:
@@ -142,6 +154,33 @@ def install(
             1,
         )
     typer.echo(f"installed and started {path}; logs: {chosen.log_hint(environ)}")
+
+
+def _spec(
+    chosen: Manager,
+    environ: dict[str, str],
+    config: Path | None,
+    dsh_home: Path | None,
+    env: list[str],
+) -> ServiceSpec:
+    """The service of this shell's settings; a configuration the service could not start with
+    fails here (:class:`~worker.service.spec.ServiceError`), not at every restart."""
+    from worker.service.spec import ServiceError, build_spec
+    from worker.settings import SettingsError, load_settings
+
+    try:
+        settings = load_settings(config, **({"dsh_home": dsh_home} if dsh_home else {}))
+    except SettingsError as exc:
+        raise ServiceError(str(exc)) from None
+    return build_spec(
+        config=config,
+        dsh_home=dsh_home,
+        env_names=env,
+        environ=environ,
+        store_binary=settings.store_binary if settings.store_transport != "lite" else None,
+        key_names=tuple(r.api_key_env for r in settings.model_routes if r.api_key_env),
+        env_file=chosen.env_file(environ),
+    )
 
 
 @service_app.command("uninstall")
@@ -158,6 +197,10 @@ def uninstall(manager: ManagerOption = None) -> None:
     unloaded = chosen.unload(path)
     path.unlink()
     remove_empty_parents(path, chosen.base(environ))
+    secrets = chosen.env_file(environ)
+    if secrets.exists():
+        secrets.unlink()
+        remove_empty_parents(secrets, chosen.base(environ))
     logs = chosen.log_directory(environ)
     if logs is not None:  # only if the service never wrote a log there
         remove_empty_parents(logs / "-", chosen.base(environ))
@@ -168,6 +211,27 @@ def uninstall(manager: ManagerOption = None) -> None:
             f"{SAY}: {chosen.name} was not reachable ({unloaded.line}): nothing was stopped here",
             err=True,
         )
+
+
+def _compared(chosen: Manager, path: Path, environ: dict[str, str]) -> str:
+    """Whether the installed service's environment is the one this shell would give it."""
+    from worker.service.carry import differences
+    from worker.service.spec import ServiceError
+
+    argv = chosen.command(path)  # the installed --config / --dsh-home, read as the service does
+    options = {
+        flag: Path(argv[argv.index(flag) + 1])
+        for flag in ("--config", "--dsh-home")
+        if flag in argv[:-1]
+    }
+    try:
+        here = _spec(chosen, environ, options.get("--config"), options.get("--dsh-home"), [])
+    except ServiceError as exc:
+        return f"cannot compare with this shell ({exc})"
+    found = differences(chosen.environment(path), {**here.environment, **here.secrets})
+    if not found:
+        return "the same as this shell's"
+    return "differ from this shell's: " + "; ".join(found)
 
 
 @service_app.command("status")
@@ -182,5 +246,6 @@ def status(manager: ManagerOption = None) -> None:
     state = chosen.state(path)
     typer.echo(f"installed: {path}")
     typer.echo(f"{chosen.name}: {state.line}")
+    typer.echo(f"settings: {_compared(chosen, path, environ)}")
     typer.echo(f"logs: {chosen.log_hint(environ)}")
     raise typer.Exit(0 if state.running else 1)

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from worker.commands.options import ConfigOption, DshHomeOption, ShelfOption, WideOption, err
 from worker.commands.options import shown as _text
-from worker.commands.tables import print_table
+from worker.commands.tables import print_table, short_ids
 
 if TYPE_CHECKING:
     from worker.jobs.runtime import Runtime
@@ -95,7 +95,8 @@ def add_unrecorded(found: dict[str, Any], settings: Settings) -> None:
 def _print_audit(trail: list[dict[str, Any]], wide: bool) -> None:
     table = Table(title="audit trail")
     for column in ("at", "session", "action", "entry", "cause", "outcome", "detail"):
-        table.add_column(column)
+        table.add_column(column, no_wrap=column in ("at", "session"))
+    ids = _ids([row["session_id"] for row in trail if row["session_id"]], wide)
     for row in trail:
         cause = (
             f"{row['source_kind']} @ {row['cause_marker_seq']}"
@@ -104,7 +105,7 @@ def _print_audit(trail: list[dict[str, Any]], wide: bool) -> None:
         )
         table.add_row(
             row["at"][:19],
-            _text(row["session_id"] or "-"),
+            _text(ids.get(row["session_id"], "-")),
             row["action"],
             _text(row["subject"] or "-"),
             _text(cause),
@@ -116,6 +117,11 @@ def _print_audit(trail: list[dict[str, Any]], wide: bool) -> None:
 
 #: The status columns of short numbers: kept on one line, so the text columns get the width.
 _NUMBERS = frozenset({"end", "logged", "lag", "cons.", "cons. lag", "pending"})
+
+
+def _ids(ids: list[str], wide: bool) -> dict[str, str]:
+    """Session ids as a table shows them: short at the terminal's width, whole with --wide."""
+    return {sid: sid for sid in ids} if wide else short_ids(ids)
 
 
 def _cell(value: object) -> str:
@@ -162,11 +168,11 @@ def status(
     missing = missing_state_file(settings)
     watch = Watch(key, settings, config) if plain and missing is None else None
     if missing is None:
-        found, trail = _read(settings, audit or session is not None, session)
+        found, trail, session = _read(settings, audit or session is not None, session)
     else:  # a fresh home: the same figures from an empty state database that is not kept
         say_nothing_recorded("status", missing)
         with empty_state(settings) as empty:
-            found, trail = _read(empty, audit or session is not None, session)
+            found, trail, session = _read(empty, audit or session is not None, session)
     found["consolidation"] = "on" if consolidating(settings) else "off"
     why_off = None if consolidating(settings) else _why_off(settings)
     if watch is not None and all(
@@ -223,6 +229,15 @@ def _show(
     if trail is not None:
         _print_audit(trail, wide)
     rows, total = found["sessions"], found["total"]
+    if not rows and session is None:  # nothing here: one line (or the fresh home's, said)
+        if recorded:
+            err.print(
+                "memory-worker status: no sessions seen yet (run `memory-worker run` or `daemon`)",
+                soft_wrap=True,
+                markup=False,
+                highlight=False,
+            )
+        return
     off = why_off is not None
     table = Table(
         title=f"memory-worker status (shelf {found['shelf']}"
@@ -241,7 +256,8 @@ def _show(
         "lease",
         "last failure",
     ):
-        table.add_column(column, no_wrap=column in _NUMBERS)
+        table.add_column(column, no_wrap=column in _NUMBERS or column == "session")
+    ids = _ids([row["session_id"] for row in rows], wide)
     for row in rows:
         failure = row["last_failure"]
         problem = (
@@ -252,7 +268,7 @@ def _show(
             else "-"
         )
         table.add_row(
-            _text(row["session_id"]) + (" (forgotten)" if row["forgotten"] else ""),
+            _text(ids[row["session_id"]]) + (" (forgotten)" if row["forgotten"] else ""),
             _text(row["project"]),
             _cell(row["durable_end_seq"]),
             _cell(row["last_logged_seq"]),
@@ -288,9 +304,8 @@ def _show(
             "summaries are written, so there is no consolidation lag to drain",
             markup=False,
             highlight=False,
+            soft_wrap=True,
         )
-    if not rows and session is None and recorded:
-        err.print("no sessions seen yet (run `memory-worker run` or `daemon`)")
 
 
 def consolidating(settings: Settings) -> bool:
@@ -306,8 +321,9 @@ def _why_off(settings: Settings) -> str:
 
 def _read(
     settings: Settings, with_trail: bool, session: str | None
-) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
-    """The figures (with the sessions on disk not recorded) and, if asked, the audit trail."""
+) -> tuple[dict[str, Any], list[dict[str, Any]] | None, str | None]:
+    """The figures (with the sessions on disk not recorded), if asked the audit trail, and
+    ``session`` as a whole id when it was the unique prefix of one (a table's short id)."""
     from worker.commands.common import open_runtime_or_exit
     from worker.figures import figures
 
@@ -315,7 +331,27 @@ def _read(
     try:
         found = figures(runtime.state, settings.store_shelf)
         add_unrecorded(found, settings)
+        if session is not None:
+            session = _whole_id(session, [row["session_id"] for row in found["sessions"]])
         trail = audit_trail(runtime, session) if with_trail else None
     finally:
         runtime.close()
-    return found, trail
+    return found, trail, session
+
+
+def _whole_id(given: str, ids: list[str]) -> str:
+    """``given``, or the one id it is a prefix of; a prefix of several is one line, exit 1."""
+    if given in ids:
+        return given
+    matches = sorted(sid for sid in ids if sid.startswith(given))
+    if len(matches) > 1:
+        shown = ", ".join(_text(sid) for sid in matches[:5]) + (", …" if len(matches) > 5 else "")
+        err.print(
+            f"memory-worker status: {_text(given)}: ambiguous, the prefix of {len(matches)} "
+            f"sessions ({shown}); give more of the id",
+            soft_wrap=True,
+            markup=False,
+            highlight=False,
+        )
+        raise typer.Exit(1)
+    return matches[0] if matches else given

@@ -19,7 +19,7 @@ from typing import Annotated
 
 import typer
 
-from worker.commands.options import ConfigOption, MetricsPortOption, QueueOption, err
+from worker.commands.options import ConfigOption, MetricsPortOption, QueueOption, say
 from worker.names import DEFAULT_QUEUE
 
 
@@ -77,10 +77,7 @@ def worker_command(
     serve_metrics(settings)  # the sum over every pool process (multiprocess mode)
     node = name or f"memory-worker-{os.getpid()}@{socket.gethostname()}"
     argv = celery_argv(queue, settings.concurrency, pool, settings.log_level, node)
-    err.print(
-        f"celery worker {node} on queue {queue!r} ({pool.value} × {settings.concurrency})",
-        soft_wrap=True,
-    )
+    say(f"celery worker {node} on queue {queue!r} ({pool.value} × {settings.concurrency})")
     tasks.app.worker_main(argv)
 
 

@@ -69,7 +69,10 @@ def _create_state(database: Path) -> bool:
         return False
     if head is None:
         return False
-    database.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        database.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:  # a file where a directory should be, no permission: the full path says so
+        return False
     with directory_lock(database.parent):
         return not database.exists() and create_from_template(database, head)
 

@@ -13,10 +13,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
+from worker.service import envfile
 from worker.service.manager import Answer, State, call
 from worker.service.spec import NAME, RESTART_DELAY_S, ServiceSpec
 
 LABEL: Final = f"local.{NAME}"
+
+#: launchd has no environment-file key: with secrets the agent runs ``sh``, which exports the
+#: file's variables (``set -a``; ``$0`` is the file) and then execs the worker (``"$@"``).
+SOURCE_AND_EXEC: Final = 'set -a && . "$0" && set +a && exec "$@"'
 
 
 def _home(environ: Mapping[str, str]) -> Path:
@@ -40,11 +45,29 @@ class Launchd:
     def file(self, environ: Mapping[str, str]) -> Path:
         return _home(environ) / "Library" / "LaunchAgents" / f"{LABEL}.plist"
 
+    def env_file(self, environ: Mapping[str, str]) -> Path:
+        return _home(environ) / "Library" / "Application Support" / NAME / "service.env"
+
+    def command(self, path: Path) -> list[str]:
+        argv = [str(word) for word in plistlib.loads(path.read_bytes()).get("ProgramArguments", [])]
+        return argv[4:] if argv[:3] == ["/bin/sh", "-c", SOURCE_AND_EXEC] else argv
+
+    def environment(self, path: Path) -> dict[str, str]:
+        agent = plistlib.loads(path.read_bytes())
+        found = {str(k): str(v) for k, v in dict(agent.get("EnvironmentVariables", {})).items()}
+        argv = list(agent.get("ProgramArguments", []))
+        if argv[:3] == ["/bin/sh", "-c", SOURCE_AND_EXEC] and Path(argv[3]).is_file():
+            found.update(envfile.parse(Path(argv[3]).read_text(encoding="utf-8")))
+        return found
+
     def render(self, spec: ServiceSpec, environ: Mapping[str, str]) -> bytes:
         log = str(log_file(environ))
+        argv = spec.argv
+        if spec.env_file is not None:
+            argv = ["/bin/sh", "-c", SOURCE_AND_EXEC, str(spec.env_file), *argv]
         agent = {
             "Label": LABEL,
-            "ProgramArguments": spec.argv,
+            "ProgramArguments": argv,
             "EnvironmentVariables": dict(sorted(spec.environment.items())),
             "RunAtLoad": True,
             "KeepAlive": {"SuccessfulExit": False},

@@ -42,6 +42,20 @@ class Manager(Protocol):
 
     def render(self, spec: ServiceSpec, environ: Mapping[str, str]) -> bytes: ...
 
+    def env_file(self, environ: Mapping[str, str]) -> Path:
+        """Where the service's secrets go (mode 0600; written only when there are some)."""
+        ...
+
+    def command(self, path: Path) -> list[str]:
+        """The command line the installed file at ``path`` runs (the worker's, after any
+        wrapper)."""
+        ...
+
+    def environment(self, path: Path) -> dict[str, str]:
+        """The environment the installed file at ``path`` gives the service (its env file's
+        secrets included)."""
+        ...
+
     def log_directory(self, environ: Mapping[str, str]) -> Path | None:
         """A directory the service logs into that install must create (``None``: none)."""
         ...

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from worker.service.carry import carry, is_secret
+
 #: The name of the unit (``NAME.service``) and the suffix of the LaunchAgent's label.
 NAME: Final = "dsh-memory-worker"
 
@@ -31,12 +33,16 @@ class ServiceError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class ServiceSpec:
-    """``program`` and ``arguments`` (argv without the program), the environment to set, and
-    the stop timeout."""
+    """``program`` and ``arguments`` (argv without the program), the environment to set in the
+    unit, the ``secrets`` to set from ``env_file`` (mode 0600; see
+    :mod:`worker.service.carry`), what install says it carried, and the stop timeout."""
 
     program: Path
     arguments: tuple[str, ...]
     environment: dict[str, str] = field(default_factory=dict)
+    secrets: dict[str, str] = field(default_factory=dict)
+    env_file: Path | None = None
+    report: tuple[str, ...] = ()
     stop_timeout_s: int = STOP_TIMEOUT_S
 
     @property
@@ -59,11 +65,25 @@ def memory_worker_program() -> Path:
     return Path(found).absolute()
 
 
+def documentation() -> Path | None:
+    """docs/service.md of the checkout this package runs from (an editable install), if any."""
+    page = Path(__file__).resolve().parents[2] / "docs" / "service.md"
+    return page if page.is_file() else None
+
+
 def build_spec(
-    *, config: Path | None, dsh_home: Path | None, env_names: list[str], environ: dict[str, str]
+    *,
+    config: Path | None,
+    dsh_home: Path | None,
+    env_names: list[str],
+    environ: dict[str, str],
+    store_binary: str | None = None,
+    key_names: tuple[str, ...] = (),
+    env_file: Path | None = None,
 ) -> ServiceSpec:
     """The spec of ``memory-worker run [--config FILE] [--dsh-home DIR]``: paths made absolute,
-    ``PATH`` and every ``env_names`` variable copied from ``environ`` (``NAME=VALUE`` sets one)."""
+    the variables :func:`worker.service.carry.carry` chooses from ``environ``, and every
+    ``env_names`` variable (``NAME=VALUE`` sets one); secrets go to ``env_file``."""
     arguments = ["run"]
     if config is not None:
         config = config.expanduser().absolute()
@@ -72,9 +92,12 @@ def build_spec(
         arguments += ["--config", str(config)]
     if dsh_home is not None:
         arguments += ["--dsh-home", str(dsh_home.expanduser().absolute())]
-    environment: dict[str, str] = {}
-    if "PATH" in environ:  # the store's binary (cli / mcp transports) is looked up on it
-        environment["PATH"] = environ["PATH"]
+    program = memory_worker_program()
+    carried = carry(
+        environ, program=program, store_binary=store_binary, key_names=key_names, cwd=Path.cwd()
+    )
+    environment, secrets = carried.environment, carried.secrets
+    report = list(carried.report)
     for item in env_names:
         name, equals, value = item.partition("=")
         if not name or not name.replace("_", "a").isalnum() or name[0].isdigit():
@@ -83,8 +106,20 @@ def build_spec(
             if name not in environ:
                 raise ServiceError(f"--env {name}: not set in this environment (give {name}=VALUE)")
             value = environ[name]
-        environment[name] = value
-    return ServiceSpec(memory_worker_program(), tuple(arguments), environment)
+        environment.pop(name, None)
+        secrets.pop(name, None)
+        (secrets if is_secret(name, value) else environment)[name] = value
+        report.append(f"carries {name} (--env)")
+    if secrets and env_file is None:
+        raise ServiceError(f"{', '.join(sorted(secrets))}: a secret, and no environment file")
+    return ServiceSpec(
+        program,
+        tuple(arguments),
+        environment,
+        secrets,
+        env_file if secrets else None,
+        tuple(report),
+    )
 
 
 def remove_empty_parents(path: Path, stop: Path) -> list[Path]:

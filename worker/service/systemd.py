@@ -5,12 +5,14 @@ journal (stdout and stderr, identifier ``memory-worker``)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
+from worker.service import envfile
 from worker.service.manager import Answer, State, call
-from worker.service.spec import NAME, RESTART_DELAY_S, ServiceError, ServiceSpec
+from worker.service.spec import NAME, RESTART_DELAY_S, ServiceError, ServiceSpec, documentation
 
 UNIT: Final = f"{NAME}.service"
 
@@ -26,6 +28,21 @@ def quote(word: str, *, command: bool) -> str:
     return f'"{text}"'
 
 
+def unquote(word: str) -> str:
+    """The value of one word :func:`quote` wrote (``command=False``)."""
+    text = word[1:-1] if len(word) >= 2 and word[0] == word[-1] == '"' else word
+    out, escaped = [], False
+    for ch in text:
+        if escaped:
+            out.append(ch)
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        else:
+            out.append(ch)
+    return "".join(out).replace("%%", "%")
+
+
 class Systemd:
     name = "systemd"
 
@@ -38,12 +55,40 @@ class Systemd:
     def file(self, environ: Mapping[str, str]) -> Path:
         return self.base(environ) / "systemd" / "user" / UNIT
 
+    def env_file(self, environ: Mapping[str, str]) -> Path:
+        return self.base(environ) / NAME / "service.env"
+
+    def command(self, path: Path) -> list[str]:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            key, _, value = line.partition("=")
+            if key == "ExecStart":
+                words = re.findall(r'"(?:[^"\\]|\\.)*"', value)
+                return [unquote(word).replace("$$", "$") for word in words]
+        return []
+
+    def environment(self, path: Path) -> dict[str, str]:
+        found: dict[str, str] = {}
+        files = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            key, _, value = line.partition("=")
+            if key == "Environment":
+                name, _, setting = unquote(value).partition("=")
+                found[name] = setting
+            elif key == "EnvironmentFile":
+                files.append(Path(value.lstrip("-").replace("%%", "%")))
+        for file in files:
+            if file.is_file():
+                found.update(envfile.parse(file.read_text(encoding="utf-8")))
+        return found
+
     def render(self, spec: ServiceSpec, environ: Mapping[str, str]) -> bytes:
+        page = documentation()
         lines = [
             "# Written by `memory-worker service install`; `memory-worker service uninstall`",
             "# removes it. Logs: journalctl --user -u dsh-memory-worker",
             "[Unit]",
             "Description=dsh-memory-worker: DSH session logs into Hypatia memory",
+            *([f"Documentation={page.as_uri().replace('%', '%%')}"] if page is not None else []),
             # Up to 5 failed starts in 10 minutes, then it stays failed (status says so).
             "StartLimitIntervalSec=600",
             "StartLimitBurst=5",
@@ -54,6 +99,11 @@ class Systemd:
             *(
                 f"Environment={quote(f'{k}={v}', command=False)}"
                 for k, v in sorted(spec.environment.items())
+            ),
+            *(
+                [f"EnvironmentFile={str(spec.env_file).replace('%', '%%')}"]
+                if spec.env_file is not None
+                else []
             ),
             "Restart=on-failure",
             f"RestartSec={RESTART_DELAY_S}",
