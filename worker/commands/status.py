@@ -167,8 +167,11 @@ def status(
         say_nothing_recorded("status", missing)
         with empty_state(settings) as empty:
             found, trail = _read(empty, audit or session is not None, session)
+    from worker.consolidation_state import annotate_status_rows, consolidating, why_off_of
+
     found["consolidation"] = "on" if consolidating(settings) else "off"
-    why_off = None if consolidating(settings) else _why_off(settings)
+    why_off = why_off_of(settings)
+    annotate_status_rows(found["sessions"], why_off)
     if watch is not None and all(
         row["lease"] is None and row["last_failure"] is None for row in found["sessions"]
     ):
@@ -291,17 +294,6 @@ def _show(
         )
     if not rows and session is None and recorded:
         err.print("no sessions seen yet (run `memory-worker run` or `daemon`)")
-
-
-def consolidating(settings: Settings) -> bool:
-    """Consolidation runs: enabled, with a model route to call."""
-    return settings.consolidation_enabled and bool(settings.model_routes)
-
-
-def _why_off(settings: Settings) -> str:
-    if not settings.consolidation_enabled:
-        return "consolidation_enabled is false"
-    return "no model route: set model_routes / MEMORY_WORKER_MODEL_ROUTES"
 
 
 def _read(

@@ -50,6 +50,8 @@ class SessionLine:
     forgotten: bool
     failures: int = 0
     last_error: str | None = None
+    #: the task of the session's newest failure
+    last_task: str | None = None
 
     @property
     def lag(self) -> int:
@@ -155,7 +157,7 @@ class BrowseRepo:
         failures = self._failures([row[0] for row in rows[:limit]])
         lines = []
         for row in rows[:limit]:
-            count, error = failures.get(row[0], (0, None))
+            count, error, task = failures.get(row[0], (0, None, None))
             sid_, project, title, activity, end, cut, logged, consolidated, closed, gone = row
             lines.append(
                 SessionLine(
@@ -171,23 +173,24 @@ class BrowseRepo:
                     bool(gone),
                     count,
                     error,
+                    task,
                 )
             )
         return Page(lines, lines[-1].cursor if len(rows) > limit else None)
 
-    def _failures(self, session_ids: list[str]) -> dict[str, tuple[int, str | None]]:
-        """Per session: how many tasks are failing, and the newest one's last error."""
+    def _failures(self, session_ids: list[str]) -> dict[str, tuple[int, str | None, str | None]]:
+        """Per session: how many tasks are failing, and the newest one's last error and task."""
         if not session_ids:
             return {}
-        found: dict[str, tuple[int, str | None]] = {}
+        found: dict[str, tuple[int, str | None, str | None]] = {}
         query = (
-            select(FailureRow.session_id, FailureRow.last_error)
+            select(FailureRow.session_id, FailureRow.last_error, FailureRow.task)
             .where(FailureRow.session_id.in_(session_ids))
             .order_by(FailureRow.last_at.desc(), FailureRow.id.desc())
         )
-        for sid, error in self._conn.execute(query):
-            count, newest = found.get(sid, (0, error))
-            found[sid] = (count + 1, newest)
+        for sid, error, task in self._conn.execute(query):
+            count, newest, newest_task = found.get(sid, (0, error, task))
+            found[sid] = (count + 1, newest, newest_task)
         return found
 
     def audit(
