@@ -27,10 +27,12 @@ from worker.state.models import (
 T = TypeVar("T")
 R = TypeVar("R", AuditEntry, Retraction)
 
-#: A session's last activity; a session whose log never grew since it was first seen sorts by
-#: the time it was first seen.
+#: A session's last activity: the time of its newest message, from the log; a session no scan
+#: read a timed message of (none yet, or scanned before the column existed) sorts by when its
+#: log last grew, or else by when it was first seen.
 ACTIVITY = cast(  # never NULL: created_at is not
-    "ColumnElement[dt.datetime]", func.coalesce(SessionRow.last_activity_at, SessionRow.created_at)
+    "ColumnElement[dt.datetime]",
+    func.coalesce(SessionRow.last_message_at, SessionRow.last_activity_at, SessionRow.created_at),
 )
 
 
@@ -48,6 +50,8 @@ class SessionLine:
     last_consolidated_seq: int
     closed: bool
     forgotten: bool
+    #: the time of the newest message read from its log (``None``: none read yet)
+    last_message_at: dt.datetime | None = None
     failures: int = 0
     last_error: str | None = None
     #: the task of the session's newest failure
@@ -133,6 +137,7 @@ class BrowseRepo:
                 func.coalesce(ProgressRow.last_consolidated_seq, 0),
                 SessionRow.closed_at.is_not(None),
                 SessionRow.forgotten,
+                SessionRow.last_message_at,
             )
             .outerjoin(
                 ProgressRow,
@@ -158,7 +163,7 @@ class BrowseRepo:
         lines = []
         for row in rows[:limit]:
             count, error, task = failures.get(row[0], (0, None, None))
-            sid_, project, title, activity, end, cut, logged, consolidated, closed, gone = row
+            sid_, project, title, activity, end, cut, logged, consolidated, closed, gone, last = row
             lines.append(
                 SessionLine(
                     sid_,
@@ -171,6 +176,7 @@ class BrowseRepo:
                     consolidated,
                     bool(closed),
                     bool(gone),
+                    last,
                     count,
                     error,
                     task,
