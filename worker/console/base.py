@@ -98,6 +98,9 @@ def clip(value: object, limit: int = 80) -> str:
     space = cut.rfind(" ")
     if space >= limit // 2:
         cut = cut[:space]
+    opened = cut.rfind("(")
+    if opened >= limit // 2 and ")" not in cut[opened:]:
+        cut = cut[:opened]  # never end inside a parenthesis: "tool (NOT…" reads as cut
     return cut.rstrip(" ,;:.-(") + "…"
 
 

@@ -37,11 +37,16 @@ class Hit:
 
 def query_words(query: str) -> list[str]:
     """What to mark of a query, longest first: each of its terms as typed (quotes, brackets
-    and a leading ``-`` or ``+`` left out, so ``"sum-s-1-0-4"`` is marked whole) and each word
-    in them."""
-    terms = {t.strip("\"'()[]{}*").lstrip("+-").casefold() for t in query.split()}
-    terms |= {w.casefold() for w in _WORD.findall(query)}
-    return sorted((t for t in terms if len(t) > 1 or t.isdigit()), key=lambda w: (-len(w), w))
+    and a leading ``+`` left out, so ``"sum-s-1-0-4"`` is marked whole) and each word in them;
+    a term excluded with a leading ``-`` is not marked, nor is a single character (it would
+    mark every digit of a date)."""
+    terms: set[str] = set()
+    for token in query.split():
+        if token.startswith("-"):
+            continue
+        term = token.strip("\"'()[]{}*").lstrip("+").casefold()
+        terms |= {term, *(w.casefold() for w in _WORD.findall(term))}
+    return sorted((t for t in terms if len(t) > 1), key=lambda w: (-len(w), w))
 
 
 def snippet(text: str, words: list[str], width: int = SNIPPET) -> list[tuple[str, bool]]:
