@@ -180,6 +180,8 @@ def test_session_as_memory_sees_it(browser: Any, console: RunningConsole, home: 
     assert SECRET not in page.content()
     shot(page, home, "session")
     opened = rows[retracted[0]]
+    opened.scroll_into_view_if_needed()
+    shot(page, home, "session-withdrawn")
     opened.locator("details.withdrawn-text summary").click()
     assert opened.locator(".memtext").is_visible()
     assert home.alpha.canaries[retracted[0]] in opened.locator(".memtext").inner_text()
