@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from worker.jobs.runtime import Runtime
     from worker.settings import Settings
 
+# One vocabulary with the console (docs/console.md): consolidation on or off, and each row's state.
+from worker.consolidation_state import annotate_status_rows, consolidating
+from worker.consolidation_state import why_off_of as _why_off
+
 
 def audit_trail(runtime: Runtime, session_id: str | None = None) -> list[dict[str, Any]]:
     """Retraction records and audit entries (repairs, forgets, runs), in time order."""
@@ -167,10 +171,8 @@ def status(
         say_nothing_recorded("status", missing)
         with empty_state(settings) as empty:
             found, trail = _read(empty, audit or session is not None, session)
-    from worker.consolidation_state import annotate_status_rows, consolidating, why_off_of
-
     found["consolidation"] = "on" if consolidating(settings) else "off"
-    why_off = why_off_of(settings)
+    why_off = None if consolidating(settings) else _why_off(settings)
     annotate_status_rows(found["sessions"], why_off)
     if watch is not None and all(
         row["lease"] is None and row["last_failure"] is None for row in found["sessions"]

@@ -82,8 +82,8 @@ class Console:
 
 
 def console_of(request: Request) -> Console:
-    """The console an endpoint serves (set on the application by :func:`worker.console.app.
-    build_app`)."""
+    """The console an endpoint serves (``app.state.console``, set by
+    :func:`worker.console.app.build_app`)."""
     console: Console = request.app.state.console
     return console
 
