@@ -38,11 +38,11 @@ class ScanDigest:
     step_end_after_turn: bool = False
     step_end_time: int | None = None
     title: Event | None = None
+    #: the newest ``time`` (Unix ms) of a user or assistant message event read
+    last_message_ms: int | None = None
     saw_node_event: bool = False
     whitelist: frozenset[str] = frozenset()
     last_marker: int | None = None
-    #: the newest ``time`` (Unix ms) of a user or assistant message event read
-    last_message_ms: int | None = None
 
     @classmethod
     def start(
@@ -97,6 +97,14 @@ class ScanDigest:
             self.last_marker = event.seq
         self.count += 1
 
+    def covers(self, seq: int) -> bool:
+        return self.first_seq is not None and 0 <= seq - self.first_seq < self.count
+
+    def ordinal_at(self, seq: int) -> int:
+        """The message ordinal before ``seq`` (0 inside a fork's inherited prefix)."""
+        assert self.first_seq is not None
+        return 0 if seq <= self.cut else self.ordinals[seq - self.first_seq]
+
     @property
     def last_message_at(self) -> dt.datetime | None:
         """:attr:`last_message_ms` as a time (``None``: none read, or a time no date holds)."""
@@ -106,11 +114,3 @@ class ScanDigest:
             return dt.datetime.fromtimestamp(self.last_message_ms / 1000, dt.UTC)
         except (OverflowError, OSError, ValueError):
             return None
-
-    def covers(self, seq: int) -> bool:
-        return self.first_seq is not None and 0 <= seq - self.first_seq < self.count
-
-    def ordinal_at(self, seq: int) -> int:
-        """The message ordinal before ``seq`` (0 inside a fork's inherited prefix)."""
-        assert self.first_seq is not None
-        return 0 if seq <= self.cut else self.ordinals[seq - self.first_seq]
