@@ -103,3 +103,33 @@ def test_session_pages_are_the_whole_log_in_order(tmp_path: Path) -> None:
         assert seqs == found.seqs
     finally:
         runtime.close()
+
+
+def test_sessions_are_dated_by_their_last_message_not_the_file(tmp_path: Path) -> None:
+    """The demo's V4 session was written in 2026-09 (its events' times); its file is from
+    today. The sessions page dates it, sorts it and filters it by its last message's time."""
+    import json
+
+    from worker.commands.demo_home import lay_out_fixtures
+    from worker.watch.watcher import Watcher
+
+    lay_out_fixtures(REPO / "tests" / "fixtures" / "dsh", tmp_path / "dsh")
+    (log,) = (tmp_path / "dsh").rglob("7d3c1f0e-*/session.v4.jsonl")
+    events = [json.loads(line) for line in log.read_text().splitlines()[1:]]
+    last_ms = max(e["time"] for e in events if e["type"] in ("user/message", "assistant/message"))
+    last = dt.datetime.fromtimestamp(last_ms / 1000, dt.UTC)
+    assert dt.datetime.fromtimestamp(log.stat().st_mtime, dt.UTC) - last > dt.timedelta(days=30)
+    runtime = embedded_runtime(tmp_path)
+    try:
+        Watcher(runtime, lambda *args: None).poll_once()
+        with runtime.state.read() as repos:
+            browse = BrowseRepo(repos.conn)
+            (line,) = [r for r in browse.sessions("default").rows if r.session_id in log.parts[-2]]
+            day = last.replace(hour=0, minute=0, second=0, microsecond=0)
+            that_day = browse.sessions("default", since=day, until=day + dt.timedelta(days=1))
+            later = browse.sessions("default", since=day + dt.timedelta(days=1))
+        assert line.last_message_at == last and line.activity == last
+        assert line.session_id in {r.session_id for r in that_day.rows}
+        assert line.session_id not in {r.session_id for r in later.rows}
+    finally:
+        runtime.close()

@@ -76,8 +76,14 @@ def lite(home: Home) -> dict[str, str]:
 
 
 def _derived(page: str) -> list[str]:
-    table = page.split('<table id="derived">')[1].split("</table>")[0]
-    return re.findall(r'href="/entry\?name=([^"]+)"', table)
+    section = page.split('<div id="derived">')[1].split("<h2>Bookkeeping</h2>")[0]
+    return re.findall(r'href="/entry\?name=([^"]+)"', section)
+
+
+def _texts(page: str) -> list[str]:
+    """The text of each summary, archive and work unit on a session page."""
+    section = page.split('<div id="derived">')[1].split("<h2>Bookkeeping</h2>")[0]
+    return re.findall(r'<div class="memtext">(.*?)</div>', section, re.S)
 
 
 @pytest.mark.parametrize("transport", ["cli", pytest.param("mcp", marks=pytest.mark.integration)])
@@ -87,8 +93,10 @@ def test_other_transports_show_the_same_memory(
     other = _pages(home, transport)
     assert _derived(other["session"]) == _derived(lite["session"])
     assert len(_derived(lite["session"])) >= 3  # summaries, an archive, work units
-    text = other["entry"].split('id="entry-text">')[1].split("</pre>")[0]
-    assert text == lite["entry"].split('id="entry-text">')[1].split("</pre>")[0]
+    assert _texts(other["session"]) == _texts(lite["session"])
+    assert home.alpha.canary("1", "ASK") in _texts(lite["session"])[0]
+    text = other["entry"].split('id="entry-text">')[1].split("</div>")[0]
+    assert text == lite["entry"].split('id="entry-text">')[1].split("</div>")[0]
     assert home.alpha.canary("1", "ASK") in text
     assert "msg-s-beta-0" in other["search"] and 'href="/session?id=s-beta"' in other["search"]
     assert re.search(r'id="verdict" class="good">0 leaks in 4 withdrawn messages', other["verify"])

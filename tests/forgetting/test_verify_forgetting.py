@@ -231,7 +231,7 @@ def test_a_forgotten_session_leaves_no_trace(tmp_path: Path) -> None:
     assert [m.seq for m in after.sources.messages if m.name == f"session-{V4}"] == [9, 32, 54]
     assert len([m for m in after.sources.messages if m.why == "forgotten"]) == 8 + 3
     assert after.summary() == (
-        f"0 leaks in 0 withdrawn messages and 1 forgotten sessions "
+        f"0 leaks in 0 withdrawn messages and 1 forgotten session "
         f"({after.place_count} places searched)"
     )
 

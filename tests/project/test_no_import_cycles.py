@@ -36,7 +36,7 @@ WORKER_FLOORS: tuple[tuple[str, ...], ...] = (
     ("worker.run",),
     ("worker.watch", "worker.verify"),
     ("worker.jobs",),
-    ("worker.observability", "worker.shipping", "worker.figures"),
+    ("worker.observability", "worker.shipping", "worker.figures", "worker.consolidation_state"),
     ("worker.state",),
     ("worker.settings", "worker.logs", "worker.names", "worker.demo", "worker.store_config"),
 )

@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from worker.jobs.runtime import Runtime
     from worker.settings import Settings
 
+# One vocabulary with the console (docs/console.md): consolidation on or off, and each row's state.
+from worker.consolidation_state import annotate_status_rows, consolidating
+from worker.consolidation_state import why_off_of as _why_off
+
 
 def audit_trail(runtime: Runtime, session_id: str | None = None) -> list[dict[str, Any]]:
     """Retraction records and audit entries (repairs, forgets, runs), in time order."""
@@ -175,6 +179,7 @@ def status(
             found, trail, session = _read(empty, audit or session is not None, session)
     found["consolidation"] = "on" if consolidating(settings) else "off"
     why_off = None if consolidating(settings) else _why_off(settings)
+    annotate_status_rows(found["sessions"], why_off)
     if watch is not None and all(
         row["lease"] is None and row["last_failure"] is None for row in found["sessions"]
     ):
@@ -306,17 +311,6 @@ def _show(
             highlight=False,
             soft_wrap=True,
         )
-
-
-def consolidating(settings: Settings) -> bool:
-    """Consolidation runs: enabled, with a model route to call."""
-    return settings.consolidation_enabled and bool(settings.model_routes)
-
-
-def _why_off(settings: Settings) -> str:
-    if not settings.consolidation_enabled:
-        return "consolidation_enabled is false"
-    return "no model route: set model_routes / MEMORY_WORKER_MODEL_ROUTES"
 
 
 def _read(

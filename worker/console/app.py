@@ -48,10 +48,10 @@ def build_app(console: Console) -> Starlette:
     routes = [
         Route("/", home),
         Route("/static/console.css", _css),
-        *pages.routes(console),
-        *actions.routes(console),
+        *pages.ROUTES,
+        *actions.ROUTES,
     ]
-    return Starlette(
+    app = Starlette(
         routes=routes,
         middleware=[Middleware(Guard, access=console.access)],
         exception_handlers={
@@ -63,3 +63,5 @@ def build_app(console: Console) -> Starlette:
             TransientJobError: failed,
         },
     )
+    app.state.console = console
+    return app

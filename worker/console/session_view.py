@@ -24,7 +24,7 @@ from memory.entries import message_name
 from memory.messages import is_loggable, message_blocks, message_ordinals, role_of, source_kind
 from memory.redaction.engine import find_secrets
 from memory.span import message_body
-from memory.titles import TitleChoice, survey_titles
+from memory.titles import CHECKPOINT_KIND, TitleChoice, survey_titles
 from memory.withdrawal import find_markers
 from worker.jobs.log_span import span_options_for
 from worker.jobs.logread import END, checkpoint_index, log_source, read_window
@@ -76,6 +76,11 @@ class MessageView:
     marker_kind: str = ""
     retraction: str = ""
     redactions: list[str] = field(default_factory=list)
+
+    @property
+    def checkpoint(self) -> bool:
+        """A compaction checkpoint: the context a compaction put back (never kept)."""
+        return self.role == CHECKPOINT_KIND
 
 
 class Surveys:

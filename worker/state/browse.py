@@ -27,10 +27,12 @@ from worker.state.models import (
 T = TypeVar("T")
 R = TypeVar("R", AuditEntry, Retraction)
 
-#: A session's last activity; a session whose log never grew since it was first seen sorts by
-#: the time it was first seen.
+#: A session's last activity: the time of its newest message, from the log; a session no scan
+#: read a timed message of (none yet, or scanned before the column existed) sorts by when its
+#: log last grew, or else by when it was first seen.
 ACTIVITY = cast(  # never NULL: created_at is not
-    "ColumnElement[dt.datetime]", func.coalesce(SessionRow.last_activity_at, SessionRow.created_at)
+    "ColumnElement[dt.datetime]",
+    func.coalesce(SessionRow.last_message_at, SessionRow.last_activity_at, SessionRow.created_at),
 )
 
 
@@ -48,8 +50,12 @@ class SessionLine:
     last_consolidated_seq: int
     closed: bool
     forgotten: bool
+    #: the time of the newest message read from its log (``None``: none read yet)
+    last_message_at: dt.datetime | None = None
     failures: int = 0
     last_error: str | None = None
+    #: the task of the session's newest failure
+    last_task: str | None = None
 
     @property
     def lag(self) -> int:
@@ -131,6 +137,7 @@ class BrowseRepo:
                 func.coalesce(ProgressRow.last_consolidated_seq, 0),
                 SessionRow.closed_at.is_not(None),
                 SessionRow.forgotten,
+                SessionRow.last_message_at,
             )
             .outerjoin(
                 ProgressRow,
@@ -155,8 +162,8 @@ class BrowseRepo:
         failures = self._failures([row[0] for row in rows[:limit]])
         lines = []
         for row in rows[:limit]:
-            count, error = failures.get(row[0], (0, None))
-            sid_, project, title, activity, end, cut, logged, consolidated, closed, gone = row
+            count, error, task = failures.get(row[0], (0, None, None))
+            sid_, project, title, activity, end, cut, logged, consolidated, closed, gone, last = row
             lines.append(
                 SessionLine(
                     sid_,
@@ -169,25 +176,27 @@ class BrowseRepo:
                     consolidated,
                     bool(closed),
                     bool(gone),
+                    last,
                     count,
                     error,
+                    task,
                 )
             )
         return Page(lines, lines[-1].cursor if len(rows) > limit else None)
 
-    def _failures(self, session_ids: list[str]) -> dict[str, tuple[int, str | None]]:
-        """Per session: how many tasks are failing, and the newest one's last error."""
+    def _failures(self, session_ids: list[str]) -> dict[str, tuple[int, str | None, str | None]]:
+        """Per session: how many tasks are failing, and the newest one's last error and task."""
         if not session_ids:
             return {}
-        found: dict[str, tuple[int, str | None]] = {}
+        found: dict[str, tuple[int, str | None, str | None]] = {}
         query = (
-            select(FailureRow.session_id, FailureRow.last_error)
+            select(FailureRow.session_id, FailureRow.last_error, FailureRow.task)
             .where(FailureRow.session_id.in_(session_ids))
             .order_by(FailureRow.last_at.desc(), FailureRow.id.desc())
         )
-        for sid, error in self._conn.execute(query):
-            count, newest = found.get(sid, (0, error))
-            found[sid] = (count + 1, newest)
+        for sid, error, task in self._conn.execute(query):
+            count, newest, newest_task = found.get(sid, (0, error, task))
+            found[sid] = (count + 1, newest, newest_task)
         return found
 
     def audit(

@@ -148,6 +148,11 @@ class SessionRow(Base):
         "last_activity_at", UTCDateTime(), nullable=True
     )
     """When the log last grew (drives idle-close)."""
+    last_message_at: ColumnClause[dt.datetime | None] = Column(
+        "last_message_at", UTCDateTime(), nullable=True
+    )
+    """The time of the newest user or assistant message event read from the log (its own
+    ``time``, not the file's); NULL until a scan reads one (the console dates sessions by it)."""
     closed_at: ColumnClause[dt.datetime | None] = Column("closed_at", UTCDateTime(), nullable=True)
     """Set when the session was idle-closed (its tail flushed and consolidation owed)."""
     forgotten: ColumnClause[bool] = Column(

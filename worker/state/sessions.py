@@ -108,6 +108,7 @@ class SessionRepo:
         last_turn_end_seq: int | None = None,
         title: tuple[int, str | None] | None = None,
         last_activity_at: dt.datetime | None = None,
+        last_message_at: dt.datetime | None = None,
     ) -> SessionState:
         """Record a scan of ``session_id``'s log, creating the row on first sight.
 
@@ -116,7 +117,7 @@ class SessionRepo:
         replaced: the old checkpoints are dropped. ``title`` is ``(seq, text)`` and replaces
         the stored title only when its seq is newer (a ``None`` text moves only the seq: the
         ``session_node`` job owns ``title_text``). Growth (a larger durable end) clears
-        ``closed_at``.
+        ``closed_at``. ``last_message_at``: the time of the newest message the scan read.
         """
         now = self._clock()
         current = self.get(session_id)
@@ -164,6 +165,8 @@ class SessionRepo:
                 values["title_text"] = storable_text(title[1])
         if last_activity_at is not None:
             values["last_activity_at"] = last_activity_at
+        if last_message_at is not None:
+            values["last_message_at"] = last_message_at
         if durable_end_seq > current.durable_end_seq:
             values["closed_at"] = None
         self._update(session_id, values)

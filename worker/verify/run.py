@@ -75,9 +75,11 @@ class Report:
         return self.entries + self.statements + len(self.places)
 
     def summary(self) -> str:
+        withdrawn, forgotten = self.sources.withdrawn_count, len(self.sources.forgotten)
         return (
-            f"{len(self.leaks)} leaks in {self.sources.withdrawn_count} withdrawn messages and "
-            f"{len(self.sources.forgotten)} forgotten sessions "
+            f"{len(self.leaks)} leaks in {withdrawn} withdrawn "
+            f"{'message' if withdrawn == 1 else 'messages'} and "
+            f"{forgotten} forgotten {'session' if forgotten == 1 else 'sessions'} "
             f"({self.place_count} places searched)"
         )
 

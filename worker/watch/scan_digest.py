@@ -3,6 +3,7 @@ time, so a scan holds one ordinal per event and nothing else of the log."""
 
 from __future__ import annotations
 
+import datetime as dt
 from array import array
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -13,6 +14,8 @@ from memory.span import loggable_once
 from memory.span_cut import SESSION_NODE_EVENTS, STEP_END, TURN_END
 from memory.withdrawal import is_marker
 from worker.state.sessions import SessionState
+
+_MESSAGES = frozenset({"user/message", "assistant/message"})
 
 
 @dataclass(slots=True)
@@ -36,6 +39,8 @@ class ScanDigest:
     step_end_after_turn: bool = False
     step_end_time: int | None = None
     title: Event | None = None
+    #: the newest ``time`` (Unix ms) of a user or assistant message event read
+    last_message_ms: int | None = None
     saw_node_event: bool = False
     whitelist: frozenset[str] = frozenset()
     last_marker: int | None = None
@@ -83,6 +88,8 @@ class ScanDigest:
         self.ordinals.append(self.ordinal)
         if event.seq >= self.cut and loggable_once(event):
             self.ordinal += 1
+        if event.type in _MESSAGES and event.time is not None:
+            self.last_message_ms = max(self.last_message_ms or event.time, event.time)
         if event.type == TURN_END:
             self.last_turn_end = event.seq
             self.step_end_after_turn, self.step_end_time = False, None
@@ -108,3 +115,13 @@ class ScanDigest:
         """The message ordinal before ``seq`` (0 inside a fork's inherited prefix)."""
         assert self.first_seq is not None
         return 0 if seq <= self.cut else self.ordinals[seq - self.first_seq]
+
+    @property
+    def last_message_at(self) -> dt.datetime | None:
+        """:attr:`last_message_ms` as a time (``None``: none read, or a time no date holds)."""
+        if self.last_message_ms is None:
+            return None
+        try:
+            return dt.datetime.fromtimestamp(self.last_message_ms / 1000, dt.UTC)
+        except (OverflowError, OSError, ValueError):
+            return None

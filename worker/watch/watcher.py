@@ -412,6 +412,7 @@ class Watcher:
                 last_turn_end_seq=digest.last_turn_end,
                 title=title,
                 last_activity_at=activity if digest.count or state is None else None,
+                last_message_at=digest.last_message_at,
             )
             if healthy:  # a log that reads again is healthy again
                 repos.failures.clear(SCAN_TASK, sid)
