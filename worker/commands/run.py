@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from worker.at_rest import Watch
     from worker.jobs.runtime import Runtime
+    from worker.jobs.owed_archives import OwedArchives
     from worker.run.once_children import OnceChildren, OnceTotals
     from worker.run.once_parallel import ProgressHook
     from worker.run.runner import InProcessRunner
@@ -171,8 +172,12 @@ def _run(
 
             started += resume_repairs(runtime, target)  # finish repairs a crash interrupted
         started += backfill_consolidation(runtime, target)
+        owed = _regenerate_owed_archives(runtime, target)
+        started += owed.regenerated
         if once:
             totals = _run_once(runtime, target, children)
+            if owed.owed:  # the summary is printed; this run did not finish what forget owed
+                raise typer.Exit(1)
         else:
             _follow(runtime, target)
     except SQLAlchemyError as exc:
@@ -183,6 +188,26 @@ def _run(
         runtime.close()
     if watch is not None and totals is not None and not started and _did_nothing(totals):
         watch.keep(_AT_REST_ANSWER, totals.summary())
+
+
+def _regenerate_owed_archives(runtime: Runtime, shelf: str) -> OwedArchives:
+    """Regenerate the archives ``forget`` dropped without a model; one line when some stay
+    owed (the model still does not answer)."""
+    from worker.jobs.owed_archives import OwedArchives
+
+    with runtime.state.read() as repos:
+        if not repos.audit.owed_archives():  # usually: the repair machinery loads only if not
+            return OwedArchives()
+    from worker.jobs.owed_archives import regenerate_owed_archives
+
+    owed = regenerate_owed_archives(runtime, shelf)
+    if owed.owed:
+        err.print(
+            f"memory-worker: {len(owed.owed)} archive(s) dropped by forget are owed a "
+            f"regeneration ({escape(owed.why)}); the next run with a model answering does it",
+            soft_wrap=True,
+        )
+    return owed
 
 
 class _Stopped(BaseException):  # like KeyboardInterrupt: no `except Exception` stops it
@@ -261,6 +286,7 @@ def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> On
 
 
 _REQUEST_POLL_S = 5.0
+_OWED_POLL_S = 60.0
 
 
 def _submit_reconsolidations(runtime: Runtime, runner: InProcessRunner, shelf: str) -> None:
@@ -291,12 +317,16 @@ def _follow(runtime: Runtime, shelf: str) -> None:
         soft_wrap=True,
     )
     next_requests = 0.0
+    next_owed = time.monotonic() + _OWED_POLL_S  # the start of ``run`` tried them already
 
     def _work(_report: ScanReport) -> None:
-        nonlocal next_requests
+        nonlocal next_requests, next_owed
         if time.monotonic() >= next_requests:  # reconsolidation requests from the CLI
             next_requests = time.monotonic() + _REQUEST_POLL_S
             _submit_reconsolidations(runtime, runner, shelf)
+        if time.monotonic() >= next_owed:  # archives a model-less forget dropped
+            next_owed = time.monotonic() + _OWED_POLL_S
+            _regenerate_owed_archives(runtime, shelf)
         runner.run_ready()
 
     watcher.run(stop, after_poll=_work)

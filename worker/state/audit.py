@@ -27,6 +27,9 @@ ACTION_UNIT = "repair-work-unit"
 #: A summary over messages a model-less ``relog`` re-rendered: its rewrite waits for a model
 #: route (closed by the ``repair-summary`` of that rewrite).
 ACTION_RELOG_OWED = "relog-owed"
+#: An archive ``forget`` dropped without a model call: its regeneration is owed (closed by its
+#: ``repair-archive`` outcome, :mod:`worker.jobs.owed_archives`).
+ACTION_ARCHIVE_OWED = "archive-owed"
 
 
 @dataclass(frozen=True)
@@ -249,6 +252,11 @@ class AuditRepo:
                 ACTION_RELOG_OWED, ACTION_SUMMARY, session_id=session_id
             )
         }
+
+    def owed_archives(self) -> list[tuple[str, str]]:
+        """``(session, archive)`` pairs: archives a ``forget`` of the session dropped and no
+        regeneration has closed since."""
+        return self.unclosed(ACTION_ARCHIVE_OWED, ACTION_ARCHIVE)
 
     def sessions_with_unclosed(self, opening: str, closing: str) -> list[str]:
         """The sessions :meth:`unclosed` names, in order."""
