@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from worker.at_rest import Watch
-    from worker.jobs.runtime import Runtime
     from worker.jobs.owed_archives import OwedArchives
+    from worker.jobs.runtime import Runtime
     from worker.run.once_children import OnceChildren, OnceTotals
     from worker.run.once_parallel import ProgressHook
     from worker.run.runner import InProcessRunner

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from functools import partial
 
 from memory.store.base import StoreError
 from worker.jobs.context import JobContext
@@ -52,9 +53,7 @@ def regenerate_owed_archives(runtime: Runtime, shelf: str) -> OwedArchives:
     result = OwedArchives()
     for sid, names in owed_archives(runtime).items():
         try:
-            done = with_session_lease(
-                runtime, sid, shelf, JOB_RETRACT, lambda ctx, names=names: _regenerate(ctx, names)
-            )
+            done = with_session_lease(runtime, sid, shelf, JOB_RETRACT, partial(_regenerate, names))
         except (StoreError, TransientJobError, OSError) as exc:
             result.owed += names
             result.why = " ".join(str(exc).split())
@@ -69,7 +68,7 @@ def regenerate_owed_archives(runtime: Runtime, shelf: str) -> OwedArchives:
     return result
 
 
-def _regenerate(ctx: JobContext, names: list[str]) -> list[str]:
+def _regenerate(names: list[str], ctx: JobContext) -> list[str]:
     client = model_client(ctx.runtime, ctx.session_id)
     if client is None:
         return []

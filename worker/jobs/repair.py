@@ -30,8 +30,8 @@ retracted instead (one warning). ``forget`` never waits for a model (``owe_archi
 archive above a forgotten summary that keeps other members is *owed* — the intent
 ``archive-owed`` is recorded, then its entry is deleted while its ``summary`` edges to the members
 left stay — and :mod:`worker.jobs.owed_archives` regenerates it under the same name once a model
-answers (its ``repair-archive`` outcome closes the intent). A store without delete cannot be repaired (one warning, the
-failure audited).
+answers (its ``repair-archive`` outcome closes the intent). A store without delete cannot be
+repaired (one warning, the failure audited).
 """
 
 from __future__ import annotations
