@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from memory.dsh.events import APPEND, SURFACE_TYPES, Event, Header, Message, Problem, Replace
-from memory.dsh.ranges import RangeError, decode_seq_ranges
+from memory.dsh.ranges import CitesPastRow, RangeError, decode_seq_ranges
 from memory.dsh.vocabulary import (
     KNOWN_TYPES,
     LEGACY_TYPE_RENAMES,
@@ -126,7 +126,10 @@ class RowNormaliser:
     def _sources(self, raw: Any, seq: int) -> tuple[int, ...]:
         """A row's decoded ``sourceEventSeqs``; none (with a problem noted) when malformed."""
         try:
-            return decode_seq_ranges(raw)
+            return decode_seq_ranges(raw, below=seq)
+        except CitesPastRow as exc:  # damage; what it cites of the log still counts
+            self.invalid(seq, f"{exc}; only the {len(exc.kept)} seqs before it are read")
+            return exc.kept
         except RangeError as exc:
             self.invalid(seq, str(exc))
             return ()
