@@ -10,6 +10,7 @@ from typing import Any, Literal
 from sqlalchemy import Connection, Select, bindparam, func, insert, select
 
 from worker.state._sql import one_line
+from worker.state.entry_ids import stable_id
 from worker.state.leases import Clock
 from worker.state.models import AuditRow, RetractionRow, utcnow
 
@@ -186,7 +187,9 @@ class AuditRepo:
         source_kind: str | None = None,
         detail: str | None = None,
     ) -> int:
-        """Log one repair (``reconsolidate``, ``forget``, ``repair-edges``...); returns its id."""
+        """Log one repair (``reconsolidate``, ``forget``, ``repair-edges``...); returns its id.
+        A work unit's name is kept as its stable id (:mod:`worker.state.entry_ids`)."""
+        subject = None if subject is None else stable_id(subject)
         return int(
             self._conn.execute(
                 insert(AuditRow)

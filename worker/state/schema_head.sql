@@ -1,4 +1,4 @@
--- state database schema at alembic revision shipping_1
+-- state database schema at alembic revision stable_unit_ids_1
 -- written by `python -m worker.state.write_template`; do not edit
 CREATE TABLE alembic_version (
 	version_num VARCHAR(32) NOT NULL, 
@@ -135,4 +135,4 @@ CREATE TABLE log_segments (
 	shipped_at DATETIME NOT NULL, 
 	CONSTRAINT pk_log_segments PRIMARY KEY (session_id, generation, byte_offset)
 );
-INSERT INTO alembic_version (version_num) VALUES ('shipping_1');
+INSERT INTO alembic_version (version_num) VALUES ('stable_unit_ids_1');
