@@ -16,6 +16,8 @@ from bytes_support import TokenSession, leaks, present, shelf_files, state_files
 from canary_support import canary_reply, cli, cli_env, dump, process, runtime_for
 from model_server import ModelServer, model_server_fixture  # noqa: F401
 
+from worker.watch.owed import owed_work
+
 pytestmark = pytest.mark.integration
 
 #: A model route nothing listens on (port 9 is "discard"; connections are refused here).
@@ -25,16 +27,17 @@ DOWN = json.dumps(
 
 
 def _homes(
-    roots: tuple[Path, Path], model_server: ModelServer, monkeypatch: pytest.MonkeyPatch
+    roots: tuple[Path, ...], model_server: ModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[TokenSession, TokenSession]:
-    """Two homes over the same logs: two sessions of one project, consolidated in two steps,
-    so each home holds two tier-2 archives and a tier-3 one, each with text of both."""
-    first, second = roots
+    """Homes over the same logs: two sessions of one project, consolidated in two steps, so
+    each home holds two tier-2 archives and a tier-3 one, each with text of both."""
+    first = roots[0]
     a = TokenSession.start(first, "s-a")
     b = TokenSession.start(first, "s-b")
 
     def step() -> None:
-        shutil.copytree(first / "dsh", second / "dsh", dirs_exist_ok=True)
+        for other in roots[1:]:
+            shutil.copytree(first / "dsh", other / "dsh", dirs_exist_ok=True)
         for root in roots:
             runtime = runtime_for(root, model_server, monkeypatch)
             process(runtime)
@@ -121,3 +124,27 @@ def test_forget_with_the_model_down_removes_now_and_regenerates_later(
     assert leaks(_files(down_home), doomed) == []
     verified = cli(["verify-forgetting"], cli_env(down_home, model_server))
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def test_the_daemon_reconcile_regenerates_what_forget_owes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_server: ModelServer
+) -> None:
+    """The distributed mode's path: the reconcile owes a ``retract`` job for the forgotten
+    session, which regenerates the archives (and a retry while the model fails keeps them
+    owed)."""
+    model_server.responder = canary_reply
+    _, b = _homes((tmp_path,), model_server, monkeypatch)
+    archives = sorted(n for n in _store(tmp_path)[0] if n.startswith(("sum2-", "sum3-")))
+    gone = cli(["forget", "s-b"], cli_env(tmp_path, model_server, MEMORY_WORKER_MODEL_ROUTES=DOWN))
+    assert gone.returncode == 0, gone.stderr
+    assert not [n for n in _store(tmp_path)[0] if n in archives]
+
+    runtime = runtime_for(tmp_path, model_server, monkeypatch)
+    owed = [(o.job, o.session_id, o.why) for o in owed_work(runtime, "default")]
+    assert owed == [("retract", "s-b", "owed archives")]
+    process(runtime)
+    assert owed_work(runtime, "default") == []
+    runtime.close()
+    now = _store(tmp_path)[0]
+    assert sorted(n for n in now if n in archives) == archives
+    assert leaks(_files(tmp_path), list(b.canaries.values())) == []

@@ -198,7 +198,7 @@ def _regenerate_owed_archives(runtime: Runtime, shelf: str) -> OwedArchives:
     with runtime.state.read() as repos:
         if not repos.audit.owed_archives():  # usually: the repair machinery loads only if not
             return OwedArchives()
-    from worker.jobs.owed_archives import regenerate_owed_archives
+    from worker.jobs.retract import regenerate_owed_archives
 
     owed = regenerate_owed_archives(runtime, shelf)
     if owed.owed:

@@ -3,28 +3,22 @@
 ``forget`` never waits for a model (:mod:`worker.jobs.forget`): an archive above a forgotten
 summary that keeps other members has its entry deleted at once and an ``archive-owed`` intent
 recorded, its ``summary`` edges to the members left kept. Every ``run`` (at its start, and about
-once a minute while it follows) regenerates those archives from their members under the same
-name, lowest tier first, through the same :class:`worker.jobs.repair.Repairer` a repair uses —
-the store then holds what a ``forget`` with the model answering leaves. The ``repair-archive``
-outcome closes the intent; a model that still fails leaves it open for the next run.
+once a minute while it follows: :func:`worker.jobs.retract.regenerate_owed_archives`) and the
+daemon's reconcile (a ``retract`` job for the forgotten session, :mod:`worker.watch.owed`)
+regenerate those archives from their members under the same name, lowest tier first, through
+the same :class:`worker.jobs.repair.Repairer` a repair uses — the store then holds what a
+``forget`` with the model answering leaves. The ``repair-archive`` outcome closes the intent; a
+model that still fails leaves it open for the next run.
 """
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
-from functools import partial
 
-from memory.store.base import StoreError
 from worker.jobs.context import JobContext
-from worker.jobs.logread import TransientJobError
 from worker.jobs.repair import Repairer
 from worker.jobs.repair_plan import model_client
-from worker.jobs.retract import with_session_lease
 from worker.jobs.runtime import Runtime
-from worker.names import JOB_RETRACT
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -47,28 +41,9 @@ def owed_archives(runtime: Runtime) -> dict[str, list[str]]:
     return owed
 
 
-def regenerate_owed_archives(runtime: Runtime, shelf: str) -> OwedArchives:
-    """Regenerate every owed archive (see the module docstring); errors are reported in the
-    result, never raised (the next run tries again)."""
-    result = OwedArchives()
-    for sid, names in owed_archives(runtime).items():
-        try:
-            done = with_session_lease(runtime, sid, shelf, JOB_RETRACT, partial(_regenerate, names))
-        except (StoreError, TransientJobError, OSError) as exc:
-            result.owed += names
-            result.why = " ".join(str(exc).split())
-            continue
-        result.regenerated += done
-    left = owed_archives(runtime)
-    result.owed = sorted(name for names in left.values() for name in names)
-    if result.owed and not result.why:
-        result.why = "no model route is configured"
-    if result.regenerated:
-        log.info("regenerated %d archive(s) forget had dropped", len(result.regenerated))
-    return result
-
-
-def _regenerate(names: list[str], ctx: JobContext) -> list[str]:
+def regenerate_in(names: list[str], ctx: JobContext) -> list[str]:
+    """Regenerate ``names`` (owed by ``ctx``'s forgotten session) under its lease: the archives
+    regenerated or retracted. A model that fails raises :class:`TransientJobError`."""
     client = model_client(ctx.runtime, ctx.session_id)
     if client is None:
         return []
@@ -79,4 +54,4 @@ def _regenerate(names: list[str], ctx: JobContext) -> list[str]:
     return repairer.report.regenerated + repairer.report.retracted
 
 
-__all__ = ["OwedArchives", "owed_archives", "regenerate_owed_archives"]
+__all__ = ["OwedArchives", "owed_archives", "regenerate_in"]
