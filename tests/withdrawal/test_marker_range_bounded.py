@@ -93,3 +93,22 @@ def test_a_marker_citing_past_the_log_is_damage_recorded_once(tmp_path: Path, wi
         assert done.returncode == 0, done.stderr
         assert "MemoryError" not in done.stderr and "not scanned" not in done.stderr
         assert names(home) == expected
+
+
+def test_a_decoded_range_stays_a_range() -> None:
+    """Decoding keeps ranges as ranges: membership by comparison, ``len`` without expanding;
+    order and equality as written."""
+    from memory.dsh.ranges import CitesPastRow, RangeError, SeqRanges, decode_seq_ranges
+
+    wide = decode_seq_ranges([3, [5, 10**12], 10**12 + 2])
+    assert isinstance(wide, SeqRanges) and wide.pieces == ((3, 3), (5, 10**12), (10**12 + 2,) * 2)
+    assert len(wide) == 10**12 - 5 + 1 + 2
+    assert 4 not in wide and 10**12 + 1 not in wide and -1 not in wide
+    assert all(s in wide for s in (3, 5, 10**9, 10**12, 10**12 + 2))
+    assert decode_seq_ranges([19, 20, 4]) == (19, 20, 4)  # a plain list keeps its order
+    assert 4 in decode_seq_ranges([19, 20, 4]) and 5 not in decode_seq_ranges([19, 20, 4])
+    with pytest.raises(RangeError):
+        decode_seq_ranges([[5, 8], 7])
+    with pytest.raises(CitesPastRow) as cut:
+        decode_seq_ranges([[0, 10**12]], below=12)
+    assert cut.value.kept == tuple(range(12))
