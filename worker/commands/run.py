@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from worker.at_rest import Watch
-    from worker.jobs.owed_archives import OwedArchives
+    from worker.jobs.pending_repairs import OwedArchives
     from worker.jobs.runtime import Runtime
     from worker.run.once_children import OnceChildren, OnceTotals
     from worker.run.once_parallel import ProgressHook
@@ -193,7 +193,7 @@ def _run(
 def _regenerate_owed_archives(runtime: Runtime, shelf: str) -> OwedArchives:
     """Regenerate the archives ``forget`` dropped without a model; one line when some stay
     owed (the model still does not answer)."""
-    from worker.jobs.owed_archives import OwedArchives
+    from worker.jobs.pending_repairs import OwedArchives
 
     with runtime.state.read() as repos:
         if not repos.audit.owed_archives():  # usually: the repair machinery loads only if not

@@ -13,32 +13,9 @@ model that still fails leaves it open for the next run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from worker.jobs.context import JobContext
 from worker.jobs.repair import Repairer
 from worker.jobs.repair_plan import model_client
-from worker.jobs.runtime import Runtime
-
-
-@dataclass(slots=True)
-class OwedArchives:
-    """What one pass did: archives regenerated (or retracted: no member left) and those still
-    owed, with why."""
-
-    regenerated: list[str] = field(default_factory=list)
-    owed: list[str] = field(default_factory=list)
-    why: str = ""
-
-
-def owed_archives(runtime: Runtime) -> dict[str, list[str]]:
-    """The archives owed a regeneration, by the forgotten session that dropped them."""
-    with runtime.state.read() as repos:
-        pairs = repos.audit.owed_archives()
-    owed: dict[str, list[str]] = {}
-    for sid, name in pairs:
-        owed.setdefault(sid, []).append(name)
-    return owed
 
 
 def regenerate_in(names: list[str], ctx: JobContext) -> list[str]:
@@ -54,4 +31,4 @@ def regenerate_in(names: list[str], ctx: JobContext) -> list[str]:
     return repairer.report.regenerated + repairer.report.retracted
 
 
-__all__ = ["OwedArchives", "owed_archives", "regenerate_in"]
+__all__ = ["regenerate_in"]

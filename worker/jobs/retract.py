@@ -25,8 +25,8 @@ from memory.titles import survey_titles
 from worker.jobs.context import JobContext, JobOutput, skipped
 from worker.jobs.lease_keeper import wait_for_lease
 from worker.jobs.logread import TransientJobError
-from worker.jobs.owed_archives import OwedArchives, owed_archives, regenerate_in
-from worker.jobs.pending_repairs import sessions_with_pending_repairs
+from worker.jobs.owed_archives import regenerate_in
+from worker.jobs.pending_repairs import OwedArchives, owed_archives, sessions_with_pending_repairs
 from worker.jobs.repair import Repairer, RepairReport
 from worker.jobs.repair_plan import SummaryRepair, find_repairs, model_client
 from worker.jobs.runtime import Runtime
