@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from memory.dsh.ranges import SeqRanges
+
 #: Event types that may sit on the model-visible surface (V4 superset).
 SURFACE_TYPES: Final = frozenset(
     {"user/message", "assistant/message", "tool/result", "system/message", "developer/message"}
@@ -91,7 +93,9 @@ class Event:
     time: int | None  # Unix ms; None in normalised snapshot fixtures
     data: Mapping[str, Any]
     surface_op: SurfaceOp | None = None
-    source_seqs: tuple[int, ...] = ()  # decoded sourceEventSeqs; () when absent
+    #: decoded sourceEventSeqs (ranges stay ranges: :class:`memory.dsh.ranges.SeqRanges`);
+    #: empty when absent
+    source_seqs: SeqRanges | tuple[int, ...] = ()
     ignorable: bool = False
     message: Message | None = None  # for surface types (None when the payload derives none)
     #: Whether the event is a loggable message, once something asked

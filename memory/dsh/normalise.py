@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from memory.dsh.events import APPEND, SURFACE_TYPES, Event, Header, Message, Problem, Replace
-from memory.dsh.ranges import RangeError, decode_seq_ranges
+from memory.dsh.ranges import NO_SEQS, CitesPastRow, RangeError, SeqRanges, decode_seq_ranges
 from memory.dsh.vocabulary import (
     KNOWN_TYPES,
     LEGACY_TYPE_RENAMES,
@@ -118,18 +118,21 @@ class RowNormaliser:
         ):
             return self._row_events(obj, seq)
         raw_sources = obj.get("sourceEventSeqs")
-        sources = () if raw_sources is None else self._sources(raw_sources, seq)
+        sources = NO_SEQS if raw_sources is None else self._sources(raw_sources, seq)
         data = obj["data"]
         kind, message = self._message(kind, data, APPEND, seq)
         return [Event(seq, kind, time, data, APPEND, sources, False, message)]
 
-    def _sources(self, raw: Any, seq: int) -> tuple[int, ...]:
+    def _sources(self, raw: Any, seq: int) -> SeqRanges:
         """A row's decoded ``sourceEventSeqs``; none (with a problem noted) when malformed."""
         try:
-            return decode_seq_ranges(raw)
+            return decode_seq_ranges(raw, below=seq)
+        except CitesPastRow as exc:  # damage; what it cites of the log still counts
+            self.invalid(seq, f"{exc}; only the {len(exc.kept)} seqs before it are read")
+            return exc.kept
         except RangeError as exc:
             self.invalid(seq, str(exc))
-            return ()
+            return NO_SEQS
 
     def _row_events(self, obj: Any, seq: int) -> list[Event]:
         if not isinstance(obj, dict):
@@ -168,7 +171,7 @@ class RowNormaliser:
             return [Event(seq, kind, time, data, None, (), ignorable is True, None)]
         op = None if raw_op is None else self._surface_op(raw_op, seq)
         raw_sources = obj.get("sourceEventSeqs")
-        sources = () if raw_sources is None else self._sources(raw_sources, seq)
+        sources = NO_SEQS if raw_sources is None else self._sources(raw_sources, seq)
         if kind not in SURFACE_TYPES:
             self.invalid(seq, f"log-only {kind} carries surfaceOp/sourceEventSeqs")
             return [Event(seq, kind, time, data, None, sources, ignorable is True, None)]

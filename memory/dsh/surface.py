@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from memory.dsh.events import APPEND, Event, Problem, Replace
+from memory.dsh.ranges import SeqRanges
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,7 +20,7 @@ class Replacement:
     start_seq: int
     end_seq: int
     shadowed: tuple[int, ...]
-    cited: tuple[int, ...]
+    cited: SeqRanges | tuple[int, ...]
 
 
 @dataclass(slots=True)
@@ -67,7 +68,7 @@ def fold_surface(events: Iterable[Event]) -> Surface:
             )
             continue
         shadowed = tuple(nodes[i : j + 1])
-        missing = set(shadowed).difference(event.source_seqs)
+        missing = {seq for seq in shadowed if seq not in event.source_seqs}  # by comparison
         if missing:
             surface.problems.append(
                 Problem(

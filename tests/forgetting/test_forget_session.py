@@ -1,5 +1,6 @@
 """``memory-worker forget``: the session's messages, node, summaries and work units are gone,
-no archive text derived from it is left (archives are regenerated from the other members), the
+no archive text derived from it is left (archives are dropped at once and regenerated from the
+other members by the next run), the
 other session's entries are untouched (full dump comparison), the session is never ingested
 again, and the run is audited. ``--dry-run`` lists exactly what a real run removes."""
 
@@ -46,6 +47,16 @@ def test_forget_removes_the_session_and_its_share_of_archives(
 
     real = cli(["forget", "s-gone", "--json"], env)
     assert real.returncode == 0, real.stderr
+    owed = json.loads(real.stdout)["sessions"][0]["owed"]
+    # The archives above go at once too (no model call), owed a regeneration.
+    assert (
+        sorted(owed)
+        == archives
+        == sorted(p["entry"] for p in planned if p["action"] == "regenerate")
+    )
+    assert set(before) - set(entries(tmp_path)) == {p["entry"] for p in planned}
+    regenerated = cli(["run", "--once"], env)
+    assert regenerated.returncode == 0, regenerated.stderr
     after = entries(tmp_path)
     removed = set(before) - set(after)
     assert {p["entry"] for p in planned if p["action"] == "retract"} == removed

@@ -112,3 +112,32 @@ def test_a_word_of_another_script_is_not_a_separator() -> None:
         assert re.search(
             phrase_pattern("добавь тесты для разбора логов"), text.encode(), re.IGNORECASE
         ), text
+
+
+def test_bytes_find_a_phrase_only_between_word_boundaries_like_text_does() -> None:
+    """The byte scan's boundaries are the text rule's: no match inside a longer run of words
+    ("step 1" in "step 12", "the" in "bathe"), a match after or before punctuation, a non-ASCII
+    separator, a JSON escape, or the ends of the data."""
+    from worker.verify.fragments import bounded, normalised
+
+    phrase = "the parser in step 1"
+    pattern = re.compile(phrase_pattern(phrase))
+    cases = {
+        "rewrite the parser in step 12 now": False,
+        "bathe parser in step 1": False,
+        "r\u00e9the parser in step 1": False,  # a letter outside ASCII joins the word
+        "the parser in step 1\u00e9": False,
+        "rewrite the parser in step 1 now": True,
+        "\u2014the parser in step 1\u2014": True,
+        "the parser in step 1": True,
+        "(the parser in step 1).": True,
+        json.dumps("x\nthe parser in step 1\tz"): True,
+        json.dumps("\u2014the parser in step 1", ensure_ascii=True): True,
+    }
+    for text, expected in cases.items():
+        data = text.encode().lower()
+        found = any(bounded(data, m.start(), m.end()) for m in pattern.finditer(data))
+        assert found is expected, text
+        # The text rule agrees wherever the text is not JSON-escaped.
+        if "\\" not in text:
+            assert (f" {phrase} " in normalised(text)) is expected, text

@@ -12,6 +12,7 @@ from canary_support import CanarySession, canary_reply, names, process, runtime_
 from model_server import ModelServer, model_server_fixture  # noqa: F401
 
 from hypatia_lite.store import LiteStore
+from worker.state.entry_ids import stable_id
 
 pytestmark = pytest.mark.integration
 
@@ -56,11 +57,11 @@ def test_units_are_retracted_or_unlinked_by_their_other_sources(
             for e in repos.audit.entries(session_id="s-u1")
             if e.action == "repair-work-unit"
         ]
-    assert sorted(rows) == sorted(
+    assert sorted(rows) == sorted(  # units by their stable ids (no model-made slug)
         [
-            (unit_a, "retracted", marker),
-            (unit_b, "unlinked", marker),
-            (next(iter(fresh)), "re-extracted", marker),
+            (stable_id(unit_a), "retracted", marker),
+            (stable_id(unit_b), "unlinked", marker),
+            (stable_id(next(iter(fresh))), "re-extracted", marker),
         ]
     )
     runtime.close()

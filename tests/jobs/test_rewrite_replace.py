@@ -44,10 +44,13 @@ def cli(root: Path, server: ModelServer, model: str, *args: str) -> tuple[int, s
 
 
 def provenance(root: Path) -> dict[str, tuple[str, str]]:
+    """The provenance of each entry in the store, by its name (the table keeps work units by a
+    stable id: ``get_many`` looks them up by name)."""
     state = StateDB(f"sqlite:///{root / 'data' / 'state.db'}")
     try:
         with state.transaction() as repos:
-            return {p.name: (p.kind, p.writer.model) for p in repos.provenance.list("default")}
+            found = repos.provenance.get_many("default", knowledge(root))
+            return {name: (p.kind, p.writer.model) for name, p in found.items()}
     finally:
         state.dispose()
 

@@ -71,6 +71,7 @@ def forget(
                     "plan": [asdict(item) for item in r.items],
                     "removed": r.removed,
                     "regenerated": r.repair.regenerated,
+                    "owed": r.repair.owed,
                     "unlinked": r.repair.unlinked,
                 }
                 for r in results

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from worker.at_rest import Watch
+    from worker.jobs.pending_repairs import OwedArchives
     from worker.jobs.runtime import Runtime
     from worker.run.once_children import OnceChildren, OnceTotals
     from worker.run.once_parallel import ProgressHook
@@ -200,10 +201,14 @@ def _run(
 
             started += resume_repairs(runtime, target)  # finish repairs a crash interrupted
         started += backfill_consolidation(runtime, target)
+        owed = _regenerate_owed_archives(runtime, target)
+        started += owed.regenerated
         if once:
             totals = _run_once(runtime, target, children)
             if watch is not None and _did_nothing(totals) and owed_by_clock(runtime, target):
                 watch = None  # work waits for a back-off to pass: time alone will change that
+            if owed.owed:  # the summary is printed; this run did not finish what forget owed
+                raise typer.Exit(1)
         else:
             _follow(runtime, target)
     except SQLAlchemyError as exc:
@@ -214,6 +219,26 @@ def _run(
         runtime.close()
     if watch is not None and totals is not None and not started and _did_nothing(totals):
         watch.keep(_AT_REST_ANSWER, [totals.summary(), settings.log_json])
+
+
+def _regenerate_owed_archives(runtime: Runtime, shelf: str) -> OwedArchives:
+    """Regenerate the archives ``forget`` dropped without a model; one line when some stay
+    owed (the model still does not answer)."""
+    from worker.jobs.pending_repairs import OwedArchives
+
+    with runtime.state.read() as repos:
+        if not repos.audit.owed_archives():  # usually: the repair machinery loads only if not
+            return OwedArchives()
+    from worker.jobs.retract import regenerate_owed_archives
+
+    owed = regenerate_owed_archives(runtime, shelf)
+    if owed.owed:
+        say(
+            f"memory-worker: {len(owed.owed)} archive(s) dropped by forget are owed a "
+            f"regeneration ({owed.why}); the next run with a model answering does it",
+            level=logging.WARNING,
+        )
+    return owed
 
 
 class _Stopped(BaseException):  # like KeyboardInterrupt: no `except Exception` stops it
@@ -293,6 +318,7 @@ def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> On
 
 
 _REQUEST_POLL_S = 5.0
+_OWED_POLL_S = 60.0
 
 
 def _submit_reconsolidations(runtime: Runtime, runner: InProcessRunner, shelf: str) -> None:
@@ -320,12 +346,16 @@ def _follow(runtime: Runtime, shelf: str) -> None:
     )
     say(f"following {runtime.settings.sessions_root} → shelf {shelf!r} (Ctrl-C to stop)")
     next_requests = 0.0
+    next_owed = time.monotonic() + _OWED_POLL_S  # the start of ``run`` tried them already
 
     def _work(_report: ScanReport) -> None:
-        nonlocal next_requests
+        nonlocal next_requests, next_owed
         if time.monotonic() >= next_requests:  # reconsolidation requests from the CLI
             next_requests = time.monotonic() + _REQUEST_POLL_S
             _submit_reconsolidations(runtime, runner, shelf)
+        if time.monotonic() >= next_owed:  # archives a model-less forget dropped
+            next_owed = time.monotonic() + _OWED_POLL_S
+            _regenerate_owed_archives(runtime, shelf)
         runner.run_ready()
 
     watcher.run(stop, after_poll=_work)

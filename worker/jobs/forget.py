@@ -3,8 +3,11 @@
 Removed: its ``msg-<sid>-*`` entries and their ``belongTo`` edges, the ``session-<sid>`` node,
 its span summaries ``sum-<sid>-*`` with their ``summary`` edges, work units derived only from
 those summaries (units with other sources just lose the link), and its share of the archives —
-every archive above one of its summaries is regenerated from the members left (or retracted when
-none are left), up the tiers (:class:`worker.jobs.repair.Repairer`).
+every archive above one of its summaries is dropped (or retracted when no member is left), up the
+tiers (:class:`worker.jobs.repair.Repairer`). Forgetting never waits for a model: a dropped
+archive that keeps members is *owed*, and the next ``run`` with a model that answers regenerates
+it from the members left under the same name (:mod:`worker.jobs.owed_archives`). Without any
+model route the archives above are retracted (nothing could regenerate them).
 
 The session is marked forgotten *before* anything is deleted (the watcher and every job skip a
 forgotten session), in the transaction that overwrites its stored title (``scrub_title``, then
@@ -86,7 +89,8 @@ def forget_session(ctx: JobContext, *, dry_run: bool = False) -> ForgetResult:
             + (f"; {shipped} shipped segments deleted" if shipped else ""),
         )
     ctx.runtime.state.after_purge()  # the scrubbed title leaves the state database's files
-    repairer = Repairer(ctx, store, _project(ctx), client)
+    # No model call here: archives above are dropped now and owed (or retracted, with no route).
+    repairer = Repairer(ctx, store, _project(ctx), None, owe_archives=client is not None)
     if not repairer.usable():
         with ctx.state() as repos:
             repos.audit.record(
@@ -116,8 +120,8 @@ def forget_session(ctx: JobContext, *, dry_run: bool = False) -> ForgetResult:
             shelf=ctx.shelf,
             session_id=sid,
             detail=(
-                f"removed {len(result.removed)} entries; regenerated "
-                f"{len(repairer.report.regenerated)} archives; unlinked "
+                f"removed {len(result.removed)} entries; {len(repairer.report.owed)} archives "
+                "owed a regeneration; unlinked "
                 f"{len(repairer.report.unlinked)} work units"
             ),
         )

@@ -55,10 +55,14 @@ def has_message_entry(store: MemoryStore, session_id: str) -> bool:
 
 
 def reconcile_with_store(runtime: Runtime, shelf: str) -> list[str]:
-    """Reset the progress of every session whose entries are all missing from the store;
-    returns the session ids reset."""
+    """Reset the progress of every session (not forgotten) whose entries are all missing from
+    the store; returns the session ids reset."""
     with runtime.state.transaction() as repos:
-        rows = [p for p in repos.progress.list(shelf) if p.last_logged_seq > 0]
+        # A forgotten session's entries were removed on purpose (and it is never logged again).
+        live = {s.session_id for s in repos.sessions.list()}
+        rows = [
+            p for p in repos.progress.list(shelf) if p.last_logged_seq > 0 and p.session_id in live
+        ]
     if not rows:
         return []
     try:

@@ -1,4 +1,5 @@
-"""Which sessions have a repair a crash interrupted: read from the audit trail alone.
+"""Which sessions have a repair a crash interrupted, and which archives a model-less ``forget``
+dropped and owes (:mod:`worker.jobs.owed_archives`): read from the audit trail alone.
 
 Kept apart from :mod:`worker.jobs.retract`, which finishes those repairs, so that asking (the
 reconcile, every start of ``run``) does not import the repair machinery when the answer is none.
@@ -6,6 +7,7 @@ reconcile, every start of ``run``) does not import the repair machinery when the
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from worker.state.audit import ACTION_INTENT, ACTION_SUMMARY
@@ -26,3 +28,23 @@ def sessions_with_pending_repairs(runtime: Runtime) -> list[str]:
         for state in known
         if state is not None and state.path and not state.forgotten
     ]
+
+
+@dataclass(slots=True)
+class OwedArchives:
+    """What one pass did: archives regenerated (or retracted: no member left) and those still
+    owed, with why."""
+
+    regenerated: list[str] = field(default_factory=list)
+    owed: list[str] = field(default_factory=list)
+    why: str = ""
+
+
+def owed_archives(runtime: Runtime) -> dict[str, list[str]]:
+    """The archives owed a regeneration, by the forgotten session that dropped them."""
+    with runtime.state.read() as repos:
+        pairs = repos.audit.owed_archives()
+    owed: dict[str, list[str]] = {}
+    for sid, name in pairs:
+        owed.setdefault(sid, []).append(name)
+    return owed

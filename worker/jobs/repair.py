@@ -26,8 +26,12 @@ that was deleted is found again by its open intent.
 ``tests/faults/test_withdrawal_crash_points.py`` and ``…/test_rewrite_crash_points.py`` kill a
 repair before each of its store writes.
 Without a model route the text cannot be regenerated, so affected summaries and archives are
-retracted instead (one warning). A store without delete cannot be repaired (one warning, the
-failure audited).
+retracted instead (one warning). ``forget`` never waits for a model (``owe_archives``): an
+archive above a forgotten summary that keeps other members is *owed* — the intent
+``archive-owed`` is recorded, then its entry is deleted while its ``summary`` edges to the members
+left stay — and :mod:`worker.jobs.owed_archives` regenerates it under the same name once a model
+answers (its ``repair-archive`` outcome closes the intent). A store without delete cannot be
+repaired (one warning, the failure audited).
 """
 
 from __future__ import annotations
@@ -69,7 +73,13 @@ from worker.jobs.storeview import (
 from worker.jobs.withdrawals import SessionLog, Withdrawn
 from worker.jobs.work_units import WorkUnitOptions, WorkUnitOutcome, extract_work_units
 from worker.observability import REPAIRS
-from worker.state.audit import ACTION_ARCHIVE, ACTION_INTENT, ACTION_SUMMARY, ACTION_UNIT
+from worker.state.audit import (
+    ACTION_ARCHIVE,
+    ACTION_ARCHIVE_OWED,
+    ACTION_INTENT,
+    ACTION_SUMMARY,
+    ACTION_UNIT,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -85,6 +95,8 @@ class RepairReport:
     written: list[str] = field(default_factory=list)
     #: every work unit a regeneration yielded (written now or already stored), not duplicates
     units: list[str] = field(default_factory=list)
+    #: archives dropped now and owed a regeneration (``owe_archives``)
+    owed: list[str] = field(default_factory=list)
     edges_removed: int = 0
     failed: list[str] = field(default_factory=list)
 
@@ -115,9 +127,17 @@ class Repairer:
     """Carries out repairs for one session under its lease (see the module docstring)."""
 
     def __init__(
-        self, ctx: JobContext, store: MemoryStore, project: str, client: ModelClient | None
+        self,
+        ctx: JobContext,
+        store: MemoryStore,
+        project: str,
+        client: ModelClient | None,
+        *,
+        owe_archives: bool = False,
     ) -> None:
         self.ctx = ctx
+        #: drop archives that keep members and owe their regeneration (no model call now)
+        self.owe_archives = owe_archives
         self.store = store
         self.project = project
         self.scopes = scopes_for(project)
@@ -129,6 +149,7 @@ class Repairer:
         #: ``summary`` edges of archives to members that left them, removed only once every
         #: archive of the pass is written (see :meth:`repair_archives`)
         self._leaving: list[tuple[str, str]] = []
+        self._owed: set[str] = set()  # archives dropped by this pass and owed
 
     # ---- the whole run
 
@@ -141,7 +162,7 @@ class Repairer:
                 "statement-delete, so summaries, archives and work units keep withdrawn text",
             )
             return False
-        if self.client is None:
+        if self.client is None and not self.owe_archives:
             self.ctx.warn_once(
                 "repair-no-model",
                 "no model route is configured: summaries and archives that carried withdrawn "
@@ -400,15 +421,23 @@ class Repairer:
         # Its ``summary`` edges to members that left go at the end of the pass (_leaving).
         present: list[KnowledgeEntry] = []
         gone: list[str] = []
+        owed: list[str] = []
         for member in summary_members(self.store, name):
             entry = self.store.knowledge_get(member)
-            if entry is None or self._changed.get(member) is True:
+            if self._changed.get(member) is True:
+                gone.append(member)
+            elif member in self._owed:
+                owed.append(member)
+            elif entry is None:
                 gone.append(member)
             else:
                 present.append(entry)
+        cause = self._cause.get(name)
+        if self.owe_archives and (present or owed):
+            self._owe_archive(name, gone, cause)
+            return
         present.sort(key=lambda e: (e.created_at, e.name))
         text = self._archive_text(level, present) if present else None
-        cause = self._cause.get(name)
         if text is None:
             removed = self.store.knowledge_delete(name)
             self._leaving += [
@@ -433,6 +462,16 @@ class Repairer:
         self.report.regenerated.append(name)
         REPAIRS.labels("archive", "regenerated").inc()
         self._audit(ACTION_ARCHIVE, "regenerated", name, cause, f"from {len(present)} members")
+
+    def _owe_archive(self, name: str, gone: list[str], cause: Withdrawn | None) -> None:
+        """Drop ``name``'s text now and owe its regeneration: the intent first, then the entry;
+        its edges to the members left stay (what it is regenerated from), those to members that
+        left go at the end of the pass."""
+        self._audit(ACTION_ARCHIVE_OWED, "pending", name, cause, "regenerated when a model answers")
+        self.store.knowledge_delete(name)
+        self._leaving += [(name, member) for member in gone]
+        self._owed.add(name)
+        self.report.owed.append(name)
 
     def _archive_text(self, level: int, members: list[KnowledgeEntry]) -> str | None:
         client = self.client

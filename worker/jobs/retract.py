@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import tzinfo
+from functools import partial
 from typing import Literal, TypeVar
 
 from memory import entries
@@ -24,7 +25,8 @@ from memory.titles import survey_titles
 from worker.jobs.context import JobContext, JobOutput, skipped
 from worker.jobs.lease_keeper import wait_for_lease
 from worker.jobs.logread import TransientJobError
-from worker.jobs.pending_repairs import sessions_with_pending_repairs
+from worker.jobs.owed_archives import regenerate_in
+from worker.jobs.pending_repairs import OwedArchives, owed_archives, sessions_with_pending_repairs
 from worker.jobs.repair import Repairer, RepairReport
 from worker.jobs.repair_plan import SummaryRepair, find_repairs, model_client
 from worker.jobs.runtime import Runtime
@@ -255,6 +257,12 @@ def retract_job(ctx: JobContext) -> JobOutput:
         state = repos.sessions.get(ctx.session_id)
     if state is None or not state.path:
         return skipped("session not seen by the watcher yet")
+    if state.forgotten:  # only what its forget left owed: the archives it dropped
+        names = owed_archives(ctx.runtime).get(ctx.session_id, [])
+        if not names:
+            return skipped("session is forgotten")
+        done = regenerate_in(names, ctx)
+        return JobOutput(status="done", detail=f"regenerated {len(done)} owed archives")
     log_ = read_session_log(
         state, kinds_for(ctx.runtime), ctx.runtime.hand_off, segments=ctx.runtime.segments
     )
@@ -374,3 +382,27 @@ def resume_repairs(runtime: Runtime, shelf: str) -> list[str]:
     if resumed:
         log.warning("finished interrupted repairs of %d session(s)", len(resumed))
     return resumed
+
+
+def regenerate_owed_archives(runtime: Runtime, shelf: str) -> OwedArchives:
+    """Regenerate every archive a model-less ``forget`` dropped
+    (:mod:`worker.jobs.owed_archives`); errors are reported in the result, never raised (the
+    next run tries again)."""
+    result = OwedArchives()
+    for sid, names in owed_archives(runtime).items():
+        try:
+            done = with_session_lease(
+                runtime, sid, shelf, JOB_RETRACT, partial(regenerate_in, names)
+            )
+        except (StoreError, TransientJobError, OSError) as exc:
+            result.owed += names
+            result.why = " ".join(str(exc).split())
+            continue
+        result.regenerated += done
+    left = owed_archives(runtime)
+    result.owed = sorted(name for names in left.values() for name in names)
+    if result.owed and not result.why:
+        result.why = "no model route is configured"
+    if result.regenerated:
+        log.info("regenerated %d archive(s) forget had dropped", len(result.regenerated))
+    return result

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from sqlalchemy import Connection, Select, bindparam, func, insert, select
 
 from worker.state._sql import one_line
+from worker.state.entry_ids import stable_id
 from worker.state.leases import Clock
 from worker.state.models import AuditRow, RetractionRow, utcnow
 
@@ -27,6 +28,9 @@ ACTION_UNIT = "repair-work-unit"
 #: A summary over messages a model-less ``relog`` re-rendered: its rewrite waits for a model
 #: route (closed by the ``repair-summary`` of that rewrite).
 ACTION_RELOG_OWED = "relog-owed"
+#: An archive ``forget`` dropped without a model call: its regeneration is owed (closed by its
+#: ``repair-archive`` outcome, :mod:`worker.jobs.owed_archives`).
+ACTION_ARCHIVE_OWED = "archive-owed"
 
 
 @dataclass(frozen=True)
@@ -183,7 +187,9 @@ class AuditRepo:
         source_kind: str | None = None,
         detail: str | None = None,
     ) -> int:
-        """Log one repair (``reconsolidate``, ``forget``, ``repair-edges``...); returns its id."""
+        """Log one repair (``reconsolidate``, ``forget``, ``repair-edges``...); returns its id.
+        A work unit's name is kept as its stable id (:mod:`worker.state.entry_ids`)."""
+        subject = None if subject is None else stable_id(subject)
         return int(
             self._conn.execute(
                 insert(AuditRow)
@@ -249,6 +255,11 @@ class AuditRepo:
                 ACTION_RELOG_OWED, ACTION_SUMMARY, session_id=session_id
             )
         }
+
+    def owed_archives(self) -> list[tuple[str, str]]:
+        """``(session, archive)`` pairs: archives a ``forget`` of the session dropped and no
+        regeneration has closed since."""
+        return self.unclosed(ACTION_ARCHIVE_OWED, ACTION_ARCHIVE)
 
     def sessions_with_unclosed(self, opening: str, closing: str) -> list[str]:
         """The sessions :meth:`unclosed` names, in order."""

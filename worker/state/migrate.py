@@ -100,13 +100,15 @@ def upgrade(url: str, revision: str = "head", migrations_dir: Path | None = None
     _run(url, migrations_dir, "upgrade", revision)
 
 
-def upgrade_to_head(url: str, migrations_dir: Path | None = None) -> None:
+def upgrade_to_head(url: str, migrations_dir: Path | None = None) -> bool:
     """Migrate the database at ``url`` to the newest revision (safe to call on every start;
-    a database already there is only read, without Alembic: see the module docstring)."""
+    a database already there is only read, without Alembic: see the module docstring). True
+    when Alembic ran (a revision may have rewritten stored text: the caller purges)."""
     directory = find_migrations_dir(migrations_dir)
     if _at_head(url, directory) or _from_template(url, directory):
-        return
+        return False
     upgrade(url, "head", migrations_dir)
+    return True
 
 
 def _from_template(url: str, migrations_dir: Path) -> bool:

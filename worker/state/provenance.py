@@ -3,6 +3,7 @@ summary, archive and work unit of a shelf (one row per entry; a rewrite replaces
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select
 
+from worker.state.entry_ids import stable_id
 from worker.state.leases import Clock
 from worker.state.models import ProvenanceRow, utcnow
 
@@ -55,7 +57,7 @@ class ProvenanceRepo:
         """``writer`` wrote ``names`` (of ``kind``) now; replaces earlier rows of those names."""
         if kind not in KINDS:
             raise ValueError(f"unknown provenance kind {kind!r}")
-        unique = sorted(set(names))
+        unique = sorted({stable_id(name) for name in names})  # no model-made slug kept
         if not unique:
             return
         self._conn.execute(
@@ -83,14 +85,16 @@ class ProvenanceRepo:
 
     def get_many(self, shelf: str, names: Iterable[str]) -> dict[str, Provenance]:
         """The rows of ``names`` that exist, by name."""
-        wanted = sorted(set(names))
+        by_id = {stable_id(name): name for name in names}
+        wanted = sorted(by_id)
         found: dict[str, Provenance] = {}
         for start in range(0, len(wanted), 500):
             query = select(ProvenanceRow).where(
                 ProvenanceRow.shelf == shelf, ProvenanceRow.name.in_(wanted[start : start + 500])
             )
             for row in self._conn.execute(query):
-                found[row.name] = _of(row)
+                name = by_id[row.name]
+                found[name] = dataclasses.replace(_of(row), name=name)
         return found
 
     def list(self, shelf: str, kind: str | None = None) -> list[Provenance]:

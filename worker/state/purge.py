@@ -36,6 +36,8 @@ from sqlalchemy.exc import DBAPIError
 
 CHECKPOINT_WAIT_MS = 250
 PURGED_TABLES = ("sessions", "failures", "model_calls")
+#: the tables a migration may have rewritten text of (work units' names, revision 0004)
+MIGRATED_TABLES = ("audit", "provenance")
 
 
 def after_purge(engine: Engine, tables: Sequence[str] = PURGED_TABLES) -> bool:

@@ -20,6 +20,11 @@ The rule (README, "Proving that forgetting took effect"):
 Byte patterns are case-insensitive (the index stores lowercased terms; ``bytes`` regexes fold
 only ASCII, so a non-ASCII letter matches either case of its UTF-8 form) and let a phrase's
 words be separated by any run of non-word bytes, JSON escapes (``\\n``, ``\\u0009``) included.
+A phrase found in bytes must also *begin and end at word boundaries* (:func:`bounded`): the
+character before it and the one after it are not letters or digits (a JSON escape before it is
+a boundary too). That is the rule a phrase is found by in text (runs of whole words), so "… step
+1" is not found inside "… step 12" in bytes either: a phrase that live text legitimately holds as
+part of a longer one is no leak, and a copy of the phrase itself still is.
 """
 
 from __future__ import annotations
@@ -181,6 +186,44 @@ def word_pattern(word: str) -> bytes:
 def phrase_pattern(phrase: str) -> bytes:
     """A bytes regex for a phrase: its words in order, separated by non-word bytes."""
     return _SEPARATOR.join(word_pattern(w) for w in phrase.split())
+
+
+_WORD_CHAR = re.compile(r"[^\W_]")
+_ESCAPE_BEFORE = re.compile(rb"(?:\\[nrtbf\\/\"]|\\u[0-9a-fA-F]{4})\Z")
+
+
+def _is_word_char(data: bytes, at: int, backwards: bool) -> bool:
+    """Whether the character ending just before (``backwards``) or starting at ``at`` is a
+    letter or digit. The ends of ``data`` and bytes that are not UTF-8 count as boundaries: what
+    cannot be read never hides a leak."""
+    if backwards:
+        if at <= 0:
+            return False
+        start = at - 1
+        while start > 0 and at - start < 4 and 0x80 <= data[start] < 0xC0:
+            start -= 1
+        piece = data[start:at]
+    else:
+        if at >= len(data):
+            return False
+        lead = data[at]
+        size = 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+        piece = data[at : at + size]
+    try:
+        char = piece.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return len(char) == 1 and _WORD_CHAR.match(char) is not None
+
+
+def bounded(data: bytes, start: int, end: int) -> bool:
+    """Whether the match ``data[start:end]`` begins and ends at word boundaries (see the module
+    docstring); a JSON escape just before it (``\\n``, ``\\u2014``) is a boundary."""
+    if _is_word_char(data, start, backwards=True) and not _ESCAPE_BEFORE.search(
+        data, max(0, start - 6), start
+    ):
+        return False
+    return not _is_word_char(data, end, backwards=False)
 
 
 def anchor(fragment: str) -> str:

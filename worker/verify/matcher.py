@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from worker.verify.fragments import anchor, phrase_pattern, words
+from worker.verify.fragments import anchor, bounded, phrase_pattern, words
 from worker.verify.sources import Gone
 
 #: Bytes read per step of a file scan, and how far a phrase may reach from its anchor word.
@@ -159,8 +159,9 @@ class ByteMatcher:
             key = (needle.message.session_id, needle.message.name, needle.fragment)
             if key in found:
                 continue
-            if needle.pattern is None or needle.pattern.search(
-                chunk, max(0, at - _REACH), until + _REACH
+            if needle.pattern is None or any(
+                bounded(chunk, m.start(), m.end())
+                for m in needle.pattern.finditer(chunk, max(0, at - _REACH), until + _REACH)
             ):
                 found[key] = (needle.message, needle.fragment)
 

@@ -8,7 +8,9 @@ each item :func:`owed_work` returns, so a lost or purged hint delays work but ne
 * ``session_node`` — a title / compaction summary was seen and there is no node yet;
 * ``consolidate`` — an idle-closed session whose ``last_consolidated_seq`` lags its logged part
   (``consolidation``), or a queued ``reconsolidate`` request (``reconsolidate request``);
-* ``retract`` — a repair a crash interrupted (intent recorded, not finished: ``repair``);
+* ``retract`` — a repair a crash interrupted (intent recorded, not finished: ``repair``), or
+  archives a ``forget`` dropped and owes a regeneration (``owed archives``, of the forgotten
+  session: :mod:`worker.jobs.owed_archives`);
 * ``rewrite`` — a queued ``reconsolidate --replace`` / ``relog`` request (``rewrite request``).
 
 Failing sessions are not hot-looped: a permanent failure of the job is not retried until the log
@@ -87,6 +89,9 @@ def owed_work(runtime: Runtime, shelf: str, *, at: dt.datetime | None = None) ->
     queued = queued_sessions(runtime, shelf, at=now) if settings.model_routes else []
     repairs = sessions_with_pending_repairs(runtime)
     rewrites = queued_rewrites(runtime, shelf)
+    with runtime.state.read() as repos:  # one query; usually none (forgotten sessions)
+        owing = dict.fromkeys(sid for sid, _ in repos.audit.owed_archives())
+        dropped = {sid: repos.sessions.get(sid) for sid in owing}
     named = {*queued, *repairs, *rewrites}
     by_id = {state.session_id: state for state, _ in found}
     progress = {state.session_id: row for state, row in found if row is not None}
@@ -166,6 +171,9 @@ def owed_work(runtime: Runtime, shelf: str, *, at: dt.datetime | None = None) ->
         known = readable(sid)
         if known is not None and not backing_off(failures.get((JOB_RETRACT, sid)), known, now):
             owed.append(Owed(JOB_RETRACT, sid, "repair", ()))
+    for sid, known in dropped.items():  # forgotten: its log is not read, only archives owed
+        if known is not None and not backing_off(failures.get((JOB_RETRACT, sid)), known, now):
+            owed.append(Owed(JOB_RETRACT, sid, "owed archives", ()))
     for sid, request in rewrites.items():  # --replace / relog
         known = readable(sid)
         if known is not None and not backing_off(failures.get((JOB_REWRITE, sid)), known, now):

@@ -1,7 +1,7 @@
 """The time of a session's newest message, from its log (``sessions.last_message_at``).
 
 Revision ID: last_message_1
-Revises: shipping_1
+Revises: stable_unit_ids_1
 Create Date: 2026-12-04
 """
 
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "last_message_1"
-down_revision: str | None = "shipping_1"
+down_revision: str | None = "stable_unit_ids_1"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
