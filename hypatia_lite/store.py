@@ -237,6 +237,7 @@ class LiteStore(VectorSearch):
                     )
                     if cur.rowcount == 1:
                         self._put_doc("knowledge", name, new)
+                        self._rewrote_vectors()
                 return cur.rowcount == 1
 
             if self._run(_update):

@@ -6,19 +6,17 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar
 
+import numpy as np
+
 from hypatia_lite.backend import Backend, Connection
 from hypatia_lite.dialect import Dialect
-from hypatia_lite.embed import (
-    Embedder,
-    EmbeddingError,
-    cosine_distance,
-    embed_text,
-    pack,
-    unpack,
-)
+from hypatia_lite.embed import Embedder, EmbeddingError, embed_text, pack
+from hypatia_lite.fusion import fuse, fusion_weight, index_mask
 from hypatia_lite.jse import compile_condition
+from hypatia_lite.lexical import lexical_scores
 from hypatia_lite.protocol import Content, ModelUnavailableError, SimilarRow, Target
 from hypatia_lite.rows import well_formed
+from hypatia_lite.vector_index import VectorIndex
 
 T = TypeVar("T")
 NO_MODEL = "model unavailable: no embedding provider configured"
@@ -53,6 +51,20 @@ class VectorSearch:
 
     def _run(self, action: Callable[[], T]) -> T:
         raise NotImplementedError
+
+    def _vector_index(self, catalog: str, model: str) -> VectorIndex:
+        """The in-memory vectors of ``catalog`` for ``model``, brought up to date (call it
+        inside ``_run``)."""
+        indexes: dict[str, VectorIndex] = self.__dict__.setdefault("_vector_indexes", {})
+        index = indexes.get(catalog)
+        if index is None or index.model != model:
+            index = indexes[catalog] = VectorIndex(catalog, model)
+        index.refresh(self.conn, self.__dict__.get("_rewrites", 0))
+        return index
+
+    def _rewrote_vectors(self) -> None:
+        """This store changed a stored vector in place (the in-memory copies reload)."""
+        self.__dict__["_rewrites"] = self.__dict__.get("_rewrites", 0) + 1
 
     def _vector(self, embed: bool, key: str, content: dict[str, Any]) -> tuple[bytes | None, Any]:
         if not embed or self.embedder is None:
@@ -129,16 +141,21 @@ class VectorSearch:
         exclude_tags: Sequence[str] = (),
         where: Any = None,
     ) -> list[dict[str, Any]]:
-        """Printed rows ``{name|triple, content, distance}`` (+ ``catalog`` for ``both``)."""
+        """Printed rows ``{name|triple, content, distance}`` (+ ``catalog`` for ``both``), the
+        most relevant first (:mod:`hypatia_lite.fusion`); ``distance`` is the row's cosine
+        distance to the query (0 to 2, lower is closer)."""
         if self.embedder is None:
             raise ModelUnavailableError(self._no_model)
-        self.backfill()
-        qvec = self.embedder.embed([well_formed(query)])[0]
+        if any(self.pending_embeddings().values()):
+            self.backfill()
+        query = well_formed(query)
+        qvec = np.asarray(self.embedder.embed([query])[0], dtype=np.float32)
         model = self.embedder.identity
-        scored: list[tuple[float, int, dict[str, Any]]] = []
+        weight = fusion_weight(self.embedder)
         catalogs: list[Literal["knowledge", "statement"]] = (
             ["knowledge", "statement"] if target == "both" else [target]
         )
+        ranked: list[tuple[float, str, int, float]] = []
         for catalog in catalogs:
             key = "name" if catalog == "knowledge" else "triple"
             conds, params = ["t.embedding_model = ?"], [model]
@@ -153,26 +170,67 @@ class VectorSearch:
                 sql, wparams = compile_condition(where, catalog, self.dialect)
                 conds.append(f"({sql})")
                 params.extend(wparams)
-            found = self._run(
-                lambda c=catalog, k=key, cs=conds, ps=params: (  # type: ignore[misc]
-                    self.conn.execute(
-                        f"SELECT t.id, t.{k}, t.content, t.embedding FROM {c} AS t"
-                        f" WHERE {' AND '.join(cs)}",
-                        ps,
-                    ).fetchall()
-                )
+            filtered = len(conds) > 1
+
+            def _gather(
+                c: str = catalog,
+                k: str = key,
+                cs: list[str] = conds,
+                ps: list[Any] = params,
+                filtered: bool = filtered,
+            ) -> tuple[Any, Any, dict[int, float]]:
+                index = self._vector_index(c, model)
+                allowed = None
+                if filtered:
+                    allowed = [
+                        r[0]
+                        for r in self.conn.execute(
+                            f"SELECT t.id FROM {c} AS t WHERE embed_wanted = 1"
+                            f" AND {' AND '.join(cs)}",
+                            ps,
+                        ).fetchall()
+                    ]
+                lexical = lexical_scores(self.conn, self.dialect, c, k, query, cs, ps)
+                keep = index_mask(index.ids, allowed)
+                return index.ids[keep], index.scores(qvec)[keep], lexical
+
+            ids, sims, lexical = self._run(_gather)
+            for score, rid, sim in fuse(ids, sims, lexical, weight, limit):
+                ranked.append((score, catalog, rid, sim))
+        ranked.sort(key=lambda item: (-item[0], item[1], item[2]))
+        return self._similar_rows(ranked[: max(limit, 0)], target)
+
+    def _similar_rows(
+        self, ranked: list[tuple[float, str, int, float]], target: Target
+    ) -> list[dict[str, Any]]:
+        """The printed rows of ``ranked`` ``(score, catalog, row id, cosine)``, in its order."""
+        found: dict[tuple[str, int], tuple[str, str]] = {}
+        for catalog in ("knowledge", "statement"):
+            wanted = [rid for _, c, rid, _ in ranked if c == catalog]
+            if not wanted:
+                continue
+            key = "name" if catalog == "knowledge" else "triple"
+            rows = self._run(
+                lambda c=catalog, k=key, w=wanted: self.conn.execute(  # type: ignore[misc]
+                    f"SELECT id, {k}, content FROM {c} WHERE id IN ({', '.join('?' for _ in w)})",
+                    w,
+                ).fetchall()
             )
-            for rid, name, content, blob in found:
-                vec = unpack(blob)
-                if len(vec) != len(qvec):
-                    continue
-                row: dict[str, Any] = {key: name, "content": json.loads(content)}
-                if target == "both":
-                    row["catalog"] = catalog
-                row["distance"] = cosine_distance(qvec, vec)
-                scored.append((row["distance"], rid, row))
-        scored.sort(key=lambda item: (item[0], item[1]))
-        return [row for _, _, row in scored[: max(limit, 0)]]
+            found.update({(catalog, r[0]): (r[1], r[2]) for r in rows})
+        out: list[dict[str, Any]] = []
+        for _, catalog, rid, sim in ranked:
+            if (catalog, rid) not in found:  # deleted in between
+                continue
+            name, content = found[(catalog, rid)]
+            row: dict[str, Any] = {
+                "name" if catalog == "knowledge" else "triple": name,
+                "content": json.loads(content),
+            }
+            if target == "both":
+                row["catalog"] = catalog
+            row["distance"] = 1.0 - sim
+            out.append(row)
+        return out
 
     def similar(
         self,
