@@ -16,9 +16,10 @@ from hypatia_lite.jse import compile_condition
 from hypatia_lite.lexical import lexical_scores
 from hypatia_lite.protocol import Content, ModelUnavailableError, SimilarRow, Target
 from hypatia_lite.rows import well_formed
-from hypatia_lite.vector_index import VectorIndex
+from hypatia_lite.vector_index import VectorIndex, fingerprint
 
 T = TypeVar("T")
+_TABLES = ("knowledge", "statement")
 NO_MODEL = "model unavailable: no embedding provider configured"
 #: ``count(*) WHERE embed_wanted = 1 AND (embedding IS NULL OR embedding_model IS NOT ?)``
 #: split so each part is answered from a partial index (``db``): rows without a vector, then
@@ -61,6 +62,20 @@ class VectorSearch:
             index = indexes[catalog] = VectorIndex(catalog, model)
         index.refresh(self.conn, self.__dict__.get("_rewrites", 0))
         return index
+
+    def _settle(self) -> None:
+        """Embed what is owed before ranking; skipped while nothing changed since the shelf
+        last owed nothing (the check costs a few index probes, the skip one fingerprint)."""
+        model = self.embedder.identity if self.embedder is not None else ""
+        stamp = self._run(lambda: (model, *(fingerprint(self.conn, t) for t in _TABLES)))
+        if stamp == self.__dict__.get("_settled"):
+            return
+        if any(self.pending_embeddings().values()):
+            self.backfill()
+            if any(self.pending_embeddings().values()):
+                return  # the embedder failed part-way: try again next time
+            stamp = self._run(lambda: (model, *(fingerprint(self.conn, t) for t in _TABLES)))
+        self.__dict__["_settled"] = stamp
 
     def _rewrote_vectors(self) -> None:
         """This store changed a stored vector in place (the in-memory copies reload)."""
@@ -146,8 +161,7 @@ class VectorSearch:
         distance to the query (0 to 2, lower is closer)."""
         if self.embedder is None:
             raise ModelUnavailableError(self._no_model)
-        if any(self.pending_embeddings().values()):
-            self.backfill()
+        self._settle()
         query = well_formed(query)
         qvec = np.asarray(self.embedder.embed([query])[0], dtype=np.float32)
         model = self.embedder.identity
