@@ -103,11 +103,14 @@ class VectorSearch:
             )
         return out
 
-    def backfill(self, batch: int = 64) -> int:
-        """Embed entries still owed a vector (best effort); returns how many got one."""
+    def backfill(self, batch: int = 64, progress: Callable[[int, int], None] | None = None) -> int:
+        """Embed entries still owed a vector (best effort), ``batch`` per embedder call and
+        write transaction; returns how many got one. ``progress(done, owed)`` is called after
+        each batch (``owed``: the count when it started)."""
         if self.embedder is None:
             raise ModelUnavailableError(self._no_model)
         done = 0
+        owed = sum(self.pending_embeddings().values()) if progress is not None else 0
         for table, key in (("knowledge", "name"), ("statement", "triple")):
             while True:
                 todo = self._run(
@@ -144,6 +147,8 @@ class VectorSearch:
 
                 self._run(_store)
                 done += len(todo)
+                if progress is not None:
+                    progress(done, owed)
         return done
 
     def similar_rows(
