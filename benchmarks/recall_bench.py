@@ -16,7 +16,8 @@ al., ACL 2024); keep it outside this repository. The protocol is Hypatia's ``tes
 It prints R@1/5/10 per category and for the two halves of the data (conversations 0-4, on which
 the ranking was designed, and 5-9, which it was not), p50/p95 of ``similar``, ingest time and
 the process's RSS. ``--scale N`` then adds N-1 renamed copies of the corpus (``<sid>#k``: 51k
-entries at 8) and measures again: recall still counts only the original entries as evidence.
+entries at 8) and measures again; a copy of an evidence entry counts as that entry (the same
+memory stored twice), so the question is whether the right content still comes first.
 The embedder is the one the environment selects (``HYPATIA_LITE_EMBEDDER``, as a user gets it).
 """
 
@@ -111,7 +112,7 @@ def measure(store: LiteStore, questions: list[Question], label: str) -> dict[str
         rows = store.similar(q.text, limit=10)
         latencies.append((time.perf_counter() - began) * 1000)
         cpu.append((time.process_time() - began_cpu) * 1000)
-        names = [r.key for r in rows]
+        names = [_original(r.key) for r in rows]
         groups = (
             "all",
             CATEGORIES[q.category],
@@ -144,6 +145,12 @@ def percentiles(values: list[float]) -> tuple[float, float]:
     """(p50, p95) of ``values`` (nearest rank)."""
     ordered = sorted(values)
     return statistics.median(ordered), ordered[max(0, round(0.95 * len(ordered)) - 1)]
+
+
+def _original(name: str) -> str:
+    """The name of the original entry a renamed copy was made from (``<sid>#k__…``)."""
+    sid, sep, rest = name.partition("__")
+    return f"{sid.partition('#')[0]}{sep}{rest}"
 
 
 def rss_mb() -> tuple[float, float]:

@@ -11,6 +11,8 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
+from hypatia_lite import cli_admin
+
 PROG = "hypatia-lite"
 NO_RESULTS = "No results found."
 _COMMANDS = (
@@ -28,6 +30,7 @@ _COMMANDS = (
     "disconnect",
     "backfill",
     "mcp",
+    *cli_admin.COMMANDS,
 )
 
 
@@ -151,6 +154,7 @@ def _build() -> _Parser:
     p = cmd("backfill", "Embed entries still waiting for a vector")
     p.add_argument("--status", action="store_true", help="Report the embedding debt only")
     cmd("mcp", "Run the MCP server on stdio", shelf=False)
+    cli_admin.add_parsers(cmd)
     return root
 
 
@@ -342,9 +346,10 @@ def _shelves(args: argparse.Namespace) -> int:
     with _store(args) as store:
         if args.status:
             return _backfill_status(store)
+        skipped = store.retract_skipped()  # the shelf's embedding.skip_tags
         created = store.backfill(progress=_backfill_progress)
         errors = sum(store.pending_embeddings().values())
-    _out(f"Backfill complete: {created} vectors created, 0 skipped, {errors} errors")
+    _out(f"Backfill complete: {created} vectors created, {skipped} skipped, {errors} errors")
     if errors:
         return _fail(f"embedding error: {errors} entries could not be embedded and stay pending")
     return 0
@@ -378,6 +383,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _statement(args)
     if command in ("search", "similar", "query"):
         return _search(args)
+    if command in cli_admin.COMMANDS:
+        with _store(args) as store:
+            return cli_admin.run(args, store, _out)
     return _shelves(args)
 
 

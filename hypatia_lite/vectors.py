@@ -8,6 +8,7 @@ from typing import Any, Literal, TypeVar
 
 import numpy as np
 
+from hypatia_lite import shelf_settings as settings
 from hypatia_lite.backend import Backend, Connection
 from hypatia_lite.dialect import Dialect
 from hypatia_lite.embed import Embedder, EmbeddingError, embed_text, pack
@@ -41,6 +42,7 @@ class VectorSearch:
     embedder: Embedder | None
     _no_model: str
     dialect: Dialect
+    skip_tags: frozenset[str]
 
     @property
     def conn(self) -> Connection:
@@ -109,6 +111,7 @@ class VectorSearch:
         each batch (``owed``: the count when it started)."""
         if self.embedder is None:
             raise ModelUnavailableError(self._no_model)
+        self.retract_skipped()
         done = 0
         owed = sum(self.pending_embeddings().values()) if progress is not None else 0
         for table, key in (("knowledge", "name"), ("statement", "triple")):
@@ -150,6 +153,22 @@ class VectorSearch:
                 if progress is not None:
                     progress(done, owed)
         return done
+
+    def retract_skipped(self) -> int:
+        """Take the vectors from knowledge entries carrying one of the shelf's
+        ``embedding.skip_tags``; returns how many lost one (or the wish for one)."""
+        if not self.skip_tags:
+            return 0
+        sql, params = settings.retract_sql(self.dialect, self.skip_tags)
+
+        def _retract() -> int:
+            with self.backend.write():
+                return int(self.conn.execute(sql, params).rowcount)
+
+        retracted = self._run(_retract)
+        if retracted:
+            self._rewrote_vectors()
+        return retracted
 
     def similar_rows(
         self,

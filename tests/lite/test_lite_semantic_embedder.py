@@ -55,6 +55,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.integration
 def test_the_extra_works_with_every_network_call_refused(tmp_path: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HF_HOME": str(tmp_path / "hf")}
     script = textwrap.dedent(_NO_NETWORK) + textwrap.dedent(_PROBE)
@@ -85,7 +86,9 @@ def test_the_default_is_the_extra_when_installed_else_hashing(
     assert isinstance(embedder_from_env({"HYPATIA_LITE_EMBEDDER": "hash"}), HashingEmbedder)
     monkeypatch.setattr(semantic, "available", lambda: False)
     assert isinstance(embedder_from_env({}), HashingEmbedder)
-    with pytest.raises(ModelUnavailableError, match=r"needs `pip install 'dsh-memory-worker\[semantic\]'`"):
+    with pytest.raises(
+        ModelUnavailableError, match=r"needs `pip install 'dsh-memory-worker\[semantic\]'`"
+    ):
         embedder_from_env({"HYPATIA_LITE_EMBEDDER": "semantic"})
 
 
