@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypeVar
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from hypatia_lite import shelf_settings as settings
 from hypatia_lite.backend import Backend, Connection
 from hypatia_lite.dialect import Dialect
 from hypatia_lite.embed import Embedder, EmbeddingError, embed_text, pack
-from hypatia_lite.fusion import fuse, fusion_weight, index_mask
 from hypatia_lite.jse import compile_condition
 from hypatia_lite.lexical import lexical_scores
 from hypatia_lite.protocol import Content, ModelUnavailableError, SimilarRow, Target
 from hypatia_lite.rows import well_formed
-from hypatia_lite.vector_index import VectorIndex, fingerprint
+
+if TYPE_CHECKING:  # numpy is imported by ``similar`` only: writing needs none of it
+    from hypatia_lite.vector_index import VectorIndex
 
 T = TypeVar("T")
 _TABLES = ("knowledge", "statement")
@@ -58,6 +57,8 @@ class VectorSearch:
     def _vector_index(self, catalog: str, model: str) -> VectorIndex:
         """The in-memory vectors of ``catalog`` for ``model``, brought up to date (call it
         inside ``_run``)."""
+        from hypatia_lite.vector_index import VectorIndex
+
         indexes: dict[str, VectorIndex] = self.__dict__.setdefault("_vector_indexes", {})
         index = indexes.get(catalog)
         if index is None or index.model != model:
@@ -68,6 +69,8 @@ class VectorSearch:
     def _settle(self) -> None:
         """Embed what is owed before ranking; skipped while nothing changed since the shelf
         last owed nothing (the check costs a few index probes, the skip one fingerprint)."""
+        from hypatia_lite.vector_index import fingerprint
+
         model = self.embedder.identity if self.embedder is not None else ""
         stamp = self._run(lambda: (model, *(fingerprint(self.conn, t) for t in _TABLES)))
         if stamp == self.__dict__.get("_settled"):
@@ -187,6 +190,10 @@ class VectorSearch:
             raise ModelUnavailableError(self._no_model)
         self._settle()
         query = well_formed(query)
+        import numpy as np
+
+        from hypatia_lite.fusion import fuse, fusion_weight, index_mask
+
         qvec = np.asarray(self.embedder.embed([query])[0], dtype=np.float32)
         model = self.embedder.identity
         weight = fusion_weight(self.embedder)
