@@ -37,10 +37,8 @@ def fusion_weight(embedder: Any) -> float:
     return float(value) if isinstance(value, int | float) else DEFAULT_FUSION_WEIGHT
 
 
-def index_mask(ids: Any, allowed: list[int] | None) -> Any:
-    """Which of ``ids`` may be returned: all, or those in ``allowed``."""
-    if allowed is None:
-        return np.ones(len(ids), dtype=bool)
+def index_mask(ids: Any, allowed: list[int]) -> Any:
+    """Which of ``ids`` may be returned: those in ``allowed``."""
     return np.isin(ids, np.asarray(allowed, dtype=np.int64))
 
 

@@ -236,8 +236,11 @@ class VectorSearch:
                         ).fetchall()
                     ]
                 lexical = lexical_scores(self.conn, self.dialect, c, k, query, cs, ps)
+                sims = index.scores(qvec)
+                if allowed is None:
+                    return index.ids, sims, lexical
                 keep = index_mask(index.ids, allowed)
-                return index.ids[keep], index.scores(qvec)[keep], lexical
+                return index.ids[keep], sims[keep], lexical
 
             ids, sims, lexical = self._run(_gather)
             for score, rid, sim in fuse(ids, sims, lexical, weight, limit):

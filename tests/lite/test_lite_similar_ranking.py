@@ -152,3 +152,41 @@ def test_fuse_adds_normalised_words_to_standardised_cosines() -> None:
     assert fuse(ids, sims, {}, 0.25, 2) == [(0.25 * z[0], 3, 0.9), (0.0, 5, 0.5)]
     assert fuse(ids, sims, {42: 1.0}, 0.25, 0) == []
     assert [i for _, i, _ in fuse(ids, np.zeros(3), {}, 0.25, 3)] == [3, 5, 9]  # ties: id order
+
+
+@pytest.mark.integration
+def test_the_postgresql_shelf_ranks_like_the_sqlite_shelf(tmp_path: Path) -> None:
+    from lite_pg_support import SHELF, pg_home
+
+    def fill(store: LiteStore) -> None:
+        store.knowledge_create("msg-1", "zebra stripes zebra stripes", embed=False)
+        store.knowledge_create("road", "the zebra crossing on the high street", tags=["road"])
+        store.knowledge_create("zoo", "a zebra and a lion at the zoo", tags=["animal"])
+        store.knowledge_create("tax", "quarterly tax filing deadline", tags=["work"])
+        store.statement_create("zebra", "has", "stripes", data="zebra stripes")
+
+    def answers(store: LiteStore) -> list[list[tuple[object, float]]]:
+        asks = [
+            store.similar_rows("Where did we see the zebra?"),
+            store.similar_rows("zebra", exclude_tags=["animal"]),
+            store.similar_rows("zebra lion", tags=["animal", "work"]),
+            store.similar_rows("zebra stripes", target="both", limit=3),
+            store.similar_rows("what is it"),  # function words only: vectors alone
+        ]
+        return [[(names([r])[0], round(r["distance"], 5)) for r in rows] for rows in asks]
+
+    (tmp_path / "lite").mkdir()
+    with LiteStore(home=tmp_path / "lite", embedder=HashingEmbedder()) as lite:
+        fill(lite)
+        expected = answers(lite)
+    with (
+        pg_home(tmp_path / "pg"),
+        LiteStore(SHELF, home=tmp_path / "pg", embedder=HashingEmbedder()) as pg,
+    ):
+        fill(pg)
+        assert answers(pg) == expected
+        assert [n for n, _ in expected[0]] == ["road", "zoo", "tax"]
+        # another connection rewrites a vector in place: the kept matrix follows
+        with LiteStore(SHELF, home=tmp_path / "pg", embedder=HashingEmbedder()) as other:
+            other.knowledge_update("tax", data="zebra zebra zebra")
+        assert names(pg.similar_rows("zebra", limit=1)) == ["tax"]
