@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # numpy is imported by ``similar`` only: writing needs none o
 
 T = TypeVar("T")
 _TABLES = ("knowledge", "statement")
+_FETCH = 500  # rows per ``id IN (…)`` when printing ``similar``'s rows
 NO_MODEL = "model unavailable: no embedding provider configured"
 #: ``count(*) WHERE embed_wanted = 1 AND (embedding IS NULL OR embedding_model IS NOT ?)``
 #: split so each part is answered from a partial index (``db``): rows without a vector, then
@@ -258,13 +259,16 @@ class VectorSearch:
             if not wanted:
                 continue
             key = "name" if catalog == "knowledge" else "triple"
-            rows = self._run(
-                lambda c=catalog, k=key, w=wanted: self.conn.execute(  # type: ignore[misc]
-                    f"SELECT id, {k}, content FROM {c} WHERE id IN ({', '.join('?' for _ in w)})",
-                    w,
-                ).fetchall()
-            )
-            found.update({(catalog, r[0]): (r[1], r[2]) for r in rows})
+            for start in range(0, len(wanted), _FETCH):  # below SQLite's bound-parameter limit
+                part = wanted[start : start + _FETCH]
+                rows = self._run(
+                    lambda c=catalog, k=key, w=part: self.conn.execute(  # type: ignore[misc]
+                        f"SELECT id, {k}, content FROM {c}"
+                        f" WHERE id IN ({', '.join('?' for _ in w)})",
+                        w,
+                    ).fetchall()
+                )
+                found.update({(catalog, r[0]): (r[1], r[2]) for r in rows})
         out: list[dict[str, Any]] = []
         for _, catalog, rid, sim in ranked:
             if (catalog, rid) not in found:  # deleted in between

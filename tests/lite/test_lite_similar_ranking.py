@@ -190,3 +190,14 @@ def test_the_postgresql_shelf_ranks_like_the_sqlite_shelf(tmp_path: Path) -> Non
         with LiteStore(SHELF, home=tmp_path / "pg", embedder=HashingEmbedder()) as other:
             other.knowledge_update("tax", data="zebra zebra zebra")
         assert names(pg.similar_rows("zebra", limit=1)) == ["tax"]
+
+
+def test_a_limit_past_one_fetch_returns_every_row_once(tmp_path: Path) -> None:
+    from hypatia_lite.protocol import EntryWrite
+
+    with LiteStore(home=tmp_path, embedder=HashingEmbedder(16)) as store:
+        store.write_batch([EntryWrite(f"e{i:05d}", f"entry number {i}") for i in range(1200)])
+        rows = store.similar_rows("entry number 7", limit=5000)
+    assert len(rows) == 1200
+    assert len({r["name"] for r in rows}) == 1200
+    assert rows[0]["name"] == "e00007"
