@@ -4,9 +4,9 @@
 sentences almost never meets. ``similar`` also asks the same index for documents holding
 *any* of the query's content words, ranked by the same weighted BM25 (SQLite) or ``ts_rank``
 (PostgreSQL). Function words ("what", "did", "the", ...) are dropped first: they match nearly
-every document, cost time on large shelves and pulled recall down (LoCoMo, see
-docs/benchmarks.md: 59.9 % with them, 65 % without). The list is a short, fixed list of English
-function words, not fitted to any data set.
+every document, cost time on large shelves and pulled recall down (LoCoMo half A, see
+docs/benchmarks.md: R@10 59.8 % with them, 65.2 % without). The list is a short, fixed list of
+English function words, not fitted to any data set.
 
 Only rows written to be embedded that hold a vector of the current model are ranked (the same
 set the vector half ranks): a log entry written with ``embed: false`` is never returned.
