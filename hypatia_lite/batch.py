@@ -151,12 +151,18 @@ def write_batch(
     run: Callable[[Callable[[], Any]], Any],
     entries: Sequence[EntryWrite],
     statements: Sequence[StatementWrite],
+    skip_tags: frozenset[str] = frozenset(),
 ) -> BatchResult:
     """Create the absent ``entries`` then ``statements`` in one transaction (see module doc).
-    ``run`` is the store's locked runner (lock retries, database errors as ``StoreError``)."""
+    ``run`` is the store's locked runner (lock retries, database errors as ``StoreError``);
+    an entry carrying one of ``skip_tags`` gets no vector (its content is as written)."""
     rows = _entry_rows(entries) + _statement_rows(statements)
     if not rows:
         return BatchResult()
+    if skip_tags:
+        for row in rows:
+            if row.catalog == "knowledge" and any(t in skip_tags for t in row.content["tags"]):
+                row.embed = False
     _embed(rows, embedder, backend, run)
     # Everything that needs no database is built before the write lock is taken: with several
     # processes on one SQLite shelf the lock is held only for the statements themselves.

@@ -11,6 +11,8 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
+from hypatia_lite import cli_admin
+
 PROG = "hypatia-lite"
 NO_RESULTS = "No results found."
 _COMMANDS = (
@@ -28,6 +30,7 @@ _COMMANDS = (
     "disconnect",
     "backfill",
     "mcp",
+    *cli_admin.COMMANDS,
 )
 
 
@@ -148,8 +151,10 @@ def _build() -> _Parser:
     p.add_argument("-n", "--name", help="Shelf name [default: the directory name]")
     p = cmd("disconnect", "Unregister a shelf", shelf=False)
     p.add_argument("name")
-    cmd("backfill", "Embed entries still waiting for a vector")
+    p = cmd("backfill", "Embed entries still waiting for a vector")
+    p.add_argument("--status", action="store_true", help="Report the embedding debt only")
     cmd("mcp", "Run the MCP server on stdio", shelf=False)
+    cli_admin.add_parsers(cmd)
     return root
 
 
@@ -339,11 +344,30 @@ def _shelves(args: argparse.Namespace) -> int:
         _out(f"Shelf '{args.name}' disconnected and unregistered.")
         return 0
     with _store(args) as store:
-        created = store.backfill()
+        if args.status:
+            return _backfill_status(store)
+        skipped = store.retract_skipped()  # the shelf's embedding.skip_tags
+        created = store.backfill(progress=_backfill_progress)
         errors = sum(store.pending_embeddings().values())
-    _out(f"Backfill complete: {created} vectors created, 0 skipped, {errors} errors")
+    _out(f"Backfill complete: {created} vectors created, {skipped} skipped, {errors} errors")
     if errors:
         return _fail(f"embedding error: {errors} entries could not be embedded and stay pending")
+    return 0
+
+
+def _backfill_progress(done: int, owed: int) -> None:
+    sys.stderr.write(f"Backfill: {done}/{owed} vectors created\n")
+    sys.stderr.flush()
+
+
+def _backfill_status(store: Any) -> int:
+    """``backfill --status``: the embedding debt of the shelf, per catalog."""
+    model = store.embedder.identity if store.embedder is not None else None
+    pending = store.pending_embeddings()
+    _out(f"Embedding model: {model or 'none'}")
+    for catalog, count in pending.items():
+        _out(f"  {catalog}: {count} pending")
+    _out(f"  ({sum(pending.values())} pending)")
     return 0
 
 
@@ -359,6 +383,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _statement(args)
     if command in ("search", "similar", "query"):
         return _search(args)
+    if command in cli_admin.COMMANDS:
+        with _store(args) as store:
+            return cli_admin.run(args, store, _out)
     return _shelves(args)
 
 

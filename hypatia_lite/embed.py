@@ -22,7 +22,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from hypatia_lite.protocol import ModelUnavailableError, StoreError
 
-EMBEDDER_ENV = "HYPATIA_LITE_EMBEDDER"  # "hash" (default) | "openai" | "none"
+#: "semantic" (the default when the ``semantic`` extra is installed) | "hash" (the default
+#: otherwise) | "openai" | "none"
+EMBEDDER_ENV = "HYPATIA_LITE_EMBEDDER"
 URL_ENV = "HYPATIA_LITE_EMBED_URL"  # e.g. http://127.0.0.1:8080/v1
 MODEL_ENV = "HYPATIA_LITE_EMBED_MODEL"
 KEY_ENV_ENV = "HYPATIA_LITE_EMBED_KEY_ENV"  # name of the env var holding the API key
@@ -52,6 +54,9 @@ def _normalise(vec: list[float]) -> list[float]:
 class HashingEmbedder:
     """Deterministic lexical embedding: hashed word unigrams + character 3-grams."""
 
+    #: lexical itself, it adds little to the words of ``similar`` (:mod:`hypatia_lite.fusion`)
+    fusion_weight = 0.05
+
     def __init__(self, dimensions: int = 384) -> None:
         self.dimensions = dimensions
         self.identity = f"hypatia-lite/hash-ngram-{dimensions}"
@@ -80,6 +85,8 @@ class HashingEmbedder:
 
 class OpenAIEmbedder:
     """An OpenAI-compatible ``/v1/embeddings`` endpoint (vectors are L2-normalised here)."""
+
+    fusion_weight = 0.25
 
     def __init__(
         self, base_url: str, model: str, api_key: str | None = None, timeout: float = 10.0
@@ -112,7 +119,8 @@ class OpenAIEmbedder:
 
 
 def embedder_from_env(env: dict[str, str] | None = None) -> Embedder | None:
-    """The embedder the environment selects: hashing by default, OpenAI when a URL is set."""
+    """The embedder the environment selects: OpenAI when a URL is set, else the ``semantic``
+    extra's when it is installed, else the hashing embedder."""
     values = dict(os.environ) if env is None else env
     kind = values.get(EMBEDDER_ENV, "").strip().lower()
     url = values.get(URL_ENV, "").strip()
@@ -124,10 +132,20 @@ def embedder_from_env(env: dict[str, str] | None = None) -> Embedder | None:
         key_env = values.get(KEY_ENV_ENV, "OPENAI_API_KEY")
         model = values.get(MODEL_ENV, "").strip() or "text-embedding-3-small"
         return OpenAIEmbedder(url, model, values.get(key_env) or None)
+    if kind in ("", "semantic"):
+        from hypatia_lite import semantic
+
+        if semantic.available():
+            return semantic.WordLlamaEmbedder()
+        if kind == "semantic":
+            raise ModelUnavailableError(
+                f"model unavailable: {EMBEDDER_ENV}=semantic needs"
+                " `pip install 'dsh-memory-worker[semantic]'`"
+            )
     if kind in ("", "hash"):
         return HashingEmbedder()
     raise ModelUnavailableError(
-        f"model unavailable: unknown {EMBEDDER_ENV} '{kind}' (use hash, openai or none)"
+        f"model unavailable: unknown {EMBEDDER_ENV} '{kind}' (use semantic, hash, openai or none)"
     )
 
 
@@ -139,12 +157,3 @@ def embed_text(tags: Sequence[str], key: str, data: str) -> str:
 
 def pack(vec: Sequence[float]) -> bytes:
     return struct.pack(f"<{len(vec)}f", *vec)
-
-
-def unpack(blob: bytes) -> list[float]:
-    return list(struct.unpack(f"<{len(blob) // 4}f", blob))
-
-
-def cosine_distance(a: Sequence[float], b: Sequence[float]) -> float:
-    """``1 - cos(a, b)`` for L2-normalised vectors."""
-    return 1.0 - sum(x * y for x, y in zip(a, b, strict=True))

@@ -6,6 +6,7 @@ The protocol logic lives here once; what the two databases do differently is beh
 from __future__ import annotations
 
 import json
+import os
 import random
 import threading
 import time
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from hypatia_lite import batch, shelves
+from hypatia_lite import shelf_settings as settings
 from hypatia_lite.backend import Backend, Connection
 from hypatia_lite.backends import open_backend
 from hypatia_lite.embed import Embedder, embedder_from_env
@@ -36,6 +38,7 @@ from hypatia_lite.protocol import (
     csv_triple,
 )
 from hypatia_lite.rows import (
+    NO_EMBED,
     content_text,
     knowledge_row,
     make_content,
@@ -71,15 +74,25 @@ class LiteStore(VectorSearch):
         self.home = shelves.lite_home(home)
         self.location = shelves.locate(self.home, shelf)
         self._no_model = NO_MODEL
-        if embedder is _DEFAULT:
-            try:
-                embedder = embedder_from_env()
-            except ModelUnavailableError as err:  # a bad setting only turns similar off
-                embedder, self._no_model = None, str(err)
-        self.embedder: Embedder | None = embedder
         self._lock = threading.RLock()
         self._db: Backend | None = open_backend(shelf, self.location)
         self.dialect = self._db.dialect
+        registered, skip = self._run(
+            lambda: (
+                settings.read(self.conn, settings.MODEL_KEY),
+                settings.read(self.conn, settings.SKIP_TAGS_KEY),
+            )
+        )
+        #: Hypatia's shelf-level ``embedding.skip_tags`` (:mod:`hypatia_lite.shelf_settings`)
+        self.skip_tags = settings.skip_tags(skip)
+        if embedder is _DEFAULT:
+            try:
+                embedder = embedder_from_env(
+                    settings.embedder_settings(dict(os.environ), registered)
+                )
+            except ModelUnavailableError as err:  # a bad setting only turns similar off
+                embedder, self._no_model = None, str(err)
+        self.embedder: Embedder | None = embedder
 
     # ----------------------------------------------------------------------------- plumbing
 
@@ -113,6 +126,21 @@ class LiteStore(VectorSearch):
     def _run(self, action: Callable[[], T]) -> T:
         with self._lock:
             return self.backend.run(action)
+
+    def run_admin(self, action: Callable[[Connection], T]) -> T:
+        """Run a read of the operator verbs (:mod:`hypatia_lite.cli_admin`) on this shelf."""
+        return self._run(lambda: action(self.conn))
+
+    def set_setting(self, key: str, value: Any) -> None:
+        """Store a shelf setting (:mod:`hypatia_lite.shelf_settings`; ``None`` removes it)."""
+
+        def _write() -> None:
+            with self.backend.write():
+                settings.write(self.conn, key, value)
+
+        self._run(_write)
+        if key == settings.SKIP_TAGS_KEY:
+            self.skip_tags = settings.skip_tags(value)
 
     def features(self) -> Features:
         return Features(no_embed=True, similar_filters=True, delete=True, update=True)
@@ -156,7 +184,8 @@ class LiteStore(VectorSearch):
         content = make_content(
             data, tags=tags, scopes=scopes, synonyms=synonyms, figures=figures, embed=embed
         )
-        blob, model = self._vector(embed, name, content)
+        wanted = embed and not settings.skipped(content["tags"], self.skip_tags)
+        blob, model = self._vector(wanted, name, content)
 
         def _insert() -> bool:
             with self.backend.write():
@@ -164,7 +193,7 @@ class LiteStore(VectorSearch):
                     "INSERT INTO knowledge(name, content, created_at, embed_wanted, embedding,"
                     f" embedding_model) VALUES (?, ?, {self.dialect.now}, ?, ?, ?)"
                     " ON CONFLICT(name) DO NOTHING",
-                    (name, content_text(content), int(embed), blob, model),
+                    (name, content_text(content), int(wanted), blob, model),
                 )
                 if cur.rowcount == 1:
                     self._put_doc("knowledge", name, content)
@@ -202,12 +231,12 @@ class LiteStore(VectorSearch):
                 time.sleep(random.uniform(0, 0.002 * 2**attempt))
             found = self._run(
                 lambda: self.conn.execute(
-                    "SELECT content, embed_wanted FROM knowledge WHERE name = ?", (name,)
+                    "SELECT content FROM knowledge WHERE name = ?", (name,)
                 ).fetchone()
             )
             if found is None:
                 raise NotFoundError(f"not found: knowledge '{name}'")
-            stored, wanted = found
+            stored = found[0]
             old = json.loads(stored)
             new = make_content(
                 old["data"] if data is None else data,
@@ -216,10 +245,14 @@ class LiteStore(VectorSearch):
                 figures=old["figures"] if figures is None else (list(figures) or None),
                 scopes=old["scopes"] if scopes is None else scopes,
                 format=old["format"],
-                embed=bool(wanted),
+                embed=old.get(NO_EMBED) is not False,  # the write's own wish, as stored
             )
             if content_text(new) == content_text(old):
                 return False
+            # a retracted vector (a skip tag) comes back when the tag goes
+            wanted = old.get(NO_EMBED) is not False and not settings.skipped(
+                new["tags"], self.skip_tags
+            )
             blob, model = self._vector(bool(wanted), name, new)
 
             def _update(
@@ -227,16 +260,18 @@ class LiteStore(VectorSearch):
                 new: dict[str, Any] = new,
                 blob: bytes | None = blob,
                 model: Any = model,
+                wanted: bool = wanted,
             ) -> bool:
                 # compare-and-swap: a concurrent update in between makes this attempt retry
                 with self.backend.write(purge_text=True):
                     cur = self.conn.execute(
-                        "UPDATE knowledge SET content = ?, embedding = ?, embedding_model = ?"
-                        " WHERE name = ? AND content = ?",
-                        (content_text(new), blob, model, name, stored),
+                        "UPDATE knowledge SET content = ?, embedding = ?, embedding_model = ?,"
+                        " embed_wanted = ? WHERE name = ? AND content = ?",
+                        (content_text(new), blob, model, int(wanted), name, stored),
                     )
                     if cur.rowcount == 1:
                         self._put_doc("knowledge", name, new)
+                        self._rewrote_vectors()
                 return cur.rowcount == 1
 
             if self._run(_update):
@@ -267,7 +302,9 @@ class LiteStore(VectorSearch):
         """Create the absent ``entries`` then ``statements`` in ONE transaction (all or
         nothing); the same rows as one ``knowledge_create`` / ``statement_create`` per item."""
         with self._lock:
-            return batch.write_batch(self.backend, self.embedder, self._run, entries, statements)
+            return batch.write_batch(
+                self.backend, self.embedder, self._run, entries, statements, self.skip_tags
+            )
 
     # --------------------------------------------------------------------------- statements
 

@@ -4,23 +4,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from hypatia_lite import shelf_settings as settings
 from hypatia_lite.backend import Backend, Connection
 from hypatia_lite.dialect import Dialect
-from hypatia_lite.embed import (
-    Embedder,
-    EmbeddingError,
-    cosine_distance,
-    embed_text,
-    pack,
-    unpack,
-)
+from hypatia_lite.embed import Embedder, EmbeddingError, embed_text, pack
 from hypatia_lite.jse import compile_condition
+from hypatia_lite.lexical import lexical_scores
 from hypatia_lite.protocol import Content, ModelUnavailableError, SimilarRow, Target
 from hypatia_lite.rows import well_formed
 
+if TYPE_CHECKING:  # numpy is imported by ``similar`` only: writing needs none of it
+    from hypatia_lite.vector_index import VectorIndex
+
 T = TypeVar("T")
+_TABLES = ("knowledge", "statement")
+_FETCH = 500  # rows per ``id IN (…)`` when printing ``similar``'s rows
 NO_MODEL = "model unavailable: no embedding provider configured"
 #: ``count(*) WHERE embed_wanted = 1 AND (embedding IS NULL OR embedding_model IS NOT ?)``
 #: split so each part is answered from a partial index (``db``): rows without a vector, then
@@ -42,6 +42,7 @@ class VectorSearch:
     embedder: Embedder | None
     _no_model: str
     dialect: Dialect
+    skip_tags: frozenset[str]
 
     @property
     def conn(self) -> Connection:
@@ -53,6 +54,38 @@ class VectorSearch:
 
     def _run(self, action: Callable[[], T]) -> T:
         raise NotImplementedError
+
+    def _vector_index(self, catalog: str, model: str) -> VectorIndex:
+        """The in-memory vectors of ``catalog`` for ``model``, brought up to date (call it
+        inside ``_run``)."""
+        from hypatia_lite.vector_index import VectorIndex
+
+        indexes: dict[str, VectorIndex] = self.__dict__.setdefault("_vector_indexes", {})
+        index = indexes.get(catalog)
+        if index is None or index.model != model:
+            index = indexes[catalog] = VectorIndex(catalog, model)
+        index.refresh(self.conn, self.__dict__.get("_rewrites", 0))
+        return index
+
+    def _settle(self) -> None:
+        """Embed what is owed before ranking; skipped while nothing changed since the shelf
+        last owed nothing (the check costs a few index probes, the skip one fingerprint)."""
+        from hypatia_lite.vector_index import fingerprint
+
+        model = self.embedder.identity if self.embedder is not None else ""
+        stamp = self._run(lambda: (model, *(fingerprint(self.conn, t) for t in _TABLES)))
+        if stamp == self.__dict__.get("_settled"):
+            return
+        if any(self.pending_embeddings().values()):
+            self.backfill()
+            if any(self.pending_embeddings().values()):
+                return  # the embedder failed part-way: try again next time
+            stamp = self._run(lambda: (model, *(fingerprint(self.conn, t) for t in _TABLES)))
+        self.__dict__["_settled"] = stamp
+
+    def _rewrote_vectors(self) -> None:
+        """This store changed a stored vector in place (the in-memory copies reload)."""
+        self.__dict__["_rewrites"] = self.__dict__.get("_rewrites", 0) + 1
 
     def _vector(self, embed: bool, key: str, content: dict[str, Any]) -> tuple[bytes | None, Any]:
         if not embed or self.embedder is None:
@@ -76,11 +109,15 @@ class VectorSearch:
             )
         return out
 
-    def backfill(self, batch: int = 64) -> int:
-        """Embed entries still owed a vector (best effort); returns how many got one."""
+    def backfill(self, batch: int = 64, progress: Callable[[int, int], None] | None = None) -> int:
+        """Embed entries still owed a vector (best effort), ``batch`` per embedder call and
+        write transaction; returns how many got one. ``progress(done, owed)`` is called after
+        each batch (``owed``: the count when it started)."""
         if self.embedder is None:
             raise ModelUnavailableError(self._no_model)
+        self.retract_skipped()
         done = 0
+        owed = sum(self.pending_embeddings().values()) if progress is not None else 0
         for table, key in (("knowledge", "name"), ("statement", "triple")):
             while True:
                 todo = self._run(
@@ -117,7 +154,25 @@ class VectorSearch:
 
                 self._run(_store)
                 done += len(todo)
+                if progress is not None:
+                    progress(done, owed)
         return done
+
+    def retract_skipped(self) -> int:
+        """Take the vectors from knowledge entries carrying one of the shelf's
+        ``embedding.skip_tags``; returns how many lost one (or the wish for one)."""
+        if not self.skip_tags:
+            return 0
+        sql, params = settings.retract_sql(self.dialect, self.skip_tags)
+
+        def _retract() -> int:
+            with self.backend.write():
+                return int(self.conn.execute(sql, params).rowcount)
+
+        retracted = self._run(_retract)
+        if retracted:
+            self._rewrote_vectors()
+        return retracted
 
     def similar_rows(
         self,
@@ -129,16 +184,24 @@ class VectorSearch:
         exclude_tags: Sequence[str] = (),
         where: Any = None,
     ) -> list[dict[str, Any]]:
-        """Printed rows ``{name|triple, content, distance}`` (+ ``catalog`` for ``both``)."""
+        """Printed rows ``{name|triple, content, distance}`` (+ ``catalog`` for ``both``), the
+        most relevant first (:mod:`hypatia_lite.fusion`); ``distance`` is the row's cosine
+        distance to the query (0 to 2, lower is closer)."""
         if self.embedder is None:
             raise ModelUnavailableError(self._no_model)
-        self.backfill()
-        qvec = self.embedder.embed([well_formed(query)])[0]
+        self._settle()
+        query = well_formed(query)
+        import numpy as np
+
+        from hypatia_lite.fusion import fuse, fusion_weight, index_mask
+
+        qvec = np.asarray(self.embedder.embed([query])[0], dtype=np.float32)
         model = self.embedder.identity
-        scored: list[tuple[float, int, dict[str, Any]]] = []
+        weight = fusion_weight(self.embedder)
         catalogs: list[Literal["knowledge", "statement"]] = (
             ["knowledge", "statement"] if target == "both" else [target]
         )
+        ranked: list[tuple[float, str, int, float]] = []
         for catalog in catalogs:
             key = "name" if catalog == "knowledge" else "triple"
             conds, params = ["t.embedding_model = ?"], [model]
@@ -153,26 +216,73 @@ class VectorSearch:
                 sql, wparams = compile_condition(where, catalog, self.dialect)
                 conds.append(f"({sql})")
                 params.extend(wparams)
-            found = self._run(
-                lambda c=catalog, k=key, cs=conds, ps=params: (  # type: ignore[misc]
-                    self.conn.execute(
-                        f"SELECT t.id, t.{k}, t.content, t.embedding FROM {c} AS t"
-                        f" WHERE {' AND '.join(cs)}",
-                        ps,
+            filtered = len(conds) > 1
+
+            def _gather(
+                c: str = catalog,
+                k: str = key,
+                cs: list[str] = conds,
+                ps: list[Any] = params,
+                filtered: bool = filtered,
+            ) -> tuple[Any, Any, dict[int, float]]:
+                index = self._vector_index(c, model)
+                allowed = None
+                if filtered:
+                    allowed = [
+                        r[0]
+                        for r in self.conn.execute(
+                            f"SELECT t.id FROM {c} AS t WHERE embed_wanted = 1"
+                            f" AND {' AND '.join(cs)}",
+                            ps,
+                        ).fetchall()
+                    ]
+                lexical = lexical_scores(self.conn, self.dialect, c, k, query, cs, ps)
+                sims = index.scores(qvec)
+                if allowed is None:
+                    return index.ids, sims, lexical
+                keep = index_mask(index.ids, allowed)
+                return index.ids[keep], sims[keep], lexical
+
+            ids, sims, lexical = self._run(_gather)
+            for score, rid, sim in fuse(ids, sims, lexical, weight, limit):
+                ranked.append((score, catalog, rid, sim))
+        ranked.sort(key=lambda item: (-item[0], item[1], item[2]))
+        return self._similar_rows(ranked[: max(limit, 0)], target)
+
+    def _similar_rows(
+        self, ranked: list[tuple[float, str, int, float]], target: Target
+    ) -> list[dict[str, Any]]:
+        """The printed rows of ``ranked`` ``(score, catalog, row id, cosine)``, in its order."""
+        found: dict[tuple[str, int], tuple[str, str]] = {}
+        for catalog in ("knowledge", "statement"):
+            wanted = [rid for _, c, rid, _ in ranked if c == catalog]
+            if not wanted:
+                continue
+            key = "name" if catalog == "knowledge" else "triple"
+            for start in range(0, len(wanted), _FETCH):  # below SQLite's bound-parameter limit
+                part = wanted[start : start + _FETCH]
+                rows = self._run(
+                    lambda c=catalog, k=key, w=part: self.conn.execute(  # type: ignore[misc]
+                        f"SELECT id, {k}, content FROM {c}"
+                        f" WHERE id IN ({', '.join('?' for _ in w)})",
+                        w,
                     ).fetchall()
                 )
-            )
-            for rid, name, content, blob in found:
-                vec = unpack(blob)
-                if len(vec) != len(qvec):
-                    continue
-                row: dict[str, Any] = {key: name, "content": json.loads(content)}
-                if target == "both":
-                    row["catalog"] = catalog
-                row["distance"] = cosine_distance(qvec, vec)
-                scored.append((row["distance"], rid, row))
-        scored.sort(key=lambda item: (item[0], item[1]))
-        return [row for _, _, row in scored[: max(limit, 0)]]
+                found.update({(catalog, r[0]): (r[1], r[2]) for r in rows})
+        out: list[dict[str, Any]] = []
+        for _, catalog, rid, sim in ranked:
+            if (catalog, rid) not in found:  # deleted in between
+                continue
+            name, content = found[(catalog, rid)]
+            row: dict[str, Any] = {
+                "name" if catalog == "knowledge" else "triple": name,
+                "content": json.loads(content),
+            }
+            if target == "both":
+                row["catalog"] = catalog
+            row["distance"] = 1.0 - sim
+            out.append(row)
+        return out
 
     def similar(
         self,

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from hypatia_lite import semantic
 from hypatia_lite.embed import (
     EmbeddingError,
     HashingEmbedder,
@@ -98,7 +99,9 @@ def test_provider_failure_never_fails_a_write(server: str, tmp_path: Path) -> No
         assert store.pending_embeddings() == {"knowledge": 0, "statement": 0}
 
 
-def test_environment_selects_the_embedder(server: str) -> None:
+def test_environment_selects_the_embedder(server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the default with the `semantic` extra: test_lite_semantic_embedder.py
+    monkeypatch.setattr(semantic, "available", lambda: False)
     assert isinstance(embedder_from_env({}), HashingEmbedder)
     assert embedder_from_env({"HYPATIA_LITE_EMBEDDER": "none"}) is None
     remote = embedder_from_env(
