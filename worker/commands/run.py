@@ -211,8 +211,9 @@ def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> On
 
     from worker.commands.common import db_error_line
     from worker.logs import quiet_job_lines
-    from worker.run.once_children import OnceTotals, set_signal
+    from worker.run.once_children import OnceTotals
     from worker.run.once_parallel import run_once
+    from worker.run.stop_signals import set_signal
 
     # The progress bar and the summary tell the story; per-job lines only when asked (DEBUG).
     quiet_job_lines(runtime.settings.log_level)
