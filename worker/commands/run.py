@@ -255,6 +255,10 @@ def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> On
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
+    from worker.run.waiting import note_waiting
+
+    for line in note_waiting(runtime, totals):  # owed work a back-off holds: named, exit 1
+        err.print(line, soft_wrap=True, markup=False)
     err.print(totals.summary(), soft_wrap=True, markup=False)
     if totals.failed or totals.unscanned or totals.unfinished:
         raise typer.Exit(1)
