@@ -217,11 +217,16 @@ def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> On
 
     # The progress bar and the summary tell the story; per-job lines only when asked (DEBUG).
     quiet_job_lines(runtime.settings.log_level)
-    if not runtime.settings.sessions_root.is_dir():
+    root = runtime.settings.sessions_root
+    if not root.is_dir():
+        from memory.dsh.locate import not_a_directory
+
+        why = not_a_directory(root)
         err.print(
             f"memory-worker: DSH home {runtime.settings.dsh_home} has no sessions directory "
-            f"({runtime.settings.sessions_root}); nothing to do (check --dsh-home / $DSH_HOME)",
+            f"({root}{' ' + why if why else ''}); nothing to do (check --dsh-home / $DSH_HOME)",
             soft_wrap=True,
+            markup=False,
         )
         raise typer.Exit(1)
     first = "reading logs" if children is None else f"reading logs ({children.count} processes)"
