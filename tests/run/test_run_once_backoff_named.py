@@ -30,6 +30,8 @@ pytestmark = pytest.mark.integration
 
 KEY = "BACKOFF_TEST_KEY"
 SESSIONS = ("wait-0", "wait-1")
+
+
 def _env(root: Path, server: ModelServer) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_WORKER_")}
     env.update(
