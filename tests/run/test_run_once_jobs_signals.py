@@ -139,3 +139,38 @@ def test_ctrl_c_while_the_children_are_forked_is_not_lost(tmp_path: Path) -> Non
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["interrupted"]
+
+
+def test_a_stop_before_the_sessions_are_handed_out_names_them_all(
+    tmp_path: Path, clean: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while the parent splits the home (before any child has a session): every session
+    of the home is named, as one process stopped before its scan names them."""
+    from worker.jobs.runtime import build_runtime
+    from worker.run.once_children import OnceChildren, OnceTotals
+    from worker.run.once_parallel import run_once as run_once_in_process
+    from worker.settings import load_settings
+
+    lay_home(tmp_path, like=clean)
+    settings = load_settings(
+        None, dsh_home=tmp_path / "dsh", data_dir=tmp_path / "data", lite_home=tmp_path / "lite"
+    )
+
+    def ctrl_c(self: OnceChildren, groups: object) -> None:
+        raise KeyboardInterrupt
+
+    children = OnceChildren(settings, settings.store_shelf, 2)
+    monkeypatch.setattr(OnceChildren, "assign", ctrl_c)
+    totals = OnceTotals()
+    try:
+        runtime = build_runtime(settings, force_idle=True)
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                run_once_in_process(runtime, settings.store_shelf, children=children, totals=totals)
+        finally:
+            runtime.close()
+    finally:
+        children.stop()
+    assert totals.sessions == 4
+    assert totals.unfinished_sessions == sorted(ALL)
+    assert not any(child.process.is_alive() for child in children.children)

@@ -85,6 +85,8 @@ def run_once(
             except BaseException as exc:
                 # Stopped like one process: every child stops and names what it did not finish.
                 children.interrupt(totals, hints)
+                if not any(child.sessions for child in children.children):
+                    _name_all_unscanned(runtime, shelf, totals)  # stopped before the split
                 if isinstance(exc, _Terminated):
                     children.stop()
                     os.kill(os.getpid(), signal.SIGTERM)  # SIG_DFL again: ends this process
@@ -164,6 +166,20 @@ def _count_stopped(
             totals.sessions = len(found)
     totals.add_tally(runner.stats.tally())
     totals.outcomes(stopped_outcomes(runner, found), runner.stats.settled)
+
+
+def _name_all_unscanned(runtime: Runtime, shelf: str, totals: OnceTotals) -> None:
+    """Stopped before any child had its sessions: name every session of the home, as a pass
+    stopped before its scan does (:func:`_count_stopped`)."""
+    try:
+        found = [
+            location.session_id for location in Watcher(runtime, _no_hint, shelf=shelf).discover()
+        ]
+    except Exception:  # a listing that fails names nothing more
+        return
+    totals.sessions = len(found)
+    for session_id in found:
+        totals.unfinished.setdefault(("scan", session_id), "not scanned")
 
 
 def _pass(
