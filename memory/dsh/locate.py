@@ -58,8 +58,12 @@ def not_a_directory(path: Path) -> str | None:
         return f"cannot be examined ({exc.strerror})"
     if stat.S_ISDIR(info.st_mode):
         return None
-    kind = file_kind(info.st_mode)
-    return f"is {'a regular file' if kind == 'not a regular file' else kind}, not a directory"
+    return f"is {_kind(info.st_mode)}, not a directory"
+
+
+def _kind(mode: int) -> str:
+    """What a file that is not a directory is (``a regular file`` included)."""
+    return "a regular file" if stat.S_ISREG(mode) else file_kind(mode)
 
 
 def decode_segment(name: str) -> str:
@@ -184,8 +188,7 @@ def _followed_dir(
                 return True, None
             if not sessions or entry.name.startswith(".") or entry.name.endswith(_NOT_SESSIONS):
                 return False, None
-            kind = file_kind(entry.stat(follow_symlinks=False).st_mode)
-            kind = "a regular file" if kind == "not a regular file" else kind
+            kind = _kind(entry.stat(follow_symlinks=False).st_mode)
             return False, f"is {kind}, not a session directory; not read"
     except OSError as exc:
         return False, f"cannot be examined ({exc.strerror})"
