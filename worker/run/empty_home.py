@@ -71,10 +71,10 @@ def _create_state(database: Path) -> bool:
         return False
     try:
         database.parent.mkdir(parents=True, exist_ok=True)
-    except OSError:  # a file where a directory should be, no permission: the full path says so
+        with directory_lock(database.parent):
+            return not database.exists() and create_from_template(database, head)
+    except OSError:  # a data directory under a file, unwritable: the full path says which
         return False
-    with directory_lock(database.parent):
-        return not database.exists() and create_from_template(database, head)
 
 
 def _open_store(settings: Settings) -> bool:
