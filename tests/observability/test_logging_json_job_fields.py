@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from cli_fork import run_cli
 
+from worker import logs
 from worker.logs import JOB_FIELDS, job_context, setup_logging
 
 
@@ -29,6 +30,7 @@ def test_memory_and_worker_loggers_write_json_with_the_job_fields(
     finally:
         root = logging.getLogger()
         root.handlers[:] = [h for h in root.handlers if h.get_name() != "memory-worker"]
+        logs._json_lines[0] = False  # JSON mode is process-wide: later tests in this process
     lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
     assert [(r["logger"], r["level"], r["message"]) for r in lines] == [
         ("memory.llm", "INFO", "outside any job"),

@@ -190,7 +190,13 @@ def owed_by_clock(runtime: Runtime, shelf: str) -> bool:
     changing: :func:`owed_work` judged after every back-off has passed (a failing consolidation,
     retraction or rewrite is owed again when its wait ends). A permanent failure waits for its
     log to grow, which changes a file; a held lease blocks a job, which a run reports."""
-    return bool(owed_work(runtime, shelf, at=_LATER))
+    return bool(owed_later(runtime, shelf))
+
+
+def owed_later(runtime: Runtime, shelf: str) -> list[Owed]:
+    """:func:`owed_work` judged after every back-off has passed: what the clock alone will make
+    owed (and what is owed now)."""
+    return owed_work(runtime, shelf, at=_LATER)
 
 
 def _idle(runtime: Runtime, state: SessionState, idle_ms: int) -> bool:
@@ -205,4 +211,4 @@ def _owes_node(state: SessionState) -> bool:
     return state.last_title_seq is not None and state.last_title_seq >= state.inherited_cut
 
 
-__all__ = ["BACKED_OFF_JOBS", "Owed", "backing_off", "backoff_s", "owed_by_clock", "owed_work"]
+__all__ = ["BACKED_OFF_JOBS", "Owed", "backing_off", "backoff_s", "owed_by_clock", "owed_later", "owed_work"]
