@@ -211,4 +211,12 @@ def _owes_node(state: SessionState) -> bool:
     return state.last_title_seq is not None and state.last_title_seq >= state.inherited_cut
 
 
-__all__ = ["BACKED_OFF_JOBS", "Owed", "backing_off", "backoff_s", "owed_by_clock", "owed_later", "owed_work"]
+__all__ = [
+    "BACKED_OFF_JOBS",
+    "Owed",
+    "backing_off",
+    "backoff_s",
+    "owed_by_clock",
+    "owed_later",
+    "owed_work",
+]
