@@ -64,29 +64,44 @@ def state_rows(root: Path, *, without: set[str] = frozenset()) -> dict[str, list
     return out
 
 
-def model_written(root: Path) -> dict[str, tuple[str, str | None]]:
-    """Each entry the model wrote: its kind (summary, archive, work-unit) and session."""
+#: The names the model's entries get: ``sum-<session>-<from>-<to>`` (a summary), ``sum2-…``,
+#: ``sum3-…`` (archives), ``wu-<slug>-<digest>`` (a work unit).
+MODEL_WRITTEN = re.compile(r"^(sum\d*|wu)-")
+SUMMARY = re.compile(r"^sum-(.+)-\d+-\d+$")
+
+
+def provenance(root: Path) -> dict[str, tuple[str, str | None]]:
+    """Each ``provenance`` row: the entry the model wrote, its kind and session."""
     with sqlite3.connect(root / "data" / "state.db") as conn:
         rows = conn.execute("SELECT name, kind, session_id FROM provenance").fetchall()
     return {name: (kind, sid) for name, kind, sid in rows}
 
 
 def consolidated(root: Path, store: dict[str, Any]) -> dict[str, Any]:
-    """What the model wrote, as timing cannot change it: the messages some summary covers, and
-    the lines of each session's summaries."""
-    written = model_written(root)
+    """What the model wrote, as timing cannot change it: the messages some summary covers, the
+    lines of each session's summaries, and whether the store's model-written entries and the
+    state's provenance rows name the same entries."""
     lines: dict[str, set[str]] = {}
+    names = {row["name"] for row in store["knowledge"] if MODEL_WRITTEN.match(row["name"])}
     for row in store["knowledge"]:
-        kind, sid = written.get(row["name"], ("", None))
-        if kind == "summary":
+        found = SUMMARY.match(row["name"])
+        if found:
             text = str(row["content"].get("data", ""))
-            lines.setdefault(str(sid), set()).update(x for x in text.splitlines() if x.strip())
+            lines.setdefault(found.group(1), set()).update(
+                x for x in text.splitlines() if x.strip()
+            )
     covered = {
         row["tail"]
         for row in store["statements"]
         if row["relation"] == "summary" and row["tail"].startswith("msg-")
     }
-    return {"summarised messages": covered, "summary lines": lines}
+    recorded = set(provenance(root))
+    return {
+        "summarised messages": covered,
+        "summary lines": lines,
+        "entries without a provenance row": names - recorded,
+        "provenance rows without an entry": recorded - names,
+    }
 
 
 def oracle(world: World, root: Path) -> tuple[dict[str, Any], dict[str, list[tuple[Any, ...]]]]:
@@ -150,30 +165,62 @@ def _delta(got: Any, want: Any) -> str:
     )
 
 
-def problems(world: World) -> list[str]:
-    """Every way ``world`` (settled) differs from the oracle, or holds what it must not."""
-    found: list[str] = list(world.failures)
+def columns_holding(database: Path, words: set[str]) -> list[str]:
+    """``table.column`` of each state column that holds one of ``words`` (first six letters)."""
+    out = []
+    with sqlite3.connect(database) as conn:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        for table in tables:
+            for column in [r[1] for r in conn.execute(f"PRAGMA table_info('{table}')")]:
+                held = [
+                    w
+                    for w in sorted(words)
+                    if conn.execute(
+                        f'SELECT 1 FROM "{table}" WHERE lower(CAST("{column}" AS TEXT)) LIKE ?',
+                        (f"%{w[:6]}%",),
+                    ).fetchone()
+                ]
+                if held:
+                    out.append(f"{table}.{column} {held}")
+    return out
+
+
+def problems(world: World) -> dict[str, list[str]]:
+    """Every way ``world`` (settled) differs from the oracle or holds what it must not, by kind:
+    ``commands`` (a ``forget`` that failed), ``leaks``, ``store``, ``state``, ``model-written``,
+    ``verify-forgetting``."""
+    found: dict[str, list[str]] = {"commands": list(world.failures)}
     clean = world.root.parent / "oracle"
     want_dump, want_state = oracle(world, clean)
     got_dump = dump(world.root)
-    skip = set(model_written(world.root)) | set(model_written(clean))
-    found += [f"store {line}" for line in _diff_dumps(got_dump, want_dump, skip)]
-    got, want = consolidated(world.root, got_dump), consolidated(clean, want_dump)
-    for what in want:
-        if got[what] != want[what]:
-            found.append(f"model-written {what} differ: {_delta(got[what], want[what])}")
-    got_state = state_rows(world.root, without=world.forgotten)
-    for table, rows in want_state.items():
-        extra = sorted(set(got_state[table]) - set(rows))
-        missing = sorted(set(rows) - set(got_state[table]))
-        found += [f"state {table}: extra {row}" for row in extra]
-        found += [f"state {table}: missing {row}" for row in missing]
     words = gone_words(world.logs.records, world.forgotten)
-    for root, who in ((world.root, "world"), (world.root.parent / "oracle", "clean run")):
+    found["leaks"] = []
+    for root, who in ((world.root, "world"), (clean, "clean run")):
         for part in ("lite", "data"):
             for path, held in files_holding(root / part, words).items():
-                found.append(f"{who} {Path(path).relative_to(root)} holds gone words {held}")
+                found["leaks"].append(f"{who} {Path(path).relative_to(root)} holds {held}")
+        found["leaks"] += [
+            f"{who} state column {c}" for c in columns_holding(root / "data" / "state.db", words)
+        ]
+    skip = {row["name"] for row in (*got_dump["knowledge"], *want_dump["knowledge"])}
+    skip = {name for name in skip if MODEL_WRITTEN.match(name)}
+    skip |= set(provenance(world.root)) | set(provenance(clean))
+    found["store"] = _diff_dumps(got_dump, want_dump, skip)
+    got_state = state_rows(world.root, without=world.forgotten)
+    found["state"] = []
+    for table, rows in want_state.items():
+        found["state"] += [f"{table}: extra {r}" for r in sorted(set(got_state[table]) - set(rows))]
+        found["state"] += [
+            f"{table}: missing {r}" for r in sorted(set(rows) - set(got_state[table]))
+        ]
+    got, want = consolidated(world.root, got_dump), consolidated(clean, want_dump)
+    found["model-written"] = [
+        f"{what} differ: {_delta(got[what], want[what])}"
+        for what in want
+        if got[what] != want[what]
+    ]
     verify = world.command("verify-forgetting")
-    if verify.returncode != 0:
-        found.append(f"verify-forgetting exited {verify.returncode}: {verify.stdout[-1500:]}")
+    found["verify-forgetting"] = (
+        [f"exited {verify.returncode}: {verify.stdout[-1500:]}"] if verify.returncode else []
+    )
     return found

@@ -119,6 +119,7 @@ class World:
     def reveal_all(self) -> None:
         for log in self.logs.files:
             log.reveal(self.dsh, len(log.data))
+        self.note("reveal all")
 
     def advance(self, seconds: float) -> None:
         self.offset += seconds
