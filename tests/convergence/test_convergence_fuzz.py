@@ -30,13 +30,24 @@ import pytest
 from convergence_logs import grow
 from convergence_oracle import problems
 from convergence_world import Model, World
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 from model_server import ModelServer
 
 pytestmark = pytest.mark.integration
 
 EXAMPLES = int(os.environ.get("MW_CONVERGENCE_EXAMPLES", "0") or 0)
+#: The kinds of failure asserted (convergence_oracle.problems); by hand, while one kind is known
+#: and open, ``MW_CONVERGENCE_KINDS=store,leaks`` looks for the others.
+KINDS = {k for k in os.environ.get("MW_CONVERGENCE_KINDS", "").split(",") if k} or {
+    "commands",
+    "leaks",
+    "store",
+    "summaries",
+    "state",
+    "provenance",
+    "verify-forgetting",
+}
 settings.register_profile(
     "convergence",
     max_examples=EXAMPLES or 6,
@@ -55,6 +66,8 @@ EVENTS = st.one_of(
     RUN,  # twice: most moments end in a run
     st.tuples(st.just("kill"), st.integers(1, 40), st.booleans()),
     st.tuples(st.just("outage"), st.booleans()),
+    # a flapping store costs a minute a run while the breaker counts only timeouts in a row
+    st.tuples(st.just("store"), st.sampled_from(("hang", "flap") if EXAMPLES else ("hang",))),
     st.tuples(st.just("clock"), st.sampled_from((1.5, 90.0, 4000.0))),
     st.tuples(st.just("forget"), st.integers(0, 5)),
     st.tuples(st.just("retract")),
@@ -98,18 +111,41 @@ def converge(server: ModelServer, world: dict[str, Any], plan: Plan) -> None:
         )
         report += "\nwhat ran:\n  " + "\n  ".join(live.journal)
         # One assertion per kind: hypothesis tells different failures apart by where they fail.
-        assert not found["commands"], report
-        assert not found["leaks"], report
-        assert not found["store"], report
-        assert not found["state"], report
-        assert not found["model-written"], report
-        assert not found["verify-forgetting"], report
+        checked = {kind: lines if kind in KINDS else [] for kind, lines in found.items()}
+        assert not checked["commands"], report
+        assert not checked["leaks"], report
+        assert not checked["store"], report
+        assert not checked["summaries"], report
+        assert not checked["state"], report
+        assert not checked["provenance"], report
+        assert not checked["verify-forgetting"], report
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
 
 @settings(settings.get_profile("convergence"))
 @given(world=WORLDS, plan=MOMENTS)
+# Found on the code of 2026-12-04 (issue 32), kept as regressions:
+# 1: a fork child read inside its seed keeps the parent's messages as its own, for good;
+# 2: a run during a consolidation back-off records the home at rest, and the at-rest answer
+#    then skips the consolidation owed once the back-off is over.
+@example(
+    world={"seed": 0, "fixtures": False},
+    plan=[
+        (("reveal", 2, 0.3), ("run", "plain")),
+        (("reveal_all",), ("outage", True)),
+        (None, ("run", "plain")),
+    ],
+)
+# 9: ``forget`` while the model is down exits 1 and removes nothing; 3: once forgotten, the
+# work unit's model-made name (it quotes the transcript) stays in audit.subject and
+# provenance.name.
+@example(
+    world={"seed": 0, "fixtures": False},
+    plan=[(("reveal_all",), ("run", "plain")), (None, ("outage", True)), (None, ("forget", 0))],
+)
+# A run killed between a summary's store write and its provenance row: the row never comes.
+@example(world={"seed": 9751, "fixtures": False}, plan=[(("reveal_all",), ("kill", 35, False))])
 def test_every_timing_converges_to_the_clean_run(
     server: ModelServer, world: dict[str, Any], plan: Plan
 ) -> None:

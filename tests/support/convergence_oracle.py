@@ -187,8 +187,9 @@ def columns_holding(database: Path, words: set[str]) -> list[str]:
 
 def problems(world: World) -> dict[str, list[str]]:
     """Every way ``world`` (settled) differs from the oracle or holds what it must not, by kind:
-    ``commands`` (a ``forget`` that failed), ``leaks``, ``store``, ``state``, ``model-written``,
-    ``verify-forgetting``."""
+    ``commands`` (a ``forget`` that failed), ``leaks``, ``store``, ``summaries`` (the messages
+    summaries cover, their lines), ``state``, ``provenance`` (a row for each model-written entry,
+    an entry for each row), ``verify-forgetting``."""
     found: dict[str, list[str]] = {"commands": list(world.failures)}
     clean = world.root.parent / "oracle"
     want_dump, want_state = oracle(world, clean)

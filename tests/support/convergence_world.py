@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cli_fork import run_cli
+from cli_fork import launcher, run_cli
 from cli_support import cli_env
 from conftest import REPO
 from convergence_logs import Logs
@@ -35,6 +35,20 @@ KEY_ENV = "CONVERGENCE_TEST_KEY"
 PAST_EVERY_BACKOFF_S = 4000.0
 #: More than the at-rest settle delay (worker.at_rest.SETTLE_NS).
 SETTLE_S = 1.5
+#: A store that hangs: the ``cli`` transport's binary, whose writes sleep (``hang``: all of them;
+#: ``flap``: every other one) and the rest go to hypatia-lite (forked: ``cli_fork.launcher``).
+STORE_WRAPPER = """#!/bin/sh
+case " $* " in *" --help "*|*" -h "*) exec "$REAL_LITE" "$@" ;; esac
+case "$1" in
+  knowledge-create|knowledge-update|knowledge-delete|statement-create|statement-delete)
+    n=$(cat "$FLAP_COUNTER" 2>/dev/null || echo 0)
+    echo $((n + 1)) > "$FLAP_COUNTER"
+    if [ "$STORE_FAULT" = hang ] || [ $((n % 2)) = 0 ]; then exec sleep 60; fi ;;
+esac
+exec "$REAL_LITE" "$@"
+"""
+#: The store timeout of a faulty-store run: short, so three timeouts open the breaker at once.
+STORE_TIMEOUT_S = "0.5"
 
 
 @dataclass
@@ -154,6 +168,24 @@ class World:
         extra = {"MEMORY_WORKER_TEST_CRASH_AT": str(crash_at)} if crash_at else {}
         return self.command(*args, **extra)
 
+    def store_fault(self, fault: str) -> None:
+        """``run --once`` on a store that hangs or flaps (:data:`STORE_WRAPPER`): the same shelf
+        through the ``cli`` transport."""
+        wrapper = self.root / "faulty-hypatia"
+        if not wrapper.exists():
+            wrapper.write_text(STORE_WRAPPER, encoding="utf-8")
+            wrapper.chmod(0o755)
+        self.command(
+            "run",
+            "--once",
+            MEMORY_WORKER_STORE_TRANSPORT="cli",
+            MEMORY_WORKER_STORE_BINARY=str(wrapper),
+            MEMORY_WORKER_STORE_TIMEOUT_S=STORE_TIMEOUT_S,
+            STORE_FAULT=fault,
+            FLAP_COUNTER=str(self.root / "flap-counter"),
+            REAL_LITE=launcher("hypatia-lite"),
+        )
+
     def forget(self, session_id: str) -> None:
         """``forget``: whatever it answers, the user asked, so the session counts as forgotten
         (the oracle never reads it); it must succeed whatever the model does."""
@@ -180,6 +212,8 @@ class World:
             self.run(args[0])
         elif kind == "kill":
             self.run("jobs2" if args[1] else "plain", crash_at=args[0])
+        elif kind == "store":
+            self.store_fault(args[0])
         elif kind == "outage":
             self.outage(args[0])
         elif kind == "clock":
