@@ -125,17 +125,14 @@ def converge(server: ModelServer, world: dict[str, Any], plan: Plan) -> None:
 
 @settings(settings.get_profile("convergence"))
 @given(world=WORLDS, plan=MOMENTS)
-# Found on the code of 2026-12-04 (issue 32), kept as regressions:
-# 1: a fork child read inside its seed keeps the parent's messages as its own, for good;
+# Found on the code of 2026-12-04 (issue 32), kept as regressions.
+# 1: a fork child read inside its seed keeps the parent's messages as its own, for good.
+@example(world={"seed": 0, "fixtures": False}, plan=[(("reveal", 2, 0.3), ("run", "plain"))])
 # 2: a run during a consolidation back-off records the home at rest, and the at-rest answer
-#    then skips the consolidation owed once the back-off is over.
+# then skips the consolidation owed once the back-off is over.
 @example(
     world={"seed": 0, "fixtures": False},
-    plan=[
-        (("reveal", 2, 0.3), ("run", "plain")),
-        (("reveal_all",), ("outage", True)),
-        (None, ("run", "plain")),
-    ],
+    plan=[(("reveal_all",), ("outage", True)), (None, ("run", "plain"))],
 )
 # 9: ``forget`` while the model is down exits 1 and removes nothing; 3: once forgotten, the
 # work unit's model-made name (it quotes the transcript) stays in audit.subject and

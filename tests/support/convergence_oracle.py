@@ -215,11 +215,15 @@ def problems(world: World) -> dict[str, list[str]]:
             f"{table}: missing {r}" for r in sorted(set(rows) - set(got_state[table]))
         ]
     got, want = consolidated(world.root, got_dump), consolidated(clean, want_dump)
-    found["model-written"] = [
-        f"{what} differ: {_delta(got[what], want[what])}"
-        for what in want
-        if got[what] != want[what]
-    ]
+    for kind, whats in (
+        ("summaries", ("summarised messages", "summary lines")),
+        ("provenance", ("entries without a provenance row", "provenance rows without an entry")),
+    ):
+        found[kind] = [
+            f"{what} differ: {_delta(got[what], want[what])}"
+            for what in whats
+            if got[what] != want[what]
+        ]
     verify = world.command("verify-forgetting")
     found["verify-forgetting"] = (
         [f"exited {verify.returncode}: {verify.stdout[-1500:]}"] if verify.returncode else []
