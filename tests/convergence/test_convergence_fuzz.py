@@ -63,7 +63,8 @@ settings.register_profile(
 RUN = st.tuples(st.just("run"), st.sampled_from(("plain", "full", "jobs2")))
 EVENTS = st.one_of(
     RUN,
-    RUN,  # twice: most moments end in a run
+    RUN,
+    RUN,  # thrice: most moments end in a run
     st.tuples(st.just("kill"), st.integers(1, 40), st.booleans()),
     st.tuples(st.just("outage"), st.booleans()),
     # a flapping store costs a minute a run while the breaker counts only timeouts in a row
@@ -73,12 +74,13 @@ EVENTS = st.one_of(
     st.tuples(st.just("retract")),
     st.tuples(st.just("reconsolidate"), st.integers(0, 5)),
 )
-REVEALS = st.one_of(
-    st.tuples(st.just("reveal"), st.integers(0, 5), st.floats(0, 1)),
-    st.tuples(st.just("reveal_all")),
+REVEAL = st.tuples(st.just("reveal"), st.integers(0, 5), st.floats(0, 1))
+#: A plan is moments: mostly more of one log made visible, then something happens.
+MOMENTS = st.lists(
+    st.tuples(st.one_of(REVEAL, REVEAL, REVEAL, st.just(("reveal_all",)), st.none()), EVENTS),
+    min_size=1,
+    max_size=8,
 )
-#: A plan is moments: now and then more of the logs made visible, then something happens.
-MOMENTS = st.lists(st.tuples(st.none() | REVEALS, EVENTS), min_size=1, max_size=8)
 WORLDS = st.fixed_dictionaries({"seed": st.integers(0, 2**16), "fixtures": st.booleans()})
 
 
