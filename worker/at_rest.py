@@ -12,10 +12,13 @@ mode 0600; the most recent :data:`KEEP_RECORDS` are kept).
 
 The *fingerprint* is the ``stat`` (mode, size, mtime, ctime, inode, device) of every file a run
 reads or that could change what it does: the state database (and its ``-wal`` / ``-journal``),
-every directory and file under the DSH sessions root, every file of the hypatia-lite home
-(shelves, registry), the config file, and every source file of the installed ``worker`` and
-``memory`` packages and of ``hypatia_lite`` and ``migrations`` beside them when they are top-level
-(a code upgrade, a new migration).
+the sessions root, its project and session directories and every file in a session directory,
+listed by the very function that decides what the full run finds
+(:func:`memory.dsh.locate.listed_paths`, so a session the full run reads is never outside the
+fingerprint, whatever its name), every file of the hypatia-lite home (shelves, registry), the
+config file, and every source file of the installed ``worker`` and ``memory`` packages and of
+``hypatia_lite`` and ``migrations`` beside them when they are top-level (a code upgrade, a new
+migration; their ``__pycache__`` directories are left out).
 
 A record says "a full ``run --once`` over exactly this fingerprint changed no file and did
 nothing" (its summary line kept), or "``status`` over exactly this fingerprint showed these
@@ -32,10 +35,14 @@ A later command with the same key and fingerprint may therefore give the recorde
 full command would read the same bytes, under the same code and settings, and do the same
 nothing. Anything the fast path cannot vouch for takes the full path: a state database that is
 not a SQLite file, log shipping, a store other than hypatia-lite on a shelf inside its home, a
-missing or unreadable record, any difference at all. Time alone changes nothing a settled run
-does (``--once`` treats every session as idle); ``status`` figures are recorded only when no
-lease is held and no failure is recorded (a lease expires with time; a failure line stays in the
-state database only).
+missing or unreadable record, any difference at all.
+
+Time alone may change what a run does: a job that failed (a model outage, a hanging store)
+waits out a back-off and is owed again when it ends. So a ``run --once`` is recorded only when
+no work is owed now or later by the clock alone (:func:`worker.watch.owed.owed_by_clock`: the
+owed work judged after every back-off has passed); ``--once`` treats every session as idle, so
+no idle timer is left. ``status`` figures are recorded only when no lease is held and no failure
+is recorded (a lease expires with time; a failure line stays in the state database only).
 """
 
 from __future__ import annotations
@@ -167,10 +174,10 @@ def _stat(path: str) -> list[int] | None:
     return [st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
 
 
-def _tree(root: str, *, directories: bool, max_depth: int = 6) -> Iterator[tuple[str, Any]]:
-    """``(path, stat)`` of every file under ``root`` (and of every directory when
-    ``directories``), symbolic links followed like a reader would; ``root`` itself is reported
-    even when it is missing."""
+def _tree(root: str, max_depth: int = 6) -> Iterator[tuple[str, Any]]:
+    """``(path, stat)`` of every file under ``root`` (a code or store tree: ``__pycache__``
+    directories, which importing rewrites, are left out), symbolic links followed like a reader
+    would; ``root`` itself is reported even when it is missing."""
     yield root, _stat(root)
     stack = [(root, 0)]
     while stack:
@@ -185,12 +192,20 @@ def _tree(root: str, *, directories: bool, max_depth: int = 6) -> Iterator[tuple
             path = os.path.join(directory, name)
             found = _stat(path)
             if found is not None and (found[0] & 0o170000) == 0o040000:  # a directory
-                if directories:
-                    yield path, found
                 if depth < max_depth:
                     stack.append((path, depth + 1))
             else:
                 yield path, found
+
+
+def _sessions(root: str) -> Iterator[tuple[str, Any]]:
+    """``(path, stat)`` of what decides which sessions a full run finds and what it reads,
+    listed by the full run's own rule (:func:`memory.dsh.locate.listed_paths`): no name is
+    skipped there, not even ``__pycache__`` (a session may be called that)."""
+    from memory.dsh.locate import listed_paths
+
+    for path in listed_paths(Path(root)):
+        yield path, _stat(path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,12 +225,12 @@ def fingerprint(inputs: Inputs) -> Fingerprint | None:
     ]
     if entries[0][1] is None:
         return None
-    entries += _tree(inputs.sessions_root, directories=True)
-    entries += _tree(inputs.lite_home, directories=False)
+    entries += _sessions(inputs.sessions_root)
+    entries += _tree(inputs.lite_home)
     if inputs.config is not None:
         entries.append((inputs.config, _stat(inputs.config)))
     for root in inputs.code:
-        entries += _tree(root, directories=False)
+        entries += _tree(root)
     digest = hashlib.sha256(json.dumps(asdict(inputs)).encode())
     newest = 0
     for path, found in entries:

@@ -36,6 +36,9 @@ TASK_OF_JOB: Final = {
 TASK_JOB: Final = "memory_worker.job"
 DEFAULT_QUEUE: Final = "memory-worker"
 
+#: The audit action of a fork child's check against an incomplete seed (worker.jobs.seed_repair).
+ACTION_SEED_CHECK: Final = "seed-check"
+
 SESSION_LEASE: Final = "session:{session_id}"
 ARCHIVE_LEASE: Final = "archives:{project}"
 

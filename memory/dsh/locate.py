@@ -6,6 +6,7 @@ names are lossy hints: the header's ``cwd`` and ``id`` are the authority.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import os
@@ -210,6 +211,33 @@ def _subdirectories(directory: Path, real_root: str) -> list[tuple[os.DirEntry[s
             walk, why = _followed_dir(entry, real_root)
             if walk or why is not None:
                 found.append((entry, why))
+    return found
+
+
+def listed_paths(root: Path) -> list[str]:
+    """Every path whose metadata decides what :func:`survey_sessions` finds and reads, by its
+    own rule (:func:`_subdirectories`, so nothing it reads is left out and no name is special):
+    the root, each project and session directory it walks or refuses, and every entry of each
+    session directory walked (the logs, a new generation, the lock). The at-rest fingerprint
+    (:mod:`worker.at_rest`) is taken over these paths."""
+    found = [str(root)]
+    if not root.is_dir():
+        return found
+    real_root = os.path.realpath(root)
+    with contextlib.suppress(OSError):
+        for project, why in _subdirectories(root, real_root):
+            found.append(project.path)
+            if why is not None:
+                continue
+            try:
+                sessions = _subdirectories(Path(project.path), real_root)
+            except OSError:
+                continue
+            for session, why in sessions:
+                found.append(session.path)
+                if why is None:
+                    with contextlib.suppress(OSError):
+                        found += sorted(e.path for e in os.scandir(session.path))
     return found
 
 

@@ -13,10 +13,12 @@ from typing import Any
 
 import pytest
 from conftest import REPO
+from sqlalchemy import update
 
 from worker.jobs.guard import run_job
 from worker.jobs.reconsolidate import request_reconsolidation
-from worker.watch.owed import Owed, owed_work
+from worker.state.models import ProgressRow
+from worker.watch.owed import Owed, owed_by_clock, owed_work
 from worker.watch.watcher import Watcher
 
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -216,3 +218,31 @@ def test_backlog_is_hinted_a_few_per_project_biggest_first(runtime: Any, tmp_pat
         ("consolidate", "b-3", "consolidation"),
         ("consolidate", "other", "consolidation"),
     ]
+
+
+def test_work_a_back_off_hides_is_owed_by_the_clock(
+    runtime: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What keeps ``run --once`` from being recorded at rest (worker.at_rest): work owed once a
+    back-off ends is owed by the clock alone; a permanent failure (it waits for the log to grow,
+    a file change) is not."""
+    write_session(tmp_path, "s-wait")
+    write_session(tmp_path, "s-perm")
+    log_and_close(runtime, "s-wait", "s-perm")
+    with runtime.state.transaction() as repos:
+        failure = repos.failures.record("consolidate", "s-wait", "RetryableModelError: 503")
+        repos.failures.record("consolidate", "s-perm", "PermanentModelError: 401", permanent=True)
+    assert owed(runtime) == []
+    assert owed_by_clock(runtime, SHELF)
+    later = failure.last_at + dt.timedelta(hours=2)  # what the full path owes then
+    monkeypatch.setattr(runtime, "now", lambda: later)
+    assert owed(runtime) == [("consolidate", "s-wait", "consolidation")]
+    with runtime.state.transaction() as repos:
+        repos.failures.clear("consolidate", "s-wait")  # consolidated when the model came back
+        repos.conn.execute(
+            update(ProgressRow)
+            .where(ProgressRow.session_id == "s-wait")
+            .values(last_consolidated_seq=ProgressRow.last_logged_seq)
+        )
+    assert owed(runtime) == []
+    assert not owed_by_clock(runtime, SHELF)

@@ -94,6 +94,7 @@ def daemon(
     )
     from worker.jobs.housekeeping import reconcile_with_store
     from worker.jobs.reconsolidate import backfill_consolidation
+    from worker.jobs.seed_pending import unchecked_children
     from worker.settings import mask_url
     from worker.watch.watcher import Watcher
 
@@ -114,6 +115,10 @@ def daemon(
     serve_metrics(settings, runtime.state)
     if settings.reconcile_on_startup:
         reconcile_with_store(runtime, settings.store_shelf)
+    if unchecked_children(runtime, settings.store_shelf):  # fork children an older worker stored
+        from worker.jobs.seed_repair import check_seeded_sessions
+
+        check_seeded_sessions(runtime, settings.store_shelf)
     # Owed consolidation becomes queued requests; the first reconcile hints them together with
     # the repairs a crash interrupted (and every other owed job).
     backfill_consolidation(runtime, settings.store_shelf)

@@ -157,6 +157,8 @@ def _run(
     from worker.jobs.housekeeping import reconcile_with_store
     from worker.jobs.pending_repairs import sessions_with_pending_repairs
     from worker.jobs.reconsolidate import backfill_consolidation
+    from worker.jobs.seed_pending import unchecked_children
+    from worker.watch.owed import owed_by_clock
 
     runtime = open_runtime_or_exit(settings, "run", force_idle=once)
     target = settings.store_shelf
@@ -166,6 +168,10 @@ def _run(
         check_store_or_exit(runtime, target)
         if settings.reconcile_on_startup:
             started += reconcile_with_store(runtime, target)
+        if unchecked_children(runtime, target):  # fork children an older worker stored
+            from worker.jobs.seed_repair import check_seeded_sessions
+
+            started += check_seeded_sessions(runtime, target)
         if sessions_with_pending_repairs(runtime):  # the repair machinery loads only then
             from worker.jobs.retract import resume_repairs
 
@@ -173,6 +179,8 @@ def _run(
         started += backfill_consolidation(runtime, target)
         if once:
             totals = _run_once(runtime, target, children)
+            if watch is not None and _did_nothing(totals) and owed_by_clock(runtime, target):
+                watch = None  # work waits for a back-off to pass: time alone will change that
         else:
             _follow(runtime, target)
     except SQLAlchemyError as exc:

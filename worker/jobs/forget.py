@@ -98,29 +98,8 @@ def forget_session(ctx: JobContext, *, dry_run: bool = False) -> ForgetResult:
             )
         result.repair.failed.append(sid)
         return result
-    summaries = {ref.name for ref in span_summaries(store, sid)}
-    for name in sorted(summaries):
-        ctx.heartbeat()
-        repairer.repair_units(name, summaries)
-        repairer.forget_summary(name)
-    # The archives first, the summaries after: until the archives above a summary are rewritten
-    # without it, the summary is how a ``forget`` run again (after a crash) finds them.
-    repairer.repair_archives()
-    for name in sorted(summaries):
-        repairer.retract_summary(name)
-    node = session_name(sid)
-    for row in edges(store, C.REL_BELONG_TO, tail=node):
-        store.statement_delete(row.head, row.relation, row.tail)
-    for name in message_entries(store, sid):
-        ctx.heartbeat()
-        for row in edges(store, head=name):
-            store.statement_delete(row.head, row.relation, row.tail)
-        if store.knowledge_delete(name):
-            result.removed.append(name)
-    if store.knowledge_delete(node):
-        result.removed.append(node)
+    result.removed += remove_memory(ctx, store, repairer)
     result.repair = repairer.report
-    result.removed += repairer.report.retracted
     with ctx.state() as repos:
         for subject in sorted(repos.audit.pending_repairs(sid)):  # nothing of it is left to repair
             repos.audit.record(
@@ -143,6 +122,36 @@ def forget_session(ctx: JobContext, *, dry_run: bool = False) -> ForgetResult:
             ),
         )
     return result
+
+
+def remove_memory(ctx: JobContext, store: MemoryStore, repairer: Repairer) -> list[str]:
+    """Remove everything ``ctx``'s session put in memory (see the module docstring: messages,
+    node, summaries and their share of the archives and work units); the names removed.
+    Get-before-delete throughout: run again after a crash, it finishes the job."""
+    sid = ctx.session_id
+    removed: list[str] = []
+    summaries = {ref.name for ref in span_summaries(store, sid)}
+    for name in sorted(summaries):
+        ctx.heartbeat()
+        repairer.repair_units(name, summaries)
+        repairer.forget_summary(name)
+    # The archives first, the summaries after: until the archives above a summary are rewritten
+    # without it, the summary is how a ``forget`` run again (after a crash) finds them.
+    repairer.repair_archives()
+    for name in sorted(summaries):
+        repairer.retract_summary(name)
+    node = session_name(sid)
+    for row in edges(store, C.REL_BELONG_TO, tail=node):
+        store.statement_delete(row.head, row.relation, row.tail)
+    for name in message_entries(store, sid):
+        ctx.heartbeat()
+        for row in edges(store, head=name):
+            store.statement_delete(row.head, row.relation, row.tail)
+        if store.knowledge_delete(name):
+            removed.append(name)
+    if store.knowledge_delete(node):
+        removed.append(node)
+    return removed + repairer.report.retracted
 
 
 def forget_sessions(

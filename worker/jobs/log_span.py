@@ -33,6 +33,7 @@ from worker.jobs.context import Counts, JobContext, JobOutput, skipped
 from worker.jobs.logread import TransientJobError, read_span
 from worker.jobs.retract import repair_after_log_span
 from worker.jobs.runtime import ConsolidationOwed, ms_of
+from worker.jobs.seed_repair import relog_if_partial
 from worker.jobs.span_writes import write_plan
 from worker.jobs.store_writes import settle_edges, span_edges
 from worker.names import JOB_CONSOLIDATE
@@ -69,6 +70,11 @@ def log_span(ctx: JobContext) -> JobOutput:
     if isinstance(rows, JobOutput):
         return rows
     session, progress = rows
+    if relog_if_partial(ctx, session, progress):
+        rows = ctx.session_rows()  # logged again from the cut: the watermarks are 0 now
+        if isinstance(rows, JobOutput):
+            return rows
+        session, progress = rows
     clock = Timing(
         now_ms=runtime.now_ms(),
         last_growth_ms=ms_of(session.last_activity_at),

@@ -112,8 +112,9 @@ def request_reconsolidation(
     return ReconsolidateResult(session_id, True, "", start, end)
 
 
-def queued_sessions(runtime: Runtime, shelf: str) -> list[str]:
-    """Sessions whose newest reconsolidation request is still queued (for the embedded runner).
+def queued_sessions(runtime: Runtime, shelf: str, *, at: dt.datetime | None = None) -> list[str]:
+    """Sessions whose newest reconsolidation request is still queued (for the embedded runner),
+    now or at time ``at``.
 
     A session whose last ``consolidate`` run failed is left out for a while (a minute per failed
     attempt, at most an hour), so a broken endpoint is not called in a tight loop.
@@ -121,7 +122,7 @@ def queued_sessions(runtime: Runtime, shelf: str) -> list[str]:
     with runtime.state.read() as repos:
         newest = repos.audit.newest_with_outcome(ACTION, shelf, QUEUED)
         failures = {f.session_id: f for f in repos.failures.list(task="consolidate")}
-    now = runtime.now()
+    now = at or runtime.now()
     due = []
     for sid in newest:
         failure = failures.get(sid)

@@ -70,20 +70,21 @@ def backing_off(
     return now - failure.last_at < dt.timedelta(seconds=backoff_s(failure.attempts))
 
 
-def owed_work(runtime: Runtime, shelf: str) -> list[Owed]:
-    """Every job owed on ``shelf``, in a stable order (sessions sorted, jobs in pipeline order).
+def owed_work(runtime: Runtime, shelf: str, *, at: dt.datetime | None = None) -> list[Owed]:
+    """Every job owed on ``shelf``, in a stable order (sessions sorted, jobs in pipeline order),
+    now or, with ``at``, at that time (the back-offs judged then; :func:`owed_by_clock`).
 
     Only the sessions the database does not find settled are read
     (:func:`worker.state.unsettled.unsettled_sessions`), plus those a queued request or an
     interrupted repair names: a reconcile of a settled home reads no session row."""
     settings = runtime.settings
-    now = runtime.now()
+    now = at or runtime.now()
     consolidating = settings.consolidation_enabled and bool(settings.model_routes)
     with runtime.state.read() as repos:
         found = unsettled_sessions(repos.conn, shelf, consolidating=consolidating)
         failures = {(f.task, f.session_id): f for f in repos.failures.list()}
     # Requests and repairs may name settled sessions: those are read too (one query).
-    queued = queued_sessions(runtime, shelf) if settings.model_routes else []
+    queued = queued_sessions(runtime, shelf, at=now) if settings.model_routes else []
     repairs = sessions_with_pending_repairs(runtime)
     rewrites = queued_rewrites(runtime, shelf)
     named = {*queued, *repairs, *rewrites}
@@ -172,6 +173,18 @@ def owed_work(runtime: Runtime, shelf: str) -> list[Owed]:
     return owed
 
 
+#: Later than any back-off ends (:func:`owed_by_clock`).
+_LATER: Final = dt.datetime.max.replace(tzinfo=dt.UTC) - dt.timedelta(days=1)
+
+
+def owed_by_clock(runtime: Runtime, shelf: str) -> bool:
+    """Whether any work on ``shelf`` is owed now or will be owed by the clock alone, with no file
+    changing: :func:`owed_work` judged after every back-off has passed (a failing consolidation,
+    retraction or rewrite is owed again when its wait ends). A permanent failure waits for its
+    log to grow, which changes a file; a held lease blocks a job, which a run reports."""
+    return bool(owed_work(runtime, shelf, at=_LATER))
+
+
 def _idle(runtime: Runtime, state: SessionState, idle_ms: int) -> bool:
     if runtime.force_idle:
         return True
@@ -184,4 +197,4 @@ def _owes_node(state: SessionState) -> bool:
     return state.last_title_seq is not None and state.last_title_seq >= state.inherited_cut
 
 
-__all__ = ["BACKED_OFF_JOBS", "Owed", "backing_off", "backoff_s", "owed_work"]
+__all__ = ["BACKED_OFF_JOBS", "Owed", "backing_off", "backoff_s", "owed_by_clock", "owed_work"]

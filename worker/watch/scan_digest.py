@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from memory.dsh.events import Event, Header
+from memory.dsh.forks import seed_complete
 from memory.span import loggable_once
 from memory.span_cut import SESSION_NODE_EVENTS, STEP_END, TURN_END
 from memory.withdrawal import is_marker
@@ -38,6 +39,10 @@ class ScanDigest:
     saw_node_event: bool = False
     whitelist: frozenset[str] = frozenset()
     last_marker: int | None = None
+    #: how many ``session/end-seed {inherited: true}`` markers this scan read (V2+), and the
+    #: time of the last one
+    seed_marks: int = 0
+    seed_mark_time: int | None = None
 
     @classmethod
     def start(
@@ -74,6 +79,7 @@ class ScanDigest:
             and event.data.get("inherited") is True
         ):
             self.cut, self.ordinal = event.seq, 0  # all before it was the parent's
+            self.seed_marks, self.seed_mark_time = self.seed_marks + 1, event.time
         self.ordinals.append(self.ordinal)
         if event.seq >= self.cut and loggable_once(event):
             self.ordinal += 1
@@ -89,6 +95,11 @@ class ScanDigest:
         elif event.seq >= self.cut and is_marker(event, self.whitelist):
             self.last_marker = event.seq
         self.count += 1
+
+    def seed_incomplete(self, header: Header) -> bool:
+        """True while a V2+ seeded log read from its start shows no end of its own seed yet
+        (:func:`memory.dsh.forks.seed_complete`): nothing of it is the child's for sure."""
+        return self.fresh and not seed_complete(header, self.seed_marks, self.seed_mark_time)
 
     def covers(self, seq: int) -> bool:
         return self.first_seq is not None and 0 <= seq - self.first_seq < self.count

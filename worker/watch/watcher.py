@@ -37,7 +37,7 @@ from memory.dsh.position import CheckpointIndex, ScanPosition
 from memory.messages import base_ordinal
 from worker.jobs.handoff import SHARED_MAX_EVENTS, file_identity
 from worker.jobs.runtime import Enqueue, Runtime, long_lived_frozen
-from worker.names import JOB_LOG_SPAN, JOB_SESSION_NODE
+from worker.names import ACTION_SEED_CHECK, JOB_LOG_SPAN, JOB_SESSION_NODE
 from worker.state.sessions import Checkpoint, SessionState
 from worker.watch.discovery import SessionFinder, changed_directories
 from worker.watch.notify import Notifier
@@ -354,6 +354,8 @@ class Watcher:
             return
         if digest.version is None:
             digest.begin(header)
+        if digest.seed_incomplete(header):
+            return  # a fork child whose seed is not all on disk: nothing of it is its own yet
         self._record(
             location,
             known,
@@ -363,6 +365,7 @@ class Watcher:
             digest,
             generation,
             healthy=damage is None,
+            first_sight=state is None,
         )
         report.changed += 1
         report.new_events += digest.count
@@ -379,6 +382,7 @@ class Watcher:
         generation: int,
         *,
         healthy: bool,
+        first_sight: bool = False,
     ) -> None:
         sid = location.session_id
         old_end = state.durable_end_seq if state is not None else 0
@@ -411,6 +415,10 @@ class Watcher:
             )
             if healthy:  # a log that reads again is healthy again
                 repos.failures.clear(SCAN_TASK, sid)
+            if first_sight and digest.cut > 0:  # a fork child first seen with its whole seed
+                repos.audit.record(
+                    ACTION_SEED_CHECK, "ok", session_id=sid, detail="seed complete at first sight"
+                )
 
     def _ordinal_at(self, path: Log, state: SessionState | None) -> int:
         """The message ordinal at ``state``'s durable end (cached; else counted from the
