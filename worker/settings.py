@@ -168,8 +168,11 @@ class Settings(BaseSettings):
     store_shelf: str = Field(default="default", pattern=r"^\S+$")
     store_timeout_s: float = Field(default=30.0, gt=0, le=3600)
     store_down_after_timeouts: int = Field(default=3, ge=1, le=100)
-    """After this many store calls in a row timed out, the store is treated as down: calls fail at
-    once (sessions named, exit 1) instead of each waiting ``store_timeout_s`` (docs/stores.md)."""
+    """After this many store calls timed out within ``store_down_window_s`` (answers between them
+    or not), the store is treated as down: calls fail at once (sessions named, exit 1) instead of
+    each waiting ``store_timeout_s`` (docs/stores.md)."""
+    store_down_window_s: float = Field(default=300.0, gt=0, le=86_400)
+    """The sliding window in which ``store_down_after_timeouts`` timeouts are counted."""
     store_down_retry_s: float = Field(default=300.0, gt=0, le=86_400)
     """How long a store treated as down is left alone before one call tries it again."""
     lite_home: Path | None = None

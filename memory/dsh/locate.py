@@ -11,6 +11,7 @@ import errno
 import functools
 import os
 import re
+import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +19,8 @@ from pathlib import Path
 
 from memory.dsh.openlog import file_kind
 
+#: Files a project directory may hold beside its session directories without a problem line.
+_NOT_SESSIONS = (".tmp", ".lock")
 _GENERATION = re.compile(r"^session(?:\.v([1-9][0-9]*))?\.jsonl(\.zstd)?$")
 _ESCAPE = re.compile(r"~([0-9A-Fa-f]{4})")
 
@@ -40,6 +43,28 @@ def dsh_sessions_root(dsh_home: str | None = None) -> Path:
     if not home.strip():
         return Path.home() / ".dsh" / "sessions"
     return Path(home).expanduser() / "sessions"
+
+
+def not_a_directory(path: Path) -> str | None:
+    """Why ``path``, which exists in some form, is not a directory to list (``is a symbolic link
+    loop``, ``is a regular file, not a directory``, ...); None when it is a directory or simply
+    does not exist."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "is a symbolic link loop"
+        if exc.errno == errno.ENOENT:
+            return "is a dangling symbolic link" if os.path.islink(path) else None
+        return f"cannot be examined ({exc.strerror})"
+    if stat.S_ISDIR(info.st_mode):
+        return None
+    return f"is {_kind(info.st_mode)}, not a directory"
+
+
+def _kind(mode: int) -> str:
+    """What a file that is not a directory is (``a regular file`` included)."""
+    return "a regular file" if stat.S_ISREG(mode) else file_kind(mode)
 
 
 def decode_segment(name: str) -> str:
@@ -102,12 +127,27 @@ def _choose(directory: Path) -> tuple[tuple[Path, int, bool] | None, str | None]
     generation, raw, entry = best
     try:
         regular = entry.is_file(follow_symlinks=False)
-        mode = entry.stat(follow_symlinks=False).st_mode
+        info = entry.stat(follow_symlinks=False)
     except OSError as exc:
         return None, f"cannot be examined ({exc.strerror})"
     if not regular:
-        return None, f"has {entry.name}, which is {file_kind(mode)}, not a regular log file"
+        return None, f"has {entry.name}, which is {file_kind(info.st_mode)}, not a regular log file"
+    older = sorted(e.name for e in entries if e is not entry and log_generation(e.name))
+    if info.st_size == 0 and any(_size(directory / name) for name in older):
+        # Alone, an empty log is one DSH has just created (its header comes next); beside an
+        # older generation it hides that one: the newest generation is the session's log.
+        return None, (
+            f"has {entry.name}, which is empty, beside {', '.join(older)}: the newest "
+            "generation is the session's log; not read until it is written"
+        )
     return (Path(entry.path), generation, not raw), None
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.stat(path, follow_symlinks=False).st_size
+    except OSError:
+        return 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,14 +173,24 @@ class Survey:
     problems: list[LocationProblem] = field(default_factory=list)
 
 
-def _followed_dir(entry: os.DirEntry[str], real_root: str) -> tuple[bool, str | None]:
+def _followed_dir(
+    entry: os.DirEntry[str], real_root: str, *, sessions: bool = False
+) -> tuple[bool, str | None]:
     """Whether ``entry`` is a directory to walk into, and why not when that is a problem.
 
     A symbolic link is followed only when it resolves to a directory inside the sessions root;
-    one pointing outside, a dangling one and a loop are problems; plain files are ignored."""
+    one pointing outside, a dangling one and a loop are problems. A plain file is ignored in the
+    root; in a project directory (``sessions``), where every entry is a session directory, it is
+    a problem unless hidden (``.DS_Store``) or one of DSH's temporary files (``*.tmp``,
+    ``*.lock``)."""
     try:
         if not entry.is_symlink():
-            return entry.is_dir(follow_symlinks=False), None
+            if entry.is_dir(follow_symlinks=False):
+                return True, None
+            if not sessions or entry.name.startswith(".") or entry.name.endswith(_NOT_SESSIONS):
+                return False, None
+            kind = _kind(entry.stat(follow_symlinks=False).st_mode)
+            return False, f"is {kind}, not a session directory; not read"
     except OSError as exc:
         return False, f"cannot be examined ({exc.strerror})"
     try:
@@ -176,7 +226,7 @@ def survey_sessions(root: Path) -> Survey:
             survey.problems.append(LocationProblem(subject, Path(project.path), why))
             continue
         try:
-            children = _subdirectories(Path(project.path), real_root)
+            children = _subdirectories(Path(project.path), real_root, sessions=True)
         except OSError as exc:
             reason = f"cannot be listed ({exc.strerror})"
             survey.problems.append(LocationProblem(subject, Path(project.path), reason))
@@ -202,13 +252,16 @@ def survey_sessions(root: Path) -> Survey:
     return survey
 
 
-def _subdirectories(directory: Path, real_root: str) -> list[tuple[os.DirEntry[str], str | None]]:
+def _subdirectories(
+    directory: Path, real_root: str, *, sessions: bool = False
+) -> list[tuple[os.DirEntry[str], str | None]]:
     """The entries of ``directory`` that are directories to walk (problem ``None``) or refused
-    ones (with the problem), by name; raises ``OSError`` when it cannot be listed."""
+    ones (with the problem), by name; ``sessions``: ``directory`` is a project directory.
+    Raises ``OSError`` when it cannot be listed."""
     found = []
     with os.scandir(directory) as entries:
         for entry in sorted(entries, key=lambda e: e.name):
-            walk, why = _followed_dir(entry, real_root)
+            walk, why = _followed_dir(entry, real_root, sessions=sessions)
             if walk or why is not None:
                 found.append((entry, why))
     return found
@@ -305,7 +358,9 @@ class CachedSurvey:
                     project_path,
                     stale,
                     trust,
-                    functools.partial(_subdirectories, Path(project_path), real_root),
+                    functools.partial(
+                        _subdirectories, Path(project_path), real_root, sessions=True
+                    ),
                 )
             except OSError as exc:
                 reason = f"cannot be listed ({exc.strerror})"

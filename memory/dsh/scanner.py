@@ -101,6 +101,11 @@ class LogScan:
             self.torn = True
             return None
         if not first.complete or not first.data.endswith(b"\n"):
+            if b"\r" in first.data.lstrip(b" \t\r\n"):
+                # DSH writes compact JSON (a CR inside a string is escaped) ended by LF: a raw
+                # CR with no LF after it ends lines the old-Mac way; no line would ever end.
+                self._problem("corrupt", "the log's lines end in CR alone, not LF")
+                return None
             if not first.data.lstrip(b" \t\r\n").startswith(b"{") or b"\0" in first.data:
                 # not a header being written: a file of NULs, or something else entirely
                 self._problem(

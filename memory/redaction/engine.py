@@ -4,7 +4,8 @@ Every rule of :func:`memory.redaction.rules.load` runs on the original text, and
 its keywords occurs in the lower-cased text (one Aho-Corasick pass finds them all); an anchored rule
 is tried only where one of its keywords starts (``pattern.match`` at each such offset, skipping
 offsets inside its previous match, which finds exactly what ``finditer`` would). A finding is the
-rule's secret group, kept unless its entropy is too low or an allowlist lets it through.
+rule's secret group, kept unless its entropy is too low, it fails the rule's base64 check, or an
+allowlist lets it through.
 Overlapping findings merge into one replaced span, labelled by the first rule in precedence order.
 Markers already in the text are never matched again, so ``redact(redact(t)) == redact(t)``.
 """
@@ -75,6 +76,8 @@ def _rule_findings(
             continue
         secret = text[span[0] : span[1]]
         if rule.entropy and shannon_entropy(secret) <= rule.entropy:
+            continue
+        if not rule.decodes(secret):
             continue
         if _allowed(shared, secret, match) or _allowed(rule.allowlists, secret, match):
             continue

@@ -7,6 +7,8 @@ at most one ``[allowlist]`` applied to every rule. Files are read in :data:`RULE
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 import re
 import tomllib
@@ -20,8 +22,9 @@ from typing import Any, Final
 import ahocorasick
 
 DATA_PACKAGE: Final = "memory.redaction"
-#: The rule files, in precedence order: token shapes of named providers, then the chat-text rules.
-RULE_FILES: Final = ("providers.toml", "local.toml")
+#: The rule files, in precedence order: token shapes of named providers, the chat-text rules, then
+#: the credentials of configuration files (Docker, kubeconfig, .netrc).
+RULE_FILES: Final = ("providers.toml", "local.toml", "config_files.toml")
 
 
 @dataclass(frozen=True)
@@ -60,10 +63,23 @@ class Rule:
     allowlists: tuple[Allowlist, ...] = field(default=())
     generic: bool = False
     anchored: bool = True
+    #: A regex the secret, decoded as base64, must match (``base64Decoded``; empty: no check).
+    decoded_source: str = ""
 
     @cached_property
     def pattern(self) -> re.Pattern[str]:
         return re.compile(self.source, re.ASCII)
+
+    @cached_property
+    def decoded(self) -> re.Pattern[str] | None:
+        return re.compile(self.decoded_source) if self.decoded_source else None
+
+    def decodes(self, secret: str) -> bool:
+        """True when the rule has no ``base64Decoded`` check or ``secret`` passes it."""
+        if self.decoded is None:
+            return True
+        text = base64_text(secret)
+        return text is not None and self.decoded.search(text) is not None
 
 
 @dataclass(frozen=True)
@@ -94,6 +110,7 @@ class RuleSet:
         for benchmarks, or for a parent process before it forks its children."""
         for rule in self.rules:
             _ = rule.pattern
+            _ = rule.decoded
             for allowlist in rule.allowlists:
                 _ = allowlist.regexes
         for allowlist in self.allowlists:
@@ -109,6 +126,19 @@ class RuleSet:
             for rank in ranks:
                 starts.setdefault(rank, set()).add(end - size + 1)
         return {rank: sorted(starts[rank]) for rank in sorted(starts)}
+
+
+def base64_text(value: str) -> str | None:
+    """``value`` decoded as standard base64 (a lone trailing character, which carries no whole
+    byte, dropped; missing padding added), the bytes read as UTF-8 with replacement; None when it
+    is not base64."""
+    body = value.rstrip("=")
+    body = body[: len(body) - 1] if len(body) % 4 == 1 else body
+    try:
+        raw = base64.b64decode(body + "=" * (-len(body) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return raw.decode("utf-8", "replace")
 
 
 def shannon_entropy(text: str) -> float:
@@ -142,6 +172,7 @@ def _rules(raw_rules: Sequence[Mapping[str, Any]]) -> list[Rule]:
                 allowlists=tuple(_allowlist(a) for a in raw.get("allowlists", ())),
                 generic=bool(raw.get("generic", False)),
                 anchored=bool(raw.get("anchored", True)),
+                decoded_source=str(raw.get("base64Decoded", "")),
             )
         )
     return rules

@@ -11,6 +11,7 @@ credential shape is committed literally. ``expected`` is a format string: ``{<la
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import re
 import string
@@ -33,6 +34,22 @@ LOW: Final = string.ascii_lowercase + string.digits
 HEX: Final = "0123456789abcdef"
 UPPER_DIGITS: Final = string.ascii_uppercase + string.digits
 DISCORD_ID: Final = tok(18, "dw1", string.digits)
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+#: The configuration-file forms (issue 32): a Docker auth (base64 of user:password), a kubeconfig
+#: client key (base64 of a PEM private key), and what each must not be confused with.
+DOCKER_AUTH: Final = b64(f"deploy:{tok(24, 'dka')}")
+KUBE_KEY: Final = b64(
+    f"-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA{tok(64, 'kk1')}\n"
+    f"{tok(64, 'kk2')}\n-----END RSA PRIVATE KEY-----\n"
+)
+KUBE_CERT: Final = b64(
+    f"-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIE{tok(44, 'kc1')}\n-----END CERTIFICATE-----\n"
+)
 
 #: (name, raw text, expected format string).
 POSITIVE: Final[tuple[tuple[str, str, str], ...]] = (
@@ -337,6 +354,39 @@ POSITIVE: Final[tuple[tuple[str, str, str], ...]] = (
     ("sk key glued by _", f"key_sk-{tok(40, 'skg')}", "key_{key}"),
     ("openai key glued by _", f"OPENAI_KEY_sk-proj-{tok(48, 'skp')}", "OPENAI_KEY_{key}"),
     ("github token glued by _", f"token_ghp_{tok(36, 'ghg')}", "token_{github}"),
+    # configuration files shown in a session (issue 32)
+    (
+        "docker config.json auth",
+        f'{{"auths": {{"registry.example.com:5000": {{"auth": "{DOCKER_AUTH}"}}}}}}',
+        '{{"auths": {{"registry.example.com:5000": {{"auth": "{docker}"}}}}}}',
+    ),
+    (
+        "kubeconfig client-key-data",
+        f"users:\n- name: admin\n  user:\n    client-certificate-data: {KUBE_CERT}\n"
+        f"    client-key-data: {KUBE_KEY}\n",
+        f"users:\n- name: admin\n  user:\n    client-certificate-data: {KUBE_CERT}\n"
+        "    client-key-data: {pem}\n",
+    ),
+    (
+        "kubeconfig json client-key-data",
+        f'{{"user": {{"client-key-data": "{KUBE_KEY}"}}}}',
+        '{{"user": {{"client-key-data": "{pem}"}}}}',
+    ),
+    (
+        ".netrc on lines",
+        f"machine api.example.com\n  login deploy\n  password {tok(20, 'nr1')}\nmachine b",
+        "machine api.example.com\n  login deploy\n  password {credential}\nmachine b",
+    ),
+    (
+        ".netrc on one line, password first",
+        f"default password {tok(18, 'nr2')} login anonymous",
+        "default password {credential} login anonymous",
+    ),
+    (
+        ".netrc quoted",
+        f'machine pypi.org login __token__ password "{tok(12, "nr3")} {tok(6, "nr4")}"',
+        'machine pypi.org login __token__ password "{credential}"',
+    ),
 )
 
 #: The cases whose key has no END line: redacted to the end of their text, so a text joining several
@@ -394,6 +444,13 @@ NEGATIVE: Final[tuple[str, ...]] = (
     "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJ\n-----END CERTIFICATE-----",
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl dev@host",
     "mkdir -p build && docker run -u 1000:1000 img",
+    # look-alikes of the configuration-file forms (issue 32)
+    '{"auth": "oauth2", "retries": 3} and {"auth": "' + b64("username") + '"}',
+    '"credsStore": "desktop", "auths": {"ghcr.io": {}}',
+    "client-key-data: DATA+OMITTED and client-certificate-data: " + KUBE_CERT,
+    "set client-key-data to the base64 of the key file",
+    "the machine learning login page has a password field",
+    "machine build-01 is down; login with your password as usual",
 )
 
 

@@ -219,16 +219,22 @@ def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> On
 
     from worker.commands.common import db_error_line
     from worker.logs import quiet_job_lines
-    from worker.run.once_children import OnceTotals, set_signal
+    from worker.run.once_children import OnceTotals
     from worker.run.once_parallel import run_once
+    from worker.run.stop_signals import set_signal
 
     # The progress bar and the summary tell the story; per-job lines only when asked (DEBUG).
     quiet_job_lines(runtime.settings.log_level)
-    if not runtime.settings.sessions_root.is_dir():
+    root = runtime.settings.sessions_root
+    if not root.is_dir():
+        from memory.dsh.locate import not_a_directory
+
+        why = not_a_directory(root)
         err.print(
             f"memory-worker: DSH home {runtime.settings.dsh_home} has no sessions directory "
-            f"({runtime.settings.sessions_root}); nothing to do (check --dsh-home / $DSH_HOME)",
+            f"({root}{' ' + why if why else ''}); nothing to do (check --dsh-home / $DSH_HOME)",
             soft_wrap=True,
+            markup=False,
         )
         raise typer.Exit(1)
     first = "reading logs" if children is None else f"reading logs ({children.count} processes)"
@@ -262,6 +268,10 @@ def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> On
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
+    from worker.run.waiting import note_waiting
+
+    for line in note_waiting(runtime, totals):  # owed work a back-off holds: named, exit 1
+        err.print(line, soft_wrap=True, markup=False)
     err.print(totals.summary(), soft_wrap=True, markup=False)
     if totals.failed or totals.unscanned or totals.unfinished:
         raise typer.Exit(1)

@@ -2,7 +2,8 @@
 
 - Every request needs the token: once as ``?token=…`` (the URL printed at start, as notebook
   servers do), which sets an HttpOnly ``SameSite=Strict`` cookie and redirects to the same URL
-  without it; after that the cookie. Without either: 401.
+  without it; after that the cookie. Without either: 401. That redirect goes only to the
+  console's own paths (:func:`own_path`): ``//evil.com/?token=…`` redirects to ``/evil.com/``.
 - The ``Host`` header must name the address the console listens on (a page of another site that
   rebinds its DNS name to 127.0.0.1 is refused: 403), unless it was exposed on purpose.
 - A POST must come from the console's own origin (``Origin``, else ``Referer``) and carry the
@@ -90,6 +91,13 @@ def _same_origin(request: Request) -> bool:
     return bool(host) and origin == f"http://{host}"
 
 
+def own_path(path: str) -> str:
+    """``path`` (Starlette's ``request.url.path``, percent-quoted: a backslash is already ``%5C``)
+    as a path of this console, with one leading slash: a path beginning with ``//`` would be a
+    network-path reference, a redirect to another host."""
+    return "/" + path.lstrip("/")
+
+
 class Guard(BaseHTTPMiddleware):
     """The token, Host and origin checks of the module docstring, on every request."""
 
@@ -108,7 +116,7 @@ class Guard(BaseHTTPMiddleware):
             if not access.valid(given) or request.method != "GET":
                 return _refuse(401, "a valid token is required (the URL printed at start)")
             rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
-            target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
+            target = own_path(request.url.path) + (f"?{urlencode(rest)}" if rest else "")
             response: Response = RedirectResponse(target, status_code=303, headers=HEADERS)
             self._set_cookies(request, response)
             return response

@@ -81,7 +81,12 @@ class Runtime:
         if found is None:  # setdefault: atomic, and callable under ``_lock`` (store → open)
             s = self.settings
             found = self._breakers.setdefault(
-                shelf, Breaker(s.store_down_after_timeouts, s.store_down_retry_s)
+                shelf,
+                Breaker(
+                    s.store_down_after_timeouts,
+                    s.store_down_retry_s,
+                    window_s=s.store_down_window_s,
+                ),
             )
         return found
 

@@ -69,9 +69,12 @@ def _create_state(database: Path) -> bool:
         return False
     if head is None:
         return False
-    database.parent.mkdir(parents=True, exist_ok=True)
-    with directory_lock(database.parent):
-        return not database.exists() and create_from_template(database, head)
+    try:
+        database.parent.mkdir(parents=True, exist_ok=True)
+        with directory_lock(database.parent):
+            return not database.exists() and create_from_template(database, head)
+    except OSError:  # a data directory under a file, unwritable: the full path says which
+        return False
 
 
 def _open_store(settings: Settings) -> bool:

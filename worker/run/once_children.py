@@ -6,6 +6,14 @@ share of the sessions, opens its own runtime (state engine, store), scans its se
 their jobs (:func:`_child_pass`), and reports over its pipe: finished jobs, the new events it
 scanned, hints for the final pass (a project's ``cascade``), its log lines, its lease owner, and
 ``end`` once its sessions are done. :class:`OnceTotals` adds the reports up.
+
+Stopping (SIGTERM or SIGINT, to the parent or to the whole process group): a child stops at its
+first such signal wherever it is (the store call in flight is killed with its group, as in one
+process), reports its jobs and what it did not finish, and exits; the parent, stopped the same
+way, stops every child (:meth:`OnceChildren.interrupt`), reads those last reports and names as
+not finished every session of a child that could not report. The signals are blocked while the
+children are forked (a Ctrl-C then arrives once they exist) and while a child writes a report
+(a signal never cuts one in half).
 """
 
 from __future__ import annotations
@@ -15,11 +23,13 @@ import logging
 import multiprocessing
 import signal
 import threading
-from collections.abc import Callable, Collection, Sequence
+import time
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from multiprocessing.context import ForkContext, SpawnContext
 from multiprocessing.process import BaseProcess
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from worker.jobs.runtime import build_runtime, default_owner, owe_consolidation
@@ -27,6 +37,12 @@ from worker.logs import TREES
 from worker.names import JOB_CASCADE
 from worker.run.once_summary import summary_line
 from worker.run.runner import InProcessRunner, JobKey, Tally
+from worker.run.stop_signals import (
+    STOP_SIGNALS,
+    ignore,
+    stop_signals_blocked,
+    stop_signals_ignored,
+)
 from worker.settings import Settings
 from worker.watch.watcher import Watcher
 
@@ -38,6 +54,9 @@ log = logging.getLogger(__name__)
 #: Jobs a child hands back to the final pass: they work on a whole project, not one session.
 _FINAL_PASS_JOBS = frozenset({JOB_CASCADE})
 _WAIT_S = 1.0
+#: How long a stopped parent reads its stopping children's last reports before it kills them.
+_STOP_S = 10.0
+STOPPED = "stopped before it finished"
 
 
 @dataclass(kw_only=True)
@@ -92,6 +111,8 @@ class ChildProcess:
     sessions: list[str] = field(default_factory=list)
     owner: str | None = None
     ended: bool = False
+    #: It was stopped by a signal and reported what it did not finish.
+    stopped: bool = False
     error: str | None = None
 
 
@@ -120,30 +141,28 @@ class OnceChildren:
         else:
             context = multiprocessing.get_context("spawn")
         self.children: list[ChildProcess] = []
-        # The children inherit "ignore SIGINT": a Ctrl-C reaches the whole process group, and
-        # stopping the children is this process's job (they would print tracebacks).
-        previous = set_signal(signal.SIGINT, signal.SIG_IGN)
         try:
-            for number in range(1, jobs + 1):
-                ours, theirs = context.Pipe()
-                # A child closes the ends it inherits, so each pipe reads EOF once its two
-                # processes are gone.
-                parent_ends = [child.conn for child in self.children] + [ours]
-                process = context.Process(
-                    target=_child_main,
-                    args=(theirs, parent_ends, settings, shelf),
-                    daemon=True,
-                    name=f"memory-worker run --once process {number}/{jobs}",
-                )
-                process.start()
-                theirs.close()
-                self.children.append(ChildProcess(number, process, ours))
+            # Blocked while forking: a child starts with them blocked and installs its own stop
+            # before it takes them (_child_main); here one that arrived meanwhile (a Ctrl-C to the
+            # process group) is raised as the block ends, with every child started to be stopped.
+            with stop_signals_blocked():
+                for number in range(1, jobs + 1):
+                    ours, theirs = context.Pipe()
+                    # A child closes the ends it inherits, so each pipe reads EOF once its two
+                    # processes are gone.
+                    parent_ends = [child.conn for child in self.children] + [ours]
+                    process = context.Process(
+                        target=_child_main,
+                        args=(theirs, parent_ends, settings, shelf),
+                        daemon=True,
+                        name=f"memory-worker run --once process {number}/{jobs}",
+                    )
+                    process.start()
+                    theirs.close()
+                    self.children.append(ChildProcess(number, process, ours))
         except BaseException:
             self.stop()
             raise
-        finally:
-            if previous is not None:
-                signal.signal(signal.SIGINT, previous)
 
     @property
     def count(self) -> int:
@@ -183,6 +202,34 @@ class OnceChildren:
                 lost.append(child)
         return lost
 
+    def interrupt(self, totals: OnceTotals, hints: list[JobKey]) -> None:
+        """This process was stopped (SIGTERM, SIGINT) or failed while the children worked: stop
+        every child (SIGTERM) and read, for up to ``_STOP_S``, the last reports of each (its jobs
+        and what it did not finish); then name as not finished every session of a child that
+        neither ended nor reported, and of every hint the final pass will not run. Further
+        SIGINT and SIGTERM are ignored meanwhile (this is already the stop)."""
+        with stop_signals_ignored():
+            for child in self.children:
+                if child.process.is_alive():
+                    child.process.terminate()
+            reading = {child.conn: child for child in self.children if not child.conn.closed}
+            deadline = time.monotonic() + _STOP_S
+            while reading and (left := deadline - time.monotonic()) > 0:
+                for ready in wait(list(reading), timeout=left):
+                    assert isinstance(ready, Connection)
+                    try:
+                        message = ready.recv()
+                    except Exception:  # it exited, or a report was cut when this one stopped
+                        del reading[ready]
+                        continue
+                    self._handle(reading[ready], message, totals, hints)
+        for child in self.children:
+            if not child.ended and not child.stopped:
+                for session_id in child.sessions:
+                    totals.unfinished.setdefault(("run", session_id), STOPPED)
+        for job, session_id, _shelf in hints:
+            totals.unfinished.setdefault((job, session_id), STOPPED)
+
     def stop(self) -> None:
         """Terminate the children still running and wait for them."""
         for child in self.children:
@@ -217,28 +264,45 @@ class OnceChildren:
             totals.outcomes(dict(message[1]), message[2])
         elif kind == "end":
             child.ended = True
+        elif kind == "stopped":
+            child.stopped = True
 
 
 class _ParentGone(Exception):
     """The parent's end of the pipe is closed: stop working."""
 
 
+class _ChildStopped(BaseException):  # like KeyboardInterrupt: no `except Exception` stops it
+    """SIGTERM or SIGINT reached a child: it stops where it is."""
+
+
+def _stop_child(_signum: int, _frame: FrameType | None) -> None:
+    # Once: the parent's SIGTERM that follows a group-wide signal must not cut the report.
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, ignore)
+    raise _ChildStopped
+
+
 def _child_main(
     conn: Connection, parent_ends: list[Connection], settings: Settings, shelf: str
 ) -> None:
     """A child process: wait for its sessions, then scan them and run their jobs."""
-    for end in parent_ends:
-        end.close()
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, _stop_child)
     try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # blocked since the fork
+        for end in parent_ends:
+            end.close()
         sessions: list[str] = conn.recv()
-    except (EOFError, OSError):
-        return  # the parent stopped before handing out work
+    except (EOFError, OSError, _ChildStopped):
+        return  # the parent stopped before handing out work: it names these sessions
     if not sessions:
         return
 
     def send(message: tuple[Any, ...]) -> None:
         try:
-            conn.send(message)
+            with stop_signals_blocked():  # a report is never cut in half
+                conn.send(message)
         except OSError:
             raise _ParentGone from None
 
@@ -246,7 +310,7 @@ def _child_main(
     try:
         _child_pass(settings, shelf, frozenset(sessions), send)
         send(("end",))
-    except _ParentGone:
+    except (_ParentGone, _ChildStopped):
         raise SystemExit(1) from None
     except Exception as exc:  # reported as one line by the parent; the final pass takes over
         with contextlib.suppress(_ParentGone):
@@ -277,21 +341,46 @@ def _child_pass(
             elif session_id in mine:  # idle-closes and reconcile hint every session
                 runner.submit(job, session_id, hint_shelf)
 
-        owe_consolidation(runtime, submit)
-        watcher = Watcher(
-            runtime,
-            submit,
-            shelf=shelf,
-            only_sessions=mine,
-            after_session=lambda _sid: runner.run_ready(),
-        )
-        report = watcher.poll_once()
-        send(("scanned", report.new_events, report.unscanned))
-        watcher.reconcile()
-        runner.drain()
+        scanned = False
+        try:
+            owe_consolidation(runtime, submit)
+            watcher = Watcher(
+                runtime,
+                submit,
+                shelf=shelf,
+                only_sessions=mine,
+                after_session=lambda _sid: runner.run_ready(),
+            )
+            report = watcher.poll_once()
+            scanned = True
+            send(("scanned", report.new_events, report.unscanned))
+            watcher.reconcile()
+            runner.drain()
+        except _ChildStopped:
+            left = stopped_outcomes(runner, None if scanned else mine)
+            send(("outcomes", list(left.items()), list(runner.stats.settled)))
+            send(("stopped",))
+            raise
         send(("outcomes", list(runner.stats.unfinished.items()), list(runner.stats.settled)))
     finally:
         runtime.close()
+
+
+def stopped_outcomes(
+    runner: InProcessRunner, unscanned: Iterable[str] | None
+) -> dict[tuple[str, str], str]:
+    """What a pass stopped mid-way did not finish: its failed jobs, every job still queued, and,
+    when its scan had not ended, every one of ``unscanned`` (the sessions it was to scan) with
+    no finished job."""
+    unfinished = dict(runner.stats.unfinished)
+    for job, session_id, _shelf in runner.left():
+        unfinished.setdefault((job, session_id), STOPPED)
+    if unscanned is not None:
+        done = {session_id for _job, session_id in runner.stats.settled}
+        for session_id in unscanned:
+            if session_id not in done:
+                unfinished.setdefault(("scan", session_id), "not scanned")
+    return unfinished
 
 
 class _ForwardLogs(logging.Handler):
@@ -315,10 +404,3 @@ def _forward_logs(settings: Settings, send: Callable[[tuple[Any, ...]], None]) -
     root.setLevel(logging.WARNING)
     for tree in TREES:
         logging.getLogger(tree).setLevel(level)
-
-
-def set_signal(signum: signal.Signals, handler: Any) -> Any:
-    """Install ``handler``; returns the previous one (None off the main thread: no change)."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    return signal.signal(signum, handler)

@@ -16,6 +16,11 @@ owed by any session, from the recorded log facts and the watermarks), runs the h
 cascades and the queued reconsolidations. Watermarks advance only after the store writes, so a
 child killed at any point loses nothing; its leases are released once it is gone, so the final
 pass does not wait for them to expire.
+
+Stopped (SIGTERM, SIGINT) while the children work, this process stops them all, gathers what
+each did not finish (:meth:`OnceChildren.interrupt`) and lets the stop go on to its caller, as
+one process would: ``run --once`` prints ``stopped by SIG…:`` and the summary naming every
+session not finished, and exits 1.
 """
 
 from __future__ import annotations
@@ -33,8 +38,9 @@ from typing import TYPE_CHECKING
 from worker.jobs.reconsolidate import queued_sessions
 from worker.jobs.runtime import Runtime, owe_consolidation
 from worker.names import JOB_CONSOLIDATE, archive_lease_key, session_lease_key
-from worker.run.once_children import ChildProcess, OnceChildren, OnceTotals, set_signal
+from worker.run.once_children import ChildProcess, OnceChildren, OnceTotals, stopped_outcomes
 from worker.run.runner import InProcessRunner, JobKey
+from worker.run.stop_signals import set_signal
 from worker.watch.watcher import ScanReport, Watcher
 
 if TYPE_CHECKING:
@@ -72,12 +78,18 @@ def run_once(
         if children is not None:
             started = time.perf_counter()
             try:
-                hints, rescan = _children_phase(
-                    runtime, shelf, children, totals, progress, say or _warn
-                )
-            except _Terminated:
-                children.stop()
-                os.kill(os.getpid(), signal.SIGTERM)  # SIG_DFL again: ends this process
+                with _sigterm_default_stops():
+                    rescan = _children_phase(
+                        runtime, shelf, children, totals, hints, progress, say or _warn
+                    )
+            except BaseException as exc:
+                # Stopped like one process: every child stops and names what it did not finish.
+                children.interrupt(totals, hints)
+                if not any(child.sessions for child in children.children):
+                    _name_all_unscanned(runtime, shelf, totals)  # stopped before the split
+                if isinstance(exc, _Terminated):
+                    children.stop()
+                    os.kill(os.getpid(), signal.SIGTERM)  # SIG_DFL again: ends this process
                 raise
             finally:
                 children.stop()
@@ -142,9 +154,7 @@ def _count_stopped(
 ) -> None:
     """What a pass that did not end did: its jobs, and as not finished every job left and every
     session of the home with no finished job (the scan itself may not have reached them)."""
-    unfinished = dict(runner.stats.unfinished)
-    for job, session_id, _shelf in runner.left():
-        unfinished.setdefault((job, session_id), "stopped before it finished")
+    found: list[str] | None = None
     if scans:
         _count_scan(totals, scans[0], only_sessions)
     else:
@@ -154,12 +164,22 @@ def _count_stopped(
             found = []
         if only_sessions is None:
             totals.sessions = len(found)
-        done = {session_id for _job, session_id in runner.stats.settled}
-        for session_id in found:
-            if session_id not in done:
-                unfinished.setdefault(("scan", session_id), "not scanned")
     totals.add_tally(runner.stats.tally())
-    totals.outcomes(unfinished, runner.stats.settled)
+    totals.outcomes(stopped_outcomes(runner, found), runner.stats.settled)
+
+
+def _name_all_unscanned(runtime: Runtime, shelf: str, totals: OnceTotals) -> None:
+    """Stopped before any child had its sessions: name every session of the home, as a pass
+    stopped before its scan does (:func:`_count_stopped`)."""
+    try:
+        found = [
+            location.session_id for location in Watcher(runtime, _no_hint, shelf=shelf).discover()
+        ]
+    except Exception:  # a listing that fails names nothing more
+        return
+    totals.sessions = len(found)
+    for session_id in found:
+        totals.unfinished.setdefault(("scan", session_id), "not scanned")
 
 
 def _pass(
@@ -210,12 +230,14 @@ def _children_phase(
     shelf: str,
     children: OnceChildren,
     totals: OnceTotals,
+    hints: list[JobKey],
     progress: ProgressHook | None,
     say: Callable[[str], None],
-) -> tuple[list[JobKey], set[str] | None]:
-    """Discover, split, let the children work; returns the hints they handed back and the
-    sessions of the children that did not finish (``None``: the final pass scans every session,
-    because the machine or the home was too small for the children and they were sent none)."""
+) -> set[str] | None:
+    """Discover, split, let the children work, adding the hints they hand back to ``hints``;
+    returns the sessions of the children that did not finish (``None``: the final pass scans
+    every session, because the machine or the home was too small for the children and they
+    were sent none)."""
     from worker.run.cpu_budget import CpuProbe, ProcessPlan, plan_processes  # psutil: --jobs only
 
     probe = CpuProbe() if runtime.settings.jobs_adapt else None
@@ -238,20 +260,18 @@ def _children_phase(
         )
     if plan.count == 1:
         children.assign([])  # they exit; this process does it all
-        return [], None
+        return None
     children.assign(plan_groups(sizes, plan.count))
-    hints: list[JobKey] = []
 
     def _progress() -> None:
         if progress is not None:
             progress(None, totals.finished, None)
 
-    with _sigterm_raises():
-        lost = children.collect(totals, _progress, hints)
+    lost = children.collect(totals, _progress, hints)
     for child in lost:
         say(_lost_line(child, children.count))
         _release_leases(runtime, child)
-    return hints, {sid for child in lost for sid in child.sessions}
+    return {sid for child in lost for sid in child.sessions}
 
 
 def _lost_line(child: ChildProcess, count: int) -> str:
@@ -296,24 +316,28 @@ def _release_leases(runtime: Runtime, child: ChildProcess) -> None:
 # ---------------------------------------------------------------------------------- helpers
 
 
-class _Terminated(Exception):
-    """SIGTERM arrived while the children were working."""
+class _Terminated(BaseException):
+    """SIGTERM arrived while the children were working, in a caller that left it at its
+    default."""
 
 
 @contextlib.contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    """While the children work, SIGTERM stops them first and then ends this process the way it
-    would have ended it without children (killed by SIGTERM)."""
+def _sigterm_default_stops() -> Iterator[None]:
+    """For a caller that left SIGTERM at its default (the process ends at once, its children
+    left working): while the children work, SIGTERM stops them first and then ends this process
+    the way the default would have. A caller's own handler (``run --once``'s: stop, summary,
+    exit 1) is left alone."""
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
 
     def _raise(_signum: int, _frame: FrameType | None) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         raise _Terminated
 
     previous = set_signal(signal.SIGTERM, _raise)
     try:
         yield
-    except _Terminated:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        raise
     finally:
         if previous is not None and signal.getsignal(signal.SIGTERM) is _raise:
             signal.signal(signal.SIGTERM, previous)

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Final
 
 from worker.service.manager import Answer, State, call
-from worker.service.spec import NAME, RESTART_DELAY_S, ServiceSpec
+from worker.service.spec import NAME, RESTART_DELAY_S, ServiceError, ServiceSpec
+from worker.service.values import check_values
 
 LABEL: Final = f"local.{NAME}"
 
@@ -54,7 +55,11 @@ class Launchd:
             "StandardOutPath": log,
             "StandardErrorPath": log,
         }
-        return plistlib.dumps(agent, sort_keys=False)
+        check_values(spec, environ, property_list=True)
+        try:
+            return plistlib.dumps(agent, sort_keys=False)
+        except (ValueError, UnicodeEncodeError) as exc:  # a value check_values does not know
+            raise ServiceError(f"a value a launchd property list cannot carry: {exc}") from None
 
     def log_directory(self, environ: Mapping[str, str]) -> Path | None:
         return log_file(environ).parent  # launchd creates the file, not its directory

@@ -11,6 +11,7 @@ from typing import Final
 
 from worker.service.manager import Answer, State, call
 from worker.service.spec import NAME, RESTART_DELAY_S, ServiceError, ServiceSpec
+from worker.service.values import check_values
 
 UNIT: Final = f"{NAME}.service"
 
@@ -67,6 +68,7 @@ class Systemd:
             "WantedBy=default.target",
             "",
         ]
+        check_values(spec, environ)
         return "\n".join(lines).encode()
 
     def log_directory(self, environ: Mapping[str, str]) -> Path | None:

@@ -12,7 +12,9 @@ The fake delegates to ``hypatia-lite`` and misbehaves on purpose, by ``FAKE_MODE
   server, :mod:`cli_fork`, unless ``forked=False`` or ``MW_TEST_NO_FORK=1``) behind a line proxy
   that records its pid, hangs forever on a request containing ``HANG-me`` (with
   ``FAKE_HANG_CALLS=1``: on every tool call, after a normal handshake), and drops the tool named
-  in ``FAKE_DROP_TOOL`` from ``tools/list``.
+  in ``FAKE_DROP_TOOL`` from ``tools/list``. With ``FAKE_FLAP_CALLS=<file>`` it flaps: the
+  tool calls, counted in that file across server restarts, alternately hang (odd ones, each
+  noted in ``FAKE_FLAP_HANGS``) and pass.
 
 Pids go to ``FAKE_PIDFILE`` (one per line).
 """
@@ -37,6 +39,7 @@ MODE = os.environ.get("FAKE_MODE", "proxy")
 PIDFILE = os.environ.get("FAKE_PIDFILE")
 DROP = os.environ.get("FAKE_DROP_TOOL", "")
 HANG_CALLS = os.environ.get("FAKE_HANG_CALLS") == "1"
+FLAP = os.environ.get("FAKE_FLAP_CALLS", "")
 args = sys.argv[1:]
 
 
@@ -105,9 +108,26 @@ def pump_out():
         sys.stdout.buffer.flush()
 
 
+def flap_hangs():
+    # The next tool call's number (kept in FLAP, shared by restarts); True when it is odd.
+    try:
+        with open(FLAP) as fh:
+            n = int(fh.read() or 0) + 1
+    except FileNotFoundError:
+        n = 1
+    with open(FLAP, "w") as fh:
+        fh.write(str(n))
+    if n % 2:
+        with open(os.environ["FAKE_FLAP_HANGS"], "a") as fh:
+            fh.write(f"{{n}}\n")
+    return n % 2 == 1
+
+
 threading.Thread(target=pump_out, daemon=True).start()
 for line in sys.stdin.buffer:
     if b"HANG-me" in line or (HANG_CALLS and b'"tools/call"' in line):
+        time.sleep(600)
+    if FLAP and b'"tools/call"' in line and flap_hangs():
         time.sleep(600)
     server_in.write(line)
     server_in.flush()
