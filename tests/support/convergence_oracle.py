@@ -95,13 +95,26 @@ def consolidated(root: Path, store: dict[str, Any]) -> dict[str, Any]:
         for row in store["statements"]
         if row["relation"] == "summary" and row["tail"].startswith("msg-")
     }
-    recorded = set(provenance(root))
+    recorded = {_unit_key(name) for name in provenance(root)}
+    keys = {_unit_key(name) for name in names}
     return {
         "summarised messages": covered,
         "summary lines": lines,
-        "entries without a provenance row": names - recorded,
-        "provenance rows without an entry": recorded - names,
+        "entries without a provenance row": keys - recorded,
+        "provenance rows without an entry": recorded - keys,
     }
+
+
+#: A work unit's entry (``wu-<slug>-<digest>``) and the stable id its provenance row may name
+#: instead of the model-made slug (``wu-*-<digest>-<id>``).
+_UNIT_ENTRY = re.compile(r"^wu-.*-([0-9a-f]{8})$")
+_UNIT_ID = re.compile(r"^wu-\*-([0-9a-f]{8})-[0-9a-f]+$")
+
+
+def _unit_key(name: str) -> str:
+    """The same key for a work unit's entry name and its provenance row's name, either form."""
+    found = _UNIT_ID.match(name) or _UNIT_ENTRY.match(name)
+    return f"work unit {found.group(1)}" if found else name
 
 
 def oracle(world: World, root: Path) -> tuple[dict[str, Any], dict[str, list[tuple[Any, ...]]]]:
