@@ -125,8 +125,10 @@ def reconcile_session_node(ctx: JobContext, whitelist: Iterable[str] | None = No
     if isinstance(rows, JobOutput):
         return rows
     session, progress = rows
-    if session.last_title_seq is None and not progress.has_session_node:
-        return skipped("no title or compaction summary yet")
+    if not session.owns_title and not progress.has_session_node:
+        # Nothing to decide (a fork child's inherited title is its parent's): the flag stays
+        # unset whether or not a run got to this hint (issue 32).
+        return skipped("no title or compaction summary of its own yet")
     logged = max(progress.last_logged_seq, session.inherited_cut)
     survey = survey_node(ctx, session, logged, whitelist)
     choice = survey.choice

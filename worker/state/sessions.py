@@ -43,6 +43,14 @@ class SessionState:
     closed_at: dt.datetime | None = None
     forgotten: bool = False
 
+    @property
+    def owns_title(self) -> bool:
+        """Whether the session logged a title or compaction summary of its own (at or after a
+        fork's inherited cut): only then is a session node owed or decided. A fork child whose
+        only title is its parent's (before the cut) has nothing to decide, whichever run reads
+        it, so ``progress.has_session_node`` stays as a clean run leaves it."""
+        return self.last_title_seq is not None and self.last_title_seq >= self.inherited_cut
+
     def checkpoint_at_or_before(self, seq: int) -> Checkpoint | None:
         """The last checkpoint whose seq is ≤ ``seq`` (where to start decoding for ``seq``)."""
         best = None

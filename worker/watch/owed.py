@@ -132,7 +132,7 @@ def owed_work(runtime: Runtime, shelf: str, *, at: dt.datetime | None = None) ->
         if (
             state.durable_end_seq <= logged
             and state.closed_at is not None
-            and (row.has_session_node or not _owes_node(state))
+            and (row.has_session_node or not state.owns_title)
             and not (consolidating and end > start)
         ):
             continue  # settled: logged to its durable end, closed, noded, consolidated
@@ -142,7 +142,7 @@ def owed_work(runtime: Runtime, shelf: str, *, at: dt.datetime | None = None) ->
             owed.append(Owed(JOB_LOG_SPAN, sid, "log lag", (logged, state.durable_end_seq)))
         elif state.closed_at is None and _idle(runtime, state, idle_ms):
             owed.append(Owed(JOB_LOG_SPAN, sid, "idle-close", (logged,)))
-        if not row.has_session_node and _owes_node(state):
+        if not row.has_session_node and state.owns_title:
             owed.append(Owed(JOB_SESSION_NODE, sid, "session node", ()))
         if (
             consolidating
@@ -205,10 +205,6 @@ def _idle(runtime: Runtime, state: SessionState, idle_ms: int) -> bool:
     if state.last_activity_at is None:
         return False
     return runtime.now_ms() - (ms_of(state.last_activity_at) or 0) >= idle_ms
-
-
-def _owes_node(state: SessionState) -> bool:
-    return state.last_title_seq is not None and state.last_title_seq >= state.inherited_cut
 
 
 __all__ = [
