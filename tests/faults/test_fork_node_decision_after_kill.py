@@ -1,8 +1,9 @@
 """A fork child whose only title is its parent's (inherited, before the cut) owes no session
 node, so the node decision (``progress.has_session_node``) must not depend on whether a run got
 to the watcher's hint: a ``run --once --jobs 2`` killed (``kill -9`` by the crash-points hook)
-before its first store write, then ordinary runs, end with the state a clean run leaves — the
-same progress row, no ``session-<child>`` node (issue 32; found by the convergence fuzzer)."""
+before its first store write, or a run against a store whose writes hang, then ordinary runs,
+end with the state a clean run leaves — the same progress row, no ``session-<child>`` node
+(issue 32; found by the convergence fuzzer)."""
 
 from __future__ import annotations
 
@@ -43,8 +44,9 @@ def _fork_rows(root: Path) -> tuple[tuple[object, ...], tuple[object, ...]]:
     return session, progress
 
 
-def test_a_killed_jobs2_run_leaves_the_fork_childs_node_decision_as_a_clean_run(
-    server: ModelServer, tmp_path: Path
+@pytest.mark.parametrize("fault", ["killed --jobs 2", "hanging store"])
+def test_a_faulty_run_leaves_the_fork_childs_node_decision_as_a_clean_run(
+    server: ModelServer, tmp_path: Path, fault: str
 ) -> None:
     model = Model()
     server.responder = model
@@ -53,8 +55,12 @@ def test_a_killed_jobs2_run_leaves_the_fork_childs_node_decision_as_a_clean_run(
     live.reveal(0, 0.0)
     assert live.run().returncode == 0
     live.reveal_all()
-    killed = live.run("jobs2", crash_at=1)
-    assert killed.returncode == 137, killed.stderr[-2000:]
+    if fault == "hanging store":
+        live.store_fault("hang")
+        assert live.journal[-1].startswith("run --once -> 1:"), live.journal[-1]
+    else:
+        killed = live.run("jobs2", crash_at=1)
+        assert killed.returncode == 137, killed.stderr[-2000:]
     live.settle()
     journal = "\n".join(live.journal)
 
