@@ -42,7 +42,7 @@ from worker.jobs.archive_lease import hold_archive_lease
 from worker.jobs.context import JobContext, JobOutput, skipped
 from worker.jobs.logread import PermanentJobError, TransientJobError
 from worker.jobs.models import job_attempt, model_client
-from worker.jobs.provenance import current_writer, record_written
+from worker.jobs.provenance import current_writer, record_missing, record_written
 from worker.jobs.runtime import Runtime
 from worker.names import JOB_CASCADE
 
@@ -67,10 +67,13 @@ def build_archive(
     *,
     project: str,
     attempt: int = 0,
+    on_entry: Callable[[str, bool], None] | None = None,
 ) -> tuple[str, bool, int] | None:
     """Create (if absent) the tier-``level`` archive of ``members`` and assert its edges.
 
-    Returns ``(name, created, edges)``, or ``None`` when the model's reply was unusable (nothing
+    ``on_entry(name, created)`` runs between the entry and its edges (the provenance row: a crash
+    before it leaves edges unasserted, so the next run meets the archive again). Returns
+    ``(name, created, edges)``, or ``None`` when the model's reply was unusable (nothing
     written). Model call failures raise ``RetryableModelError``.
     """
     name = archive_name(level, [m.name for m in members])
@@ -88,6 +91,8 @@ def build_archive(
         created = store.knowledge_create(
             name, archive.markdown, tags=policy.tags, scopes=scopes, embed=policy.embed
         )
+    if on_entry is not None:
+        on_entry(name, created)
     for member in members:
         store.statement_create(
             name, REL_SUMMARY, member.name, scopes=scopes, embed=LOG_EDGE_POLICY.embed
@@ -108,8 +113,10 @@ def run_cascade(
     batch_size: int,
     attempt: int = 0,
     heartbeat: Callable[[], None] | None = None,
+    on_entry: Callable[[str, bool], None] | None = None,
 ) -> CascadeReport:
-    """Climb tiers 2…8 of ``project`` once (see the module docstring)."""
+    """Climb tiers 2…8 of ``project`` once (see the module docstring); ``on_entry`` as in
+    :func:`build_archive`."""
     report = CascadeReport()
     for level in archive_levels():
         try:
@@ -124,7 +131,9 @@ def run_cascade(
         if members is None:
             report.stopped = f"tier {level} not full"
             return report
-        built = build_archive(store, client, level, members, project=project, attempt=attempt)
+        built = build_archive(
+            store, client, level, members, project=project, attempt=attempt, on_entry=on_entry
+        )
         if built is None:
             report.stopped = f"nothing usable at tier {level}"
             return report
@@ -147,19 +156,26 @@ def cascade_project(
     heartbeat: Callable[[], None] | None = None,
 ) -> CascadeReport:
     """:func:`run_cascade` with the configured batch size, recording who wrote each archive it
-    created (provenance, for ``reconsolidate --stale``)."""
-    report = run_cascade(
+    created (provenance, for ``reconsolidate --stale``) before its member edges; an archive found
+    already written without a row (its run died before the row) gets the row a clean run
+    records."""
+    writer = current_writer(runtime, attempt)
+
+    def record(name: str, created: bool) -> None:
+        if created:
+            record_written(runtime, store.shelf, "archive", [name], writer)
+        else:
+            record_missing(runtime, store.shelf, "archive", [name], writer)
+
+    return run_cascade(
         store,
         client,
         project,
         batch_size=runtime.settings.cascade_batch_size,
         attempt=attempt,
         heartbeat=heartbeat,
+        on_entry=record,
     )
-    record_written(
-        runtime, store.shelf, "archive", report.created, current_writer(runtime, attempt)
-    )
-    return report
 
 
 def cascade(ctx: JobContext) -> JobOutput:

@@ -55,9 +55,10 @@ from worker.jobs.logread import (
     survey_log,
 )
 from worker.jobs.models import job_attempt, model_client
-from worker.jobs.provenance import current_writer, record_derived
+from worker.jobs.provenance import current_writer, record_derived, record_missing_derived
 from worker.jobs.reconsolidate import pending_request, settle_request
 from worker.jobs.runtime import Runtime
+from worker.jobs.storeview import derived_units
 from worker.jobs.work_units import WorkUnitOptions, WorkUnitOutcome, extract_work_units
 from worker.names import JOB_CASCADE, JOB_CONSOLIDATE
 from worker.shipping.store import SegmentStore
@@ -141,12 +142,16 @@ def write_span_summary(
     client: ModelClient | None = None,
     attempt: int = 0,
     span: SpanEvents | None = None,
+    consolidated_to: int | None = None,
 ) -> SpanSummary:
     """Summarise ``[from_seq, to_seq)`` of ``session`` into the store (no watermark change).
 
     Get-before-create: when ``sum-<sid>-<from>-<covered>`` already exists no model call is made
-    and only its ``summary`` edges are re-asserted. Otherwise the work units are written before
-    the summary, so an existing summary always means a finished run. Raises ``ModelsNotConfigured``,
+    and only its ``summary`` edges are re-asserted; if it ends beyond ``consolidated_to`` (the
+    session's watermark: the run that wrote it never finished) and has no provenance row, the
+    rows a clean run records are written (:func:`record_missing_derived`). Otherwise the work
+    units are written before the summary, so an existing summary always means a finished model
+    call. Raises ``ModelsNotConfigured``,
     ``RetryableModelError``, ``PermanentModelError`` and store errors.
     """
     settings = runtime.settings
@@ -203,6 +208,10 @@ def write_span_summary(
         )
     else:
         _link(store, name, result.members, scopes)
+        if consolidated_to is not None and covered_to > consolidated_to:
+            units = derived_units(store, name)
+            writer = current_writer(runtime, attempt)
+            record_missing_derived(runtime, store.shelf, name, units, writer, sid)
     return result
 
 
@@ -331,6 +340,7 @@ def consolidate(ctx: JobContext) -> JobOutput:
             client=client,
             attempt=attempt,
             span=span,
+            consolidated_to=progress.last_consolidated_seq,
         )
     except ModelsNotConfigured:
         warn_models_not_configured(log)

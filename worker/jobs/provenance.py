@@ -1,9 +1,13 @@
 """Who writes derived memory: the current writer of a runtime and the provenance rows the jobs
 record after each write (state table ``provenance``, see :mod:`worker.state.provenance`).
 
-A row is recorded *after* the store write it describes, so a crash in between leaves an entry
-without a row (read as stale: an unknown writer) rather than a row that claims text the store
-does not hold.
+A row is recorded *after* the store write it describes, so a crash never leaves a row that claims
+text the store does not hold. A crash in between leaves an entry without a row only until the
+next run meets that entry again: a span summary found beyond the consolidation watermark (its run
+never finished) or an archive found over members no archive summarises yet (its edges were never
+all asserted) is given the rows a clean run records (:func:`record_missing`,
+:func:`record_missing_derived`), with the writer this run would have used. An archive's row is
+recorded before its member edges, so a crash after them cannot leave it unrecorded and unvisited.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from memory.llm import select_route
 from worker.jobs.models import routes_of
 from worker.jobs.runtime import Runtime
 from worker.jobs.work_units import WorkUnitOutcome
+from worker.state.database import Repos
 from worker.state.provenance import Provenance, Writer
 
 
@@ -44,6 +49,26 @@ def record_written(
         repos.provenance.record(shelf, unique, kind, writer, session_id)
 
 
+def record_missing(
+    runtime: Runtime,
+    shelf: str,
+    kind: str,
+    names: Iterable[str],
+    writer: Writer | None,
+    session_id: str | None = None,
+) -> list[str]:
+    """Record ``writer`` for those of ``names`` that have no row (an earlier run died between the
+    store write and its row); the names recorded."""
+    unique = list(dict.fromkeys(names))
+    if writer is None or not unique:
+        return []
+    with runtime.state.transaction() as repos:
+        found = repos.provenance.get_many(shelf, unique)
+        missing = [name for name in unique if name not in found]
+        repos.provenance.record(shelf, missing, kind, writer, session_id)
+    return missing
+
+
 def is_current(found: Provenance | None, writer: Writer) -> bool:
     """Whether an entry with provenance ``found`` was written by ``writer`` (no row: unknown
     writer, never current)."""
@@ -64,6 +89,38 @@ def record_derived(
         return
     kept = [u.name for u in units if u.verdict != "duplicate"]
     with runtime.state.transaction() as repos:
-        if summary is not None:
-            repos.provenance.record(shelf, [summary], "summary", writer, session_id)
-        repos.provenance.record(shelf, kept, "work-unit", writer, session_id)
+        _record_derived(repos, shelf, summary, kept, writer, session_id)
+
+
+def record_missing_derived(
+    runtime: Runtime,
+    shelf: str,
+    summary: str,
+    units: Iterable[str],
+    writer: Writer | None,
+    session_id: str | None,
+) -> bool:
+    """The rows :func:`record_derived` would have written for ``summary`` and the work units
+    derived from it (``units``: every ``derivedFrom`` head, as a clean run records each unit it
+    kept, a lesson learned before included), when ``summary`` has no row: its run died between
+    the summary's store write and the rows. Whether they were recorded."""
+    if writer is None:
+        return False
+    with runtime.state.transaction() as repos:
+        if repos.provenance.get_many(shelf, [summary]):
+            return False
+        _record_derived(repos, shelf, summary, list(units), writer, session_id)
+    return True
+
+
+def _record_derived(
+    repos: Repos,
+    shelf: str,
+    summary: str | None,
+    units: list[str],
+    writer: Writer,
+    session_id: str | None,
+) -> None:
+    if summary is not None:
+        repos.provenance.record(shelf, [summary], "summary", writer, session_id)
+    repos.provenance.record(shelf, units, "work-unit", writer, session_id)

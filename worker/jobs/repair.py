@@ -256,7 +256,7 @@ class Repairer:
         """Remove a span summary, its ``summary`` edges and its work units' links."""
         for row in edges(self.store, C.REL_SUMMARY, head=name):
             self._unlink(row.head, row.relation, row.tail)
-        if self.store.knowledge_delete(name):
+        if self._delete(name):
             self.report.retracted.append(name)
             REPAIRS.labels("summary", "retracted").inc()
         self._changed[name] = True
@@ -292,6 +292,13 @@ class Repairer:
             name, text, tags=policy.tags, scopes=self.scopes, embed=policy.embed
         )
 
+    def _delete(self, name: str) -> bool:
+        """Delete an entry, its provenance row first: a crash in between leaves an entry without
+        a row, which the repair run again finds and deletes, never a row naming no entry."""
+        with self.ctx.state() as repos:
+            repos.provenance.forget(self.ctx.shelf, [name])
+        return self.store.knowledge_delete(name)
+
     def _unlink(self, head: str, relation: str, tail: str) -> None:
         if self.store.statement_delete(head, relation, tail):
             self.report.edges_removed += 1
@@ -322,7 +329,7 @@ class Repairer:
         # again and finishes. (The other order left an unreachable unit, or edge, for good.)
         named = edges(self.store, head=unit) + edges(self.store, tail=unit)
         named.sort(key=lambda row: row.relation == C.REL_DERIVED_FROM)
-        removed = self.store.knowledge_delete(unit)
+        removed = self._delete(unit)
         for row in named:
             self._unlink(row.head, row.relation, row.tail)
         if removed:
@@ -439,7 +446,7 @@ class Repairer:
         present.sort(key=lambda e: (e.created_at, e.name))
         text = self._archive_text(level, present) if present else None
         if text is None:
-            removed = self.store.knowledge_delete(name)
+            removed = self._delete(name)
             self._leaving += [
                 (row.head, row.tail) for row in edges(self.store, C.REL_SUMMARY, head=name)
             ]
@@ -468,7 +475,7 @@ class Repairer:
         its edges to the members left stay (what it is regenerated from), those to members that
         left go at the end of the pass."""
         self._audit(ACTION_ARCHIVE_OWED, "pending", name, cause, "regenerated when a model answers")
-        self.store.knowledge_delete(name)
+        self._delete(name)
         self._leaving += [(name, member) for member in gone]
         self._owed.add(name)
         self.report.owed.append(name)

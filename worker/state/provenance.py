@@ -83,6 +83,16 @@ class ProvenanceRepo:
             ],
         )
 
+    def forget(self, shelf: str, names: Iterable[str]) -> None:
+        """Delete the rows of ``names`` (entries about to leave the store)."""
+        unique = sorted({stable_id(name) for name in names})
+        if unique:
+            self._conn.execute(
+                delete(ProvenanceRow).where(
+                    ProvenanceRow.shelf == shelf, ProvenanceRow.name.in_(unique)
+                )
+            )
+
     def get_many(self, shelf: str, names: Iterable[str]) -> dict[str, Provenance]:
         """The rows of ``names`` that exist, by name."""
         by_id = {stable_id(name): name for name in names}
