@@ -286,7 +286,21 @@ def _stop_child(_signum: int, _frame: FrameType | None) -> None:
 def _child_main(
     conn: Connection, parent_ends: list[Connection], settings: Settings, shelf: str
 ) -> None:
-    """A child process: wait for its sessions, then scan them and run their jobs."""
+    """A child process: wait for its sessions, then scan them and run their jobs. On its way
+    out it no longer stops on SIGTERM / SIGINT: the parent's stop may reach it in its last
+    lines or multiprocessing's exit finalizers, where raising would print a traceback."""
+    try:
+        try:
+            _child_work(conn, parent_ends, settings, shelf)
+        finally:  # blocked, a stop that comes now is never delivered: the process ends anyway
+            signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    except _ChildStopped:  # it came just before the block (the handler is ``ignore`` since)
+        pass
+
+
+def _child_work(
+    conn: Connection, parent_ends: list[Connection], settings: Settings, shelf: str
+) -> None:
     for signum in STOP_SIGNALS:
         signal.signal(signum, _stop_child)
     try:
