@@ -38,7 +38,14 @@ WORKER_FLOORS: tuple[tuple[str, ...], ...] = (
     ("worker.jobs",),
     ("worker.observability", "worker.shipping", "worker.figures", "worker.consolidation_state"),
     ("worker.state",),
-    ("worker.settings", "worker.logs", "worker.names", "worker.demo", "worker.store_config"),
+    (
+        "worker.settings",
+        "worker.logs",
+        "worker.names",
+        "worker.demo",
+        "worker.store_config",
+        "worker.stop_flag",
+    ),
 )
 
 

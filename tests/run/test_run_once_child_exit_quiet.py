@@ -6,6 +6,7 @@ docs/running.md's `--jobs 4` block, on a small home)."""
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,9 @@ def test_children_given_no_work_and_stopped_at_once_print_nothing(
         children = OnceChildren(settings, "default", 4)
         children.assign([])  # one process does the work: every child returns at once
         children.stop()
-        assert [child.process.exitcode for child in children.children] == [0, 0, 0, 0]
+        # 0, or (spawned children, when another thread runs in this process) ended by the
+        # SIGTERM before they set their handlers: never 1, a stop raised on the way out
+        assert {child.process.exitcode for child in children.children} <= {0, -signal.SIGTERM}
     err = capfd.readouterr().err
     assert "Traceback" not in err, err
     assert err == ""

@@ -13,9 +13,7 @@ import re
 import shutil
 import signal
 import sys
-import threading
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -28,6 +26,7 @@ from worker.settings import Settings, SettingsError, load_settings
 if TYPE_CHECKING:
     from worker.jobs.runtime import Runtime
     from worker.state.database import StateDB
+    from worker.stop_flag import SignalStop
 
 
 def load_or_exit(config: Path | None, **overrides: Any) -> Settings:
@@ -134,15 +133,11 @@ def check_store_or_exit(runtime: Runtime, shelf: str) -> None:
         raise typer.Exit(2) from None
 
 
-def stop_on_signals() -> threading.Event:
-    stop = threading.Event()
+def stop_on_signals() -> SignalStop:
+    """SIGINT and SIGTERM set the returned stop (safely: see :mod:`worker.stop_flag`)."""
+    from worker.stop_flag import stop_on
 
-    def _stop(_signum: int, _frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, _stop)
-    signal.signal(signal.SIGTERM, _stop)
-    return stop
+    return stop_on(signal.SIGINT, signal.SIGTERM)
 
 
 def missing_distributed() -> list[str]:

@@ -12,13 +12,12 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import threading
 from pathlib import Path
-from types import FrameType
 
 from worker.shipping.shipper import SEGMENT_BYTES, ShipReport, ship_log
 from worker.shipping.sql import SqlSegmentStore
 from worker.state import StateDB
+from worker.stop_flag import stop_on
 
 
 def ship_all(
@@ -43,12 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     logs = [(sid, Path(path)) for sid, _, path in (item.partition("=") for item in args.logs)]
     db = StateDB.open(args.state_url)
     store = SqlSegmentStore(db)
-    stop = threading.Event()
-
-    def _stop(_signum: int, _frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, _stop)
+    stop = stop_on(signal.SIGTERM)  # not a threading.Event: see worker.stop_flag
     try:
         while True:
             for report in ship_all(store, logs, args.segment_bytes):

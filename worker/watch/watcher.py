@@ -48,6 +48,7 @@ from worker.watch.timed_hints import TimedHints
 
 if TYPE_CHECKING:
     from memory.dsh.reader import Log
+    from worker.stop_flag import SignalStop
     from worker.watch.scan_digest import ScanDigest
 
 log = logging.getLogger(__name__)
@@ -164,7 +165,7 @@ class Watcher:
 
     def run(
         self,
-        stop: threading.Event,
+        stop: threading.Event | SignalStop,
         *,
         after_poll: Callable[[ScanReport], None] | None = None,
     ) -> None:
