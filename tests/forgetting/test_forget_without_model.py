@@ -124,6 +124,11 @@ def test_forget_with_the_model_down_removes_now_and_regenerates_later(
     back = cli(["run", "--once"], cli_env(down_home, model_server))
     assert back.returncode == 0, back.stderr
     assert _store(down_home) == reference
+    # Nothing failing is left behind: the retract that failed while the model was down is done.
+    runtime = runtime_for(down_home, model_server, monkeypatch)
+    with runtime.state.read() as repos:
+        assert [(f.task, f.session_id) for f in repos.failures.list()] == []
+    runtime.close()
     assert leaks(_files(down_home), doomed) == []
     verified = cli(["verify-forgetting"], cli_env(down_home, model_server))
     assert verified.returncode == 0, verified.stdout + verified.stderr

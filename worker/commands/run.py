@@ -318,7 +318,7 @@ def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> On
                 signal.signal(signal.SIGTERM, previous)
     from worker.run.waiting import note_waiting
 
-    for line in note_waiting(runtime, shelf, totals):  # owed work a back-off holds: named, exit 1
+    for line in note_waiting(runtime, totals):  # owed work a back-off holds: named, exit 1
         say(line, level=logging.WARNING)
     say(totals.summary(), event="summary")
     if totals.failed or totals.unscanned or totals.unfinished:

@@ -56,17 +56,16 @@ def record_missing(
     names: Iterable[str],
     writer: Writer | None,
     session_id: str | None = None,
-) -> list[str]:
+) -> None:
     """Record ``writer`` for those of ``names`` that have no row (an earlier run died between the
-    store write and its row); the names recorded."""
+    store write and its row)."""
     unique = list(dict.fromkeys(names))
     if writer is None or not unique:
-        return []
+        return
     with runtime.state.transaction() as repos:
         found = repos.provenance.get_many(shelf, unique)
         missing = [name for name in unique if name not in found]
         repos.provenance.record(shelf, missing, kind, writer, session_id)
-    return missing
 
 
 def is_current(found: Provenance | None, writer: Writer) -> bool:
@@ -99,18 +98,16 @@ def record_missing_derived(
     units: Iterable[str],
     writer: Writer | None,
     session_id: str | None,
-) -> bool:
+) -> None:
     """The rows :func:`record_derived` would have written for ``summary`` and the work units
     derived from it (``units``: every ``derivedFrom`` head, as a clean run records each unit it
     kept, a lesson learned before included), when ``summary`` has no row: its run died between
-    the summary's store write and the rows. Whether they were recorded."""
+    the summary's store write and the rows."""
     if writer is None:
-        return False
+        return
     with runtime.state.transaction() as repos:
-        if repos.provenance.get_many(shelf, [summary]):
-            return False
-        _record_derived(repos, shelf, summary, list(units), writer, session_id)
-    return True
+        if not repos.provenance.get_many(shelf, [summary]):
+            _record_derived(repos, shelf, summary, list(units), writer, session_id)
 
 
 def _record_derived(

@@ -387,9 +387,10 @@ def resume_repairs(runtime: Runtime, shelf: str) -> list[str]:
 def regenerate_owed_archives(runtime: Runtime, shelf: str) -> OwedArchives:
     """Regenerate every archive a model-less ``forget`` dropped
     (:mod:`worker.jobs.owed_archives`); errors are reported in the result, never raised (the
-    next run tries again)."""
+    next run tries again). A session whose archives are all back has no failing retract left."""
     result = OwedArchives()
-    for sid, names in owed_archives(runtime).items():
+    owing = owed_archives(runtime)
+    for sid, names in owing.items():
         try:
             done = with_session_lease(
                 runtime, sid, shelf, JOB_RETRACT, partial(regenerate_in, names)
@@ -400,6 +401,11 @@ def regenerate_owed_archives(runtime: Runtime, shelf: str) -> OwedArchives:
             continue
         result.regenerated += done
     left = owed_archives(runtime)
+    settled = [sid for sid in owing if sid not in left]
+    if settled:  # the retract that failed on these (the model was down) is done now
+        with runtime.state.transaction() as repos:
+            for sid in settled:
+                repos.failures.clear(JOB_RETRACT, sid)
     result.owed = sorted(name for names in left.values() for name in names)
     if result.owed and not result.why:
         result.why = "no model route is configured"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from memory.printable import printable
 from worker.names import JOB_CONSOLIDATE
-from worker.watch.owed import BACKED_OFF_JOBS, backoff_s, owed_later
+from worker.watch.owed import BACKED_OFF_JOBS, backoff_s
 
 if TYPE_CHECKING:
     from worker.jobs.runtime import Runtime
@@ -33,10 +33,9 @@ class Waiting:
     until: dt.datetime
 
 
-def waiting_after_failures(runtime: Runtime, shelf: str) -> list[Waiting]:
-    """Every job owed but held back by the back-off after a transient failure, now. A failure
-    row whose job owes nothing any more (its work was done another way, e.g. the archives
-    ``forget`` dropped, regenerated at the start of ``run``) holds nothing back."""
+def waiting_after_failures(runtime: Runtime) -> list[Waiting]:
+    """Every job owed but held back by the back-off after a transient failure, now (a job's
+    failure row is cleared when its work is done)."""
     settings = runtime.settings
     consolidating = settings.consolidation_enabled and bool(settings.model_routes)
     now = runtime.now()
@@ -50,18 +49,15 @@ def waiting_after_failures(runtime: Runtime, shelf: str) -> list[Waiting]:
             until = failure.last_at + dt.timedelta(seconds=backoff_s(failure.attempts))
             if until > now and repos.sessions.get(failure.session_id) is not None:
                 found.append(Waiting(failure.task, failure.session_id, until))
-    if found:
-        owed = {(item.job, item.session_id) for item in owed_later(runtime, shelf)}
-        found = [item for item in found if (item.job, item.session_id) in owed]
     return sorted(found, key=lambda w: (w.job, w.session_id))
 
 
-def note_waiting(runtime: Runtime, shelf: str, totals: OnceTotals) -> list[str]:
+def note_waiting(runtime: Runtime, totals: OnceTotals) -> list[str]:
     """Name every waiting job's session as not finished in ``totals``; return the lines that say
     what waits and until when (one per job, for the jobs this run has not named already)."""
     named = set(totals.unfinished)
     by_job: dict[str, list[Waiting]] = {}
-    for item in waiting_after_failures(runtime, shelf):
+    for item in waiting_after_failures(runtime):
         key = (item.job, item.session_id)
         stamp = item.until.strftime("%Y-%m-%d %H:%M:%S")
         totals.unfinished.setdefault(key, f"waits after a failure until {stamp} UTC")

@@ -190,13 +190,7 @@ def owed_by_clock(runtime: Runtime, shelf: str) -> bool:
     changing: :func:`owed_work` judged after every back-off has passed (a failing consolidation,
     retraction or rewrite is owed again when its wait ends). A permanent failure waits for its
     log to grow, which changes a file; a held lease blocks a job, which a run reports."""
-    return bool(owed_later(runtime, shelf))
-
-
-def owed_later(runtime: Runtime, shelf: str) -> list[Owed]:
-    """:func:`owed_work` judged after every back-off has passed: what the clock alone will make
-    owed (and what is owed now)."""
-    return owed_work(runtime, shelf, at=_LATER)
+    return bool(owed_work(runtime, shelf, at=_LATER))
 
 
 def _idle(runtime: Runtime, state: SessionState, idle_ms: int) -> bool:
@@ -213,6 +207,5 @@ __all__ = [
     "backing_off",
     "backoff_s",
     "owed_by_clock",
-    "owed_later",
     "owed_work",
 ]
