@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The base install, as a user gets it: build the wheel from this checkout, install it with no
-# extra into a fresh venv outside the checkout (`mktemp -d`; dependencies from pip's cache when
-# they are there), and run every command an embedded user may type on a demo home. Each command
+# extra into a fresh venv outside the checkout (`mktemp -d`; dependencies at the versions
+# constraints.txt pins, the image's, from pip's cache when they are there), and run every command an embedded user may type on a demo home. Each command
 # must exit with the status written next to it and print no traceback; `daemon`, `worker` and
 # `--workers` must answer in one line naming the distributed extra, exit 2. The model is the
 # echo server of tests/support/model_server.py (stdlib only), run by this venv's Python.
@@ -17,7 +17,7 @@ started=$(date +%s)
 python3 -m venv "$T/venv" || { echo "base install: cannot create a venv" >&2; exit 1; }
 PIP=("$T/venv/bin/python" -m pip -q --disable-pip-version-check)
 "${PIP[@]}" wheel --no-deps -w "$T/dist" "$REPO" >"$T/pip.log" 2>&1 \
-  && "${PIP[@]}" install --no-compile "$T"/dist/dsh_memory_worker-*.whl >>"$T/pip.log" 2>&1 \
+  && "${PIP[@]}" install --no-compile -c "$REPO/constraints.txt" "$T"/dist/dsh_memory_worker-*.whl >>"$T/pip.log" 2>&1 \
   || { cat "$T/pip.log" >&2; echo "base install: building or installing the wheel failed" >&2; exit 1; }
 if "$T/venv/bin/python" -c 'import importlib.util as u, sys
 sys.exit(not any(u.find_spec(n) for n in ("celery", "kombu", "psycopg")))'; then

@@ -3,22 +3,35 @@ in the runtime closure of ``dsh-memory-worker[distributed]`` (its dependencies, 
 installed in the environment that runs this script — the dev venv the tests passed in. Dev tools
 (pytest, mypy, ruff …) are not in the closure, so they are not pinned.
 
-Regenerate after changing a dependency in ``pyproject.toml`` (or upgrading the venv)::
+A distribution installed from a directory (this repository's own projects, editable or not) is
+not pinned: it does not come from the index. Its requirements are walked all the same.
+
+The README's test command (which CI runs) installs with ``-c constraints.txt``, so the venv the
+tests pass in has exactly these versions. Regenerate after changing a dependency in ``pyproject.toml``
+(or upgrading the venv on purpose)::
 
     .venv/bin/python deploy/constraints.py > constraints.txt
 
-``tests/project/test_constraints.py`` fails while a runtime dependency is not pinned here.
+``tests/project/test_constraints.py`` fails while a runtime dependency is not pinned here, and
+while this script's output differs from the file (a pin added, removed or changed).
 """
 
 from __future__ import annotations
 
-from importlib.metadata import distribution
+import json
+from importlib.metadata import Distribution, distribution
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 ROOT = "dsh-memory-worker"
 EXTRAS = frozenset({"distributed"})
+
+
+def installed_from_directory(dist: Distribution) -> bool:
+    """Whether pip installed ``dist`` from a local directory (PEP 610 ``dir_info``)."""
+    recorded = dist.read_text("direct_url.json")
+    return recorded is not None and "dir_info" in json.loads(recorded)
 
 
 def runtime_closure(root: str = ROOT, extras: frozenset[str] = EXTRAS) -> dict[str, str]:
@@ -33,7 +46,7 @@ def runtime_closure(root: str = ROOT, extras: frozenset[str] = EXTRAS) -> dict[s
             continue
         seen[key] = seen.get(key, frozenset()) | wanted
         dist = distribution(name)
-        if key != canonicalize_name(root):
+        if key != canonicalize_name(root) and not installed_from_directory(dist):
             pins[dist.metadata["Name"]] = dist.version
         for line in dist.requires or []:
             requirement = Requirement(line)
@@ -44,8 +57,9 @@ def runtime_closure(root: str = ROOT, extras: frozenset[str] = EXTRAS) -> dict[s
 
 
 def main() -> None:
-    print("# The runtime closure of dsh-memory-worker[distributed], pinned: the Docker image")
-    print("# installs from it. Regenerate it from the dev venv, where the tests passed:")
+    print("# The runtime closure of dsh-memory-worker[distributed], pinned: the Docker image and")
+    print("# the README's test command (which CI runs) install with `-c constraints.txt`, so the")
+    print("# tests run on the versions the image ships. Regenerate it from the dev venv:")
     print("#   .venv/bin/python deploy/constraints.py > constraints.txt")
     for name, version in sorted(runtime_closure().items(), key=lambda kv: kv[0].lower()):
         print(f"{name}=={version}")

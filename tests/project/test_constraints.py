@@ -1,28 +1,58 @@
 """``constraints.txt`` (what the Docker image installs from) pins every runtime dependency that
 ``pyproject.toml`` declares — the base set and the ``distributed`` extra — to one version inside
 the declared bounds, and every distribution of the runtime closure installed here
-(``deploy/constraints.py`` lists it); it pins no dev tool."""
+(``deploy/constraints.py`` lists it); it pins no dev tool. It is exactly what that script prints
+in the venv the tests run in (installed with ``-c constraints.txt``, as the README and CI do):
+any pin added, removed or changed fails, with the command that writes the file again."""
 
 from __future__ import annotations
 
+import io
 import runpy
 import tomllib
+from contextlib import redirect_stdout
 from pathlib import Path
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 REPO = Path(__file__).resolve().parents[2]
+FIX = ".venv/bin/python deploy/constraints.py > constraints.txt"
 
 
-def _pins() -> dict[str, str]:
+def _parse(text: str) -> dict[str, str]:
     pins = {}
-    for line in (REPO / "constraints.txt").read_text(encoding="utf-8").splitlines():
+    for line in text.splitlines():
         if line.strip() and not line.startswith("#"):
             name, equals, version = line.partition("==")
             assert equals and version.strip(), f"not an exact pin: {line!r}"
             pins[canonicalize_name(name)] = version.strip()
     return pins
+
+
+def _pins() -> dict[str, str]:
+    return _parse((REPO / "constraints.txt").read_text(encoding="utf-8"))
+
+
+def _regenerated() -> str:
+    """What ``deploy/constraints.py`` prints in this venv."""
+    out = io.StringIO()
+    with redirect_stdout(out):
+        runpy.run_path(str(REPO / "deploy" / "constraints.py"), run_name="__main__")
+    return out.getvalue()
+
+
+def drift(pinned: dict[str, str], installed: dict[str, str]) -> list[str]:
+    """One line per pin added, removed or changed between the file and the installed closure,
+    by name."""
+    lines = [f"+ {n}=={v} (installed, not pinned)" for n, v in installed.items() if n not in pinned]
+    lines += [f"- {n}=={v} (pinned, not in the closure)" for n, v in pinned.items() if n not in installed]
+    lines += [
+        f"~ {n}: pinned {v}, installed {installed[n]}"
+        for n, v in pinned.items()
+        if n in installed and installed[n] != v
+    ]
+    return sorted(lines, key=lambda line: line[2:])
 
 
 def test_every_runtime_dependency_is_pinned_within_its_bounds() -> None:
@@ -47,3 +77,28 @@ def test_the_installed_runtime_closure_is_pinned_and_no_dev_tool() -> None:
     assert {canonicalize_name(name) for name in closure} <= set(pins)
     assert {"celery", "psycopg", "openai", "sqlalchemy", "redis"} <= set(pins)
     assert not {"pytest", "mypy", "ruff", "hypothesis", "dsh-memory-worker"} & set(pins)
+
+
+def test_the_file_is_what_the_script_prints_in_this_venv() -> None:
+    regenerated = _regenerated()
+    problems = drift(_pins(), _parse(regenerated))
+    assert problems == [], (
+        "constraints.txt differs from the runtime closure installed in this venv:\n  "
+        + "\n  ".join(problems)
+        + "\nA venv installed with `-c constraints.txt` (the README's test command) has the pinned"
+        " versions; after changing a dependency or upgrading on purpose, write the file again:"
+        f"\n  {FIX}"
+    )
+    assert (REPO / "constraints.txt").read_text(encoding="utf-8") == regenerated, (
+        f"constraints.txt is not as deploy/constraints.py writes it; run\n  {FIX}"
+    )
+
+
+def test_drift_names_every_added_removed_and_changed_pin() -> None:
+    pinned = {"openai": "3.57.0", "redis": "8.1.0", "gone": "1.0", "same": "2.0"}
+    installed = {"openai": "3.58.0", "redis": "8.1.0", "new": "0.1", "same": "2.0"}
+    assert drift(pinned, installed) == [
+        "- gone==1.0 (pinned, not in the closure)",
+        "+ new==0.1 (installed, not pinned)",
+        "~ openai: pinned 3.57.0, installed 3.58.0",
+    ]

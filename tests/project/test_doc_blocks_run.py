@@ -14,9 +14,10 @@ fixtures (``memory-worker demo-home ~/.dsh``), a fresh working directory, none o
   ``daemon`` and ``worker`` — and each must exit 0. Every other line must exit 0, with no traceback.
 - **Install lines** run against this checkout's venv, which CI made with every extra:
   ``python3 -m venv DIR`` links DIR to it, and ``pip`` / ``pipx`` / ``DIR/bin/pip install`` are
-  recorded, then checked: the target is this project (``.``, ``-e .``, ``.[extra,…]``), every
-  extra named is declared in pyproject.toml and every requirement of it is installed here. The
-  base install (no extra) is CI's own stage in ``.ci/run``.
+  recorded, then checked: the target is this project (``.``, ``-e .``, ``.[extra,…]``), a
+  ``-c`` names ``constraints.txt``, every extra named is declared in pyproject.toml and every
+  requirement of it is installed here. The base install (no extra) is CI's own stage in
+  ``.ci/run``.
 - **The test-suite line** (``python -m pytest …``) is recorded, not run (it would run this
   test); it must be a line of ``.ci/run``, which runs it verbatim.
 - **Other hosts' services**: ``postgresql://…@db:5432/NAME`` becomes a throwaway database of the
@@ -122,7 +123,13 @@ def _check_installs(box: Sandbox) -> list[str]:
             ), f"the suite line {call} is not run by .ci/run"
         else:
             assert args[0] == "install", call
-            (target,) = [a for a in args[1:] if a not in ("-q", "-e")]
+            rest = args[1:]
+            if "-c" in rest:  # the pins the image ships: only the repository's own file
+                at = rest.index("-c")
+                assert rest[at + 1] == "constraints.txt", f"{call}: not constraints.txt"
+                assert (REPO / "constraints.txt").is_file()
+                rest = rest[:at] + rest[at + 2 :]
+            (target,) = [a for a in rest if a not in ("-q", "-e")]
             found = re.fullmatch(r"\.(?:\[([\w,-]+)\])?", target)
             assert found is not None, f"{call}: not this project"
             for extra in filter(None, (found.group(1) or "").split(",")):
