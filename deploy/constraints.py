@@ -7,8 +7,8 @@ A distribution installed from a directory (this repository's own projects, edita
 not pinned: it does not come from the index. Its requirements are walked all the same.
 
 The README's test command (which CI runs) installs with ``-c constraints.txt``, so the venv the
-tests pass in has exactly these versions. Regenerate after changing a dependency in ``pyproject.toml``
-(or upgrading the venv on purpose)::
+tests pass in has exactly these versions. Regenerate after changing a dependency in
+``pyproject.toml`` (or upgrading the venv on purpose)::
 
     .venv/bin/python deploy/constraints.py > constraints.txt
 

@@ -46,7 +46,9 @@ def drift(pinned: dict[str, str], installed: dict[str, str]) -> list[str]:
     """One line per pin added, removed or changed between the file and the installed closure,
     by name."""
     lines = [f"+ {n}=={v} (installed, not pinned)" for n, v in installed.items() if n not in pinned]
-    lines += [f"- {n}=={v} (pinned, not in the closure)" for n, v in pinned.items() if n not in installed]
+    lines += [
+        f"- {n}=={v} (pinned, not in the closure)" for n, v in pinned.items() if n not in installed
+    ]
     lines += [
         f"~ {n}: pinned {v}, installed {installed[n]}"
         for n, v in pinned.items()

@@ -1,5 +1,6 @@
-"""Every relative link in README.md and docs/*.md resolves: the file exists and a `#anchor` names a
-heading of the target (GitHub's heading-slug rule); the README stays short and links every page."""
+"""Every relative link in README.md, CONTRIBUTING.md, SECURITY.md and docs/*.md resolves: the file
+exists and a `#anchor` names a heading of the target (GitHub's heading-slug rule); the README
+stays short and links every page."""
 
 from __future__ import annotations
 
@@ -86,6 +87,8 @@ def broken_links(path: Path, root: Path) -> list[str]:
 def _documents() -> list[Path]:
     return [
         REPO / "README.md",
+        REPO / "CONTRIBUTING.md",
+        REPO / "SECURITY.md",
         *sorted((REPO / "docs").glob("*.md")),
         REPO / "benchmarks" / "results.md",
         REPO / "examples" / "README.md",
