@@ -64,7 +64,7 @@ def test_the_extra_works_with_every_network_call_refused(tmp_path: Path) -> None
         capture_output=True,
         text=True,
         env=env,
-        cwd=Path(__file__).parents[2],
+        cwd=tmp_path,  # the installed hypatia_lite, not a checkout's
         timeout=120,
         check=False,
     )
