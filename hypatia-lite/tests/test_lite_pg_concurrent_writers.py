@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+
 from hypatia_lite import shelves
 from hypatia_lite.store import LiteStore
 
@@ -96,9 +97,7 @@ def _all_ready(procs: list[subprocess.Popen[str]], go: Path) -> None:
 def test_racing_writers_have_exactly_one_winner_per_name(tmp_path: Path, pg_url: str) -> None:
     home, go = tmp_path / "home", tmp_path / "go"
     shelves.connect(home, pg_url, SHELF)
-    procs = [
-        _spawn(_RACER, str(home), str(go), str(NAMES), f"w{n}", SHELF) for n in range(WORKERS)
-    ]
+    procs = [_spawn(_RACER, str(home), str(go), str(NAMES), f"w{n}", SHELF) for n in range(WORKERS)]
     _all_ready(procs, go)
     results = []
     for proc in procs:

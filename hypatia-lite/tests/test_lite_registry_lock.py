@@ -73,9 +73,8 @@ def _old_flock(path: Path) -> int:
 def test_the_registry_lock_excludes_the_old_flock_both_ways(tmp_path: Path) -> None:
     home = tmp_path / "home"
     lock_path = home / "shelves.lock"
-    with shelves._locked(home):
-        with pytest.raises(BlockingIOError):
-            _old_flock(lock_path)
+    with shelves._locked(home), pytest.raises(BlockingIOError):
+        _old_flock(lock_path)
     inode = lock_path.stat().st_ino  # released: the file stays, the old lock is free again
     fd = _old_flock(lock_path)
     try:
