@@ -3,6 +3,10 @@ in the runtime closure of ``dsh-memory-worker[distributed]`` (its dependencies, 
 installed in the environment that runs this script — the dev venv the tests passed in. Dev tools
 (pytest, mypy, ruff …) are not in the closure, so they are not pinned.
 
+``hypatia-lite`` is in the closure but not pinned: it is built from this repository
+(``hypatia-lite/``) next to the worker, so its version is the checkout's, and the image installs
+its wheel from the checkout (``--no-deps``), never from an index. Its own requirements are pinned.
+
 Regenerate after changing a dependency in ``pyproject.toml`` (or upgrading the venv)::
 
     .venv/bin/python deploy/constraints.py > constraints.txt
@@ -19,6 +23,8 @@ from packaging.utils import canonicalize_name
 
 ROOT = "dsh-memory-worker"
 EXTRAS = frozenset({"distributed"})
+#: The distributions built from this repository: walked, not pinned.
+LOCAL = frozenset({"hypatia-lite"})
 
 
 def runtime_closure(root: str = ROOT, extras: frozenset[str] = EXTRAS) -> dict[str, str]:
@@ -33,7 +39,7 @@ def runtime_closure(root: str = ROOT, extras: frozenset[str] = EXTRAS) -> dict[s
             continue
         seen[key] = seen.get(key, frozenset()) | wanted
         dist = distribution(name)
-        if key != canonicalize_name(root):
+        if key != canonicalize_name(root) and key not in LOCAL:
             pins[dist.metadata["Name"]] = dist.version
         for line in dist.requires or []:
             requirement = Requirement(line)
