@@ -4,7 +4,7 @@
 # a fresh venv outside the checkout, and nothing of the worker; check that the wheel put exactly
 # `hypatia_lite` into site-packages (no worker, no memory) and run hypatia-lite/tests there,
 # against the installed package (pytest's importlib mode: the checkout is not on sys.path; the
-# run's header names where hypatia_lite came from, and it must be the venv).
+# run's header, shown without -q, names where hypatia_lite came from: it must be the venv).
 # PostgreSQL: the local server (HYPATIA_LITE_TEST_PG, see hypatia-lite/tests/conftest.py).
 # Prints `lite alone: …` lines; exit 1 when anything failed.
 set -uo pipefail
@@ -41,7 +41,7 @@ fi
 for var in $(env | grep -oE '^(MEMORY_WORKER_|HYPATIA_LITE_|PYTHON)[A-Z_]*' | grep -vx HYPATIA_LITE_TEST_PG); do
   unset "$var"
 done
-(cd "$REPO/hypatia-lite" && HOME="$T/home" "$T/venv/bin/pytest" -q -p no:cacheprovider) >"$T/pytest.log" 2>&1
+(cd "$REPO/hypatia-lite" && HOME="$T/home" "$T/venv/bin/pytest" -p no:cacheprovider) >"$T/pytest.log" 2>&1
 rc=$?
 if [ "$rc" -ne 0 ]; then
   tail -n 40 "$T/pytest.log" >&2
