@@ -87,7 +87,7 @@ def test_the_default_is_the_extra_when_installed_else_hashing(
     monkeypatch.setattr(semantic, "available", lambda: False)
     assert isinstance(embedder_from_env({}), HashingEmbedder)
     with pytest.raises(
-        ModelUnavailableError, match=r"needs `pip install 'dsh-memory-worker\[semantic\]'`"
+        ModelUnavailableError, match=r"needs `pip install 'hypatia-lite\[semantic\]'`"
     ):
         embedder_from_env({"HYPATIA_LITE_EMBEDDER": "semantic"})
 

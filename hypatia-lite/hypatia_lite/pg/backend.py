@@ -51,7 +51,7 @@ def _driver(shelf: str) -> Any:
     except ImportError as err:
         raise ShelfError(
             f"shelf error: shelf '{shelf}' is stored in PostgreSQL, which needs the psycopg "
-            "driver: pip install 'dsh-memory-worker[distributed]'"
+            "driver: pip install 'hypatia-lite[postgresql]'"
         ) from err
     return psycopg
 
