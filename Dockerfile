@@ -10,25 +10,32 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
-# 1. The dependencies, from pyproject.toml alone (the runtime set and the `distributed` extra),
-#    at the versions constraints.txt pins (the ones the tests passed with; regenerate it with
+# 1. The dependencies, from the two pyproject.toml files alone (the worker's runtime set and
+#    `distributed` extra, hypatia-lite's runtime set; hypatia-lite itself is built from this
+#    repository in step 2, never taken from an index), at the versions constraints.txt pins (the
+#    ones the tests passed with; regenerate it with
 #    `.venv/bin/python deploy/constraints.py > constraints.txt`). This layer is rebuilt only when
-#    one of these two files changes, never for a code change.
+#    one of these three files changes, never for a code change.
 COPY pyproject.toml constraints.txt ./
+COPY hypatia-lite/pyproject.toml ./hypatia-lite/
 RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
-print('\n'.join(p['dependencies'] + p['optional-dependencies']['distributed']))" \
+lite = tomllib.load(open('hypatia-lite/pyproject.toml', 'rb'))['project']; \
+worker = [d for d in p['dependencies'] if not d.startswith(lite['name'])]; \
+print('\n'.join(worker + p['optional-dependencies']['distributed'] + lite['dependencies']))" \
         > /tmp/requirements.txt \
     && pip install -c constraints.txt -r /tmp/requirements.txt \
     && rm /tmp/requirements.txt
 
-# 2. The code, installed without touching the dependencies. The Alembic revisions (migrations/)
-#    and the demo fixtures are package data: the installed package has them.
+# 2. The code, installed without touching the dependencies: the two wheels, hypatia-lite's and
+#    the worker's, built from the checkout. The Alembic revisions (migrations/) and the demo
+#    fixtures are package data: the installed package has them.
 COPY setup.py README.md LICENSE alembic.ini ./
 COPY migrations ./migrations
-COPY hypatia_lite ./hypatia_lite
+COPY hypatia-lite/hypatia_lite ./hypatia-lite/hypatia_lite
+COPY hypatia-lite/README.md hypatia-lite/LICENSE ./hypatia-lite/
 COPY memory ./memory
 COPY worker ./worker
-RUN pip install --no-deps . \
+RUN pip install --no-deps ./hypatia-lite . \
     && pip check \
     && useradd --create-home --uid 10001 memory \
     && mkdir -p /data/worker /data/hypatia \

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The base install, as a user gets it: build the wheel from this checkout, install it with no
-# extra into a fresh venv outside the checkout (`mktemp -d`; dependencies at the versions
-# constraints.txt pins, the image's, from pip's cache when they are there), and run every command an embedded user may type on a demo home. Each command
+# The base install, as a user gets it: build the two wheels from this checkout (hypatia-lite's,
+# from hypatia-lite/, and the worker's), install both with no extra into a fresh venv outside
+# the checkout (`mktemp -d`; dependencies at the versions constraints.txt pins, the image's,
+# from pip's cache when they are there), and run every command an embedded user may type on a
+# demo home. Each command
 # must exit with the status written next to it and print no traceback; `daemon`, `worker` and
 # `--workers` must answer in one line naming the distributed extra, exit 2. The model is the
 # echo server of tests/support/model_server.py (stdlib only), run by this venv's Python.
@@ -16,16 +18,16 @@ started=$(date +%s)
 
 python3 -m venv "$T/venv" || { echo "base install: cannot create a venv" >&2; exit 1; }
 PIP=("$T/venv/bin/python" -m pip -q --disable-pip-version-check)
-"${PIP[@]}" wheel --no-deps -w "$T/dist" "$REPO" >"$T/pip.log" 2>&1 \
-  && "${PIP[@]}" install --no-compile -c "$REPO/constraints.txt" "$T"/dist/dsh_memory_worker-*.whl >>"$T/pip.log" 2>&1 \
-  || { cat "$T/pip.log" >&2; echo "base install: building or installing the wheel failed" >&2; exit 1; }
+"${PIP[@]}" wheel --no-deps -w "$T/dist" "$REPO/hypatia-lite" "$REPO" >"$T/pip.log" 2>&1 \
+  && "${PIP[@]}" install --no-compile -c "$REPO/constraints.txt" "$T"/dist/hypatia_lite-*.whl "$T"/dist/dsh_memory_worker-*.whl >>"$T/pip.log" 2>&1 \
+  || { cat "$T/pip.log" >&2; echo "base install: building or installing the wheels failed" >&2; exit 1; }
 if "$T/venv/bin/python" -c 'import importlib.util as u, sys
 sys.exit(not any(u.find_spec(n) for n in ("celery", "kombu", "psycopg")))'; then
   echo "base install: celery, kombu or psycopg is installed without the distributed extra" >&2
   exit 1
 fi
 
-echo "base install: wheel installed in $(( $(date +%s) - started ))s" >&2
+echo "base install: wheels installed in $(( $(date +%s) - started ))s" >&2
 cd "$T" || exit 1
 # Only this run's settings: nothing from the caller's environment or config reaches it.
 for var in $(env | grep -oE '^(MEMORY_WORKER_|HYPATIA_LITE_|DSH_|PYTHON)[A-Z_]*'); do unset "$var"; done

@@ -33,7 +33,7 @@ import pytest
 from cli_fork import run_cli
 from cluster_support import BIN, PG_ADMIN, Cluster, throwaway_cluster, wait_for
 from conftest import REPO
-from venv_snapshot import bare_venv, run_wheel, snapshot_venv
+from venv_snapshot import bare_venv, run_wheels, snapshot_venv
 
 from hypatia_lite import shelves
 from hypatia_lite.store import LiteStore
@@ -71,15 +71,16 @@ def _other_user_bin() -> Path | None:
     return None
 
 
-def _build_other_user_venv(root: Path, wheel: Path) -> Path:
-    """A venv of the system's Python under ``root`` (world-readable) with ``wheel`` (this tree's)
-    installed with its ``distributed`` extra by this environment's pip (no bootstrap); its bin
-    directory. The venv is first seeded with this environment's installed distributions when the
-    system's Python has this one's ABI (tests/support/venv_snapshot.py: pip then resolves over
-    them and adds what that Python alone needs), else pip resolves and downloads them all."""
+def _build_other_user_venv(root: Path, wheels: tuple[Path, Path]) -> Path:
+    """A venv of the system's Python under ``root`` (world-readable) with ``wheels`` (this
+    tree's: hypatia-lite's, the worker's) installed, the worker's with its ``distributed``
+    extra, by this environment's pip (no bootstrap); its bin directory. The venv is first seeded
+    with this environment's installed distributions when the system's Python has this one's ABI
+    (tests/support/venv_snapshot.py: pip then resolves over them and adds what that Python alone
+    needs), else pip resolves and downloads them all."""
     system_python = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
     venv = root / "venv"
-    seeded = snapshot_venv(system_python, venv, wheel, frozenset({"distributed"}))
+    seeded = snapshot_venv(system_python, venv, wheels, frozenset({"distributed"}))
     if seeded is not None:
         return seeded
     bare_venv(system_python, venv)
@@ -93,7 +94,8 @@ def _build_other_user_venv(root: Path, wheel: Path) -> Path:
             "install",
             "-q",
             "--no-compile",
-            f"{wheel}[distributed]",
+            str(wheels[0]),
+            f"{wheels[1]}[distributed]",
         ],
         capture_output=True,
         text=True,
@@ -191,7 +193,7 @@ def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoHosts]:
     if bin_ is None:
         built = Path(tempfile.mkdtemp(prefix="mw-other-user-", dir="/tmp"))
         built.chmod(0o755)
-        bin_ = _build_other_user_venv(built, run_wheel(tmp_path_factory, REPO))
+        bin_ = _build_other_user_venv(built, run_wheels(tmp_path_factory, REPO))
         assert _usable(bin_), "uid 65534 cannot run the venv built for it"
     root = tmp_path_factory.mktemp("two-hosts")
     home = root / "dsh"

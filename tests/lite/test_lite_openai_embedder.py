@@ -100,7 +100,7 @@ def test_provider_failure_never_fails_a_write(server: str, tmp_path: Path) -> No
 
 
 def test_environment_selects_the_embedder(server: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    # the default with the `semantic` extra: test_lite_semantic_embedder.py
+    # the default with the `semantic` extra: hypatia-lite/tests/test_lite_semantic_embedder.py
     monkeypatch.setattr(semantic, "available", lambda: False)
     assert isinstance(embedder_from_env({}), HashingEmbedder)
     assert embedder_from_env({"HYPATIA_LITE_EMBEDDER": "none"}) is None

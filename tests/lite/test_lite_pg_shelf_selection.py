@@ -111,5 +111,5 @@ def test_without_psycopg_only_the_postgresql_shelf_fails(tmp_path: Path) -> None
     assert (failed.returncode, failed.stdout) == (1, "")
     assert failed.stderr == (
         "Error: shelf error: shelf 'pg' is stored in PostgreSQL, which needs the psycopg "
-        "driver: pip install 'dsh-memory-worker[distributed]'\n"
+        "driver: pip install 'hypatia-lite[postgresql]'\n"
     )

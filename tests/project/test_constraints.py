@@ -1,7 +1,8 @@
 """``constraints.txt`` (what the Docker image installs from) pins every runtime dependency that
-``pyproject.toml`` declares — the base set and the ``distributed`` extra — to one version inside
-the declared bounds, and every distribution of the runtime closure installed here
-(``deploy/constraints.py`` lists it); it pins no dev tool. It is exactly what that script prints
+``pyproject.toml`` declares — the base set and the ``distributed`` extra — and every one
+``hypatia-lite/pyproject.toml`` declares to one version inside the declared bounds, and every
+distribution of the runtime closure installed here (``deploy/constraints.py`` lists it); it pins
+no dev tool, and not hypatia-lite (built from this repository). It is exactly what that script prints
 in the venv the tests run in (installed with ``-c constraints.txt``, as the README and CI do):
 any pin added, removed or changed fails, with the command that writes the file again."""
 
@@ -59,12 +60,18 @@ def drift(pinned: dict[str, str], installed: dict[str, str]) -> list[str]:
 
 def test_every_runtime_dependency_is_pinned_within_its_bounds() -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    lite = tomllib.loads((REPO / "hypatia-lite/pyproject.toml").read_text(encoding="utf-8"))
     declared = [
         Requirement(line)
-        for line in project["dependencies"] + project["optional-dependencies"]["distributed"]
+        for line in project["dependencies"]
+        + project["optional-dependencies"]["distributed"]
+        + lite["project"]["dependencies"]
+        if not line.startswith("hypatia-lite")
     ]
     pins = _pins()
-    assert {"typer", "openai", "celery", "psycopg"} <= {r.name for r in declared}
+    assert {"typer", "openai", "celery", "psycopg", "filelock", "sqlean-py"} <= {
+        r.name for r in declared
+    }
     for requirement in declared:
         name = canonicalize_name(requirement.name)
         assert name in pins, f"{requirement.name} is not pinned in constraints.txt"
@@ -104,3 +111,4 @@ def test_drift_names_every_added_removed_and_changed_pin() -> None:
         "+ new==0.1 (installed, not pinned)",
         "~ openai: pinned 3.57.0, installed 3.58.0",
     ]
+    assert "hypatia-lite" not in pins and "hypatia-lite" not in closure

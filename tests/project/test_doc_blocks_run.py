@@ -14,10 +14,10 @@ fixtures (``memory-worker demo-home ~/.dsh``), a fresh working directory, none o
   ``daemon`` and ``worker`` — and each must exit 0. Every other line must exit 0, with no traceback.
 - **Install lines** run against this checkout's venv, which CI made with every extra:
   ``python3 -m venv DIR`` links DIR to it, and ``pip`` / ``pipx`` / ``DIR/bin/pip install`` are
-  recorded, then checked: the target is this project (``.``, ``-e .``, ``.[extra,…]``), a
-  ``-c`` names ``constraints.txt``, every extra named is declared in pyproject.toml and every
-  requirement of it is installed here. The base install (no extra) is CI's own stage in
-  ``.ci/run``.
+  recorded, then checked: the targets are this project (``.``, ``-e .``, ``.[extra,…]``), after
+  ``./hypatia-lite`` (its store, a distribution of this repository), every extra named is
+  declared in that one's pyproject.toml and every requirement of it is installed here. The
+  base install (no extra) is CI's own stage in ``.ci/run``.
 - **The test-suite line** (``python -m pytest …``) is recorded, not run (it would run this
   test); it must be a line of ``.ci/run``, which runs it verbatim.
 - **Other hosts' services**: ``postgresql://…@db:5432/NAME`` becomes a throwaway database of the
@@ -106,9 +106,12 @@ def _redis_db_to_ourselves() -> Iterator[None]:
 
 def _check_installs(box: Sandbox) -> list[str]:
     """The recorded install and suite lines, each checked against the policy."""
-    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"
-    ]
+    declared = {
+        target: tomllib.loads((REPO / target / "pyproject.toml").read_text())["project"][
+            "optional-dependencies"
+        ]
+        for target in (".", "./hypatia-lite")
+    }
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     seen = []
     for call in box.shim_calls():
@@ -123,21 +126,35 @@ def _check_installs(box: Sandbox) -> list[str]:
             ), f"the suite line {call} is not run by .ci/run"
         else:
             assert args[0] == "install", call
-            rest = args[1:]
-            if "-c" in rest:  # the pins the image ships: only the repository's own file
-                at = rest.index("-c")
-                assert rest[at + 1] == "constraints.txt", f"{call}: not constraints.txt"
-                assert (REPO / "constraints.txt").is_file()
-                rest = rest[:at] + rest[at + 2 :]
-            (target,) = [a for a in rest if a not in ("-q", "-e")]
-            found = re.fullmatch(r"\.(?:\[([\w,-]+)\])?", target)
-            assert found is not None, f"{call}: not this project"
-            for extra in filter(None, (found.group(1) or "").split(",")):
-                assert extra in declared, f"{call}: no extra {extra!r} in pyproject.toml"
-                for requirement in declared[extra]:
-                    dist = re.split(r"[\s\[<>=!~;]", requirement, maxsplit=1)[0]
-                    assert metadata.distribution(dist), f"{call}: {dist} is not installed"
+            targets = _install_targets(args[1:])
+            # the worker needs hypatia-lite, a distribution of this repository, not of an index
+            assert targets[-1][0] != "." or [t for t, _ in targets] == ["./hypatia-lite", "."], call
+            for target, extras in targets:
+                assert target in declared, f"{call}: not this project"
+                for extra in extras:
+                    assert extra in declared[target], f"{call}: no extra {extra!r} of {target}"
+                    for requirement in declared[target][extra]:
+                        dist = re.split(r"[\s\[<>=!~;]", requirement, maxsplit=1)[0]
+                        assert metadata.distribution(dist), f"{call}: {dist} is not installed"
     return seen
+
+
+def _install_targets(args: list[str]) -> list[tuple[str, list[str]]]:
+    """The projects (``.`` or ``./hypatia-lite``) and extras of ``pip|pipx install ARGS``;
+    ``-q``, ``-e`` and ``-c FILE`` aside, ``--preinstall X`` (pipx) a target too."""
+    targets, skip = [], False
+    for arg in args:
+        if skip or arg in ("-q", "-e", "--preinstall"):
+            skip = False
+            continue
+        if arg == "-c":
+            skip = True
+            continue
+        found = re.fullmatch(r"(\.|\./hypatia-lite)(?:\[([\w,-]+)\])?", arg)
+        assert found is not None, f"{args}: {arg} is not this project"
+        targets.append((found.group(1), [e for e in (found.group(2) or "").split(",") if e]))
+    assert targets, args
+    return targets
 
 
 def _dumps_match(home: Path, shelves: set[str], expected: dict[str, Any]) -> bool:

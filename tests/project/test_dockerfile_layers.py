@@ -1,7 +1,9 @@
 """The Dockerfile installs the dependencies before it copies the code, so a code change rebuilds
 only the last layers: no Docker engine runs here, so the file is parsed (continuation lines
 joined) and its instructions' order checked; the step that lists the dependencies is run for real
-on ``pyproject.toml`` and must print exactly its runtime and ``distributed`` requirements."""
+on the two ``pyproject.toml`` files and must print exactly the worker's runtime and
+``distributed`` requirements (hypatia-lite aside: it is built from the checkout) and
+hypatia-lite's runtime requirements."""
 
 from __future__ import annotations
 
@@ -15,7 +17,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-CODE = {"memory", "worker", "hypatia_lite", "migrations", "setup.py"}
+CODE = {"memory", "worker", "hypatia-lite/hypatia_lite", "migrations", "setup.py"}
+#: What the dependency layer may copy: the requirements and their pins, nothing of the code.
+DEPENDENCY_FILES = {"pyproject.toml", "hypatia-lite/pyproject.toml", "constraints.txt"}
 
 
 def instructions(text: str) -> list[tuple[str, str]]:
@@ -50,7 +54,7 @@ def layer_problems(text: str) -> list[str]:
     elif "-c constraints.txt" not in steps[deps[0]][1]:
         problems.append("the dependency install does not use constraints.txt")
     early = {s for i, sources in copies if i < code_copied for s in sources}
-    if early != {"pyproject.toml", "constraints.txt"}:
+    if early != DEPENDENCY_FILES:
         problems.append(f"the dependency layer copies {sorted(early)}")
     late = [i for i in installs if i > code_copied]
     if not late or "--no-deps" not in steps[late[0]][1]:
@@ -92,7 +96,9 @@ def test_the_dependency_list_is_pyprojects(tmp_path: Path) -> None:
         if kw == "RUN" and "tomllib" in args
     )
     command = step.split(">", 1)[0]
-    (tmp_path / "pyproject.toml").write_bytes((REPO / "pyproject.toml").read_bytes())
+    for name in ("pyproject.toml", "hypatia-lite/pyproject.toml"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_bytes((REPO / name).read_bytes())
     words = shlex.split(command)
     assert words[:2] == ["python", "-c"], words
     printed = subprocess.run(
@@ -104,5 +110,10 @@ def test_the_dependency_list_is_pyprojects(tmp_path: Path) -> None:
         timeout=60,
     ).stdout.splitlines()
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    assert printed == project["dependencies"] + project["optional-dependencies"]["distributed"]
+    lite = tomllib.loads((REPO / "hypatia-lite/pyproject.toml").read_text(encoding="utf-8"))
+    worker = [d for d in project["dependencies"] if not d.startswith("hypatia-lite")]
+    assert len(worker) == len(project["dependencies"]) - 1
+    distributed = project["optional-dependencies"]["distributed"]
+    assert printed == worker + distributed + lite["project"]["dependencies"]
     assert any(line.startswith("openai") for line in printed)
+    assert any(line.startswith("sqlean-py") for line in printed)

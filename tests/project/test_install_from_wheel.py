@@ -1,5 +1,6 @@
-"""A wheel installed outside the checkout runs: the wheel is built from this tree, installed with
-its ``distributed`` extra by pip into a fresh virtual environment in a temporary directory (pip
+"""The wheels installed outside the checkout run: the two wheels are built from this tree
+(hypatia-lite's from ``hypatia-lite/``, the worker's), installed, the worker's with its
+``distributed`` extra, by pip into a fresh virtual environment in a temporary directory (pip
 resolves its requirements over a seed of the distributions this environment has installed for
 them, and installs what the seed lacks from the local pip cache / index), and from there, with
 the checkout nowhere on the path:
@@ -8,7 +9,7 @@ the checkout nowhere on the path:
   19 edges as the same command from the checkout;
 * ``memory-worker migrate upgrade`` migrates a throwaway PostgreSQL database to the packaged head;
 * ``hypatia-lite --version`` and ``memory-worker --version`` answer;
-* the installed distribution carries the LICENSE, and the top-level ``migrations/`` (installed as
+* each installed distribution carries the LICENSE, and the top-level ``migrations/`` (installed as
   ``dsh_memory_worker_migrations``) is the script directory it migrates with;
 * without the packaged revisions, ``run --once`` is one line and exit status 2.
 """
@@ -28,7 +29,7 @@ from cli_fork import run_cli
 from cluster_support import lite_names
 from conftest import REPO
 from state_db_support import throwaway_pg_database
-from venv_snapshot import run_wheel, snapshot_venv
+from venv_snapshot import run_wheels, snapshot_venv
 
 from hypatia_lite import db, shelves
 from worker import __version__
@@ -47,10 +48,10 @@ def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     seed lacks or does not satisfy, pip installs. (.ci/base_install_check.sh installs the wheel
     with no extra and no seed, resolving from the index.)"""
     root = tmp_path_factory.mktemp("wheel")
-    wheel = run_wheel(tmp_path_factory, REPO)  # built once a run (the e2e tests use it too)
+    wheels = run_wheels(tmp_path_factory, REPO)  # built once a run (the e2e tests use them too)
     venv = root / "venv"
     # This environment's pip installs into the new one (no pip bootstrap); it compiles nothing.
-    bindir = snapshot_venv(sys.executable, venv, wheel, frozenset({"distributed"}), "--no-compile")
+    bindir = snapshot_venv(sys.executable, venv, wheels, frozenset({"distributed"}), "--no-compile")
     assert bindir == venv / "bin"
     yield venv
 
@@ -113,9 +114,9 @@ def test_the_wheel_runs_the_readme_command_migrates_and_reports_versions(
         [
             str(bindir / "python"),
             "-c",
-            "import worker, memory\n"
+            "import worker, memory, hypatia_lite\n"
             "from worker.state.revision_files import find_migrations_dir\n"
-            "print(worker.__file__, memory.__file__)\n"
+            "print(worker.__file__, memory.__file__, hypatia_lite.__file__)\n"
             "print(find_migrations_dir())",
         ],
         cwd=tmp_path,
@@ -129,6 +130,8 @@ def test_the_wheel_runs_the_readme_command_migrates_and_reports_versions(
     site = next((wheel_venv / "lib").glob("python3*/site-packages"))
     (license_file,) = site.glob("dsh_memory_worker-*.dist-info/licenses/LICENSE")
     assert license_file.read_bytes() == (REPO / "LICENSE").read_bytes()
+    (license_file,) = site.glob("hypatia_lite-*.dist-info/licenses/LICENSE")
+    assert license_file.read_bytes() == (REPO / "hypatia-lite" / "LICENSE").read_bytes()
     assert Path(found) == site / "dsh_memory_worker_migrations"
     assert sorted(p.name for p in Path(found, "versions").glob("*.py")) == sorted(
         p.name for p in (REPO / "migrations" / "versions").glob("*.py")

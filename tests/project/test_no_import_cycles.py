@@ -52,8 +52,10 @@ WORKER_FLOORS: tuple[tuple[str, ...], ...] = (
 def _modules() -> dict[str, Path]:
     found: dict[str, Path] = {}
     for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        # hypatia_lite is its own distribution's folder, hypatia-lite/hypatia_lite
+        base = ROOT / "hypatia-lite" if package == "hypatia_lite" else ROOT
+        for path in sorted((base / package).rglob("*.py")):
+            parts = list(path.relative_to(base).with_suffix("").parts)
             if "migrations" in parts:
                 continue
             if parts[-1] == "__init__":

@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 #: Every folder and file of Python the project keeps (docs/development.md names the same list).
 CODE = (
-    "hypatia_lite",
+    "hypatia-lite",
     "memory",
     "worker",
     "migrations",

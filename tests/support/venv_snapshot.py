@@ -1,18 +1,21 @@
 """A venv of another Python (the system's) with this tree installed, built in seconds.
 
 :func:`snapshot_venv` makes ``python -m venv --without-pip`` of that Python and installs this
-tree into it (a wheel built by pip, installed by pip with the extras asked for, not editable: the
-checkout need not be readable by whoever runs the venv), as a user would — but first it seeds the
+tree into it (the wheels built by pip, hypatia-lite's and the worker's, installed by one pip
+command with the extras asked for, not editable: the checkout need not be readable by whoever
+runs the venv), as a user would — but first it seeds the
 venv's site-packages with the distributions this environment already has installed for those
 requirements, hard-linked (copied across file systems) file by file from their ``RECORD``. pip
 then resolves the project's requirements on that Python as usual: what the seed satisfies stays,
-what it lacks (a requirement whose marker holds only there) is installed. The editable install
-of the checkout (its ``__editable__`` .pth and finder) is never linked.
+what it lacks (a requirement whose marker holds only there) is installed. The editable installs
+of the checkout (their ``__editable__`` .pth and finder) are never linked: the wheels' projects
+are left out of the seed.
 
 It declines (returns ``None``; build the venv in full then) when that Python's version or ABI
 differs from this one's: the compiled wheels installed here would not load there.
 
-:func:`run_wheel` builds the tree's wheel once per test run, for every module that installs it.
+:func:`run_wheels` builds the tree's two wheels once per test run, for every module that
+installs them.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -102,18 +106,22 @@ def build_wheel(source: Path, dest: Path) -> Path:
     return wheel
 
 
-def run_wheel(factory: pytest.TempPathFactory, source: Path) -> Path:
-    """:func:`build_wheel` of ``source``, once per test run: built under a lock in the temporary
-    directory the run's processes share (pytest-xdist's workers' common parent), which every
-    later caller of the run reuses."""
+def run_wheels(factory: pytest.TempPathFactory, repo: Path) -> tuple[Path, Path]:
+    """The wheels of ``repo``: hypatia-lite's (from ``repo/hypatia-lite``) and the worker's,
+    each :func:`build_wheel` once per test run: built under a lock in the temporary directory
+    the run's processes share (pytest-xdist's workers' common parent), which every later caller
+    of the run reuses."""
     base = factory.getbasetemp()
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    cache = shared / "wheel-of-the-tree"
-    cache.mkdir(exist_ok=True)
-    with (cache / "lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        built = sorted((cache / "dist").glob("*.whl"))
-        return built[0] if built else build_wheel(source, cache / "dist")
+    wheels = []
+    for source, name in ((repo / "hypatia-lite", "hypatia-lite"), (repo, "the-tree")):
+        cache = shared / f"wheel-of-{name}"
+        cache.mkdir(exist_ok=True)
+        with (cache / "lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            built = sorted((cache / "dist").glob("*.whl"))
+            wheels.append(built[0] if built else build_wheel(source, cache / "dist"))
+    return wheels[0], wheels[1]
 
 
 def bare_venv(python: str, venv: Path) -> None:
@@ -127,21 +135,31 @@ def bare_venv(python: str, venv: Path) -> None:
 
 
 def snapshot_venv(
-    python: str, venv: Path, wheel: Path, extras: frozenset[str], *options: str
+    python: str, venv: Path, wheels: Sequence[Path], extras: frozenset[str], *options: str
 ) -> Path | None:
-    """A venv of ``python`` at ``venv`` with ``wheel`` installed by pip with ``extras`` (and pip
-    ``options``), seeded from this environment; its bin directory, or ``None`` (nothing made)
-    when that Python's version or ABI is not this one's."""
+    """A venv of ``python`` at ``venv`` with ``wheels`` installed by one pip command, the last
+    with ``extras`` (and pip ``options``), seeded from this environment; its bin directory, or
+    ``None`` (nothing made) when that Python's version or ABI is not this one's."""
     if not same_abi(python):
         return None
     bare_venv(python, venv)
     (site,) = venv.glob("lib/python3*/site-packages")
-    project = wheel.name.split("-")[0]
-    for dist in installed_closure(project, extras):
-        _link_tree(dist, site)
+    *others, wheel = wheels
+    ours = {canonicalize_name(w.name.split("-")[0]) for w in wheels}
+    for dist in installed_closure(wheel.name.split("-")[0], extras):
+        if canonicalize_name(dist.metadata["Name"]) not in ours:
+            _link_tree(dist, site)
     requirement = f"{wheel}[{','.join(sorted(extras))}]" if extras else str(wheel)
     done = subprocess.run(
-        [*_PIP, "--python", str(venv / "bin" / "python"), "install", *options, requirement],
+        [
+            *_PIP,
+            "--python",
+            str(venv / "bin" / "python"),
+            "install",
+            *options,
+            *map(str, others),
+            requirement,
+        ],
         capture_output=True,
         text=True,
         timeout=600,

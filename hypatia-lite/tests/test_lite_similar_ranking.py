@@ -155,8 +155,10 @@ def test_fuse_adds_normalised_words_to_standardised_cosines() -> None:
 
 
 @pytest.mark.integration
-def test_the_postgresql_shelf_ranks_like_the_sqlite_shelf(tmp_path: Path) -> None:
-    from lite_pg_support import SHELF, pg_home
+def test_the_postgresql_shelf_ranks_like_the_sqlite_shelf(tmp_path: Path, pg_url: str) -> None:
+    from hypatia_lite import shelves
+
+    shelf = "pg"
 
     def fill(store: LiteStore) -> None:
         store.knowledge_create("msg-1", "zebra stripes zebra stripes", embed=False)
@@ -179,15 +181,13 @@ def test_the_postgresql_shelf_ranks_like_the_sqlite_shelf(tmp_path: Path) -> Non
     with LiteStore(home=tmp_path / "lite", embedder=HashingEmbedder()) as lite:
         fill(lite)
         expected = answers(lite)
-    with (
-        pg_home(tmp_path / "pg"),
-        LiteStore(SHELF, home=tmp_path / "pg", embedder=HashingEmbedder()) as pg,
-    ):
+    shelves.connect(tmp_path / "pg", pg_url, shelf)
+    with LiteStore(shelf, home=tmp_path / "pg", embedder=HashingEmbedder()) as pg:
         fill(pg)
         assert answers(pg) == expected
         assert [n for n, _ in expected[0]] == ["road", "zoo", "tax"]
         # another connection rewrites a vector in place: the kept matrix follows
-        with LiteStore(SHELF, home=tmp_path / "pg", embedder=HashingEmbedder()) as other:
+        with LiteStore(shelf, home=tmp_path / "pg", embedder=HashingEmbedder()) as other:
             other.knowledge_update("tax", data="zebra zebra zebra")
         assert names(pg.similar_rows("zebra", limit=1)) == ["tax"]
 

@@ -416,12 +416,9 @@ def run(argv: list[str]) -> int:
         sys.stderr.write(f"error: {err}\n")
         return 2
     if args.version:
-        from importlib.metadata import PackageNotFoundError, version
+        from hypatia_lite import __version__
 
-        try:
-            _out(f"{PROG} {version('dsh-memory-worker')}")
-        except PackageNotFoundError:
-            _out(f"{PROG} 0.0.0")
+        _out(f"{PROG} {__version__}")
         return 0
     if args.command is None:
         parser.print_help()

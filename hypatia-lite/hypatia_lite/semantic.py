@@ -1,6 +1,6 @@
 """The ``semantic`` extra's embedder: WordLlama's static token embeddings, offline.
 
-``pip install 'dsh-memory-worker[semantic]'`` brings ``wordllama`` (MIT licence), whose PyPI
+``pip install 'hypatia-lite[semantic]'`` brings ``wordllama`` (MIT licence), whose PyPI
 wheel carries its default model inside it (``wordllama/weights/l2_supercat_256.safetensors``,
 16 MB, 256 dimensions, with its tokenizer config). Those weights were trained by WordLlama's
 author from the token-embedding codebooks of LLaMA 2 70B and Phi-3 medium (the package's README),
@@ -52,7 +52,7 @@ class WordLlamaEmbedder:
                 except ImportError as err:
                     raise ModelUnavailableError(
                         "model unavailable: the semantic embedder needs"
-                        " `pip install 'dsh-memory-worker[semantic]'`"
+                        " `pip install 'hypatia-lite[semantic]'`"
                     ) from err
                 home = Path(wordllama.__file__).parent
                 try:

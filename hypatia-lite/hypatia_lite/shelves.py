@@ -5,20 +5,23 @@ A location is a shelf directory's absolute path (a SQLite shelf) or a PostgreSQL
 
 hypatia-lite's home is its own (``~/.hypatia-lite``, or ``$HYPATIA_LITE_HOME``) so it never
 touches a real Hypatia's ``~/.hypatia``. Every change to the registry happens under an exclusive
-``fcntl.flock`` on ``<home>/shelves.lock`` and is written atomically (temp file + rename), so two
-processes creating ``default`` or connecting shelves at once both succeed and lose nothing.
+lock of ``<home>/shelves.lock`` (``filelock``: on Unix an ``flock`` of that file, as the earlier
+hand-written lock took, so old and new processes exclude each other; the file is never removed)
+and is written atomically (temp file + rename), so two processes creating ``default`` or
+connecting shelves at once both succeed and lose nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from filelock import FileLock
 
 from hypatia_lite.pg import url as pg_url
 from hypatia_lite.protocol import FatalStoreError
@@ -50,12 +53,10 @@ def not_connected(name: str) -> ShelfError:
 @contextmanager
 def _locked(home: Path) -> Iterator[None]:
     home.mkdir(parents=True, exist_ok=True)
-    with open(home / _LOCK_FILE, "a+") as lock:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+    # preserve_lock_file: the path stays (a process that unlinked it would lock a new inode
+    # while an older process holds the old one).
+    with FileLock(home / _LOCK_FILE, preserve_lock_file=True):
+        yield
 
 
 def _read(home: Path) -> dict[str, str]:

@@ -23,13 +23,12 @@ not only marked deleted), and a write that removes text is a *purge* (:func:`wri
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from hypatia_lite import purge
+from hypatia_lite import purge, retry
 from hypatia_lite.protocol import TransientStoreError
 from hypatia_lite.sqlitelib import sqlite3
 
@@ -37,6 +36,8 @@ DB_FILE = "hypatia.sqlite"
 SCHEMA_VERSION = "1"
 BUSY_TIMEOUT_MS = 10_000
 _LOCK_RETRIES = 6
+#: 0.05 s before the second try, doubling: 1.55 s in all before the sixth gives up.
+_LOCK_BACKOFF = retry.Backoff(0.05, cap=1.0)
 
 T = TypeVar("T")
 
@@ -115,18 +116,17 @@ def _is_lock_error(err: sqlite3.OperationalError) -> bool:
 
 def retry_locked(action: Callable[[], T]) -> T:
     """Run ``action``; retry a few times when SQLite reports the database locked or busy."""
-    delay = 0.05
-    for attempt in range(_LOCK_RETRIES):
-        try:
-            return action()
-        except sqlite3.OperationalError as err:
-            if not _is_lock_error(err):
-                raise
-            if attempt == _LOCK_RETRIES - 1:
-                raise TransientStoreError(f"storage error: SQLite error: {err}") from err
-            time.sleep(delay)
-            delay = min(delay * 2, 1.0)
-    raise AssertionError("unreachable")  # pragma: no cover
+    try:
+        return retry.call(
+            action,
+            times=_LOCK_RETRIES,
+            backoff=_LOCK_BACKOFF,
+            retry_on=lambda err: isinstance(err, sqlite3.OperationalError) and _is_lock_error(err),
+        )
+    except sqlite3.OperationalError as err:
+        if not _is_lock_error(err):
+            raise
+        raise TransientStoreError(f"storage error: SQLite error: {err}") from err
 
 
 class ShelfConnection(sqlite3.Connection):

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from hypatia_lite import retry
 from hypatia_lite.backend import Doc, first_line
 from hypatia_lite.dialect import PG_FTS_CONFIG, POSTGRESQL, pg_words
 from hypatia_lite.fts import doc_row
@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 _RETRIES = 6
+#: 0.05 s before the second try, doubling (a reconnect after each pause when the link broke).
+_BACKOFF = retry.Backoff(0.05, cap=1.0)
 _UPSERT_DOC = (
     "INSERT INTO docs(catalog, key, fts_key, fts_data, fts_tags, fts_synonyms)"
     " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (catalog, key) DO UPDATE SET"
@@ -49,7 +51,7 @@ def _driver(shelf: str) -> Any:
     except ImportError as err:
         raise ShelfError(
             f"shelf error: shelf '{shelf}' is stored in PostgreSQL, which needs the psycopg "
-            "driver: pip install 'dsh-memory-worker[distributed]'"
+            "driver: pip install 'hypatia-lite[postgresql]'"
         ) from err
     return psycopg
 
@@ -170,21 +172,21 @@ class PgBackend:
 
     def run(self, action: Callable[[], T]) -> T:
         errors = self._psycopg
-        delay = 0.05
-        for attempt in range(_RETRIES):
-            try:
-                return action()
-            except errors.OperationalError as err:  # lost connection, deadlock, lock timeout
-                if attempt == _RETRIES - 1:
-                    raise TransientStoreError(
-                        f"storage error: PostgreSQL error: {first_line(err)}"
-                    ) from err
-                time.sleep(delay)
-                delay = min(delay * 2, 1.0)
-                self._reconnect_if_broken()
-            except errors.Error as err:
-                raise StoreError(f"storage error: PostgreSQL error: {first_line(err)}") from err
-        raise AssertionError("unreachable")  # pragma: no cover
+        try:
+            return retry.call(
+                action,
+                times=_RETRIES,
+                backoff=_BACKOFF,
+                # lost connection, deadlock, lock timeout
+                retry_on=lambda err: isinstance(err, errors.OperationalError),
+                between=self._reconnect_if_broken,
+            )
+        except errors.OperationalError as err:
+            raise TransientStoreError(
+                f"storage error: PostgreSQL error: {first_line(err)}"
+            ) from err
+        except errors.Error as err:
+            raise StoreError(f"storage error: PostgreSQL error: {first_line(err)}") from err
 
     def _reconnect_if_broken(self) -> None:
         if self._conn is not None and not self._conn.raw.broken and not self._conn.raw.closed:

@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import threading
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hypatia_lite import batch, shelves
+from hypatia_lite import batch, retry, shelves
 from hypatia_lite import shelf_settings as settings
 from hypatia_lite.backend import Backend, Connection
 from hypatia_lite.backends import open_backend
@@ -53,6 +51,9 @@ _DEFAULT: Any = object()
 _K_COLS = "t.name, t.content, t.created_at"
 _S_COLS = "t.triple, t.head, t.relation, t.tail, t.content, t.created_at"
 _UPDATE_ATTEMPTS = 8
+#: A random part of 4 ms before the second try, of 8 ms before the third, …: two processes
+#: updating one entry do not keep meeting in lockstep.
+_UPDATE_BACKOFF = retry.Backoff(0.004, jitter=True)
 _UNIQUE_KNOWLEDGE = "storage error: SQLite error: UNIQUE constraint failed: knowledge.name"
 
 
@@ -224,11 +225,8 @@ class LiteStore(VectorSearch):
                 "data, tags, synonyms, figures, scopes"
             )
         name = well_formed(name)
-        for attempt in range(_UPDATE_ATTEMPTS):
-            if attempt:
-                # Another writer changed the entry between our read and our swap. Wait a random
-                # moment so two processes updating one entry do not keep meeting in lockstep.
-                time.sleep(random.uniform(0, 0.002 * 2**attempt))
+        # A retry: another writer changed the entry between our read and our swap.
+        for _ in retry.attempts(_UPDATE_ATTEMPTS, _UPDATE_BACKOFF):
             found = self._run(
                 lambda: self.conn.execute(
                     "SELECT content FROM knowledge WHERE name = ?", (name,)

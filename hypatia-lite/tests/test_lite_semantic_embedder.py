@@ -64,7 +64,7 @@ def test_the_extra_works_with_every_network_call_refused(tmp_path: Path) -> None
         capture_output=True,
         text=True,
         env=env,
-        cwd=Path(__file__).parents[2],
+        cwd=tmp_path,  # the installed hypatia_lite, not a checkout's
         timeout=120,
         check=False,
     )
@@ -87,7 +87,7 @@ def test_the_default_is_the_extra_when_installed_else_hashing(
     monkeypatch.setattr(semantic, "available", lambda: False)
     assert isinstance(embedder_from_env({}), HashingEmbedder)
     with pytest.raises(
-        ModelUnavailableError, match=r"needs `pip install 'dsh-memory-worker\[semantic\]'`"
+        ModelUnavailableError, match=r"needs `pip install 'hypatia-lite\[semantic\]'`"
     ):
         embedder_from_env({"HYPATIA_LITE_EMBEDDER": "semantic"})
 

@@ -3,3 +3,5 @@
 Import ``LiteStore`` from ``hypatia_lite.store`` (kept out of this module so that
 ``hypatia-lite --version`` starts without loading the store).
 """
+
+__version__ = "0.1.0"

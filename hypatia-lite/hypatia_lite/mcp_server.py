@@ -259,12 +259,9 @@ def build_server(tools: LiteTools) -> Server[Any]:
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    from hypatia_lite import __version__
 
-    try:
-        return version("dsh-memory-worker")
-    except PackageNotFoundError:
-        return "0.0.0"
+    return __version__
 
 
 async def _serve() -> None:

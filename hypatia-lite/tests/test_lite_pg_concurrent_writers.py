@@ -12,11 +12,12 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from lite_pg_support import SHELF, admin_dsn, pg_home
 
+from hypatia_lite import shelves
 from hypatia_lite.store import LiteStore
 
 pytestmark = pytest.mark.integration
+SHELF = "pg"
 WORKERS = 4
 NAMES = 30
 
@@ -25,7 +26,7 @@ NAMES = 30
 _RACER = r"""
 import json, sys, time
 from pathlib import Path
-from memory.store.base import EntryWrite, StatementWrite
+from hypatia_lite.protocol import EntryWrite, StatementWrite
 from hypatia_lite.store import LiteStore
 
 home, go, count, me = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
@@ -75,7 +76,6 @@ print("done")
 def _spawn(script: str, *args: str) -> subprocess.Popen[str]:
     env = {
         **os.environ,
-        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
         "HYPATIA_LITE_EMBEDDER": "hash",
     }
     return subprocess.Popen(
@@ -94,60 +94,58 @@ def _all_ready(procs: list[subprocess.Popen[str]], go: Path) -> None:
     go.write_text("go")
 
 
-def test_racing_writers_have_exactly_one_winner_per_name(tmp_path: Path) -> None:
+def test_racing_writers_have_exactly_one_winner_per_name(tmp_path: Path, pg_url: str) -> None:
     home, go = tmp_path / "home", tmp_path / "go"
-    with pg_home(home) as url:
-        procs = [
-            _spawn(_RACER, str(home), str(go), str(NAMES), f"w{n}", SHELF) for n in range(WORKERS)
+    shelves.connect(home, pg_url, SHELF)
+    procs = [_spawn(_RACER, str(home), str(go), str(NAMES), f"w{n}", SHELF) for n in range(WORKERS)]
+    _all_ready(procs, go)
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        assert "lock" not in err.lower()
+        results.append(json.loads(out))
+    for kind in ("knowledge", "statement"):
+        wins = {key: sum(r[kind][key] for r in results) for key in results[0][kind]}
+        assert wins == {f"msg-race-{i}": 1 for i in range(NAMES)}
+    with LiteStore(SHELF, home=home) as store:
+        dump = store.dump()
+        assert [r["name"] for r in dump["knowledge"]] == sorted(
+            f"msg-race-{i}" for i in range(NAMES)
+        )
+        assert [r["triple"] for r in dump["statements"]] == sorted(
+            f"session-race,belongTo,msg-race-{i}" for i in range(NAMES)
+        )
+        for i in range(NAMES):
+            winner = [n for n, r in enumerate(results) if r["knowledge"][f"msg-race-{i}"]]
+            entry = store.knowledge_get(f"msg-race-{i}")
+            assert entry is not None and entry.content.data == f"written by w{winner[0]}"
+        assert [r["key"] for r in store.search_rows("msg race 7", catalog="knowledge")] == [
+            "msg-race-7"
         ]
-        _all_ready(procs, go)
-        results = []
-        for proc in procs:
-            out, err = proc.communicate(timeout=120)
-            assert proc.returncode == 0, err
-            assert "lock" not in err.lower()
-            results.append(json.loads(out))
-        for kind in ("knowledge", "statement"):
-            wins = {key: sum(r[kind][key] for r in results) for key in results[0][kind]}
-            assert wins == {f"msg-race-{i}": 1 for i in range(NAMES)}
-        with LiteStore(SHELF, home=home) as store:
-            dump = store.dump()
-            assert [r["name"] for r in dump["knowledge"]] == sorted(
-                f"msg-race-{i}" for i in range(NAMES)
-            )
-            assert [r["triple"] for r in dump["statements"]] == sorted(
-                f"session-race,belongTo,msg-race-{i}" for i in range(NAMES)
-            )
-            for i in range(NAMES):
-                winner = [n for n, r in enumerate(results) if r["knowledge"][f"msg-race-{i}"]]
-                entry = store.knowledge_get(f"msg-race-{i}")
-                assert entry is not None and entry.content.data == f"written by w{winner[0]}"
-            assert [r["key"] for r in store.search_rows("msg race 7", catalog="knowledge")] == [
-                "msg-race-7"
-            ]
-        with psycopg.connect(admin_dsn(url)) as conn:
-            docs = conn.execute(
-                "SELECT catalog, count(*), count(DISTINCT key)"
-                " FROM hypatia_lite.docs GROUP BY catalog ORDER BY catalog"
-            )
-            assert docs.fetchall() == [("knowledge", NAMES, NAMES), ("statement", NAMES, NAMES)]
+    with psycopg.connect(pg_url) as conn:
+        docs = conn.execute(
+            "SELECT catalog, count(*), count(DISTINCT key)"
+            " FROM hypatia_lite.docs GROUP BY catalog ORDER BY catalog"
+        )
+        assert docs.fetchall() == [("knowledge", NAMES, NAMES), ("statement", NAMES, NAMES)]
 
 
-def test_concurrent_updates_of_different_fields_are_not_lost(tmp_path: Path) -> None:
+def test_concurrent_updates_of_different_fields_are_not_lost(tmp_path: Path, pg_url: str) -> None:
     home, go = tmp_path / "home", tmp_path / "go"
-    with pg_home(home):
-        with LiteStore(SHELF, home=home) as store:
-            assert store.knowledge_create("shared", "start", tags=["start"], scopes=["p"])
-        procs = [_spawn(_UPDATER, str(home), str(go), field, SHELF) for field in ("data", "tags")]
-        _all_ready(procs, go)
-        for proc in procs:
-            out, err = proc.communicate(timeout=120)
-            assert (proc.returncode, out.strip()) == (0, "done"), err
-        with LiteStore(SHELF, home=home) as store:
-            entry = store.knowledge_get("shared")
-            assert entry is not None
-            content = entry.content
-            assert (content.data, content.tags, content.scopes) == ("data-19", ("tag-19",), ("p",))
-            assert [r["key"] for r in store.search_rows("tag 19")] == ["shared"]
-            assert [r["key"] for r in store.search_rows("data 19")] == ["shared"]
-            assert store.search_rows("tag 18") == []
+    shelves.connect(home, pg_url, SHELF)
+    with LiteStore(SHELF, home=home) as store:
+        assert store.knowledge_create("shared", "start", tags=["start"], scopes=["p"])
+    procs = [_spawn(_UPDATER, str(home), str(go), field, SHELF) for field in ("data", "tags")]
+    _all_ready(procs, go)
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert (proc.returncode, out.strip()) == (0, "done"), err
+    with LiteStore(SHELF, home=home) as store:
+        entry = store.knowledge_get("shared")
+        assert entry is not None
+        content = entry.content
+        assert (content.data, content.tags, content.scopes) == ("data-19", ("tag-19",), ("p",))
+        assert [r["key"] for r in store.search_rows("tag 19")] == ["shared"]
+        assert [r["key"] for r in store.search_rows("data 19")] == ["shared"]
+        assert store.search_rows("tag 18") == []

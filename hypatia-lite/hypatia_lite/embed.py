@@ -140,7 +140,7 @@ def embedder_from_env(env: dict[str, str] | None = None) -> Embedder | None:
         if kind == "semantic":
             raise ModelUnavailableError(
                 f"model unavailable: {EMBEDDER_ENV}=semantic needs"
-                " `pip install 'dsh-memory-worker[semantic]'`"
+                " `pip install 'hypatia-lite[semantic]'`"
             )
     if kind in ("", "hash"):
         return HashingEmbedder()

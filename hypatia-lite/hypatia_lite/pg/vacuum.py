@@ -15,11 +15,12 @@ another language leaves the check blind (the rewrite still runs).
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Sequence
 from typing import Any
 
 import psycopg
+
+from hypatia_lite import retry
 
 #: How long a rewrite waits for another connection's lock before it gives up (then: owed).
 LOCK_TIMEOUT = "5s"
@@ -33,9 +34,7 @@ def rewrite_clean(raw: psycopg.Connection[Any], tables: Sequence[str]) -> bool:
     """Rewrite ``tables`` (``raw`` in autocommit: no transaction may be open); True once a
     rewrite kept no dead row version, False when the lock was not had within
     :data:`LOCK_TIMEOUT` or every try had to keep some (the caller records the purge as owed)."""
-    for attempt in range(KEPT_RETRIES + 1):
-        if attempt:
-            time.sleep(KEPT_PAUSE_S)
+    for _ in retry.attempts(KEPT_RETRIES + 1, retry.Backoff(KEPT_PAUSE_S, factor=1)):
         try:
             kept = rewrite(raw, tables)
         except psycopg.errors.LockNotAvailable:
