@@ -10,7 +10,9 @@ import psycopg
 import pytest
 from sqlalchemy import create_engine, text
 from state_db_support import PG_HOST, PG_PORT, PG_USER, throwaway_pg_database
+from typer.testing import CliRunner
 
+from worker.cli import _register, app
 from worker.state.database import StateDB
 from worker.state.db import normalize_url
 from worker.state.migrate import current_revision, head_revision, upgrade
@@ -125,3 +127,23 @@ def test_a_rename_purge_another_connection_blocked_is_done_at_dispose() -> None:
         db.dispose()  # the owed purge: both renamed tables rewritten now
         after = _files(url)
         assert [t for t in TABLES if after[t][1] != before[t][1]] == list(TABLES)
+
+
+def test_the_migrate_command_purges_what_it_renamed_and_nothing_else() -> None:
+    """``memory-worker migrate`` (the compose ``migrate`` service) runs the renaming revision
+    ahead of the workers, which then find the database at head: the command purges itself."""
+    _register()
+    runner = CliRunner()
+    with throwaway_pg_database() as url:
+        env = {"MEMORY_WORKER_STATE_URL": url, "MEMORY_WORKER_CONFIG": ""}
+        upgrade(url, "shipping_1")
+        _insert_old_rows(url, OLD_NAME)
+        before = _files(url)
+        result = runner.invoke(app, ["migrate", "upgrade", "stable_unit_ids_1"], env=env)
+        assert result.exit_code == 0, result.output
+        renamed = _files(url)
+        assert [t for t in TABLES if renamed[t][1] != before[t][1]] == list(TABLES)
+        result = runner.invoke(app, ["migrate"], env=env)  # 0005: renames nothing
+        assert result.exit_code == 0, result.output
+        assert result.output.strip() == f"{url}: now at {head_revision()}"
+        assert _files(url) == renamed
