@@ -4,7 +4,9 @@ A work unit's name carries a slug of the model's title, which can quote a messag
 withdraws or forgets; ``audit.subject`` and ``provenance.name`` kept it after the unit was gone.
 They now keep ``wu-*-<digest8>-<hash8>`` (:mod:`worker.state.entry_ids`); this rewrites the rows
 an older worker wrote. The old text leaves the files after the upgrade (the state database's
-``after_purge``, run by :meth:`worker.state.database.StateDB.open` after a migration).
+``after_purge``, run by :meth:`worker.state.database.StateDB.open` after an upgrade that rewrote
+rows: this revision says how many with :func:`worker.state.migrate.note_rewritten_rows`; on a
+database with nothing to rename, a fresh one included, no ``VACUUM FULL`` runs).
 
 Revision ID: stable_unit_ids_1
 Revises: shipping_1
@@ -19,6 +21,7 @@ import sqlalchemy as sa
 from alembic import op
 
 from worker.state.entry_ids import stable_id
+from worker.state.migrate import note_rewritten_rows
 
 revision: str = "stable_unit_ids_1"
 down_revision: str | None = "shipping_1"
@@ -32,8 +35,10 @@ def upgrade() -> None:
     rows = conn.execute(
         sa.select(audit.c.id, audit.c.subject).where(audit.c.subject.like("wu-%"))
     ).all()
+    rewritten = 0
     for row_id, subject in rows:
         if stable_id(subject) != subject:
+            rewritten += 1
             conn.execute(
                 audit.update().where(audit.c.id == row_id).values(subject=stable_id(subject))
             )
@@ -55,6 +60,7 @@ def upgrade() -> None:
             continue
         key = (shelf, new)
         # Two old names with one id (digest and name hash alike: practically never) keep one row.
+        rewritten += 1
         if key in newest:
             conn.execute(
                 provenance.delete().where(provenance.c.shelf == shelf, provenance.c.name == name)
@@ -66,6 +72,7 @@ def upgrade() -> None:
             .where(provenance.c.shelf == shelf, provenance.c.name == name)
             .values(name=new)
         )
+    note_rewritten_rows(rewritten)
 
 
 def downgrade() -> None:

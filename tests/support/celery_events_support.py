@@ -10,15 +10,23 @@ from typing import Any
 
 @contextlib.contextmanager
 def receiving(
-    app: Any, on_event: Callable[[dict[str, Any]], None], timeout_s: float = 30
+    app: Any, on_event: Callable[[dict[str, Any]], None], timeout_s: float | None = None
 ) -> Iterator[None]:
     """Deliver every event to ``on_event`` while the block runs (events are not buffered: only
-    those sent after the receiver bound its queue arrive)."""
+    those sent after the receiver bound its queue arrive).
+
+    The receiver listens until the block ends, however long the stream stays silent (a worker
+    starting on a loaded machine may send its first heartbeat after half a minute or more);
+    ``timeout_s`` ends it earlier, after that many seconds without an event.
+
+    The stream is the Redis database's (or the RabbitMQ vhost's) and every process on it
+    publishes into it: another run of the same test on the same broker too. ``on_event`` sees
+    their events as well; pick one's own by hostname, queue or task id."""
     with app.connection_for_read() as conn:
         receiver = app.events.Receiver(conn, handlers={"*": on_event})
 
         def capture() -> None:
-            # Ends with a socket timeout once nothing more arrives (or on should_stop).
+            # Ends at should_stop (checked every second), or after timeout_s of silence.
             with contextlib.suppress(Exception):
                 receiver.capture(limit=None, timeout=timeout_s, wakeup=False)
 
@@ -28,3 +36,4 @@ def receiving(
             yield
         finally:
             receiver.should_stop = True
+            thread.join(10)  # before the connection closes under it

@@ -65,8 +65,14 @@ def migrate(
                 err.print("memory-worker: downgrade needs a target revision (e.g. `base`)")
                 raise typer.Exit(2)
             downgrade(url, revision, migrations_dir)
-        else:
-            upgrade(url, revision or "head", migrations_dir)
+        elif upgrade(url, revision or "head", migrations_dir):
+            # A revision renamed stored rows (0004): the old text leaves the files here, since
+            # the workers will find the database at head and not purge it themselves.
+            from worker.state.database import StateDB
+
+            db = StateDB(url)
+            db.after_rewrite()
+            db.dispose()  # tries once more when another connection kept it from finishing
         typer.echo(f"{shown}: now at {current_revision(url) or 'base (empty)'}")
     except (MigrationsNotFound, StateURLError) as exc:
         err.print(f"memory-worker: {escape(str(exc))}", soft_wrap=True)

@@ -47,7 +47,8 @@ class StateDB:
         self.engine: Engine = make_engine(url)
         self._read_engine: Engine | None = None
         self._clock = clock
-        self._purge_owed = False
+        #: Tables whose purge another connection kept from finishing (tried again later).
+        self._purge_owed: tuple[str, ...] = ()
 
     @classmethod
     def open(
@@ -65,9 +66,9 @@ class StateDB:
 
             if upgrade_to_head(url, migrations_dir):
                 db = cls(url, clock=clock)
-                # A revision may rewrite stored names (0004: work units' slugs): the old text
-                # leaves the files as after any purge.
-                db._purge_owed = not after_purge(db.engine, MIGRATED_TABLES)
+                # A revision rewrote stored names (0004: work units' slugs): the old text leaves
+                # the files as after any purge. Only then: on PostgreSQL it is a VACUUM FULL.
+                db.after_rewrite()
                 return db
         return cls(url, clock=clock)
 
@@ -77,15 +78,29 @@ class StateDB:
         with self.engine.begin() as conn:
             yield self._repos(conn)
         if self._purge_owed and self.engine.dialect.name == "sqlite":
-            self.after_purge()  # a checkpoint attempt is cheap; a VACUUM FULL is not
+            self._purge(())  # a checkpoint attempt is cheap; a VACUUM FULL is not
 
     def after_purge(self) -> bool:
         """Call once a transaction that overwrote stored text (``scrub_title``) has committed:
         the old text leaves the database files (:mod:`worker.state.purge`). True when done; when
         another connection blocked it, it is tried again at the end of this object's next
         transaction (SQLite), at the next ``after_purge`` and at ``dispose``."""
-        self._purge_owed = not after_purge(self.engine, PURGED_TABLES)
-        return not self._purge_owed
+        return self._purge(PURGED_TABLES)
+
+    def after_rewrite(self) -> bool:
+        """Call after an upgrade whose revisions rewrote stored rows (:func:`upgrade` of
+        :mod:`worker.state.migrate` said so): the old text of the renamed rows leaves the files
+        of ``audit`` and ``provenance``. Owed like :meth:`after_purge` when blocked."""
+        return self._purge(MIGRATED_TABLES)
+
+    def _purge(self, tables: tuple[str, ...]) -> bool:
+        """Purge ``tables`` and those still owed; what is not done stays owed."""
+        tables = tuple(dict.fromkeys((*self._purge_owed, *tables)))
+        if not tables:
+            return True
+        done = after_purge(self.engine, tables)
+        self._purge_owed = () if done else tables
+        return done
 
     @contextmanager
     def read(self) -> Iterator[Repos]:
@@ -116,7 +131,7 @@ class StateDB:
 
     def dispose(self) -> None:
         if self._purge_owed:
-            self.after_purge()
+            self._purge(())
         self.engine.dispose()
         if self._read_engine is not None and self._read_engine.pool is not self.engine.pool:
             self._read_engine.dispose()

@@ -42,6 +42,9 @@ from worker.state.revision_files import (
 
 # An arbitrary constant naming this project's migration lock in pg_advisory_xact_lock.
 _PG_LOCK_ID = 0x6D775F6D6967  # "mw_mig"
+#: The key in Alembic's ``config.attributes`` where revisions count the stored rows they rewrote
+#: (:func:`note_rewritten_rows`); :func:`upgrade` reads it.
+REWRITTEN_ROWS = "memory_worker.rewritten_rows"
 
 
 def alembic_config(url: str, migrations_dir: Path | None = None) -> Config:
@@ -83,7 +86,18 @@ def locked_connection(url: str) -> Iterator[Connection]:
             engine.dispose()
 
 
-def _run(url: str, migrations_dir: Path | None, action: str, revision: str) -> None:
+def note_rewritten_rows(rows: int) -> None:
+    """Called by a revision's ``upgrade()`` that rewrote ``rows`` stored rows in place (0004:
+    work units' names): the old text is still in the table files, and :func:`upgrade` tells its
+    caller so (``StateDB.open`` then makes the files forget it: :mod:`worker.state.purge`)."""
+    from alembic import op
+
+    config = op.get_context().config
+    if config is not None and rows:
+        config.attributes[REWRITTEN_ROWS] = config.attributes.get(REWRITTEN_ROWS, 0) + rows
+
+
+def _run(url: str, migrations_dir: Path | None, action: str, revision: str) -> int:
     from alembic import command
 
     config = alembic_config(url, migrations_dir)
@@ -93,22 +107,24 @@ def _run(url: str, migrations_dir: Path | None, action: str, revision: str) -> N
             command.upgrade(config, revision)
         else:
             command.downgrade(config, revision)
+    return int(config.attributes.get(REWRITTEN_ROWS, 0))
 
 
-def upgrade(url: str, revision: str = "head", migrations_dir: Path | None = None) -> None:
-    """Migrate ``url`` up to ``revision`` (default: the newest)."""
-    _run(url, migrations_dir, "upgrade", revision)
+def upgrade(url: str, revision: str = "head", migrations_dir: Path | None = None) -> bool:
+    """Migrate ``url`` up to ``revision`` (default: the newest). True when a revision it ran
+    rewrote stored rows (:func:`note_rewritten_rows`): their old text is still in the files."""
+    return _run(url, migrations_dir, "upgrade", revision) > 0
 
 
 def upgrade_to_head(url: str, migrations_dir: Path | None = None) -> bool:
     """Migrate the database at ``url`` to the newest revision (safe to call on every start;
     a database already there is only read, without Alembic: see the module docstring). True
-    when Alembic ran (a revision may have rewritten stored text: the caller purges)."""
+    when a revision rewrote stored rows (the caller purges); False when none did, also when a
+    new database was created."""
     directory = find_migrations_dir(migrations_dir)
     if _at_head(url, directory) or _from_template(url, directory):
         return False
-    upgrade(url, "head", migrations_dir)
-    return True
+    return upgrade(url, "head", migrations_dir)
 
 
 def _from_template(url: str, migrations_dir: Path) -> bool:
