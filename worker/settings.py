@@ -134,15 +134,19 @@ def _old_data_dir() -> Path:
 def default_data_dir() -> tuple[Path, bool]:
     """The default ``data_dir`` and whether it is the old location kept for an existing home.
 
-    platformdirs' user data directory: ``$XDG_DATA_HOME`` or ``~/.local/share`` on Linux (as
-    before), ``~/Library/Application Support`` on macOS. Where that differs from the old rule's
-    directory and the old one already holds a state database (the new one none), the old one
-    stays in use: a home made before keeps working where it is."""
+    platformdirs' user data directory: ``~/Library/Application Support`` on macOS; on Linux
+    (platformdirs' Unix rule) exactly the old rule, ``$XDG_DATA_HOME`` honoured even where
+    platformdirs would ignore it (a relative or ``~/…`` value). Where the platform's directory
+    differs from the old rule's and the old one already holds a state database (the new one
+    none), the old one stays in use: a home made before keeps working where it is."""
     from platformdirs import PlatformDirs
+    from platformdirs.unix import Unix
 
-    dirs = (_platform_dirs or PlatformDirs)(DATA_DIR_NAME, appauthor=False)
-    chosen = Path(dirs.user_data_dir)
     old = _old_data_dir()
+    kind = _platform_dirs or PlatformDirs
+    if issubclass(kind, Unix):
+        return old, False
+    chosen = Path(kind(DATA_DIR_NAME, appauthor=False).user_data_dir)
     if chosen != old and (old / "state.db").is_file() and not (chosen / "state.db").exists():
         return old, True
     return chosen, False

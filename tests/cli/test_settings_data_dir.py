@@ -52,6 +52,8 @@ def test_linux_keeps_the_xdg_rule(
     xdg = load_settings()
     assert xdg.data_dir == tmp_path / "xdg" / "dsh-memory-worker"
     assert xdg.value_sources["data_dir"] == "env XDG_DATA_HOME"
+    monkeypatch.setenv("XDG_DATA_HOME", "~/data")  # honoured as before (platformdirs ignores it)
+    assert load_settings().data_dir == home / "data" / "dsh-memory-worker"
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the platform's own class")
