@@ -4,7 +4,8 @@ installed in the environment that runs this script — the dev venv the tests pa
 (pytest, mypy, ruff …) are not in the closure, so they are not pinned.
 
 A distribution installed from a directory (this repository's own projects — ``hypatia-lite``,
-built from ``hypatia-lite/`` — editable or not) is not pinned: it does not come from the index. Its requirements are walked all the same.
+built from ``hypatia-lite/`` — editable or not) is not pinned: it does not come from the index.
+Its requirements are walked all the same.
 
 The README's test command (which CI runs) installs with ``-c constraints.txt``, so the venv the
 tests pass in has exactly these versions. Regenerate after changing a dependency in

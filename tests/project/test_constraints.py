@@ -2,8 +2,8 @@
 ``pyproject.toml`` declares — the base set and the ``distributed`` extra — and every one
 ``hypatia-lite/pyproject.toml`` declares to one version inside the declared bounds, and every
 distribution of the runtime closure installed here (``deploy/constraints.py`` lists it); it pins
-no dev tool, and not hypatia-lite (built from this repository). It is exactly what that script prints
-in the venv the tests run in (installed with ``-c constraints.txt``, as the README and CI do):
+no dev tool, and not hypatia-lite (built from this repository). It is exactly what that script
+prints in the venv the tests run in (installed with ``-c constraints.txt``, as the README and CI do):
 any pin added, removed or changed fails, with the command that writes the file again."""
 
 from __future__ import annotations

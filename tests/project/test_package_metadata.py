@@ -10,7 +10,7 @@ from email.parser import HeaderParser
 
 import pytest
 from conftest import REPO
-from venv_snapshot import run_wheel
+from venv_snapshot import run_wheels
 
 from worker import __version__
 
@@ -31,7 +31,7 @@ CLASSIFIERS = {
 
 
 def _metadata(tmp_path_factory: pytest.TempPathFactory) -> Message:
-    wheel = run_wheel(tmp_path_factory, REPO)  # built once a run
+    _, wheel = run_wheels(tmp_path_factory, REPO)  # built once a run (the worker's is second)
     with zipfile.ZipFile(wheel) as archive:
         (name,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
         text = archive.read(name).decode("utf-8")

@@ -45,7 +45,7 @@ def test_an_empty_home_gets_the_state_database_at_head_and_the_shelf(tmp_path: P
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     finally:
         conn.close()
-    assert _files(tmp_path / "data") == ["state.db"]
+    assert _files(tmp_path / "data") == ["state.db", "state.db.lock"]
     assert _files(tmp_path / "lite") == [
         "default",
         "default/hypatia.sqlite",
@@ -118,4 +118,4 @@ def test_two_first_runs_at_once_make_one_state_database(tmp_path: Path) -> None:
         ]
     finally:
         conn.close()
-    assert _files(tmp_path / "data") == ["state.db"]
+    assert _files(tmp_path / "data") == ["state.db", "state.db.lock"]

@@ -71,7 +71,8 @@ def test_a_new_database_is_made_from_the_template_without_alembic(tmp_path: Path
             assert [entry.session_id for entry in repos.audit.entries()] == ["s-1"]
     finally:
         state.dispose()
-    assert sorted(p.name for p in database.parent.iterdir()) == ["new.db"]
+    # the database and its migration lock file (kept: waiters lock the same inode)
+    assert sorted(p.name for p in database.parent.iterdir()) == ["new.db", "new.db.lock"]
 
 
 def test_a_template_at_another_revision_is_not_used(

@@ -15,16 +15,14 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit
 
-from starlette.datastructures import FormData
+from starlette.datastructures import FormData, MutableHeaders
 from starlette.exceptions import HTTPException
-from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 CSRF_FIELD = "csrf"
 HEADERS = {
@@ -98,16 +96,40 @@ def own_path(path: str) -> str:
     return "/" + path.lstrip("/")
 
 
-class Guard(BaseHTTPMiddleware):
-    """The token, Host and origin checks of the module docstring, on every request."""
+class Guard:
+    """The token, Host and origin checks of the module docstring, on every request: a pure ASGI
+    middleware (the response, streamed or not, passes through untouched but for its headers)."""
 
     def __init__(self, app: ASGIApp, access: Access) -> None:
-        super().__init__(app)
+        self.app = app
         self.access = access
 
-    async def dispatch(
-        self, request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope, receive)
+        refused = self._refusal(request)
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
+        csrf = request.cookies.get(self.access.csrf_cookie) or ""
+        request.state.csrf = csrf  # the pages read it from the scope's state
+        cookies = () if csrf else self._cookies(request)
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in cookies:
+                    headers.append(name, value)
+                headers.update(HEADERS)
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+    def _refusal(self, request: Request) -> Response | None:
+        """The response that refuses ``request`` or sets its cookies from ``?token=``; None when
+        the request goes on to the console."""
         access = self.access
         if access.hosts and request.headers.get("host", "") not in access.hosts:
             return _refuse(403, "this console answers only on its own address")
@@ -118,21 +140,20 @@ class Guard(BaseHTTPMiddleware):
             rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
             target = own_path(request.url.path) + (f"?{urlencode(rest)}" if rest else "")
             response: Response = RedirectResponse(target, status_code=303, headers=HEADERS)
-            self._set_cookies(request, response)
+            for name, value in self._cookies(request):
+                response.headers.append(name, value)
             return response
         if not access.valid(request.cookies.get(access.cookie)):
             return _refuse(401, "a valid token is required (the URL printed at start)")
         if request.method not in ("GET", "HEAD") and not _same_origin(request):
             return _refuse(403, "cross-site request refused")
-        request.state.csrf = request.cookies.get(access.csrf_cookie) or ""
-        response = await call_next(request)
-        if not request.state.csrf:
-            self._set_cookies(request, response)
-        response.headers.update(HEADERS)
-        return response
+        return None
 
-    def _set_cookies(self, request: Request, response: Response) -> None:
+    def _cookies(self, request: Request) -> list[tuple[str, str]]:
+        """The ``Set-Cookie`` headers of the token cookie and the browser's CSRF cookie (kept
+        when it has one)."""
         access = self.access
+        carrier = Response()
         for name, value in (
             (access.cookie, access.token),
             (
@@ -140,7 +161,12 @@ class Guard(BaseHTTPMiddleware):
                 request.cookies.get(access.csrf_cookie) or secrets.token_urlsafe(32),
             ),
         ):
-            response.set_cookie(name, value, httponly=True, samesite="strict", path="/")
+            carrier.set_cookie(name, value, httponly=True, samesite="strict", path="/")
+        return [
+            (name.decode("latin-1"), value.decode("latin-1"))
+            for name, value in carrier.raw_headers
+            if name == b"set-cookie"
+        ]
 
 
 async def checked_form(request: Request, access: Access) -> FormData:

@@ -57,8 +57,8 @@ def _create_state(database: Path) -> bool:
     :func:`worker.state.migrate.upgrade_to_head` makes it); False when it exists by now."""
     from worker.state.revision_files import (
         MigrationsNotFound,
-        directory_lock,
         find_migrations_dir,
+        migration_lock,
         script_head,
     )
     from worker.state.template import create_from_template
@@ -71,7 +71,7 @@ def _create_state(database: Path) -> bool:
         return False
     try:
         database.parent.mkdir(parents=True, exist_ok=True)
-        with directory_lock(database.parent):
+        with migration_lock(database):
             return not database.exists() and create_from_template(database, head)
     except OSError:  # a data directory under a file, unwritable: the full path says which
         return False

@@ -35,8 +35,8 @@ if TYPE_CHECKING:
 from worker.state.db import make_engine, normalize_url
 from worker.state.revision_files import (
     PACKAGED_MIGRATIONS,
-    directory_lock,
     find_migrations_dir,
+    migration_lock,
     script_head,
 )
 
@@ -67,9 +67,9 @@ def _sqlite_file_lock(url: str) -> AbstractContextManager[None]:
         or database.startswith("file:")
     ):
         return nullcontext()
-    directory = Path(database).expanduser().parent
-    directory.mkdir(parents=True, exist_ok=True)
-    return directory_lock(directory)
+    path = Path(database).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return migration_lock(path)
 
 
 @contextmanager

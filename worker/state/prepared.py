@@ -5,12 +5,18 @@ the watermark advance, the failure clear), each built once as a module constant 
 parameters. On SQLite, :func:`fetch` compiles such a statement once and then runs it on the
 transaction's own ``sqlite3`` connection with SQLAlchemy's own value conversions (its bind and
 result processors: UTC times, JSON, booleans), skipping the execution machinery around each
-``Connection.execute`` (a session read inside a transaction: 28 → 8 µs). The SQL text, the
-values stored and the values read are the ones ``Connection.execute`` would use; a DBAPI error is
-raised as the same SQLAlchemy exception (``OperationalError`` for a locked database, …). The
-processors come from the compiled statement (``_bind_processors``, ``_result_columns``: stable
-through SQLAlchemy 2.0 and 2.1, but not public; ``tests/state/test_state_prepared.py`` compares
-every kind of value with ``Connection.execute``).
+``Connection.execute``. The SQL text, the values stored and the values read are the ones
+``Connection.execute`` would use; a DBAPI error is raised as the same SQLAlchemy exception
+(``OperationalError`` for a locked database, …). Only public API is used: the compiled
+statement's ``string``, ``positiontup``, ``binds`` and ``construct_params``, each type's
+``dialect_impl`` / ``bind_processor`` / ``result_processor`` and the statement's
+``exported_columns`` (``tests/state/test_state_prepared.py`` compares every kind of value with
+``Connection.execute``).
+
+Why not ``Connection.execute`` itself (with its compiled cache): on SQLite it costs 2.1x per
+job's state round (``benchmarks/state_hot_path_bench.py``, both in one run: 483 → 997 µs for six
+statements and the commit) and about 3x per session read (37 → 118 µs), on a shared 2-core
+machine.
 
 PostgreSQL, a connection outside a transaction (no ``BEGIN`` was issued yet), and an engine
 someone listens on for cursor executions (a tracer, a test recording statements) go through
@@ -20,12 +26,13 @@ someone listens on for cursor executions (a tracer, a test recording statements)
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import ClauseElement, Connection, Dialect, Executable
+from sqlalchemy import ClauseElement, ColumnElement, Connection, Dialect, Executable
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.expression import ReturnsRows
 
 Row = tuple[Any, ...]
 _Processor = Callable[[Any], Any] | None
@@ -44,10 +51,17 @@ class _Compiled:
         self.compiled = compiled
         self.sql = compiled.string
         self.names = tuple(compiled.positiontup)
-        processors: Mapping[str, Any] = compiled._bind_processors
-        self.binds: tuple[_Processor, ...] = tuple(processors.get(n) for n in self.names)
+        # Each type's own conversions for this dialect (TypeEngine.dialect_impl, bind_processor,
+        # result_processor: what Connection.execute applies; public API).
+        self.binds: tuple[_Processor, ...] = tuple(
+            compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect)
+            for name in self.names
+        )
+        columns: Sequence[ColumnElement[Any]] = (
+            list(statement.exported_columns) if isinstance(statement, ReturnsRows) else []
+        )
         results: list[_Processor] = [
-            column[3]._cached_result_processor(dialect, None) for column in compiled._result_columns
+            column.type.dialect_impl(dialect).result_processor(dialect, None) for column in columns
         ]
         self.results = tuple(results) if any(p is not None for p in results) else None
 

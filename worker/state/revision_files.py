@@ -2,15 +2,13 @@
 
 Where the packaged revisions are (:data:`PACKAGED_MIGRATIONS`), the one head their files name
 (:func:`script_head`, read as text) and the directory lock a SQLite state database is created or
-migrated under (:func:`directory_lock`). :mod:`worker.state.migrate` builds on them; a first run on
+migrated under (:func:`migration_lock`). :mod:`worker.state.migrate` builds on them; a first run on
 an empty home (:mod:`worker.run.empty_home`) uses them to make the state database from the
 template without importing SQLAlchemy.
 """
 
 from __future__ import annotations
 
-import fcntl
-import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -61,16 +59,21 @@ def find_migrations_dir(explicit: Path | None = None) -> Path:
     return candidate
 
 
+def migration_lock_file(database: Path) -> Path:
+    """The lock file the SQLite state database ``database`` is created and migrated under:
+    ``<database>.lock`` beside it (a file no SQLite connection opens, so releasing its lock
+    cannot drop SQLite's own POSIX locks on the database file)."""
+    return database.with_name(database.name + ".lock")
+
+
 @contextmanager
-def directory_lock(directory: Path) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``directory`` (a lock no SQLite connection takes, and one
-    whose release cannot drop SQLite's own POSIX locks on the database file)."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+def migration_lock(database: Path) -> Iterator[None]:
+    """Hold the exclusive lock of :func:`migration_lock_file` (``filelock``: ``flock`` on Unix;
+    the file stays after release, so every waiter locks the same inode)."""
+    from filelock import FileLock
+
+    with FileLock(migration_lock_file(database)):
         yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the flock
 
 
 _REVISION = re.compile(r"^revision(?:\s*:\s*str)?\s*=\s*[\"']([^\"']+)[\"']\s*$", re.M)
