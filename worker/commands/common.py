@@ -101,6 +101,16 @@ def open_runtime_or_exit(settings: Settings, kind: str, *, force_idle: bool = Fa
         raise typer.Exit(2) from None
 
 
+def command_runtime(
+    command: str, config: Path | None, *, shelf: str | None, dsh_home: Path | None
+) -> tuple[Settings, Runtime]:
+    """A command's settings (``--config``, ``--shelf``, ``--dsh-home``), its logging and its
+    runtime, or one line and exit 2 (:func:`load_or_exit`, :func:`open_runtime_or_exit`)."""
+    settings = load_or_exit(config, store_shelf=shelf, dsh_home=dsh_home)
+    setup_logging(settings)
+    return settings, open_runtime_or_exit(settings, command)
+
+
 def _alembic_command_error(exc: BaseException) -> bool:
     """An Alembic ``CommandError`` (e.g. the database is at a revision this install does not
     have). Alembic is imported only by a process that migrates: no Alembic, no such error."""

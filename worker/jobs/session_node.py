@@ -35,7 +35,7 @@ from worker.jobs.logread import (
     log_source,
     raise_for_problems,
 )
-from worker.jobs.store_writes import create_node_with_edges, settle_edges
+from worker.jobs.store_writes import OwedEdges, create_node_with_edges, settle_edges
 from worker.jobs.storeview import edges as store_edges
 from worker.state.sessions import Checkpoint, SessionState
 
@@ -165,14 +165,8 @@ def reconcile_session_node(ctx: JobContext, whitelist: Iterable[str] | None = No
             scopes=scopes_for(session.project),
             embed=SESSION_POLICY.embed,
         )
-        created, edges = create_node_with_edges(
-            ctx,
-            store,
-            node,
-            project=session.project,
-            link_to=survey.link_to,
-            skip=survey.skip_from(0),
-        )
+        owed = OwedEdges(ctx.session_id, session.project, 0, survey.link_to, survey.skip_from(0))
+        created, edges = create_node_with_edges(store, node, owed, ctx.heartbeat)
         written = int(created)
     else:
         if current != text:
@@ -182,14 +176,14 @@ def reconcile_session_node(ctx: JobContext, whitelist: Iterable[str] | None = No
             link_from = 0
         elif progress.has_session_node and link_from >= survey.link_to:
             return skipped("session node is current; log_span settles its edges")
-        edges = settle_edges(
-            ctx,
-            store,
-            project=session.project,
-            link_from=link_from,
-            link_to=survey.link_to,
-            skip=survey.skip_from(link_from),
+        owed = OwedEdges(
+            ctx.session_id,
+            session.project,
+            link_from,
+            survey.link_to,
+            survey.skip_from(link_from),
         )
+        edges = settle_edges(store, owed, ctx.heartbeat)
     ctx.heartbeat()
     with ctx.state() as repos:
         advanced = repos.progress.advance(
