@@ -256,9 +256,7 @@ class Repairer:
         """Remove a span summary, its ``summary`` edges and its work units' links."""
         for row in edges(self.store, C.REL_SUMMARY, head=name):
             self._unlink(row.head, row.relation, row.tail)
-        if self._delete(name):
-            self.report.retracted.append(name)
-            REPAIRS.labels("summary", "retracted").inc()
+        self._count_removal("summary", name, self._delete(name))
         self._changed[name] = True
 
     def _extract(self, transcript: str, name: str) -> Extraction | None:
@@ -332,12 +330,9 @@ class Repairer:
         removed = self._delete(unit)
         for row in named:
             self._unlink(row.head, row.relation, row.tail)
-        if removed:
-            self.report.retracted.append(unit)
-            REPAIRS.labels("work-unit", "retracted").inc()
         self._audit(
             ACTION_UNIT,
-            "retracted" if removed else "absent",
+            self._count_removal("work-unit", unit, removed),
             unit,
             self._cause.get(summary),
             f"derived only from {summary}",
@@ -451,12 +446,9 @@ class Repairer:
                 (row.head, row.tail) for row in edges(self.store, C.REL_SUMMARY, head=name)
             ]
             self._changed[name] = True
-            if removed:
-                self.report.retracted.append(name)
-                REPAIRS.labels("archive", "retracted").inc()
             self._audit(
                 ACTION_ARCHIVE,
-                "retracted" if removed else "absent",
+                self._count_removal("archive", name, removed),
                 name,
                 cause,
                 "no members left" if not present else "could not be regenerated",
@@ -493,6 +485,15 @@ class Repairer:
         return None if archive is None else archive.markdown
 
     # ---- audit
+
+    def _count_removal(self, kind: str, name: str, removed: bool) -> str:
+        """Count ``name`` (a ``kind`` of entry) as retracted when ``removed``; the audit
+        outcome (``retracted``, or ``absent``: it was gone already)."""
+        if not removed:
+            return "absent"
+        self.report.retracted.append(name)
+        REPAIRS.labels(kind, "retracted").inc()
+        return "retracted"
 
     def _audit(
         self,
