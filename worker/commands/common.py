@@ -46,6 +46,14 @@ def setup_logging(settings: Settings) -> None:
     )
 
 
+def command_settings(config: Path | None, **overrides: Any) -> Settings:
+    """A command's settings (:func:`load_or_exit`) with its logging set up
+    (:func:`setup_logging`)."""
+    settings = load_or_exit(config, **overrides)
+    setup_logging(settings)
+    return settings
+
+
 def serve_metrics(settings: Settings, state: StateDB | None = None) -> None:
     """Expose the Prometheus metrics on ``metrics_port`` when one is configured, with the
     gauges read from the state database (``state``, or one opened on the configured URL)."""
@@ -106,8 +114,7 @@ def command_runtime(
 ) -> tuple[Settings, Runtime]:
     """A command's settings (``--config``, ``--shelf``, ``--dsh-home``), its logging and its
     runtime, or one line and exit 2 (:func:`load_or_exit`, :func:`open_runtime_or_exit`)."""
-    settings = load_or_exit(config, store_shelf=shelf, dsh_home=dsh_home)
-    setup_logging(settings)
+    settings = command_settings(config, store_shelf=shelf, dsh_home=dsh_home)
     return settings, open_runtime_or_exit(settings, command)
 
 
