@@ -144,7 +144,7 @@ def write_span_summary(
             project=session.project,
             attempt=attempt,
             recorded=runtime.now(),
-            options=work_unit_options(runtime),
+            options=WorkUnitOptions.of(runtime.settings),
         )
         policy = summary_policy(1)
         result.created = store.knowledge_create(
@@ -161,13 +161,6 @@ def write_span_summary(
             writer = current_writer(runtime, attempt)
             record_missing_derived(runtime, store.shelf, name, units, writer, sid)
     return result
-
-
-def work_unit_options(runtime: Runtime) -> WorkUnitOptions:
-    s = runtime.settings
-    return WorkUnitOptions(
-        adjudicate=s.adjudicate, max_distance=s.dedup_max_distance, candidates=s.dedup_candidates
-    )
 
 
 def _link(store: MemoryStore, name: str, members: list[str], scopes: tuple[str, ...]) -> None:
