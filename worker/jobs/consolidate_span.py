@@ -4,9 +4,7 @@
 
 from __future__ import annotations
 
-import zoneinfo
 from dataclasses import dataclass
-from datetime import tzinfo
 
 from memory.consolidation.transcript import Transcript, TranscriptLine, fit_budget, transcript_lines
 from memory.content.caps import estimate_tokens
@@ -63,17 +61,12 @@ def span_lines(runtime: Runtime, session: SessionState, span: SpanEvents) -> lis
         inherited_cut=session.inherited_cut,
         before=span.before,
         now_ms=None,
-        tz=span_tz(runtime),
+        tz=runtime.timezone(),
     )
 
 
 def span_transcript(runtime: Runtime, session: SessionState, span: SpanEvents) -> Transcript:
     return fit_budget(span_lines(runtime, session, span), runtime.settings.max_input_tokens)
-
-
-def span_tz(runtime: Runtime) -> tzinfo | None:
-    name = runtime.settings.timezone
-    return zoneinfo.ZoneInfo(name) if name else None
 
 
 def pending_tokens(

@@ -98,7 +98,9 @@ class Repairer(RepairBase):
             for item in repairs:
                 if not item.resumed:
                     why = "points at " + ", ".join(item.dirty) if item.dirty else "resumed"
-                    self._record(repos, ACTION_INTENT, "pending", item.ref.name, item.cause, why)
+                    self._audit(
+                        ACTION_INTENT, "pending", item.ref.name, item.cause, why, repos=repos
+                    )
         affected = {item.ref.name for item in repairs}
         for item in repairs:
             self.ctx.heartbeat()
@@ -110,7 +112,9 @@ class Repairer(RepairBase):
                 removed = self._changed.get(item.ref.name, False)
                 outcome = "retracted" if removed else "regenerated"
                 edges_to = ("removed edges to " + ", ".join(item.dirty)) if item.dirty else None
-                self._record(repos, ACTION_SUMMARY, outcome, item.ref.name, item.cause, edges_to)
+                self._audit(
+                    ACTION_SUMMARY, outcome, item.ref.name, item.cause, edges_to, repos=repos
+                )
         return self.report
 
     # ---- summaries

@@ -152,20 +152,15 @@ class RepairBase:
         subject: str,
         cause: Withdrawn | None,
         detail: str | None = None,
+        *,
+        repos: Repos | None = None,
     ) -> None:
-        with self.ctx.state() as repos:
-            self._record(repos, action, outcome, subject, cause, detail)
-
-    def _record(
-        self,
-        repos: Repos,
-        action: str,
-        outcome: str,
-        subject: str,
-        cause: Withdrawn | None,
-        detail: str | None = None,
-    ) -> None:
-        """One audit row of this session's repair, in ``repos``' transaction."""
+        """One audit row of this session's repair: in ``repos``' transaction when given,
+        otherwise in a short one of its own."""
+        if repos is None:
+            with self.ctx.state() as own:
+                self._audit(action, outcome, subject, cause, detail, repos=own)
+            return
         repos.audit.record(
             action,
             outcome,
