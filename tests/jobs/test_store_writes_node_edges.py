@@ -89,16 +89,15 @@ def test_the_same_rows_as_create_then_settle(
     with LiteStore(home=tmp_path / "got", embedder=None) as lite:
         store = cast(MemoryStore, lite if batched else _Unbatched(lite))
         beats = _Beats()
-        created, linked = create_node_with_edges(
-            store, NODE, _owed(link_to, skip), beats.heartbeat
-        )
+        created, linked = create_node_with_edges(store, NODE, _owed(link_to, skip), beats.heartbeat)
         assert (created, linked) == (True, max(link_to - 1, 0))
         assert _rows(lite) == expected
         assert beats.heartbeats == (2 if link_to else 0)  # after each full batch
         # Again: the node exists (not created), every edge is re-asserted, nothing changes.
-        assert create_node_with_edges(
-            store, NODE, _owed(link_to, skip), beats.heartbeat
-        ) == (False, linked)
+        assert create_node_with_edges(store, NODE, _owed(link_to, skip), beats.heartbeat) == (
+            False,
+            linked,
+        )
         assert _rows(lite) == expected
 
 
@@ -117,7 +116,8 @@ def test_the_node_shares_the_first_edge_batch_transaction(
             create_node_with_edges(store, NODE, _owed(4, frozenset()), _Beats().heartbeat)
         assert store.dump() == {"knowledge": [], "statements": []}  # neither node nor edges
         monkeypatch.setattr(sqlite_backend, "put_doc_rows", real)
-        assert create_node_with_edges(
-            store, NODE, _owed(4, frozenset()), _Beats().heartbeat
-        ) == (True, 4)
+        assert create_node_with_edges(store, NODE, _owed(4, frozenset()), _Beats().heartbeat) == (
+            True,
+            4,
+        )
         assert _rows(store) == _reference(tmp_path, 4, frozenset())
