@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from worker import __version__
+from worker.commands.options import command_group
 
 #: The exit-status table (``--help``'s epilog; docs/cli.md has it per command). ``\b`` keeps
 #: Click from re-flowing it.
@@ -30,16 +31,11 @@ Details per command: docs/cli.md"""
 #: ``-h`` as well as ``--help``, on every command (Click's sub-contexts inherit it).
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
-app = typer.Typer(
-    name="memory-worker",
-    help="Turn DSH session logs into Hypatia memory.",
+app = command_group(
+    "memory-worker",
+    "Turn DSH session logs into Hypatia memory.",
     epilog=EXIT_STATUS,
     context_settings=CONTEXT,
-    no_args_is_help=True,
-    # Plain Click help: Typer's Rich help formatter imports rich.markdown, markdown_it and
-    # rich.traceback (about half of `--help`'s start-up time here) for panels we do not need.
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
 )
 
 

@@ -16,22 +16,21 @@ JOB_CASCADE: Final = "cascade"
 JOB_RETRACT: Final = "retract"
 JOB_REWRITE: Final = "rewrite"
 
-TASK_LOG_SPAN: Final = "memory_worker.log_span"
-TASK_SESSION_NODE: Final = "memory_worker.session_node"
-TASK_CONSOLIDATE: Final = "memory_worker.consolidate"
-TASK_CASCADE: Final = "memory_worker.cascade"
-TASK_RETRACT: Final = "memory_worker.retract"
-TASK_REWRITE: Final = "memory_worker.rewrite"
 #: One Celery task per job kind (Flower and ``celery events`` tell them apart by name); the
 #: message carries only ``(session_id, shelf)``.
 TASK_OF_JOB: Final = {
-    JOB_LOG_SPAN: TASK_LOG_SPAN,
-    JOB_SESSION_NODE: TASK_SESSION_NODE,
-    JOB_CONSOLIDATE: TASK_CONSOLIDATE,
-    JOB_CASCADE: TASK_CASCADE,
-    JOB_RETRACT: TASK_RETRACT,
-    JOB_REWRITE: TASK_REWRITE,
+    job: f"memory_worker.{job}"
+    for job in (
+        JOB_LOG_SPAN,
+        JOB_SESSION_NODE,
+        JOB_CONSOLIDATE,
+        JOB_CASCADE,
+        JOB_RETRACT,
+        JOB_REWRITE,
+    )
 }
+TASK_LOG_SPAN: Final = TASK_OF_JOB[JOB_LOG_SPAN]
+TASK_SESSION_NODE: Final = TASK_OF_JOB[JOB_SESSION_NODE]
 #: Any other job added with ``worker.jobs.registry.register_job`` (its name travels as an argument).
 TASK_JOB: Final = "memory_worker.job"
 DEFAULT_QUEUE: Final = "memory-worker"

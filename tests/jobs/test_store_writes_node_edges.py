@@ -14,8 +14,7 @@ from hypatia_lite.sqlitelib import sqlite3
 from hypatia_lite.store import LiteStore
 from memory.store.base import EntryWrite, MemoryStore
 from worker.jobs import store_writes
-from worker.jobs.context import JobContext
-from worker.jobs.store_writes import create_node_with_edges, settle_edges
+from worker.jobs.store_writes import OwedEdges, create_node_with_edges, settle_edges
 
 SID = "s-node"
 NODE = EntryWrite(
@@ -23,16 +22,18 @@ NODE = EntryWrite(
 )
 
 
-class _Ctx:
-    """What the edge writers use of a job context: the session id and the heartbeat."""
-
-    session_id = SID
+class _Beats:
+    """The heartbeat the edge writers call after each full batch, counted."""
 
     def __init__(self) -> None:
         self.heartbeats = 0
 
     def heartbeat(self) -> None:
         self.heartbeats += 1
+
+
+def _owed(link_to: int, skip: frozenset[int]) -> OwedEdges:
+    return OwedEdges(SID, "proj", 0, link_to, skip)
 
 
 class _Unbatched:
@@ -45,10 +46,6 @@ class _Unbatched:
         if name == "write_batch":
             raise AttributeError(name)
         return getattr(self._inner, name)
-
-
-def _ctx(ctx: _Ctx) -> JobContext:
-    return cast(JobContext, ctx)
 
 
 def _rows(store: LiteStore) -> dict[str, list[tuple[Any, ...]]]:
@@ -77,7 +74,7 @@ def _reference(root: Path, link_to: int, skip: frozenset[int]) -> dict[str, Any]
         store.knowledge_create(
             NODE.name, NODE.data, tags=NODE.tags, scopes=NODE.scopes, embed=NODE.embed
         )
-        settle_edges(_ctx(_Ctx()), store, project="proj", link_from=0, link_to=link_to, skip=skip)
+        settle_edges(store, _owed(link_to, skip), _Beats().heartbeat)
         return _rows(store)
 
 
@@ -91,17 +88,16 @@ def test_the_same_rows_as_create_then_settle(
     expected = _reference(tmp_path, link_to, skip)
     with LiteStore(home=tmp_path / "got", embedder=None) as lite:
         store = cast(MemoryStore, lite if batched else _Unbatched(lite))
-        ctx = _Ctx()
-        created, linked = create_node_with_edges(
-            _ctx(ctx), store, NODE, project="proj", link_to=link_to, skip=skip
-        )
+        beats = _Beats()
+        created, linked = create_node_with_edges(store, NODE, _owed(link_to, skip), beats.heartbeat)
         assert (created, linked) == (True, max(link_to - 1, 0))
         assert _rows(lite) == expected
-        assert ctx.heartbeats == (2 if link_to else 0)  # after each full batch
+        assert beats.heartbeats == (2 if link_to else 0)  # after each full batch
         # Again: the node exists (not created), every edge is re-asserted, nothing changes.
-        assert create_node_with_edges(
-            _ctx(ctx), store, NODE, project="proj", link_to=link_to, skip=skip
-        ) == (False, linked)
+        assert create_node_with_edges(store, NODE, _owed(link_to, skip), beats.heartbeat) == (
+            False,
+            linked,
+        )
         assert _rows(lite) == expected
 
 
@@ -117,12 +113,11 @@ def test_the_node_shares_the_first_edge_batch_transaction(
     with LiteStore(home=tmp_path / "crashy", embedder=None) as store:
         monkeypatch.setattr(sqlite_backend, "put_doc_rows", failing)
         with pytest.raises(OSError, match="injected crash"):
-            create_node_with_edges(
-                _ctx(_Ctx()), store, NODE, project="proj", link_to=4, skip=frozenset()
-            )
+            create_node_with_edges(store, NODE, _owed(4, frozenset()), _Beats().heartbeat)
         assert store.dump() == {"knowledge": [], "statements": []}  # neither node nor edges
         monkeypatch.setattr(sqlite_backend, "put_doc_rows", real)
-        assert create_node_with_edges(
-            _ctx(_Ctx()), store, NODE, project="proj", link_to=4, skip=frozenset()
-        ) == (True, 4)
+        assert create_node_with_edges(store, NODE, _owed(4, frozenset()), _Beats().heartbeat) == (
+            True,
+            4,
+        )
         assert _rows(store) == _reference(tmp_path, 4, frozenset())

@@ -81,17 +81,8 @@ def test_the_session_node_survey_is_the_same_from_the_kept_decode(tmp_path: Path
     watcher = _scan(tmp_path)
     runtime = watcher.runtime
     state = _session(runtime, "shared")
-
-    class Ctx:
-        def __init__(self) -> None:
-            self.runtime = runtime
-
-        def timezone(self) -> None:
-            return None
-
-    ctx: Any = Ctx()
     runtime.hand_off.forget()
-    from_file = session_node.survey_node(ctx, state, state.durable_end_seq)
+    from_file = session_node.survey_node(runtime, state, state.durable_end_seq)
     read_window(state, 0, END, runtime.hand_off, segments=None)
     assert runtime.hand_off.kept_path() == state.path
     calls: list[Any] = []
@@ -103,7 +94,7 @@ def test_the_session_node_survey_is_the_same_from_the_kept_decode(tmp_path: Path
 
     session_node.LogScan = counting  # type: ignore[misc]
     try:
-        from_shared = session_node.survey_node(ctx, state, state.durable_end_seq)
+        from_shared = session_node.survey_node(runtime, state, state.durable_end_seq)
     finally:
         session_node.LogScan = real  # type: ignore[misc]
     assert calls == []  # the file was not decoded again

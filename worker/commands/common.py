@@ -46,6 +46,14 @@ def setup_logging(settings: Settings) -> None:
     )
 
 
+def command_settings(config: Path | None, **overrides: Any) -> Settings:
+    """A command's settings (:func:`load_or_exit`) with its logging set up
+    (:func:`setup_logging`)."""
+    settings = load_or_exit(config, **overrides)
+    setup_logging(settings)
+    return settings
+
+
 def serve_metrics(settings: Settings, state: StateDB | None = None) -> None:
     """Expose the Prometheus metrics on ``metrics_port`` when one is configured, with the
     gauges read from the state database (``state``, or one opened on the configured URL)."""
@@ -99,6 +107,15 @@ def open_runtime_or_exit(settings: Settings, kind: str, *, force_idle: bool = Fa
         line = db_error_line(exc)
         say(f"memory-worker: cannot open the state database: {line}", level=logging.ERROR)
         raise typer.Exit(2) from None
+
+
+def command_runtime(
+    command: str, config: Path | None, *, shelf: str | None, dsh_home: Path | None
+) -> tuple[Settings, Runtime]:
+    """A command's settings (``--config``, ``--shelf``, ``--dsh-home``), its logging and its
+    runtime, or one line and exit 2 (:func:`load_or_exit`, :func:`open_runtime_or_exit`)."""
+    settings = command_settings(config, store_shelf=shelf, dsh_home=dsh_home)
+    return settings, open_runtime_or_exit(settings, command)
 
 
 def _alembic_command_error(exc: BaseException) -> bool:

@@ -42,9 +42,8 @@ def console(
     # uvicorn) is loaded by this command only.
     from worker.commands.common import (
         check_store_or_exit,
-        load_or_exit,
+        command_settings,
         open_runtime_or_exit,
-        setup_logging,
     )
     from worker.console.serve import LOCAL_HOSTS, bind, serve, url_host
 
@@ -57,8 +56,7 @@ def console(
             markup=False,
         )
         raise typer.Exit(2)
-    settings = load_or_exit(config, store_shelf=shelf)
-    setup_logging(settings)
+    settings = command_settings(config, store_shelf=shelf)
     try:
         sock = bind(host, port)
     except OSError as exc:

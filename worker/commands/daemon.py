@@ -85,11 +85,10 @@ def daemon(
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
     from worker.commands.common import (
         check_store_or_exit,
-        load_or_exit,
+        command_settings,
         open_runtime_or_exit,
         require_distributed,
         serve_metrics,
-        setup_logging,
         stop_on_signals,
     )
     from worker.jobs.housekeeping import reconcile_with_store
@@ -99,8 +98,9 @@ def daemon(
     from worker.watch.watcher import Watcher
 
     require_distributed("daemon")
-    settings = load_or_exit(config, dsh_home=dsh_home, store_shelf=shelf, metrics_port=metrics_port)
-    setup_logging(settings)
+    settings = command_settings(
+        config, dsh_home=dsh_home, store_shelf=shelf, metrics_port=metrics_port
+    )
 
     def configure_broker() -> None:
         from worker.run import tasks

@@ -41,17 +41,10 @@ def forget(
     """Remove everything a session put in memory and never ingest it again."""
     refuse_session_ids_or_exit("forget", sessions)
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
-    from worker.commands.common import (
-        check_store_or_exit,
-        load_or_exit,
-        open_runtime_or_exit,
-        setup_logging,
-    )
+    from worker.commands.common import check_store_or_exit, command_runtime
     from worker.jobs.forget import ACTION_FORGET, forget_sessions
 
-    settings = load_or_exit(config, store_shelf=shelf, dsh_home=dsh_home)
-    setup_logging(settings)
-    runtime = open_runtime_or_exit(settings, ACTION_FORGET)
+    settings, runtime = command_runtime(ACTION_FORGET, config, shelf=shelf, dsh_home=dsh_home)
     results: list[ForgetResult] = []
     failed: dict[str, str] = {}
     try:

@@ -31,6 +31,7 @@ from worker.commands.rewrite_options import (
     MaxCallsOption,
     ProjectOption,
     QueueOption,
+    RewriteOptions,
     Selection,
     SinceOption,
     TimeoutOption,
@@ -134,19 +135,21 @@ def reconsolidate(
         from worker.commands.rewriting import rewrite_command
 
         rewrite_command(
-            "replace",
-            chosen,
-            force=force,
-            dry_run=dry_run,
-            max_calls=max_calls,
-            json_=json_,
-            wait=wait,
-            workers=workers,
-            timeout=timeout,
-            shelf=shelf,
-            config=config,
-            queue=queue,
-            dsh_home=dsh_home,
+            RewriteOptions(
+                "replace",
+                chosen,
+                force=force,
+                dry_run=dry_run,
+                max_calls=max_calls,
+                json_=json_,
+                wait=wait,
+                workers=workers,
+                timeout_s=timeout,
+                queue=queue,
+                shelf=shelf,
+                config=config,
+                dsh_home=dsh_home,
+            )
         )
         return
     if force or dry_run or max_calls is not None or json_ or workers or project or since:
@@ -159,17 +162,10 @@ def reconsolidate(
         err.print("memory-worker: name at least one SESSION, or pass --all")
         raise typer.Exit(2)
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
-    from worker.commands.common import (
-        check_store_or_exit,
-        load_or_exit,
-        open_runtime_or_exit,
-        setup_logging,
-    )
+    from worker.commands.common import check_store_or_exit, command_runtime
     from worker.jobs.reconsolidate import request_reconsolidation
 
-    settings = load_or_exit(config, store_shelf=shelf, dsh_home=dsh_home)
-    setup_logging(settings)
-    runtime = open_runtime_or_exit(settings, "reconsolidate")
+    settings, runtime = command_runtime("reconsolidate", config, shelf=shelf, dsh_home=dsh_home)
     target = settings.store_shelf
     try:
         if wait:  # the work runs here: an unusable store is one line before anything is queued

@@ -29,6 +29,7 @@ from worker.commands.rewrite_options import (
     MaxCallsOption,
     ProjectOption,
     QueueOption,
+    RewriteOptions,
     Selection,
     SessionsArg,
     SinceOption,
@@ -67,17 +68,18 @@ def relog(
     from worker.commands.rewriting import rewrite_command
 
     rewrite_command(
-        "relog",
-        chosen,
-        force=False,
-        dry_run=dry_run,
-        max_calls=max_calls,
-        json_=json_,
-        wait=wait,
-        workers=workers,
-        timeout=timeout,
-        shelf=shelf,
-        config=config,
-        queue=queue,
-        dsh_home=dsh_home,
+        RewriteOptions(
+            "relog",
+            chosen,
+            dry_run=dry_run,
+            max_calls=max_calls,
+            json_=json_,
+            wait=wait,
+            workers=workers,
+            timeout_s=timeout,
+            queue=queue,
+            shelf=shelf,
+            config=config,
+            dsh_home=dsh_home,
+        )
     )

@@ -70,16 +70,9 @@ def retract(
         raise typer.Exit(2)
     refuse_session_ids_or_exit("retract", chosen)
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
-    from worker.commands.common import (
-        check_store_or_exit,
-        load_or_exit,
-        open_runtime_or_exit,
-        setup_logging,
-    )
+    from worker.commands.common import check_store_or_exit, command_runtime
 
-    settings = load_or_exit(config, store_shelf=shelf, dsh_home=dsh_home)
-    setup_logging(settings)
-    runtime = open_runtime_or_exit(settings, "retract")
+    settings, runtime = command_runtime("retract", config, shelf=shelf, dsh_home=dsh_home)
     try:
         check_store_or_exit(runtime, settings.store_shelf)
         code = _run(

@@ -1,14 +1,18 @@
-"""The options ``reconsolidate --replace`` and ``relog`` share, and the :class:`Selection` they
-make; start-up light (Typer and the standard library only), unlike
-:mod:`worker.commands.rewriting`, which runs them."""
+"""The options ``reconsolidate --replace`` and ``relog`` share, the :class:`Selection` and the
+:class:`RewriteOptions` they make (once, at the command's edge, then passed down whole);
+start-up light (Typer and the standard library only), unlike :mod:`worker.commands.rewriting`,
+which runs them."""
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from worker.names import DEFAULT_QUEUE
 
 SessionsArg = Annotated[list[str] | None, typer.Argument(help="Session ids.", show_default=False)]
 AllOption = Annotated[bool, typer.Option("--all", help="Every session the watcher knows.")]
@@ -73,3 +77,35 @@ class Selection:
     @property
     def empty(self) -> bool:
         return not (self.ids or self.all_ or self.project or self.since or self.stale)
+
+
+@dataclass(frozen=True, slots=True)
+class RewriteOptions:
+    """One ``reconsolidate --replace`` or ``relog`` invocation: what to rewrite (``mode``,
+    ``chosen``), where the work runs (``dry_run``, ``wait``, ``workers``, ``queue``,
+    ``timeout_s``), its budget (``max_calls``), the output form (``json_``) and the settings it
+    loads (``shelf``, ``config``, ``dsh_home``)."""
+
+    mode: str
+    chosen: Selection
+    force: bool = False
+    dry_run: bool = False
+    max_calls: int | None = None
+    json_: bool = False
+    wait: bool = False
+    workers: bool = False
+    timeout_s: float = 3600.0
+    queue: str = DEFAULT_QUEUE
+    shelf: str | None = None
+    config: Path | None = None
+    dsh_home: Path | None = None
+
+    @property
+    def command(self) -> str:
+        """The command's name, as the lines it prints say it."""
+        return "reconsolidate" if self.mode == "replace" else self.mode
+
+    @property
+    def runs_here(self) -> bool:
+        """``--wait`` without ``--workers``: this process runs the jobs."""
+        return self.wait and not self.workers

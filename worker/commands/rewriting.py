@@ -28,7 +28,6 @@ import datetime as dt
 import json
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import typer
@@ -38,21 +37,19 @@ from memory.printable import printable
 from memory.store.base import StoreError
 from worker.commands.common import (
     check_store_or_exit,
-    load_or_exit,
+    command_runtime,
     missing_distributed,
-    open_runtime_or_exit,
     require_distributed,
-    setup_logging,
 )
 from worker.commands.options import err, shown
-from worker.commands.rewrite_options import Selection
+from worker.commands.rewrite_options import RewriteOptions, Selection
 from worker.jobs.guard import run_job
 from worker.jobs.logread import PermanentJobError, TransientJobError
 from worker.jobs.reconsolidate import request_rewrite, rewrite_result
 from worker.jobs.rewrite_job import plan_session
 from worker.jobs.rewrite_lines import calls_text, plan_line
 from worker.jobs.runtime import Runtime
-from worker.names import DEFAULT_QUEUE, JOB_REWRITE
+from worker.names import JOB_REWRITE
 
 
 def select_sessions(runtime: Runtime, chosen: Selection) -> list[str]:
@@ -81,55 +78,26 @@ def select_sessions(runtime: Runtime, chosen: Selection) -> list[str]:
     return out
 
 
-def rewrite_command(
-    mode: str,
-    chosen: Selection,
-    *,
-    force: bool,
-    dry_run: bool,
-    max_calls: int | None,
-    json_: bool,
-    wait: bool,
-    workers: bool,
-    timeout: float,
-    shelf: str | None,
-    config: Path | None,
-    queue: str = DEFAULT_QUEUE,
-    dsh_home: Path | None = None,
-) -> None:
+def rewrite_command(options: RewriteOptions) -> None:
     """The body of ``reconsolidate --replace`` (mode ``replace``) and ``relog``: settings,
     runtime, selection, then :func:`run_rewrite`; exits with its status."""
-    command = "reconsolidate" if mode == "replace" else mode
-    if workers:  # Celery jobs: the one option of these commands that needs the extra
-        require_distributed(f"{command} --workers")
-    if max_calls is not None and not (wait and not workers):
+    if options.workers:  # Celery jobs: the one option of these commands that needs the extra
+        require_distributed(f"{options.command} --workers")
+    if options.max_calls is not None and not options.runs_here:
         err.print(
             "memory-worker: --max-calls needs --wait without --workers (this process "
             "keeps the budget)"
         )
         raise typer.Exit(2)
-    settings = load_or_exit(config, store_shelf=shelf, dsh_home=dsh_home)
-    setup_logging(settings)
-    runtime = open_runtime_or_exit(settings, command)
+    settings, runtime = command_runtime(
+        options.command, options.config, shelf=options.shelf, dsh_home=options.dsh_home
+    )
     try:
         check_store_or_exit(runtime, settings.store_shelf)
-        ids = select_sessions(runtime, chosen)
+        ids = select_sessions(runtime, options.chosen)
         if not ids:
             err.print("no sessions match (run `memory-worker run` or `daemon` first)", markup=False)
-        code = run_rewrite(
-            runtime,
-            settings.store_shelf,
-            mode,
-            ids,
-            force=force,
-            dry_run=dry_run,
-            max_calls=max_calls,
-            json_=json_,
-            wait=wait,
-            workers=workers,
-            timeout_s=timeout,
-            queue=queue,
-        )
+        code = run_rewrite(runtime, settings.store_shelf, ids, options)
     finally:
         runtime.close()
     raise typer.Exit(code)
@@ -150,30 +118,16 @@ class Row:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
-def run_rewrite(
-    runtime: Runtime,
-    shelf: str,
-    mode: str,
-    ids: list[str],
-    *,
-    force: bool,
-    dry_run: bool,
-    max_calls: int | None,
-    json_: bool,
-    wait: bool,
-    workers: bool,
-    timeout_s: float = 3600.0,
-    queue: str = DEFAULT_QUEUE,
-) -> int:
+def run_rewrite(runtime: Runtime, shelf: str, ids: list[str], options: RewriteOptions) -> int:
     """Carry out (or plan, queue, follow) ``mode`` for ``ids``; the exit status."""
-    if dry_run:
+    if options.dry_run:
         rederived: set[str] = set()  # archives an earlier session's run makes current
-        rows = [_dry_row(runtime, shelf, sid, mode, force, rederived) for sid in ids]
-    elif wait and not workers:
-        rows = _run_here(runtime, shelf, mode, ids, force, max_calls, json_)
+        rows = [_dry_row(runtime, shelf, sid, options, rederived) for sid in ids]
+    elif options.runs_here:
+        rows = _run_here(runtime, shelf, ids, options)
     else:
-        rows = _queue(runtime, shelf, mode, ids, force, wait, json_, timeout_s, queue)
-    if json_:
+        rows = _queue(runtime, shelf, ids, options)
+    if options.json_:
         totals = {
             key: sum(int((r.counts or {}).get(key, 0)) for r in rows)
             for key in ("calls", "max_calls", "input_tokens")
@@ -181,9 +135,9 @@ def run_rewrite(
         typer.echo(
             json.dumps(
                 {
-                    "mode": mode,
+                    "mode": options.mode,
                     "shelf": shelf,
-                    "dry_run": dry_run,
+                    "dry_run": options.dry_run,
                     **totals,
                     "sessions": [r.as_json() for r in rows],
                 },
@@ -193,7 +147,7 @@ def run_rewrite(
     else:
         for row in rows:
             typer.echo(printable(f"{row.session_id}: {row.line}"))
-        if dry_run and rows:
+        if options.dry_run and rows:
             calls, bound, tokens = (
                 sum(int((r.counts or {}).get(key, 0)) for r in rows)
                 for key in ("calls", "max_calls", "input_tokens")
@@ -210,14 +164,15 @@ def _dry_row(
     runtime: Runtime,
     shelf: str,
     sid: str,
-    mode: str,
-    force: bool,
+    options: RewriteOptions,
     rederived: set[str] | None = None,
 ) -> Row:
     """``sid``'s plan as a row; ``rederived`` (a dry run of several sessions): the archives the
     sessions before it re-derive, which its run will find current (updated)."""
     try:
-        planned = plan_session(runtime, runtime.store(shelf), shelf, sid, mode, force=force)
+        planned = plan_session(
+            runtime, runtime.store(shelf), shelf, sid, options.mode, force=options.force
+        )
     except (PermanentJobError, TransientJobError, StoreError, OSError) as exc:
         return Row(sid, "error", f"error — {' '.join(str(exc).split())}")
     if planned.plan is None:
@@ -250,35 +205,31 @@ def _progress(json_: bool, total: int, what: str) -> tuple[Progress, Any]:
     return bar, bar.add_task(what, total=total)
 
 
-def _run_here(
-    runtime: Runtime,
-    shelf: str,
-    mode: str,
-    ids: list[str],
-    force: bool,
-    max_calls: int | None,
-    json_: bool,
-) -> list[Row]:
+def _run_here(runtime: Runtime, shelf: str, ids: list[str], options: RewriteOptions) -> list[Row]:
     rows: list[Row] = []
     spent = 0
-    progress, task = _progress(json_, len(ids), "rewriting" if mode == "replace" else "relogging")
+    what = "rewriting" if options.mode == "replace" else "relogging"
+    progress, task = _progress(options.json_, len(ids), what)
+    max_calls = options.max_calls
     with progress:
         for sid in ids:
             budget = None if max_calls is None else max(0, max_calls - spent)
-            rows.append(_run_one(runtime, shelf, mode, sid, force, budget))
+            rows.append(_run_one(runtime, shelf, sid, options, budget))
             spent += int((rows[-1].counts or {}).get("calls", 0))
             progress.advance(task)
     return rows
 
 
 def _run_one(
-    runtime: Runtime, shelf: str, mode: str, sid: str, force: bool, budget: int | None
+    runtime: Runtime, shelf: str, sid: str, options: RewriteOptions, budget: int | None
 ) -> Row:
-    planned = _dry_row(runtime, shelf, sid, mode, force)
+    planned = _dry_row(runtime, shelf, sid, options)
     if planned.status == "error":
         return planned
     with runtime.state.transaction() as repos:
-        request = request_rewrite(repos, sid, shelf, mode, force=force, max_calls=budget)
+        request = request_rewrite(
+            repos, sid, shelf, options.mode, force=options.force, max_calls=budget
+        )
     settings = runtime.settings
     # A lease held by a process that died is free once it expires: wait that long for `busy`.
     busy_until = time.monotonic() + 2 * settings.lease_ttl_s + 5
@@ -311,27 +262,17 @@ def _settled(runtime: Runtime, shelf: str, sid: str, request: int) -> Row | None
     return Row(sid, "done" if outcome == "done" else "failed", line, counts=result)
 
 
-def _queue(
-    runtime: Runtime,
-    shelf: str,
-    mode: str,
-    ids: list[str],
-    force: bool,
-    wait: bool,
-    json_: bool,
-    timeout_s: float,
-    queue: str,
-) -> list[Row]:
+def _queue(runtime: Runtime, shelf: str, ids: list[str], options: RewriteOptions) -> list[Row]:
     requests: dict[str, int] = {}
     rows: dict[str, Row] = {}
     for sid in ids:
-        planned = _dry_row(runtime, shelf, sid, mode, force)
+        planned = _dry_row(runtime, shelf, sid, options)
         if planned.status == "error":
             rows[sid] = planned
             continue
         with runtime.state.transaction() as repos:
-            requests[sid] = request_rewrite(repos, sid, shelf, mode, force=force)
-        rows[sid] = Row(sid, "queued", f"queued — a {mode} job was sent to the workers")
+            requests[sid] = request_rewrite(repos, sid, shelf, options.mode, force=options.force)
+        rows[sid] = Row(sid, "queued", f"queued — a {options.mode} job was sent to the workers")
     if missing_distributed():  # the base install: no broker, `memory-worker run` takes it up
         return [
             rows[sid]
@@ -346,7 +287,7 @@ def _queue(
     try:
         from worker.run import tasks  # Celery and kombu: the distributed extra
 
-        tasks.configure(runtime.settings, queue=queue)
+        tasks.configure(runtime.settings, queue=options.queue)
         for sid in requests:
             tasks.enqueue(JOB_REWRITE, sid, shelf)
     except Exception as exc:  # kombu raises several types for an unreachable broker
@@ -363,8 +304,8 @@ def _queue(
                 "with --wait",
             )
         return [rows[sid] for sid in ids]
-    if wait:
-        _follow(runtime, shelf, requests, rows, json_, timeout_s)
+    if options.wait:
+        _follow(runtime, shelf, requests, rows, options.json_, options.timeout_s)
     return [rows[sid] for sid in ids]
 
 

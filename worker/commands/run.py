@@ -76,10 +76,9 @@ def run(
         if answer_at_rest(key):
             return
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
-    from worker.commands.common import load_or_exit, setup_logging
+    from worker.commands.common import command_settings
 
-    settings = load_or_exit(config, **overrides)
-    setup_logging(settings)
+    settings = command_settings(config, **overrides)
     if once and jobs == 1 and _done_on_empty_home(settings):
         return
     if key is not None:

@@ -11,15 +11,9 @@ from typing import Annotated
 
 import typer
 
-from worker.commands.options import ConfigOption, shown
+from worker.commands.options import ConfigOption, command_group, shown
 
-segments_app = typer.Typer(
-    name="segments",
-    help="Shipped log segments (log shipping).",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-)
+segments_app = command_group("segments", "Shipped log segments (log shipping).")
 
 
 @segments_app.command("prune")
@@ -49,12 +43,11 @@ def prune(
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
     import datetime as dt
 
-    from worker.commands.common import load_or_exit, open_runtime_or_exit, setup_logging
+    from worker.commands.common import command_settings, open_runtime_or_exit
     from worker.commands.fresh import missing_state_file, say_nothing_recorded
     from worker.shipping.prune import prune_segments
 
-    settings = load_or_exit(config)
-    setup_logging(settings)
+    settings = command_settings(config)
     missing = missing_state_file(settings)
     if missing is not None:  # no state database: no shipped segment to prune
         say_nothing_recorded("segments prune", missing, ": no segments")

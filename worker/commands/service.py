@@ -23,18 +23,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from worker.commands.options import ConfigOption, DshHomeOption
+from worker.commands.options import ConfigOption, DshHomeOption, command_group
 
 if TYPE_CHECKING:
     from worker.service.manager import Manager
     from worker.service.spec import ServiceSpec
 
-service_app = typer.Typer(
-    name="service",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-    help="Run `memory-worker run` at login: a systemd --user unit (Linux) or a launchd "
+service_app = command_group(
+    "service",
+    "Run `memory-worker run` at login: a systemd --user unit (Linux) or a launchd "
     "LaunchAgent (macOS).",
 )
 
@@ -76,6 +73,20 @@ def _environment() -> dict[str, str]:
     from worker.settings import environment_without
 
     return environment_without(())
+
+
+def _installed(
+    manager: str | None, absent: str = "; nothing to remove"
+) -> tuple[Manager, dict[str, str], Path | None]:
+    """The service manager, this environment and the installed service's file; ``None`` (with
+    the line ``not installed (no FILE)`` and ``absent`` after it) when there is none."""
+    chosen = _manager(manager)
+    environ = _environment()
+    path = chosen.file(environ)
+    if path.exists():
+        return chosen, environ, path
+    typer.echo(f"not installed (no {path}){absent}")
+    return chosen, environ, None
 
 
 def _write(path: Path, content: bytes, base: Path) -> list[Path]:
@@ -188,11 +199,8 @@ def uninstall(manager: ManagerOption = None) -> None:
     """Stop and disable the service, and remove what `service install` made."""
     from worker.service.spec import remove_empty_parents
 
-    chosen = _manager(manager)
-    environ = _environment()
-    path = chosen.file(environ)
-    if not path.exists():
-        typer.echo(f"not installed (no {path}); nothing to remove")
+    chosen, environ, path = _installed(manager)
+    if path is None:
         return
     unloaded = chosen.unload(path)
     path.unlink()
@@ -237,11 +245,8 @@ def _compared(chosen: Manager, path: Path, environ: dict[str, str]) -> str:
 @service_app.command("status")
 def status(manager: ManagerOption = None) -> None:
     """Whether the service is installed and running; exit 0 only when it runs."""
-    chosen = _manager(manager)
-    environ = _environment()
-    path = chosen.file(environ)
-    if not path.exists():
-        typer.echo(f"not installed (no {path})")
+    chosen, environ, path = _installed(manager, "")
+    if path is None:
         raise typer.Exit(1)
     state = chosen.state(path)
     typer.echo(f"installed: {path}")

@@ -48,12 +48,11 @@ def verify_forgetting(
 ) -> None:
     """Prove that withdrawn messages and forgotten sessions left no trace in memory."""
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
-    from worker.commands.common import load_or_exit, setup_logging
+    from worker.commands.common import command_settings
     from worker.commands.fresh import empty_state, missing_state_file, say_nothing_recorded
     from worker.verify.run import lite_store_absent
 
-    settings = load_or_exit(config, store_shelf=shelf, dsh_home=dsh_home)
-    setup_logging(settings)
+    settings = command_settings(config, store_shelf=shelf, dsh_home=dsh_home)
     missing = missing_state_file(settings)
     if missing is not None and lite_store_absent(settings):
         say_nothing_recorded("verify-forgetting", missing, ": nothing to verify")

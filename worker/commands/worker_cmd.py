@@ -49,15 +49,13 @@ def worker_command(
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
     from worker.commands.common import (
         check_store_or_exit,
-        load_or_exit,
+        command_settings,
         open_runtime_or_exit,
         require_distributed,
         serve_metrics,
-        setup_logging,
     )
 
-    settings = load_or_exit(config, concurrency=concurrency, metrics_port=metrics_port)
-    setup_logging(settings)
+    settings = command_settings(config, concurrency=concurrency, metrics_port=metrics_port)
     logging.getLogger("celery").setLevel(settings.log_level)  # Celery's own lines: ready, tasks
     require_distributed("worker")
     from celery import signals

@@ -12,7 +12,6 @@ so a page of a 10,000-message session costs what a page of a 100-message one doe
 from __future__ import annotations
 
 import datetime as dt
-import zoneinfo
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -118,7 +117,7 @@ def survey(runtime: Runtime, state: SessionState, key: tuple[int, int, int]) -> 
         window.events,
         kinds,
         cut=cut,
-        tz=_tz(runtime),
+        tz=runtime.timezone(),
         now_ms=created if isinstance(created, int) and created > 0 else 0,
     )
     return Survey(
@@ -131,11 +130,6 @@ def survey(runtime: Runtime, state: SessionState, key: tuple[int, int, int]) -> 
         title=title,
         problems=[str(p) for p in window.problems],
     )
-
-
-def _tz(runtime: Runtime) -> dt.tzinfo | None:
-    name = runtime.settings.timezone
-    return zoneinfo.ZoneInfo(name) if name else None
 
 
 def page_range(found: Survey, state: SessionState, page: int) -> tuple[int, int]:
@@ -179,7 +173,7 @@ def messages(
 ) -> list[MessageView]:
     """Each message event of the page with its fate (see :class:`MessageView`)."""
     options = span_options_for(runtime.settings)
-    tz = _tz(runtime)
+    tz = runtime.timezone()
     ordinal_of = {seq: i for i, seq in enumerate(found.seqs)}
     views: list[MessageView] = []
     for event in events:

@@ -42,7 +42,7 @@ from worker.jobs.archive_lease import hold_archive_lease
 from worker.jobs.context import JobContext, JobOutput, skipped
 from worker.jobs.logread import PermanentJobError, TransientJobError
 from worker.jobs.models import job_attempt, model_client
-from worker.jobs.provenance import current_writer, record_missing, record_written
+from worker.jobs.provenance import current_writer, record_written
 from worker.jobs.runtime import Runtime
 from worker.names import JOB_CASCADE
 
@@ -162,10 +162,7 @@ def cascade_project(
     writer = current_writer(runtime, attempt)
 
     def record(name: str, created: bool) -> None:
-        if created:
-            record_written(runtime, store.shelf, "archive", [name], writer)
-        else:
-            record_missing(runtime, store.shelf, "archive", [name], writer)
+        record_written(runtime, store.shelf, "archive", [name], writer, only_missing=not created)
 
     return run_cascade(
         store,

@@ -22,19 +22,14 @@ No model route: one warning per process, the job is skipped, the watermark does 
 from __future__ import annotations
 
 import logging
-import zoneinfo
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import tzinfo
 from typing import Any, Final
 
 from memory.consolidation.extraction import extract
 from memory.consolidation.gates import GateDecision, turn_end_gate
 from memory.consolidation.members import summary_member_names
-from memory.consolidation.transcript import Transcript, build_transcript, transcript_lines
 from memory.constants import REL_SUMMARY
-from memory.content.caps import estimate_tokens
-from memory.dsh.events import Event
 from memory.entries import LOG_EDGE_POLICY, scopes_for, span_summary_name, summary_policy
 from memory.llm import (
     ModelClient,
@@ -44,15 +39,17 @@ from memory.llm import (
     warn_models_not_configured,
 )
 from memory.store.base import MemoryStore
-from memory.withdrawal import is_marker, withdrawn_seqs
 from worker.jobs.cascade import cascade_project
+from worker.jobs.consolidate_span import (
+    SpanEvents,
+    pending_tokens,
+    read_span,
+    span_transcript,
+)
 from worker.jobs.context import JobContext, JobOutput, skipped
-from worker.jobs.handoff import LogHandOff
 from worker.jobs.logread import (
     PermanentJobError,
     TransientJobError,
-    read_window,
-    survey_log,
 )
 from worker.jobs.models import job_attempt, model_client
 from worker.jobs.provenance import current_writer, record_derived, record_missing_derived
@@ -61,24 +58,12 @@ from worker.jobs.runtime import Runtime
 from worker.jobs.storeview import derived_units
 from worker.jobs.work_units import WorkUnitOptions, WorkUnitOutcome, extract_work_units
 from worker.names import JOB_CASCADE, JOB_CONSOLIDATE
-from worker.shipping.store import SegmentStore
 from worker.state.progress import Progress
 from worker.state.sessions import SessionState
 
 log = logging.getLogger(__name__)
 
 TURN_END: Final = "turn/end"
-
-
-@dataclass(slots=True)
-class SpanEvents:
-    """A span's events ``[from_seq, to_seq)``, the event before it, the message ordinal at
-    ``from_seq`` and every seq withdrawn by a marker up to the durable end."""
-
-    events: list[Event]
-    before: Event | None
-    base_ordinal: int
-    withdrawn: frozenset[int]
 
 
 @dataclass(slots=True)
@@ -93,43 +78,6 @@ class SpanSummary:
     created: bool = False
     model_called: bool = False
     work_units: list[WorkUnitOutcome] = field(default_factory=list)
-
-
-def read_span(
-    session: SessionState,
-    from_seq: int,
-    to_seq: int,
-    whitelist: list[str] | tuple[str, ...],
-    hand_off: LogHandOff | None = None,
-    *,
-    segments: SegmentStore | None,
-) -> SpanEvents:
-    """Read ``[from_seq - 1, to_seq)`` — the span and its predecessor — and stream the rest of the
-    log to its durable end for withdrawal markers only (a marker comes after what it withdraws,
-    so one written long after the span still excludes its messages)."""
-    window = read_window(session, max(0, from_seq - 1), to_seq, hand_off, segments=segments)
-    events = window.tail(from_seq)
-    markers = [e for e in events if is_marker(e, whitelist)]
-    if session.durable_end_seq > to_seq:
-        markers += survey_log(session, to_seq, whitelist, segments=segments).markers
-    return SpanEvents(
-        events=[e for e in events if e.seq < to_seq],
-        before=window.event_at(from_seq - 1) if from_seq > 0 else None,
-        base_ordinal=window.base_ordinal(from_seq),
-        withdrawn=withdrawn_seqs(markers, whitelist),
-    )
-
-
-def span_transcript(runtime: Runtime, session: SessionState, span: SpanEvents) -> Transcript:
-    return build_transcript(
-        span.events,
-        max_input_tokens=runtime.settings.max_input_tokens,
-        withdrawn=span.withdrawn,
-        inherited_cut=session.inherited_cut,
-        before=span.before,
-        now_ms=None,
-        tz=_tz(runtime),
-    )
 
 
 def write_span_summary(
@@ -196,7 +144,7 @@ def write_span_summary(
             project=session.project,
             attempt=attempt,
             recorded=runtime.now(),
-            options=work_unit_options(runtime),
+            options=WorkUnitOptions.of(runtime.settings),
         )
         policy = summary_policy(1)
         result.created = store.knowledge_create(
@@ -215,13 +163,6 @@ def write_span_summary(
     return result
 
 
-def work_unit_options(runtime: Runtime) -> WorkUnitOptions:
-    s = runtime.settings
-    return WorkUnitOptions(
-        adjudicate=s.adjudicate, max_distance=s.dedup_max_distance, candidates=s.dedup_candidates
-    )
-
-
 def _link(store: MemoryStore, name: str, members: list[str], scopes: tuple[str, ...]) -> None:
     for member in members:
         store.statement_create(
@@ -230,31 +171,6 @@ def _link(store: MemoryStore, name: str, members: list[str], scopes: tuple[str, 
 
 
 # ---------------------------------------------------------------------------------- the job
-
-
-def _tz(runtime: Runtime) -> tzinfo | None:
-    name = runtime.settings.timezone
-    return zoneinfo.ZoneInfo(name) if name else None
-
-
-def pending_tokens(
-    runtime: Runtime, session: SessionState, span: SpanEvents, from_seq: int = 0
-) -> int:
-    """Estimated tokens (characters / 4) of the span's non-withdrawn human and assistant text at
-    or after ``from_seq``."""
-    lines = transcript_lines(
-        span.events,
-        withdrawn=span.withdrawn,
-        inherited_cut=session.inherited_cut,
-        before=span.before,
-        now_ms=None,
-        tz=_tz(runtime),
-    )
-    return sum(
-        estimate_tokens(line.text[3:])
-        for line in lines
-        if line.seq >= from_seq and line.text.startswith(("U: ", "A: "))
-    )
 
 
 def _gate(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import zoneinfo
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field, fields
 from datetime import tzinfo
@@ -128,8 +127,7 @@ class JobContext:
         return self.runtime.store(self.shelf)
 
     def timezone(self) -> tzinfo | None:
-        name = self.runtime.settings.timezone
-        return zoneinfo.ZoneInfo(name) if name else None
+        return self.runtime.timezone()
 
     def session_rows(self) -> tuple[SessionState, Progress] | JobOutput:
         """The session's row and this shelf's progress, read in one transaction, or why the job

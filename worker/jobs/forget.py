@@ -18,6 +18,7 @@ Audited as ``forget`` (``started`` then ``done``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from memory import constants as C
@@ -102,7 +103,7 @@ def forget_session(ctx: JobContext, *, dry_run: bool = False) -> ForgetResult:
             )
         result.repair.failed.append(sid)
         return result
-    result.removed += remove_memory(ctx, store, repairer)
+    result.removed += remove_memory(store, repairer, ctx.session_id, ctx.heartbeat)
     result.repair = repairer.report
     with ctx.state() as repos:
         for subject in sorted(repos.audit.pending_repairs(sid)):  # nothing of it is left to repair
@@ -128,15 +129,17 @@ def forget_session(ctx: JobContext, *, dry_run: bool = False) -> ForgetResult:
     return result
 
 
-def remove_memory(ctx: JobContext, store: MemoryStore, repairer: Repairer) -> list[str]:
-    """Remove everything ``ctx``'s session put in memory (see the module docstring: messages,
-    node, summaries and their share of the archives and work units); the names removed.
-    Get-before-delete throughout: run again after a crash, it finishes the job."""
-    sid = ctx.session_id
+def remove_memory(
+    store: MemoryStore, repairer: Repairer, sid: str, heartbeat: Callable[[], None]
+) -> list[str]:
+    """Remove everything session ``sid`` put in memory (see the module docstring: messages,
+    node, summaries and their share of the archives and work units); the names removed;
+    ``heartbeat`` runs between entries. Get-before-delete throughout: run again after a crash,
+    it finishes the job."""
     removed: list[str] = []
     summaries = {ref.name for ref in span_summaries(store, sid)}
     for name in sorted(summaries):
-        ctx.heartbeat()
+        heartbeat()
         repairer.repair_units(name, summaries)
         repairer.forget_summary(name)
     # The archives first, the summaries after: until the archives above a summary are rewritten
@@ -148,7 +151,7 @@ def remove_memory(ctx: JobContext, store: MemoryStore, repairer: Repairer) -> li
     for row in edges(store, C.REL_BELONG_TO, tail=node):
         store.statement_delete(row.head, row.relation, row.tail)
     for name in message_entries(store, sid):
-        ctx.heartbeat()
+        heartbeat()
         for row in edges(store, head=name):
             store.statement_delete(row.head, row.relation, row.tail)
         if store.knowledge_delete(name):

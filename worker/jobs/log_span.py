@@ -24,33 +24,19 @@ reading), not the job's context.
 
 from __future__ import annotations
 
-import zoneinfo
 from dataclasses import asdict
 
-from memory.span import SpanOptions, plan_span
+from memory.span import plan_span
 from memory.span_cut import Timing
 from worker.jobs.context import Counts, JobContext, JobOutput, skipped
 from worker.jobs.logread import TransientJobError, read_span
+from worker.jobs.relog import span_options_for
 from worker.jobs.retract import repair_after_log_span
 from worker.jobs.runtime import ConsolidationOwed, ms_of
 from worker.jobs.seed_repair import relog_if_partial
 from worker.jobs.span_writes import write_plan
-from worker.jobs.store_writes import settle_edges, span_edges
+from worker.jobs.store_writes import OwedEdges, settle_edges, span_edges
 from worker.names import JOB_CONSOLIDATE
-from worker.settings import Settings
-
-
-def span_options_for(s: Settings) -> SpanOptions:
-    """The content policy of ``msg-*`` entries under settings ``s``."""
-    return SpanOptions(
-        max_assistant_chars=s.max_assistant_chars,
-        max_user_chars=s.max_user_chars,
-        tool_ledger=s.tool_ledger,
-        tz=zoneinfo.ZoneInfo(s.timezone) if s.timezone else None,
-        # An event without a time (only normalised fixtures) keeps relative dates as written,
-        # so an entry's text never depends on when the worker ran.
-        now_ms=None,
-    )
 
 
 def log_span(ctx: JobContext) -> JobOutput:
@@ -121,18 +107,10 @@ def log_span(ctx: JobContext) -> JobOutput:
         )
         # The owed ``belongTo`` edges go in the same store transaction as the entries (a
         # store without native batches settles them afterwards, get before create).
-        edges = (
-            span_edges(
-                ctx,
-                store,
-                project=session.project,
-                link_from=link_from,
-                link_to=plan.next_ordinal,
-                skip=plan.skip_ordinals,
-            )
-            if progress.has_session_node
-            else []
+        owed = OwedEdges(
+            ctx.session_id, session.project, link_from, plan.next_ordinal, plan.skip_ordinals
         )
+        edges = span_edges(store, owed) if progress.has_session_node else []
         writes.add(
             write_plan(
                 store,
@@ -147,14 +125,7 @@ def log_span(ctx: JobContext) -> JobOutput:
         )
         if progress.has_session_node:
             if edges is None:
-                writes.edges += settle_edges(
-                    ctx,
-                    store,
-                    project=session.project,
-                    link_from=link_from,
-                    link_to=plan.next_ordinal,
-                    skip=plan.skip_ordinals,
-                )
+                writes.edges += settle_edges(store, owed, ctx.heartbeat)
             link_from = plan.next_ordinal
         ctx.heartbeat()
         next_ordinal = plan.next_ordinal

@@ -5,7 +5,7 @@ A row is recorded *after* the store write it describes, so a crash never leaves 
 text the store does not hold. A crash in between leaves an entry without a row only until the
 next run meets that entry again: a span summary found beyond the consolidation watermark (its run
 never finished) or an archive found over members no archive summarises yet (its edges were never
-all asserted) is given the rows a clean run records (:func:`record_missing`,
+all asserted) is given the rows a clean run records (:func:`record_written` with ``only_missing``,
 :func:`record_missing_derived`), with the writer this run would have used. An archive's row is
 recorded before its member edges, so a crash after them cannot leave it unrecorded and unvisited.
 """
@@ -40,32 +40,20 @@ def record_written(
     names: Iterable[str],
     writer: Writer | None,
     session_id: str | None = None,
+    *,
+    only_missing: bool = False,
 ) -> None:
-    """Record that ``writer`` wrote ``names``; nothing without a writer."""
+    """Record that ``writer`` wrote ``names``; nothing without a writer. ``only_missing``: only
+    those of ``names`` that have no row (an earlier run died between the store write and its
+    row)."""
     unique = list(dict.fromkeys(names))
     if writer is None or not unique:
         return
     with runtime.state.transaction() as repos:
+        if only_missing:
+            found = repos.provenance.get_many(shelf, unique)
+            unique = [name for name in unique if name not in found]
         repos.provenance.record(shelf, unique, kind, writer, session_id)
-
-
-def record_missing(
-    runtime: Runtime,
-    shelf: str,
-    kind: str,
-    names: Iterable[str],
-    writer: Writer | None,
-    session_id: str | None = None,
-) -> None:
-    """Record ``writer`` for those of ``names`` that have no row (an earlier run died between the
-    store write and its row)."""
-    unique = list(dict.fromkeys(names))
-    if writer is None or not unique:
-        return
-    with runtime.state.transaction() as repos:
-        found = repos.provenance.get_many(shelf, unique)
-        missing = [name for name in unique if name not in found]
-        repos.provenance.record(shelf, missing, kind, writer, session_id)
 
 
 def is_current(found: Provenance | None, writer: Writer) -> bool:

@@ -22,6 +22,7 @@ from memory.store.base import KnowledgeEntry, MemoryStore, NotFoundError
 from worker.jobs.runtime import Runtime
 from worker.jobs.storeview import knowledge_like
 from worker.jobs.withdrawals import SessionLog
+from worker.settings import Settings
 
 
 @dataclass(slots=True)
@@ -33,13 +34,16 @@ class Renderings:
     node: str | None = None
 
 
-def _options(runtime: Runtime) -> SpanOptions:
-    s = runtime.settings
+def span_options_for(s: Settings) -> SpanOptions:
+    """The content policy of ``msg-*`` entries under settings ``s`` (``log_span`` writes them
+    under it, ``relog`` renders them again under it)."""
     return SpanOptions(
         max_assistant_chars=s.max_assistant_chars,
         max_user_chars=s.max_user_chars,
         tool_ledger=s.tool_ledger,
         tz=zoneinfo.ZoneInfo(s.timezone) if s.timezone else None,
+        # An event without a time (only normalised fixtures) keeps relative dates as written,
+        # so an entry's text never depends on when the worker ran.
         now_ms=None,
     )
 
@@ -65,7 +69,7 @@ def stale_renderings(
             inherited_cut=cut,
             base_ordinal=min(log_.ordinals.values()),
             whitelist=runtime.settings.withdrawal_kinds,
-            options=_options(runtime),
+            options=span_options_for(runtime.settings),
             before=log_.event_at(cut - 1) if cut > 0 else None,
         )
         for item in plan.to_write:
@@ -81,7 +85,7 @@ def stale_renderings(
 
 def node_text(runtime: Runtime, log_: SessionLog) -> str:
     """The session node's text today: its first host summary at or after the inherited cut."""
-    tz = _options(runtime).tz
+    tz = span_options_for(runtime.settings).tz
     created = log_.state.header.get("created_at")
     now_ms = created if isinstance(created, int) and created > 0 else runtime.now_ms()
     for event in log_.events:

@@ -36,31 +36,19 @@ repaired (one warning, the failure audited).
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
 
 from memory import constants as C
 from memory.consolidation.archive import members_of, write_archive_text
 from memory.consolidation.extraction import Extraction, extract
 from memory.entries import (
     LOG_EDGE_POLICY,
-    scopes_for,
-    summary_policy,
 )
-from memory.llm import (
-    ModelClient,
-    ModelsNotConfigured,
-    PermanentModelError,
-    RetryableModelError,
-)
-from memory.store.base import KnowledgeEntry, MemoryStore, NotFoundError
+from memory.store.base import KnowledgeEntry
 from worker.jobs.archive_lease import hold_archive_lease
-from worker.jobs.context import JobContext
-from worker.jobs.logread import TransientJobError
-from worker.jobs.provenance import current_writer, record_derived, record_written
+from worker.jobs.provenance import record_derived, record_written
+from worker.jobs.repair_base import RepairBase, RepairReport, ask_model
 from worker.jobs.repair_plan import SummaryRepair, rebuilt_transcript
 from worker.jobs.storeview import (
     archive_level,
@@ -81,94 +69,11 @@ from worker.state.audit import (
     ACTION_UNIT,
 )
 
-log = logging.getLogger(__name__)
-T = TypeVar("T")
-
 __all__ = ["RepairReport", "Repairer"]
 
 
-@dataclass(slots=True)
-class RepairReport:
-    regenerated: list[str] = field(default_factory=list)
-    retracted: list[str] = field(default_factory=list)
-    unlinked: list[str] = field(default_factory=list)
-    written: list[str] = field(default_factory=list)
-    #: every work unit a regeneration yielded (written now or already stored), not duplicates
-    units: list[str] = field(default_factory=list)
-    #: archives dropped now and owed a regeneration (``owe_archives``)
-    owed: list[str] = field(default_factory=list)
-    edges_removed: int = 0
-    failed: list[str] = field(default_factory=list)
-
-    @property
-    def changed(self) -> int:
-        return len(self.regenerated) + len(self.retracted) + len(self.unlinked)
-
-
-def _ask_model(call: Callable[[], T], retry_context: str, failure: str, *args: Any) -> T | None:
-    """``call()``'s reply; None when models are not configured or the call failed for good
-    (logged as ``failure % (*args, exc)``: the entry is removed instead); a retryable model error
-    becomes a :class:`TransientJobError` (``retry_context: exc``), so the job is retried."""
-    try:
-        return call()
-    except ModelsNotConfigured:
-        return None
-    except RetryableModelError as exc:
-        raise TransientJobError(f"{retry_context}: {exc}") from exc
-    except PermanentModelError as exc:
-        log.warning(failure, *args, exc)
-        return None
-
-
-# ----------------------------------------------------------------------------------- repairer
-
-
-class Repairer:
+class Repairer(RepairBase):
     """Carries out repairs for one session under its lease (see the module docstring)."""
-
-    def __init__(
-        self,
-        ctx: JobContext,
-        store: MemoryStore,
-        project: str,
-        client: ModelClient | None,
-        *,
-        owe_archives: bool = False,
-    ) -> None:
-        self.ctx = ctx
-        #: drop archives that keep members and owe their regeneration (no model call now)
-        self.owe_archives = owe_archives
-        self.store = store
-        self.project = project
-        self.scopes = scopes_for(project)
-        self.client = client
-        self.report = RepairReport()
-        self._changed: dict[str, bool] = {}  # summary / archive → removed?
-        self.writer = current_writer(ctx.runtime)  # what regenerated text is recorded under
-        self._cause: dict[str, Withdrawn | None] = {}
-        #: ``summary`` edges of archives to members that left them, removed only once every
-        #: archive of the pass is written (see :meth:`repair_archives`)
-        self._leaving: list[tuple[str, str]] = []
-        self._owed: set[str] = set()  # archives dropped by this pass and owed
-
-    # ---- the whole run
-
-    def usable(self) -> bool:
-        features = self.store.features()
-        if not features.delete:
-            self.ctx.warn_once(
-                "repair-no-delete",
-                "derived memory cannot be repaired: this store has no knowledge-delete / "
-                "statement-delete, so summaries, archives and work units keep withdrawn text",
-            )
-            return False
-        if self.client is None and not self.owe_archives:
-            self.ctx.warn_once(
-                "repair-no-model",
-                "no model route is configured: summaries and archives that carried withdrawn "
-                "text are removed instead of regenerated",
-            )
-        return True
 
     def repair(
         self, log_: SessionLog, repairs: list[SummaryRepair], archives: Iterable[str] = ()
@@ -192,15 +97,9 @@ class Repairer:
         with self.ctx.state() as repos:
             for item in repairs:
                 if not item.resumed:
-                    repos.audit.record(
-                        ACTION_INTENT,
-                        "pending",
-                        shelf=self.ctx.shelf,
-                        session_id=self.ctx.session_id,
-                        subject=item.ref.name,
-                        cause_marker_seq=item.cause.marker_seq if item.cause else None,
-                        source_kind=item.cause.kind if item.cause else None,
-                        detail="points at " + ", ".join(item.dirty) if item.dirty else "resumed",
+                    why = "points at " + ", ".join(item.dirty) if item.dirty else "resumed"
+                    self._audit(
+                        ACTION_INTENT, "pending", item.ref.name, item.cause, why, repos=repos
                     )
         affected = {item.ref.name for item in repairs}
         for item in repairs:
@@ -211,15 +110,10 @@ class Repairer:
         with self.ctx.state() as repos:
             for item in repairs:
                 removed = self._changed.get(item.ref.name, False)
-                repos.audit.record(
-                    ACTION_SUMMARY,
-                    "retracted" if removed else "regenerated",
-                    shelf=self.ctx.shelf,
-                    session_id=self.ctx.session_id,
-                    subject=item.ref.name,
-                    cause_marker_seq=item.cause.marker_seq if item.cause else None,
-                    source_kind=item.cause.kind if item.cause else None,
-                    detail=("removed edges to " + ", ".join(item.dirty)) if item.dirty else None,
+                outcome = "retracted" if removed else "regenerated"
+                edges_to = ("removed edges to " + ", ".join(item.dirty)) if item.dirty else None
+                self._audit(
+                    ACTION_SUMMARY, outcome, item.ref.name, item.cause, edges_to, repos=repos
                 )
         return self.report
 
@@ -256,9 +150,7 @@ class Repairer:
         """Remove a span summary, its ``summary`` edges and its work units' links."""
         for row in edges(self.store, C.REL_SUMMARY, head=name):
             self._unlink(row.head, row.relation, row.tail)
-        if self._delete(name):
-            self.report.retracted.append(name)
-            REPAIRS.labels("summary", "retracted").inc()
+        self._count_removal("summary", name, self._delete(name))
         self._changed[name] = True
 
     def _extract(self, transcript: str, name: str) -> Extraction | None:
@@ -266,42 +158,12 @@ class Repairer:
         if client is None:
             return None
         max_units = self.ctx.runtime.settings.max_work_units_per_run
-        return _ask_model(
+        return ask_model(
             lambda: extract(client, transcript, 0, max_units=max_units),
             f"regenerating {name}",
             "regenerating %s failed (%s); it is removed instead",
             name,
         )
-
-    def _rewrite(self, name: str, text: str, level: int) -> None:
-        """Replace ``name``'s text: ``knowledge-update`` when the store has it, otherwise
-        delete + create (tags and scopes of a tier-``level`` summary)."""
-        found = self.store.knowledge_get(name)
-        if found is not None and found.content.data == text:
-            return
-        if found is not None and self.store.features().update:
-            try:
-                self.store.knowledge_update(name, data=text)
-                return
-            except NotFoundError:
-                pass
-        elif found is not None:
-            self.store.knowledge_delete(name)
-        policy = summary_policy(level)
-        self.store.knowledge_create(
-            name, text, tags=policy.tags, scopes=self.scopes, embed=policy.embed
-        )
-
-    def _delete(self, name: str) -> bool:
-        """Delete an entry, its provenance row first: a crash in between leaves an entry without
-        a row, which the repair run again finds and deletes, never a row naming no entry."""
-        with self.ctx.state() as repos:
-            repos.provenance.forget(self.ctx.shelf, [name])
-        return self.store.knowledge_delete(name)
-
-    def _unlink(self, head: str, relation: str, tail: str) -> None:
-        if self.store.statement_delete(head, relation, tail):
-            self.report.edges_removed += 1
 
     # ---- work units
 
@@ -332,12 +194,9 @@ class Repairer:
         removed = self._delete(unit)
         for row in named:
             self._unlink(row.head, row.relation, row.tail)
-        if removed:
-            self.report.retracted.append(unit)
-            REPAIRS.labels("work-unit", "retracted").inc()
         self._audit(
             ACTION_UNIT,
-            "retracted" if removed else "absent",
+            self._count_removal("work-unit", unit, removed),
             unit,
             self._cause.get(summary),
             f"derived only from {summary}",
@@ -348,7 +207,6 @@ class Repairer:
         (adjudicated; ``is_a`` and ``derivedFrom`` re-asserted)."""
         if self.client is None:
             return []
-        settings = self.ctx.runtime.settings
         outcomes = extract_work_units(
             self.store,
             self.client,
@@ -357,11 +215,7 @@ class Repairer:
             project=self.project,
             attempt=0,
             recorded=self.ctx.runtime.now(),
-            options=WorkUnitOptions(
-                max_distance=settings.dedup_max_distance,
-                candidates=settings.dedup_candidates,
-                adjudicate=settings.adjudicate,
-            ),
+            options=WorkUnitOptions.of(self.ctx.runtime.settings),
         )
         self.report.units += [o.name for o in outcomes if o.verdict != "duplicate"]
         for outcome in outcomes:
@@ -451,12 +305,9 @@ class Repairer:
                 (row.head, row.tail) for row in edges(self.store, C.REL_SUMMARY, head=name)
             ]
             self._changed[name] = True
-            if removed:
-                self.report.retracted.append(name)
-                REPAIRS.labels("archive", "retracted").inc()
             self._audit(
                 ACTION_ARCHIVE,
-                "retracted" if removed else "absent",
+                self._count_removal("archive", name, removed),
                 name,
                 cause,
                 "no members left" if not present else "could not be regenerated",
@@ -484,32 +335,10 @@ class Repairer:
         client = self.client
         if client is None:
             return None
-        archive = _ask_model(
+        archive = ask_model(
             lambda: write_archive_text(client, level, members_of(members), 0),
             "regenerating an archive",
             "regenerating a tier-%d archive failed (%s); it is removed",
             level,
         )
         return None if archive is None else archive.markdown
-
-    # ---- audit
-
-    def _audit(
-        self,
-        action: str,
-        outcome: str,
-        subject: str,
-        cause: Withdrawn | None,
-        detail: str | None = None,
-    ) -> None:
-        with self.ctx.state() as repos:
-            repos.audit.record(
-                action,
-                outcome,
-                shelf=self.ctx.shelf,
-                session_id=self.ctx.session_id,
-                subject=subject,
-                cause_marker_seq=cause.marker_seq if cause else None,
-                source_kind=cause.kind if cause else None,
-                detail=detail,
-            )

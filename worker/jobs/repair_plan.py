@@ -5,7 +5,6 @@ with. :mod:`worker.jobs.repair` carries the repair out."""
 
 from __future__ import annotations
 
-import zoneinfo
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -75,7 +74,7 @@ def rebuilt_transcript(runtime: Runtime, log_: SessionLog, ref: SpanSummaryRef) 
         withdrawn=log_.cited,
         inherited_cut=log_.state.inherited_cut,
         before=log_.event_at(ref.from_seq - 1) if ref.from_seq > 0 else None,
-        tz=zoneinfo.ZoneInfo(runtime.settings.timezone) if runtime.settings.timezone else None,
+        tz=runtime.timezone(),
     )
 
 

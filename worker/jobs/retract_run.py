@@ -4,7 +4,6 @@ the console's "retract now" calls them too (one path for both)."""
 
 from __future__ import annotations
 
-import zoneinfo
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +43,7 @@ def plan_one(runtime: Runtime, shelf: str, sid: str, kinds: list[str], model: bo
         return Planned(sid, None, None, "session is forgotten")
     try:
         log_ = read_session_log(state, kinds, runtime.hand_off, segments=runtime.segments)
-        tz = zoneinfo.ZoneInfo(runtime.settings.timezone) if runtime.settings.timezone else None
+        tz = runtime.timezone()
         plan = plan_session(runtime.store(shelf), log_, pending, model=model, tz=tz)
         return Planned(sid, log_, plan, "")
     except (PermanentJobError, TransientJobError, StoreError, OSError) as exc:

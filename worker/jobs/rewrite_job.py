@@ -19,13 +19,9 @@ from worker.jobs.logread import PermanentJobError
 from worker.jobs.provenance import current_writer
 from worker.jobs.reconsolidate import RewriteRequest, pending_rewrite, settle_rewrite
 from worker.jobs.retract import kinds_for
-from worker.jobs.rewrite import (
-    RewriteOutcome,
-    RewritePlan,
-    execute_rewrite,
-    plan_rewrite,
-)
+from worker.jobs.rewrite import RewriteOutcome, execute_rewrite, plan_rewrite
 from worker.jobs.rewrite_lines import outcome_line
+from worker.jobs.rewrite_plan import RewritePlan
 from worker.jobs.runtime import Runtime
 from worker.jobs.withdrawals import SessionLog, read_session_log
 from worker.state.provenance import Provenance

@@ -7,8 +7,10 @@ import datetime as dt
 import gc
 import threading
 import time
+import zoneinfo
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import tzinfo
 from typing import TYPE_CHECKING
 
 from memory.dsh.frames import set_max_frame_bytes
@@ -124,6 +126,11 @@ class Runtime:
     @staticmethod
     def now_ms() -> int:
         return int(time.time() * 1000)
+
+    def timezone(self) -> tzinfo | None:
+        """The zone of the ``timezone`` setting (``None``: dates stay in UTC)."""
+        name = self.settings.timezone
+        return zoneinfo.ZoneInfo(name) if name else None
 
     @staticmethod
     def now() -> dt.datetime:

@@ -72,7 +72,7 @@ def relog(ctx: JobContext, store: MemoryStore, session: SessionState, why: str) 
     repairer = Repairer(ctx, store, session.project, model_client(ctx.runtime, sid))
     if not repairer.usable():
         raise PermanentJobError(f"fork child {sid}: {why}, and this store cannot delete them")
-    removed = remove_memory(ctx, store, repairer)
+    removed = remove_memory(store, repairer, sid, ctx.heartbeat)
     with ctx.state() as repos:
         repos.progress.reset(ctx.shelf, sid)
         if session.last_title_seq is not None and session.last_title_seq < session.inherited_cut:

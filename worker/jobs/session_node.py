@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final, cast
 
@@ -35,7 +35,8 @@ from worker.jobs.logread import (
     log_source,
     raise_for_problems,
 )
-from worker.jobs.store_writes import create_node_with_edges, settle_edges
+from worker.jobs.runtime import Runtime
+from worker.jobs.store_writes import OwedEdges, create_node_with_edges, settle_edges
 from worker.jobs.storeview import edges as store_edges
 from worker.state.sessions import Checkpoint, SessionState
 
@@ -66,22 +67,22 @@ class NodeSurvey:
 
 
 def survey_node(
-    ctx: JobContext, state: SessionState, logged: int, whitelist: Iterable[str] | None = None
+    runtime: Runtime, state: SessionState, logged: int, whitelist: Iterable[str] | None = None
 ) -> NodeSurvey:
     """One streaming pass over the session's own events (constant memory but for one int per
     logged message and the host summaries)."""
     # A timeless event (normalised fixtures only) is dated by the session's creation time.
     created = state.header.get("created_at")
-    now_ms = created if isinstance(created, int) and created > 0 else ctx.runtime.now_ms()
-    kinds = frozenset(ctx.runtime.settings.withdrawal_kinds if whitelist is None else whitelist)
+    now_ms = created if isinstance(created, int) and created > 0 else runtime.now_ms()
+    kinds = frozenset(runtime.settings.withdrawal_kinds if whitelist is None else whitelist)
     cut = state.inherited_cut
-    titles = TitleSurvey(kinds, cut, ctx.timezone(), now_ms)
+    titles = TitleSurvey(kinds, cut, runtime.timezone(), now_ms)
     point = state.checkpoint_at_or_before(cut) or Checkpoint(0, 0, 0)
     position = ScanPosition(point.offset, point.seq) if point.seq > 0 else None
     # From the log's start, the decode ``log_span`` just made of the unchanged file is reused.
-    segments = ctx.runtime.segments
+    segments = runtime.segments
     whole = position is None and segments is None  # the hand-off is of files only
-    shared = ctx.runtime.hand_off.whole_log(state.path) if whole else None
+    shared = runtime.hand_off.whole_log(state.path) if whole else None
     scan = (
         None
         if shared is not None
@@ -130,7 +131,7 @@ def reconcile_session_node(ctx: JobContext, whitelist: Iterable[str] | None = No
         # unset whether or not a run got to this hint (issue 32).
         return skipped("no title or compaction summary of its own yet")
     logged = max(progress.last_logged_seq, session.inherited_cut)
-    survey = survey_node(ctx, session, logged, whitelist)
+    survey = survey_node(ctx.runtime, session, logged, whitelist)
     choice = survey.choice
     store = ctx.store()
     name = entries.session_name(ctx.session_id)
@@ -147,7 +148,7 @@ def reconcile_session_node(ctx: JobContext, whitelist: Iterable[str] | None = No
         _mark_decided(ctx, progress.version, progress.has_session_node)
         if current is None:
             return skipped(_none_reason(choice))
-        _delete_node(ctx, store, name)
+        _delete_node(store, name, ctx.heartbeat)
         _audit(ctx, name, choice, "deleted")
         return JobOutput(
             status="done", detail="session node deleted: " + _none_reason(choice), retracted=1
@@ -165,14 +166,8 @@ def reconcile_session_node(ctx: JobContext, whitelist: Iterable[str] | None = No
             scopes=scopes_for(session.project),
             embed=SESSION_POLICY.embed,
         )
-        created, edges = create_node_with_edges(
-            ctx,
-            store,
-            node,
-            project=session.project,
-            link_to=survey.link_to,
-            skip=survey.skip_from(0),
-        )
+        owed = OwedEdges(ctx.session_id, session.project, 0, survey.link_to, survey.skip_from(0))
+        created, edges = create_node_with_edges(store, node, owed, ctx.heartbeat)
         written = int(created)
     else:
         if current != text:
@@ -182,14 +177,14 @@ def reconcile_session_node(ctx: JobContext, whitelist: Iterable[str] | None = No
             link_from = 0
         elif progress.has_session_node and link_from >= survey.link_to:
             return skipped("session node is current; log_span settles its edges")
-        edges = settle_edges(
-            ctx,
-            store,
-            project=session.project,
-            link_from=link_from,
-            link_to=survey.link_to,
-            skip=survey.skip_from(link_from),
+        owed = OwedEdges(
+            ctx.session_id,
+            session.project,
+            link_from,
+            survey.link_to,
+            survey.skip_from(link_from),
         )
+        edges = settle_edges(store, owed, ctx.heartbeat)
     ctx.heartbeat()
     with ctx.state() as repos:
         advanced = repos.progress.advance(
@@ -257,10 +252,10 @@ def _rewrite_node(store: MemoryStore, name: str, text: str, project: str) -> Non
     )
 
 
-def _delete_node(ctx: JobContext, store: MemoryStore, name: str) -> None:
+def _delete_node(store: MemoryStore, name: str, heartbeat: Callable[[], None]) -> None:
     """Delete the node and every ``belongTo`` edge to it (as if it had never been written)."""
     for row in store_edges(store, C.REL_BELONG_TO, tail=name):
-        ctx.heartbeat()
+        heartbeat()
         store.statement_delete(row.head, row.relation, row.tail)
     store.knowledge_delete(name)
 

@@ -4,7 +4,8 @@ already, and settling the owed ``belongTo`` edges of a session's messages (``log
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from memory import entries
@@ -19,7 +20,6 @@ from memory.store.base import (
     StatementWrite,
     write_batch,
 )
-from worker.jobs.context import JobContext
 
 _GET_BATCH = 100
 #: Entries (or edges) per store write batch: one transaction each on hypatia-lite.
@@ -45,64 +45,68 @@ def _any_of(field: str, values: list[str]) -> Iterator[tuple[list[str], list[Any
         yield chunk, which if len(chunk) > 1 else ["$eq", field, chunk[0]]
 
 
-def settle_edges(
-    ctx: JobContext,
-    store: MemoryStore,
-    *,
-    project: str,
-    link_from: int,
-    link_to: int,
-    skip: frozenset[int],
-) -> int:
-    """Re-assert ``msg-<sid>-<i> belongTo session-<sid>`` for ``i`` in ``[link_from, link_to)``
-    except ``skip``; returns how many edges are settled. When the node has been deleted
-    meanwhile, nothing is linked.
+@dataclass(frozen=True, slots=True)
+class OwedEdges:
+    """The ``msg-<sid>-<i> belongTo session-<sid>`` edges a session owes for ``i`` in
+    ``[link_from, link_to)`` except ``skip`` (messages withdrawn or never written)."""
+
+    session_id: str
+    project: str
+    link_from: int
+    link_to: int
+    skip: frozenset[int] = frozenset()
+
+    @property
+    def node(self) -> str:
+        return entries.session_name(self.session_id)
+
+    def heads(self) -> list[str]:
+        return [
+            entries.message_name(self.session_id, ordinal)
+            for ordinal in range(self.link_from, self.link_to)
+            if ordinal not in self.skip
+        ]
+
+    def edges(self, heads: list[str], present: set[str]) -> Iterator[StatementWrite]:
+        """The edges of ``heads`` not in ``present``."""
+        scopes = scopes_for(self.project)
+        for head in heads:
+            if head not in present:
+                yield StatementWrite(
+                    head, REL_BELONG_TO, self.node, scopes=scopes, embed=LOG_EDGE_POLICY.embed
+                )
+
+
+def settle_edges(store: MemoryStore, owed: OwedEdges, heartbeat: Callable[[], None]) -> int:
+    """Re-assert the ``owed`` edges; returns how many edges are settled. When the node has
+    been deleted meanwhile, nothing is linked. ``heartbeat`` runs after each write batch.
 
     Get before create, as for entries: a store without native batches (one call, for the CLI
     one process, per edge) is first asked which of the edges exist already, so a span re-done
     after a lost lease or a crash sends only the edges still missing."""
-    owed = _owed_heads(ctx, store, link_from, link_to, skip)
-    if owed is None:
+    heads = _owed_heads(store, owed)
+    if heads is None:
         return 0
-    node, heads = owed
-    present = set() if isinstance(store, BatchWriter) else existing_edges(store, node, heads)
-    return len(present) + _write_edges(ctx, store, _edges(heads, present, node, project))[0]
+    present = set() if isinstance(store, BatchWriter) else existing_edges(store, owed.node, heads)
+    return len(present) + _write_edges(store, owed.edges(heads, present), heartbeat)[0]
 
 
-def span_edges(
-    ctx: JobContext,
-    store: MemoryStore,
-    *,
-    project: str,
-    link_from: int,
-    link_to: int,
-    skip: frozenset[int],
-) -> list[StatementWrite] | None:
-    """The ``belongTo`` edges :func:`settle_edges` would write for ``[link_from, link_to)``, for
-    the caller to write in the same store transaction as the span's entries (``log_span``); an
-    empty list when none is owed or the node is gone. ``None`` for a store without native
-    batches: the caller settles them with :func:`settle_edges` (get before create)."""
+def span_edges(store: MemoryStore, owed: OwedEdges) -> list[StatementWrite] | None:
+    """The edges :func:`settle_edges` would write for ``owed``, for the caller to write in the
+    same store transaction as the span's entries (``log_span``); an empty list when none is
+    owed or the node is gone. ``None`` for a store without native batches: the caller settles
+    them with :func:`settle_edges` (get before create)."""
     if not isinstance(store, BatchWriter):
         return None
-    owed = _owed_heads(ctx, store, link_from, link_to, skip)
-    if owed is None:
-        return []
-    node, heads = owed
-    return list(_edges(heads, set(), node, project))
+    heads = _owed_heads(store, owed)
+    return [] if heads is None else list(owed.edges(heads, set()))
 
 
 def create_node_with_edges(
-    ctx: JobContext,
-    store: MemoryStore,
-    node: EntryWrite,
-    *,
-    project: str,
-    link_to: int,
-    skip: frozenset[int],
+    store: MemoryStore, node: EntryWrite, owed: OwedEdges, heartbeat: Callable[[], None]
 ) -> tuple[bool, int]:
-    """Create the session node ``node`` (unless it exists) and settle its ``belongTo`` edges
-    for ``[0, link_to)`` except ``skip`` (as :func:`settle_edges`); returns whether the node was
-    created and how many edges are settled.
+    """Create the session node ``node`` (unless it exists) and settle its ``owed`` edges (as
+    :func:`settle_edges`); returns whether the node was created and how many edges are settled.
 
     A natively batched store writes the node in the same transaction as the first batch of
     edges: one commit (and one WAL sync) fewer per session, and no node probe in between, as
@@ -112,50 +116,26 @@ def create_node_with_edges(
         created = store.knowledge_create(
             node.name, node.data, tags=node.tags, scopes=node.scopes, embed=node.embed
         )
-        return created, settle_edges(
-            ctx, store, project=project, link_from=0, link_to=link_to, skip=skip
-        )
-    edges = _edges(_heads(ctx, 0, link_to, skip), set(), node.name, project)
-    linked, created = _write_edges(ctx, store, edges, node)
+        return created, settle_edges(store, owed, heartbeat)
+    edges = owed.edges(owed.heads(), set())
+    linked, created = _write_edges(store, edges, heartbeat, node)
     return created, linked
 
 
-def _owed_heads(
-    ctx: JobContext, store: MemoryStore, link_from: int, link_to: int, skip: frozenset[int]
-) -> tuple[str, list[str]] | None:
-    """The session node's name and the messages of ``[link_from, link_to)`` except ``skip``
-    that owe it a ``belongTo`` edge; ``None`` when the range is empty or the node is gone."""
-    if link_to <= link_from:
+def _owed_heads(store: MemoryStore, owed: OwedEdges) -> list[str] | None:
+    """The messages that owe the session node an edge; ``None`` when the range is empty or the
+    node is gone."""
+    if owed.link_to <= owed.link_from:
         return None
-    node = entries.session_name(ctx.session_id)
-    if store.knowledge_get(node) is None:
+    if store.knowledge_get(owed.node) is None:
         return None
-    return node, _heads(ctx, link_from, link_to, skip)
-
-
-def _heads(ctx: JobContext, link_from: int, link_to: int, skip: frozenset[int]) -> list[str]:
-    return [
-        entries.message_name(ctx.session_id, ordinal)
-        for ordinal in range(link_from, link_to)
-        if ordinal not in skip
-    ]
-
-
-def _edges(
-    heads: list[str], present: set[str], node: str, project: str
-) -> Iterator[StatementWrite]:
-    scopes = scopes_for(project)
-    for head in heads:
-        if head not in present:
-            yield StatementWrite(
-                head, REL_BELONG_TO, node, scopes=scopes, embed=LOG_EDGE_POLICY.embed
-            )
+    return owed.heads()
 
 
 def _write_edges(
-    ctx: JobContext,
     store: MemoryStore,
     edges: Iterator[StatementWrite],
+    heartbeat: Callable[[], None],
     node: EntryWrite | None = None,
 ) -> tuple[int, bool]:
     """Write ``edges`` in batches of :data:`WRITE_BATCH`, ``node`` (if given) with the first
@@ -170,7 +150,7 @@ def _write_edges(
             linked += len(pending)
             node = None
             pending.clear()
-            ctx.heartbeat()
+            heartbeat()
     if pending or node is not None:
         created |= _flush(store, node, pending)
         linked += len(pending)
@@ -200,6 +180,7 @@ def existing_edges(store: MemoryStore, node: str, heads: list[str]) -> set[str]:
 
 __all__ = [
     "WRITE_BATCH",
+    "OwedEdges",
     "create_node_with_edges",
     "existing_edges",
     "existing_names",

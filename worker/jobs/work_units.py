@@ -24,7 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from memory.consolidation.adjudication import (
     VERDICTS,
@@ -51,6 +51,9 @@ from memory.entries import (
 from memory.llm import ModelClient, one_line
 from memory.store.base import MemoryStore, StoreError, TransientStoreError
 
+if TYPE_CHECKING:
+    from worker.settings import Settings
+
 log = logging.getLogger(__name__)
 
 #: What :func:`store_work_unit` reports besides a verdict.
@@ -65,6 +68,15 @@ class WorkUnitOptions:
     adjudicate: bool = True
     max_distance: float = 0.45
     candidates: int = 5
+
+    @classmethod
+    def of(cls, s: Settings) -> WorkUnitOptions:
+        """The knobs settings ``s`` give."""
+        return cls(
+            adjudicate=s.adjudicate,
+            max_distance=s.dedup_max_distance,
+            candidates=s.dedup_candidates,
+        )
 
 
 @dataclass(frozen=True, slots=True)

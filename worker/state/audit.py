@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
 
-from sqlalchemy import Connection, Select, bindparam, func, insert, select
+from sqlalchemy import Select, bindparam, func, insert, select
 
 from worker.state._sql import one_line
 from worker.state.entry_ids import stable_id
-from worker.state.leases import Clock
-from worker.state.models import AuditRow, RetractionRow, utcnow
+from worker.state.leases import ClockedRepo
+from worker.state.models import AuditRow, RetractionRow
 
 RetractionOutcome = Literal["retracted", "absent", "failed", "would-retract"]
 RETRACTION_OUTCOMES: tuple[str, ...] = ("retracted", "absent", "failed", "would-retract")
@@ -126,10 +126,12 @@ def _unclosed_query(by_session: bool) -> Select[str | None, str | None]:
     )
 
 
-class AuditRepo:
-    def __init__(self, conn: Connection, clock: Clock = utcnow) -> None:
-        self._conn = conn
-        self._clock = clock
+class AuditRepo(ClockedRepo):
+    def _insert(self, row: type[AuditRow] | type[RetractionRow], **values: Any) -> int:
+        """Insert one row of ``values`` (its ``detail`` cut to one line), dated now; its id."""
+        values["detail"] = _detail(values["detail"])
+        statement = insert(row).values(**values, at=self._clock()).returning(row.id)
+        return int(self._conn.execute(statement).scalar_one())
 
     def record_retraction(
         self,
@@ -146,22 +148,16 @@ class AuditRepo:
         """Log what happened to one withdrawn message entry; returns the row id."""
         if outcome not in RETRACTION_OUTCOMES:
             raise ValueError(f"unknown retraction outcome {outcome!r}")
-        return int(
-            self._conn.execute(
-                insert(RetractionRow)
-                .values(
-                    shelf=shelf,
-                    session_id=session_id,
-                    ordinal=ordinal,
-                    entry=entry,
-                    marker_seq=marker_seq,
-                    source_kind=source_kind,
-                    outcome=outcome,
-                    detail=_detail(detail),
-                    at=self._clock(),
-                )
-                .returning(RetractionRow.id)
-            ).scalar_one()
+        return self._insert(
+            RetractionRow,
+            shelf=shelf,
+            session_id=session_id,
+            ordinal=ordinal,
+            entry=entry,
+            marker_seq=marker_seq,
+            source_kind=source_kind,
+            outcome=outcome,
+            detail=detail,
         )
 
     def retractions(
@@ -190,22 +186,16 @@ class AuditRepo:
         """Log one repair (``reconsolidate``, ``forget``, ``repair-edges``...); returns its id.
         A work unit's name is kept as its stable id (:mod:`worker.state.entry_ids`)."""
         subject = None if subject is None else stable_id(subject)
-        return int(
-            self._conn.execute(
-                insert(AuditRow)
-                .values(
-                    action=action,
-                    outcome=outcome,
-                    shelf=shelf,
-                    session_id=session_id,
-                    subject=subject,
-                    cause_marker_seq=cause_marker_seq,
-                    source_kind=source_kind,
-                    detail=_detail(detail),
-                    at=self._clock(),
-                )
-                .returning(AuditRow.id)
-            ).scalar_one()
+        return self._insert(
+            AuditRow,
+            action=action,
+            outcome=outcome,
+            shelf=shelf,
+            session_id=session_id,
+            subject=subject,
+            cause_marker_seq=cause_marker_seq,
+            source_kind=source_kind,
+            detail=detail,
         )
 
     def entries(

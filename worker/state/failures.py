@@ -5,12 +5,12 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, bindparam, delete, select, update
+from sqlalchemy import bindparam, delete, select, update
 
 from worker.state import prepared
 from worker.state._sql import insert_ignore, one_line
-from worker.state.leases import Clock
-from worker.state.models import FailureRow, utcnow
+from worker.state.leases import ClockedRepo
+from worker.state.models import FailureRow
 
 ERROR_MAX = 2000
 
@@ -53,11 +53,7 @@ def describe_error(error: BaseException | str) -> str:
     return one_line(text, ERROR_MAX)
 
 
-class FailureRepo:
-    def __init__(self, conn: Connection, clock: Clock = utcnow) -> None:
-        self._conn = conn
-        self._clock = clock
-
+class FailureRepo(ClockedRepo):
     def record(
         self, task: str, session_id: str, error: BaseException | str, permanent: bool = False
     ) -> Failure:

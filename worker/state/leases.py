@@ -27,6 +27,16 @@ from worker.state.models import LeaseRow, utcnow
 from worker.state.owners import owner_is_gone
 
 Clock = Callable[[], dt.datetime]
+
+
+class ClockedRepo:
+    """A repository of the state database over one connection, dating its rows by ``clock``."""
+
+    def __init__(self, conn: Connection, clock: Clock = utcnow) -> None:
+        self._conn = conn
+        self._clock = clock
+
+
 #: Whether the process behind an owner id is gone (its lease may be taken over at once).
 OwnerGone = Callable[[str], bool]
 
@@ -51,6 +61,13 @@ def held_params(key: str, token: int, now: dt.datetime) -> dict[str, object]:
 # bulk-update bookkeeping on each call (about a third of the cost per acquire + release).
 _T: Table = LeaseRow.__table__
 _TIME = _T.c.expires_at.type
+#: What acquiring a lease, or taking it over, writes: the new owner, the next token, the times.
+_TAKEN = {
+    "owner": bindparam("p_owner"),
+    "token": _T.c.token + 1,
+    "acquired_at": bindparam("p_now", type_=_TIME),
+    "expires_at": bindparam("p_expires", type_=_TIME),
+}
 _ACQUIRE = (
     update(_T)
     .where(
@@ -61,12 +78,7 @@ _ACQUIRE = (
             _T.c.expires_at <= bindparam("p_now", type_=_TIME),
         ),
     )
-    .values(
-        owner=bindparam("p_owner"),
-        token=_T.c.token + 1,
-        acquired_at=bindparam("p_now", type_=_TIME),
-        expires_at=bindparam("p_expires", type_=_TIME),
-    )
+    .values(_TAKEN)
     .returning(_T.c.token)
 )
 _TAKEOVER = (
@@ -76,12 +88,7 @@ _TAKEOVER = (
         _T.c.token == bindparam("p_old_token"),
         _T.c.owner == bindparam("p_old_owner"),
     )
-    .values(
-        owner=bindparam("p_owner"),
-        token=_T.c.token + 1,
-        acquired_at=bindparam("p_now", type_=_TIME),
-        expires_at=bindparam("p_expires", type_=_TIME),
-    )
+    .values(_TAKEN)
     .returning(_T.c.token)
 )
 _MINE = and_(

@@ -10,11 +10,11 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Literal
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import delete, insert, select, update
 
 from worker.state._sql import one_line
-from worker.state.leases import Clock
-from worker.state.models import ModelCallRow, utcnow
+from worker.state.leases import ClockedRepo
+from worker.state.models import ModelCallRow
 
 CallOutcome = Literal["pending", "ok", "incomplete", "error"]
 CALL_OUTCOMES: tuple[str, ...] = ("pending", "ok", "incomplete", "error")
@@ -42,11 +42,7 @@ class ModelCall:
 _COLUMNS = tuple(getattr(ModelCallRow, f) for f in ModelCall.__dataclass_fields__)
 
 
-class ModelCallRepo:
-    def __init__(self, conn: Connection, clock: Clock = utcnow) -> None:
-        self._conn = conn
-        self._clock = clock
-
+class ModelCallRepo(ClockedRepo):
     def start(
         self,
         *,

@@ -12,13 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from sqlalchemy import ColumnElement, Connection, Executable, bindparam, select, update
+from sqlalchemy import ColumnElement, Executable, bindparam, select, update
 
 from worker.names import session_lease_key
 from worker.state import prepared
 from worker.state._sql import delete_where, insert_ignore
-from worker.state.leases import LEASE_IS_HELD, Clock, held_params
-from worker.state.models import ProgressRow, utcnow
+from worker.state.leases import LEASE_IS_HELD, ClockedRepo, held_params
+from worker.state.models import ProgressRow
 
 # Watermarks that only move forward (a smaller value is refused).
 FORWARD_ONLY = (
@@ -87,12 +87,8 @@ def _advance_statement(
     return update(ProgressRow).where(*conditions).values(**values).returning(ProgressRow.version)
 
 
-class ProgressRepo:
+class ProgressRepo(ClockedRepo):
     """Read and conditionally advance watermarks inside the caller's transaction."""
-
-    def __init__(self, conn: Connection, clock: Clock = utcnow) -> None:
-        self._conn = conn
-        self._clock = clock
 
     # Read by every job: built once, with bound parameters.
     _FIND = select(*COLUMNS).where(

@@ -9,11 +9,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy import delete, insert, select
 
 from worker.state.entry_ids import stable_id
-from worker.state.leases import Clock
-from worker.state.models import ProvenanceRow, utcnow
+from worker.state.leases import ClockedRepo
+from worker.state.models import ProvenanceRow
 
 KINDS: tuple[str, ...] = ("summary", "archive", "work-unit")
 
@@ -41,11 +41,7 @@ class Provenance:
     written_at: dt.datetime
 
 
-class ProvenanceRepo:
-    def __init__(self, conn: Connection, clock: Clock = utcnow) -> None:
-        self._conn = conn
-        self._clock = clock
-
+class ProvenanceRepo(ClockedRepo):
     def record(
         self,
         shelf: str,

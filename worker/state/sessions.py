@@ -7,12 +7,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from sqlalchemy import Connection, Table, bindparam, select
+from sqlalchemy import Table, bindparam, select
 
 from worker.state import prepared
 from worker.state._sql import insert_ignore, storable_text, update_by_key
-from worker.state.leases import Clock
-from worker.state.models import SessionRow, utcnow
+from worker.state.leases import ClockedRepo
+from worker.state.models import SessionRow
 
 
 @dataclass(frozen=True)
@@ -83,12 +83,8 @@ def _merge(old: Iterable[Checkpoint], new: Iterable[Checkpoint]) -> list[list[in
     return [[p.seq, p.offset, p.ordinal] for _, p in sorted(by_seq.items())]
 
 
-class SessionRepo:
+class SessionRepo(ClockedRepo):
     """Read and record what the watcher learned about each session."""
-
-    def __init__(self, conn: Connection, clock: Clock = utcnow) -> None:
-        self._conn = conn
-        self._clock = clock
 
     def get(self, session_id: str) -> SessionState | None:
         row = prepared.first(self._conn, _GET, {"p_sid": session_id})
