@@ -3,8 +3,8 @@
 ``hypatia-lite/pyproject.toml`` declares to one version inside the declared bounds, and every
 distribution of the runtime closure installed here (``deploy/constraints.py`` lists it); it pins
 no dev tool, and not hypatia-lite (built from this repository). It is exactly what that script
-prints in the venv the tests run in (installed with ``-c constraints.txt``, as the README and CI do):
-any pin added, removed or changed fails, with the command that writes the file again."""
+prints in the venv the tests run in (installed with ``-c constraints.txt``, as the README and CI
+do): any pin added, removed or changed fails, with the command that writes the file again."""
 
 from __future__ import annotations
 
