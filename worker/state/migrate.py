@@ -57,7 +57,9 @@ def alembic_config(url: str, migrations_dir: Path | None = None) -> Config:
     return config
 
 
-def _sqlite_file_lock(url: str) -> AbstractContextManager[None]:
+def _sqlite_file(url: str) -> tuple[str, bool] | None:
+    """The database file of a SQLite ``url`` and whether the URL has a query; ``None`` for
+    another backend, an in-memory database or a ``file:`` URI."""
     parsed = normalize_url(url)
     database = parsed.database or ""
     if (
@@ -66,7 +68,15 @@ def _sqlite_file_lock(url: str) -> AbstractContextManager[None]:
         or database == ":memory:"
         or database.startswith("file:")
     ):
+        return None
+    return database, bool(parsed.query)
+
+
+def _sqlite_file_lock(url: str) -> AbstractContextManager[None]:
+    found = _sqlite_file(url)
+    if found is None:
         return nullcontext()
+    database = found[0]
     path = Path(database).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
     return migration_lock(path)
@@ -133,16 +143,10 @@ def _from_template(url: str, migrations_dir: Path) -> bool:
     lock, so of N processes starting at once one creates it and the others find it at head."""
     if migrations_dir != PACKAGED_MIGRATIONS:
         return False
-    parsed = normalize_url(url)
-    database = parsed.database or ""
-    if (
-        parsed.get_backend_name() != "sqlite"
-        or not database
-        or database == ":memory:"
-        or database.startswith("file:")
-        or parsed.query
-    ):
+    found = _sqlite_file(url)
+    if found is None or found[1]:
         return False
+    database = found[0]
     head = script_head(migrations_dir)
     if head is None:
         return False
