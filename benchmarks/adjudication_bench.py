@@ -29,7 +29,7 @@ from typing import Any
 from hypatia_lite import shelves
 from hypatia_lite.protocol import EntryWrite
 from hypatia_lite.store import LiteStore
-from memory.consolidation.adjudication import (
+from dsh_memory_worker.memory.consolidation.adjudication import (
     DEFAULT_CANDIDATES,
     filter_candidates,
     similar_exclude_tags,

@@ -42,7 +42,7 @@ from worker_dshgen import conversation
 
 from hypatia_lite import db, shelves
 from hypatia_lite.sqlitelib import sqlite3
-from worker.state.database import StateDB
+from dsh_memory_worker.worker.state.database import StateDB
 
 BIN = Path(sys.executable).parent
 OUT = Path(__file__).resolve().parent / "out"

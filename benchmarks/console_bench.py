@@ -32,7 +32,7 @@ from worker_dshgen import conversation, embedded_runtime  # noqa: E402
 
 
 def _scan(root: Path) -> None:
-    from worker.watch.watcher import Watcher
+    from dsh_memory_worker.worker.watch.watcher import Watcher
 
     runtime = embedded_runtime(root)
     try:

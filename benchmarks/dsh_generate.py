@@ -9,7 +9,7 @@ import argparse
 import time
 from pathlib import Path
 
-from memory.dsh.synthetic import synthetic_rows, write_log
+from dsh_memory_worker.memory.dsh.synthetic import synthetic_rows, write_log
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "out" / "synthetic.v4.jsonl.zstd"
 

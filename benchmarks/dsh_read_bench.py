@@ -21,14 +21,14 @@ from pathlib import Path
 
 import zstandard
 
-from memory.dsh.reader import build_index, iter_log, read_range
+from dsh_memory_worker.memory.dsh.reader import build_index, iter_log, read_range
 
 DEFAULT_LOG = Path(__file__).resolve().parent / "out" / "synthetic.v4.jsonl.zstd"
 
 _RSS_SCRIPT = """
 import resource, sys
 from pathlib import Path
-from memory.dsh.reader import iter_log
+from dsh_memory_worker.memory.dsh.reader import iter_log
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 scan, events = iter_log(Path(sys.argv[1]))
 count = sum(1 for _ in events)
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     ratio_a = (ours_n / ours_s) / (bare_n / bare_s)
     print(f"(a) full decode of {ours_n} events")
     print(f"    bare zstandard + json.loads : {bare_n / bare_s:12,.0f} events/s ({bare_s:.2f} s)")
-    print(f"    memory.dsh scan             : {ours_n / ours_s:12,.0f} events/s ({ours_s:.2f} s)")
+    print(f"    dsh_memory_worker.memory.dsh scan             : {ours_n / ours_s:12,.0f} events/s ({ours_s:.2f} s)")
     print(f"    ratio ours / bare           : {ratio_a:.2f}x (goal >= 0.6x)")
 
     started = time.perf_counter()

@@ -34,7 +34,7 @@ from hypatia_lite.fts import put_docs
 from hypatia_lite.rows import content_text, make_content
 from hypatia_lite.sqlitelib import sqlite3
 from hypatia_lite.store import LiteStore
-from memory.store.base import EntryWrite
+from dsh_memory_worker.memory.store.base import EntryWrite
 
 BATCH = 500
 ROUNDS = 3

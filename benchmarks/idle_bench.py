@@ -80,9 +80,9 @@ def seed_rewrite_history(state_url: str, summaries: int) -> int:
     the state database (a rewrite request and a reconsolidation request, each queued then
     settled, and ``summaries`` repair intents, each closed by its summary's entry): what the
     reconcile reads every interval. Returns the number of rows written."""
-    from worker.jobs.reconsolidate import ACTION, QUEUED, REWRITE_ACTION
-    from worker.state import StateDB
-    from worker.state.audit import ACTION_INTENT, ACTION_SUMMARY
+    from dsh_memory_worker.worker.jobs.reconsolidate import ACTION, QUEUED, REWRITE_ACTION
+    from dsh_memory_worker.worker.state import StateDB
+    from dsh_memory_worker.worker.state.audit import ACTION_INTENT, ACTION_SUMMARY
 
     db = StateDB.open(state_url)
     rows = 0
@@ -308,7 +308,7 @@ def poll_costs(root: Path, polls: int = 5, reconciles: int = 2) -> dict[str, Any
     printed beside the measured one."""
     from worker_dshgen import embedded_runtime
 
-    from worker.watch.watcher import Watcher
+    from dsh_memory_worker.worker.watch.watcher import Watcher
 
     runtime = embedded_runtime(
         root, dsh_home=root / "dsh", data_dir=root / "run-data", lite_home=root / "run-lite"
@@ -472,7 +472,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--out", type=Path, default=OUT / "idle_bench.json")
     args = parser.parse_args(argv)
-    from worker.settings import load_settings
+    from dsh_memory_worker.worker.settings import load_settings
 
     defaults = load_settings(None)
     result: dict[str, Any] = {

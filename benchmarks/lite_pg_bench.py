@@ -32,7 +32,7 @@ from typing import Any
 
 from hypatia_lite import shelves
 from hypatia_lite.store import LiteStore
-from memory.store.base import EntryWrite, StatementWrite
+from dsh_memory_worker.memory.store.base import EntryWrite, StatementWrite
 
 
 def _message(n: int) -> str:

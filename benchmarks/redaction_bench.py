@@ -35,8 +35,8 @@ from redaction_cases import POSITIVE
 from worker_bench import embedded_rate
 from worker_dshgen import SessionLogWriter
 
-from memory.redaction import engine
-from memory.redaction.rules import load
+from dsh_memory_worker.memory.redaction import engine
+from dsh_memory_worker.memory.redaction.rules import load
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -102,7 +102,7 @@ def timed_engine() -> tuple[list[float], Callable[[], None]]:
 def load_cost() -> float:
     """Import, load and compile everything in a fresh process (only the redaction package)."""
     code = (
-        "import time; t = time.perf_counter(); from memory.redaction.rules import load; "
+        "import time; t = time.perf_counter(); from dsh_memory_worker.memory.redaction.rules import load; "
         "load().compile(); print(time.perf_counter() - t)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

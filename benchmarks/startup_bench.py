@@ -56,7 +56,7 @@ def _memory_worker() -> list[str]:
     beside = Path(sys.executable).parent / "memory-worker"
     if beside.exists():
         return [str(beside)]
-    return [sys.executable, "-c", "from worker.cli import main; main()"]
+    return [sys.executable, "-c", "from dsh_memory_worker.worker.cli import main; main()"]
 
 
 def _env(home: Path) -> dict[str, str]:
@@ -106,7 +106,7 @@ def _home_at_rest(root: Path) -> Path:
 def _wait_settled(home: Path) -> None:
     """Wait until every file and directory under ``home`` was last changed (mtime and ctime)
     more than the at-rest record's ``SETTLE_NS`` ago: a full run records the home only then."""
-    from worker.at_rest import SETTLE_NS
+    from dsh_memory_worker.worker.at_rest import SETTLE_NS
 
     def newest() -> int:
         found = 0

@@ -34,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from worker.state import StateDB, prepared
+from dsh_memory_worker.worker.state import StateDB, prepared
 
 _PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=test"
 _SID = "s-bench"

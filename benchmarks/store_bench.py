@@ -21,10 +21,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hypatia_lite.store import LiteStore
-from memory.store.base import EntryWrite, MemoryStore
-from memory.store.cli import CliStore
-from memory.store.factory import StoreConfig, open_store
-from memory.store.mcp import McpStore
+from dsh_memory_worker.memory.store.base import EntryWrite, MemoryStore
+from dsh_memory_worker.memory.store.cli import CliStore
+from dsh_memory_worker.memory.store.factory import StoreConfig, open_store
+from dsh_memory_worker.memory.store.mcp import McpStore
 
 
 def _lite_binary() -> str:

@@ -55,12 +55,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from worker_dshgen import SessionLogWriter, conversation, embedded_runtime
 
 from hypatia_lite import db, shelves
-from memory.dsh.reader import read_log
-from memory.messages import is_loggable
-from worker.run.once_children import OnceChildren
-from worker.run.once_parallel import run_once
-from worker.run.runner import InProcessRunner
-from worker.watch.watcher import Watcher
+from dsh_memory_worker.memory.dsh.reader import read_log
+from dsh_memory_worker.memory.messages import is_loggable
+from dsh_memory_worker.worker.run.once_children import OnceChildren
+from dsh_memory_worker.worker.run.once_parallel import run_once
+from dsh_memory_worker.worker.run.runner import InProcessRunner
+from dsh_memory_worker.worker.watch.watcher import Watcher
 
 BIN = Path(sys.executable).parent
 OUT = Path(__file__).resolve().parent / "out"
@@ -83,7 +83,7 @@ def generate(home: Path, sessions: int, turns: int) -> None:
 def generate_tool_turns(home: Path, sessions: int, events: int) -> None:
     """Tool turns from the reader's synthetic generator: prompt → tool call → tool result →
     answer (9 events, 2 messages per turn), untitled."""
-    from memory.dsh.synthetic import synthetic_header, synthetic_rows, write_log
+    from dsh_memory_worker.memory.dsh.synthetic import synthetic_header, synthetic_rows, write_log
 
     for i in range(sessions):
         sid, cwd = f"tools-{i:04d}", f"/home/dev/project-{i % 7}"
@@ -220,8 +220,8 @@ def _parallel_run(home: Path, root: Path, jobs: int) -> dict[str, float]:
     """In a process that has opened nothing yet, as ``run --once --jobs N``: fork the children,
     open the runtime (migrated already by :func:`parallel_rate`), run. The clock runs from the
     fork to the end of the final pass."""
-    from worker.jobs.runtime import build_runtime
-    from worker.settings import load_settings
+    from dsh_memory_worker.worker.jobs.runtime import build_runtime
+    from dsh_memory_worker.worker.settings import load_settings
 
     settings = load_settings(None, dsh_home=home, data_dir=root / "data", lite_home=root / "lite")
     started = time.perf_counter()
@@ -346,7 +346,7 @@ def latency(root: Path, samples: int, poll_s: float) -> dict[str, Any]:
 
 # Where self time is charged, by the file of the function (C functions: by their caller's file).
 _AREAS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("decode (memory.dsh, zstandard, json)", ("/memory/dsh/", "zstandard", "/json/")),
+    ("decode (dsh_memory_worker.memory.dsh, zstandard, json)", ("/memory/dsh/", "zstandard", "/json/")),
     (
         "plan + render (spans, entries, messages, redaction)",
         (
@@ -367,10 +367,10 @@ _AREAS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "zoneinfo",
         ),
     ),
-    ("state DB (worker.state, SQLAlchemy)", ("/worker/state/", "/sqlalchemy/")),
-    ("store writes incl. FTS (hypatia_lite, memory.store)", ("/hypatia_lite/", "/memory/store/")),
+    ("state DB (dsh_memory_worker.worker.state, SQLAlchemy)", ("/worker/state/", "/sqlalchemy/")),
+    ("store writes incl. FTS (hypatia_lite, dsh_memory_worker.memory.store)", ("/hypatia_lite/", "/memory/store/")),
     (
-        "job bookkeeping (worker.jobs, runner, pipeline)",
+        "job bookkeeping (dsh_memory_worker.worker.jobs, runner, pipeline)",
         (
             "/worker/jobs/",
             "/worker/run/",

@@ -249,8 +249,8 @@ def conversation(
 def embedded_runtime(root: Path, *, force_idle: bool = False, **overrides: Any) -> Any:
     """A runtime on ``root``: DSH home ``root/dsh``, SQLite state and hypatia-lite under ``root``
     (settings overrides by field name)."""
-    from worker.jobs.runtime import build_runtime
-    from worker.settings import load_settings
+    from dsh_memory_worker.worker.jobs.runtime import build_runtime
+    from dsh_memory_worker.worker.settings import load_settings
 
     values: dict[str, Any] = {
         "dsh_home": root / "dsh",

@@ -8,13 +8,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, tzinfo
 
-from memory import constants as C
-from memory.content.blocks import flatten_blocks
-from memory.content.dates import absolutise_dates, iso_utc, utc_date
-from memory.content.slugs import slugify
-from memory.dsh.events import Event
-from memory.ledger import LedgerItem, render_ledger
-from memory.redaction import redact
+from dsh_memory_worker.memory import constants as C
+from dsh_memory_worker.memory.content.blocks import flatten_blocks
+from dsh_memory_worker.memory.content.dates import absolutise_dates, iso_utc, utc_date
+from dsh_memory_worker.memory.content.slugs import slugify
+from dsh_memory_worker.memory.dsh.events import Event
+from dsh_memory_worker.memory.ledger import LedgerItem, render_ledger
+from dsh_memory_worker.memory.redaction import redact
 
 # ---- names ------------------------------------------------------------------------------------
 

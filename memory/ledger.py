@@ -7,11 +7,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
-from memory.content.blocks import flatten_blocks
-from memory.content.slugs import one_line_error
-from memory.dsh.events import Event, Replace
-from memory.messages import message_blocks
-from memory.redaction import redact
+from dsh_memory_worker.memory.content.blocks import flatten_blocks
+from dsh_memory_worker.memory.content.slugs import one_line_error
+from dsh_memory_worker.memory.dsh.events import Event, Replace
+from dsh_memory_worker.memory.messages import message_blocks
+from dsh_memory_worker.memory.redaction import redact
 
 StepKey = tuple[int, int]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from memory.dsh.events import Event
+from dsh_memory_worker.memory.dsh.events import Event
 
 
 def source_kind(event: Event) -> str:

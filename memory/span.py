@@ -8,21 +8,21 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import tzinfo
 
-from memory.content.blocks import flatten_blocks
-from memory.content.caps import cap_assistant
-from memory.content.dates import absolutise_dates
-from memory.dsh.events import Event
-from memory.entries import MESSAGE_POLICY, message_name, render_message, scopes_for
-from memory.ledger import LedgerItem, build_ledger, step_key
-from memory.messages import (
+from dsh_memory_worker.memory.content.blocks import flatten_blocks
+from dsh_memory_worker.memory.content.caps import cap_assistant
+from dsh_memory_worker.memory.content.dates import absolutise_dates
+from dsh_memory_worker.memory.dsh.events import Event
+from dsh_memory_worker.memory.entries import MESSAGE_POLICY, message_name, render_message, scopes_for
+from dsh_memory_worker.memory.ledger import LedgerItem, build_ledger, step_key
+from dsh_memory_worker.memory.messages import (
     is_interrupted,
     is_loggable,
     message_blocks,
     message_ordinals,
     role_of,
 )
-from memory.redaction import redact
-from memory.withdrawal import DEFAULT_WHITELIST, OrdinalLookup, find_markers, withdrawal_work
+from dsh_memory_worker.memory.redaction import redact
+from dsh_memory_worker.memory.withdrawal import DEFAULT_WHITELIST, OrdinalLookup, find_markers, withdrawal_work
 
 
 @dataclass(frozen=True, slots=True)

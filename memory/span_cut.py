@@ -22,8 +22,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from memory.dsh.events import Event
-from memory.titles import HOST_SUMMARY_EVENTS
+from dsh_memory_worker.memory.dsh.events import Event
+from dsh_memory_worker.memory.titles import HOST_SUMMARY_EVENTS
 
 TURN_END: Final = "turn/end"
 STEP_END: Final = "step/end"

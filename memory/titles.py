@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import Any, Final, Literal
 
-from memory.dsh.events import Event
-from memory.entries import session_node_text
-from memory.messages import source_kind
-from memory.withdrawal import DEFAULT_WHITELIST, is_marker
+from dsh_memory_worker.memory.dsh.events import Event
+from dsh_memory_worker.memory.entries import session_node_text
+from dsh_memory_worker.memory.messages import source_kind
+from dsh_memory_worker.memory.withdrawal import DEFAULT_WHITELIST, is_marker
 
 TITLE: Final = "session/title"
 COMPACTION_SUMMARY: Final = "compaction/summary"

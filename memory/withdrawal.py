@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from memory.constants import DEFAULT_WITHDRAWAL_WHITELIST
-from memory.dsh.events import Event, Replace
-from memory.messages import is_loggable, source_kind
+from dsh_memory_worker.memory.constants import DEFAULT_WITHDRAWAL_WHITELIST
+from dsh_memory_worker.memory.dsh.events import Event, Replace
+from dsh_memory_worker.memory.messages import is_loggable, source_kind
 
 DEFAULT_WHITELIST: frozenset[str] = frozenset(DEFAULT_WITHDRAWAL_WHITELIST)
 

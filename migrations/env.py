@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from worker.state.models import Base
+from dsh_memory_worker.worker.state.models import Base
 
 config = context.config
 target_metadata = Base.metadata
@@ -18,7 +18,7 @@ def _url() -> str:
     url = context.get_x_argument(as_dictionary=True).get("url")
     if url:
         return url
-    from worker.settings import load_settings
+    from dsh_memory_worker.worker.settings import load_settings
 
     return load_settings().effective_state_url
 
@@ -47,7 +47,7 @@ def run_migrations_online() -> None:
     if connection is not None:
         _run(connection)
         return
-    from worker.state.migrate import locked_connection
+    from dsh_memory_worker.worker.state.migrate import locked_connection
 
     with locked_connection(_url()) as conn:
         _run(conn)

@@ -1,5 +1,5 @@
-"""``python -m worker …`` is ``memory-worker …``."""
+"""``python -m dsh_memory_worker …`` is ``memory-worker …``."""
 
-from worker.cli import main
+from dsh_memory_worker.worker.cli import main
 
 main()

@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from worker.settings import Settings
+    from dsh_memory_worker.worker.settings import Settings
 
 #: Bumped when the record's layout or the fingerprint's inputs change (old records are ignored).
 RECORD_VERSION: Final = 1
@@ -130,8 +130,8 @@ def inputs_of(settings: Settings, config: Path | None) -> Inputs | None:
     home = lite_home(settings)
     if not _shelf_inside(home, settings.store_shelf):
         return None
-    import memory
-    import worker
+    import dsh_memory_worker.memory
+    import dsh_memory_worker.worker
 
     code = [Path(worker.__file__).parent, Path(next(iter(memory.__path__)))]
     for sibling in ("hypatia_lite", "migrations"):  # the store and the Alembic scripts, when
@@ -202,7 +202,7 @@ def _sessions(root: str) -> Iterator[tuple[str, Any]]:
     """``(path, stat)`` of what decides which sessions a full run finds and what it reads,
     listed by the full run's own rule (:func:`memory.dsh.locate.listed_paths`): no name is
     skipped there, not even ``__pycache__`` (a session may be called that)."""
-    from memory.dsh.locate import listed_paths
+    from dsh_memory_worker.memory.dsh.locate import listed_paths
 
     for path in listed_paths(Path(root)):
         yield path, _stat(path)

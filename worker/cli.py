@@ -12,8 +12,8 @@ from typing import Annotated
 
 import typer
 
-from worker import __version__
-from worker.commands.options import command_group
+from dsh_memory_worker.worker import __version__
+from dsh_memory_worker.worker.commands.options import command_group
 
 #: The exit-status table (``--help``'s epilog; docs/cli.md has it per command). ``\b`` keeps
 #: Click from re-flowing it.
@@ -91,7 +91,7 @@ def _register(only: str | None = None) -> None:
     }
     for name, (module, function) in COMMANDS.items():
         if (only is None or name == only) and name not in present:
-            implementation = getattr(importlib.import_module(f"worker.commands.{module}"), function)
+            implementation = getattr(importlib.import_module(f"dsh_memory_worker.worker.commands.{module}"), function)
             if isinstance(implementation, typer.Typer):  # a group: `segments prune`
                 app.add_typer(implementation, name=name)
             else:
@@ -110,13 +110,13 @@ def _answered_at_rest(argv: list[str]) -> bool:
     form = _AT_REST_FORMS.get(tuple(argv))
     if form is None:
         return False
-    from worker.at_rest import inputs_key
+    from dsh_memory_worker.worker.at_rest import inputs_key
 
     if form == "run":
-        from worker.commands.run import answer_at_rest as run_answer
+        from dsh_memory_worker.worker.commands.run import answer_at_rest as run_answer
 
         return run_answer(inputs_key(None, {}))
-    from worker.commands.status import answer_at_rest as status_answer
+    from dsh_memory_worker.worker.commands.status import answer_at_rest as status_answer
 
     return status_answer(inputs_key(None, {}), json_="--json" in argv, wide=False)
 
@@ -135,5 +135,5 @@ def main() -> None:
     app(prog_name="memory-worker")
 
 
-if __name__ == "__main__":  # python -m worker.cli
+if __name__ == "__main__":  # python -m dsh_memory_worker.worker.cli
     main()

@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from worker.names import JOB_CASCADE, JOB_CONSOLIDATE
+from dsh_memory_worker.worker.names import JOB_CASCADE, JOB_CONSOLIDATE
 
 if TYPE_CHECKING:
-    from worker.settings import Settings
+    from dsh_memory_worker.worker.settings import Settings
 
 OFF: Final = "off"
 FAILING: Final = "failing"

@@ -10,9 +10,9 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from worker.names import session_lease_key
-from worker.state.database import StateDB
-from worker.state.models import ModelCallRow
+from dsh_memory_worker.worker.names import session_lease_key
+from dsh_memory_worker.worker.state.database import StateDB
+from dsh_memory_worker.worker.state.models import ModelCallRow
 
 
 def _failure(last: Any) -> dict[str, Any] | None:

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final
 
-from memory.printable import printable
+from dsh_memory_worker.memory.printable import printable
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -22,8 +22,8 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, s
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from worker.figures import figures  # the one place that computes them
-from worker.settings import prometheus_multiproc_dir
+from dsh_memory_worker.worker.figures import figures  # the one place that computes them
+from dsh_memory_worker.worker.settings import prometheus_multiproc_dir
 
 JOB_RUNS = Counter(
     "memory_worker_job_runs_total", "Guarded job runs by job and outcome", ["job", "status"]

@@ -42,7 +42,7 @@ from pydantic_settings import (
 )
 from pydantic_settings import SettingsError as SourceError
 
-from memory.constants import DEFAULT_WITHDRAWAL_WHITELIST
+from dsh_memory_worker.memory.constants import DEFAULT_WITHDRAWAL_WHITELIST
 
 if TYPE_CHECKING:
     from platformdirs.api import PlatformDirsABC

@@ -9,15 +9,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from memory.store.breaker import Breaker
-    from memory.store.factory import StoreConfig
-    from worker.settings import Settings
+    from dsh_memory_worker.memory.store.breaker import Breaker
+    from dsh_memory_worker.memory.store.factory import StoreConfig
+    from dsh_memory_worker.worker.settings import Settings
 
 
 def store_config(settings: Settings, shelf: str, breaker: Breaker | None = None) -> StoreConfig:
     """The store of ``shelf`` (the configured PostgreSQL shelf URL applies to the configured
     shelf only); ``breaker`` counts a ``cli`` / ``mcp`` store's timeouts across reopenings."""
-    from memory.store.factory import StoreConfig
+    from dsh_memory_worker.memory.store.factory import StoreConfig
 
     return StoreConfig(
         transport=settings.store_transport,

@@ -19,11 +19,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from memory.consolidation.extraction import SYSTEM_PROMPT, load_json_object
-from memory.constants import ARCHIVE_DEFAULT_TITLE
-from memory.entries import archive_data
-from memory.llm import ModelClient, UnusableModelOutput
-from memory.store.base import KnowledgeEntry
+from dsh_memory_worker.memory.consolidation.extraction import SYSTEM_PROMPT, load_json_object
+from dsh_memory_worker.memory.constants import ARCHIVE_DEFAULT_TITLE
+from dsh_memory_worker.memory.entries import archive_data
+from dsh_memory_worker.memory.llm import ModelClient, UnusableModelOutput
+from dsh_memory_worker.memory.store.base import KnowledgeEntry
 
 PURPOSE: Final = "memory-cascade"
 FIRST_ARCHIVE_LEVEL: Final = 2

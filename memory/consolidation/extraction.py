@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from memory.llm import ModelClient, UnusableModelOutput
+from dsh_memory_worker.memory.llm import ModelClient, UnusableModelOutput
 
 SYSTEM_PROMPT: Final = "You produce strict JSON only. You never add prose around it."
 PURPOSE: Final = "memory-consolidation"

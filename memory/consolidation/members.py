@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Set
 
-from memory.dsh.events import Event
-from memory.entries import message_name
-from memory.messages import message_ordinals
+from dsh_memory_worker.memory.dsh.events import Event
+from dsh_memory_worker.memory.entries import message_name
+from dsh_memory_worker.memory.messages import message_ordinals
 
 
 def summary_member_names(

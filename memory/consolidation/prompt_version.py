@@ -12,8 +12,8 @@ from __future__ import annotations
 import hashlib
 from functools import cache
 
-from memory.consolidation.archive import archive_prompt
-from memory.consolidation.extraction import SYSTEM_PROMPT, extraction_instruction
+from dsh_memory_worker.memory.consolidation.archive import archive_prompt
+from dsh_memory_worker.memory.consolidation.extraction import SYSTEM_PROMPT, extraction_instruction
 
 
 @cache

@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from datetime import tzinfo
 from typing import Any, Final
 
-from memory.content.blocks import flatten_blocks
-from memory.content.dates import absolutise_dates
-from memory.dsh.events import Event, Replace
-from memory.messages import is_human, message_blocks
-from memory.redaction import redact
+from dsh_memory_worker.memory.content.blocks import flatten_blocks
+from dsh_memory_worker.memory.content.dates import absolutise_dates
+from dsh_memory_worker.memory.dsh.events import Event, Replace
+from dsh_memory_worker.memory.messages import is_human, message_blocks
+from dsh_memory_worker.memory.redaction import redact
 
 #: Characters per token of the budget (the reference's ``estimateTokens``).
 CHARS_PER_TOKEN: Final = 4

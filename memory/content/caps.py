@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from memory.constants import TRUNCATION_MARKER
+from dsh_memory_worker.memory.constants import TRUNCATION_MARKER
 
 
 def cap_assistant(text: str, max_chars: int) -> str:

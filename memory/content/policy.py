@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import tzinfo
 
-from memory.content.caps import cap_assistant
-from memory.content.dates import absolutise_dates
-from memory.redaction import redact
+from dsh_memory_worker.memory.content.caps import cap_assistant
+from dsh_memory_worker.memory.content.dates import absolutise_dates
+from dsh_memory_worker.memory.redaction import redact
 
 
 def clean_text(text: str, *, max_chars: int, base_ms: int, tz: tzinfo | None = None) -> str:

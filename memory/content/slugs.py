@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from memory.constants import DEFAULT_SLUG, ROOT_PROJECT, SLUG_CAP
+from dsh_memory_worker.memory.constants import DEFAULT_SLUG, ROOT_PROJECT, SLUG_CAP
 
 _STACK_LINE: Final = re.compile(
     r"^\s*(at\s|Traceback|File \".*\", line \d+|stack backtrace:|note:|Caused by:"

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from memory.dsh.ranges import SeqRanges
+from dsh_memory_worker.memory.dsh.ranges import SeqRanges
 
 #: Event types that may sit on the model-visible surface (V4 superset).
 SURFACE_TYPES: Final = frozenset(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from memory.dsh.events import Event, Header
+from dsh_memory_worker.memory.dsh.events import Event, Header
 
 
 def inherited_cut(header: Header | None, events: Iterable[Event]) -> int:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memory.dsh.depth import depth_problem, too_deep
-from memory.dsh.events import Header, Problem
-from memory.dsh.vocabulary import SUPPORTED_VERSIONS
+from dsh_memory_worker.memory.dsh.depth import depth_problem, too_deep
+from dsh_memory_worker.memory.dsh.events import Header, Problem
+from dsh_memory_worker.memory.dsh.vocabulary import SUPPORTED_VERSIONS
 
 
 def _opt_str(obj: dict[str, Any], key: str) -> str | None:

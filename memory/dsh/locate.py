@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memory.dsh.openlog import file_kind
+from dsh_memory_worker.memory.dsh.openlog import file_kind
 
 #: Files a project directory may hold beside its session directories without a problem line.
 _NOT_SESSIONS = (".tmp", ".lock")

@@ -11,11 +11,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memory.dsh.events import Event, Header, Problem
-from memory.dsh.forks import inherited_cut
-from memory.dsh.position import CheckpointIndex, ScanPosition
-from memory.dsh.scanner import LogScan
-from memory.dsh.source import LogSource
+from dsh_memory_worker.memory.dsh.events import Event, Header, Problem
+from dsh_memory_worker.memory.dsh.forks import inherited_cut
+from dsh_memory_worker.memory.dsh.position import CheckpointIndex, ScanPosition
+from dsh_memory_worker.memory.dsh.scanner import LogScan
+from dsh_memory_worker.memory.dsh.source import LogSource
 
 Log = Path | LogSource
 """A log file's path, or a :class:`~memory.dsh.source.LogSource` (e.g. shipped segments)."""

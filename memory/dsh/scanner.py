@@ -9,9 +9,9 @@ from json.scanner import make_scanner
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
-from memory.dsh.depth import MAX_JSON_DEPTH, depth_problem, too_deep
-from memory.dsh.events import Event, Header, Problem
-from memory.dsh.frames import (
+from dsh_memory_worker.memory.dsh.depth import MAX_JSON_DEPTH, depth_problem, too_deep
+from dsh_memory_worker.memory.dsh.events import Event, Header, Problem
+from dsh_memory_worker.memory.dsh.frames import (
     Chunk,
     FrameCorrupt,
     FrameTooLarge,
@@ -20,11 +20,11 @@ from memory.dsh.frames import (
     max_frame_bytes,
     read_first_chunk,
 )
-from memory.dsh.header import parse_header
-from memory.dsh.normalise import RowDamage, RowNormaliser, RowUnsupported
-from memory.dsh.openlog import UnsafeLog
-from memory.dsh.position import CheckpointIndex, ScanPosition
-from memory.dsh.source import LogSource, as_source, is_compressed_name
+from dsh_memory_worker.memory.dsh.header import parse_header
+from dsh_memory_worker.memory.dsh.normalise import RowDamage, RowNormaliser, RowUnsupported
+from dsh_memory_worker.memory.dsh.openlog import UnsafeLog
+from dsh_memory_worker.memory.dsh.position import CheckpointIndex, ScanPosition
+from dsh_memory_worker.memory.dsh.source import LogSource, as_source, is_compressed_name
 
 _SCAN_ONCE = make_scanner(cast(Any, json.JSONDecoder()))  # json.loads minus its per-call wrappers
 

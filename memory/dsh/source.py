@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol, cast
 
-from memory.dsh.openlog import open_log
+from dsh_memory_worker.memory.dsh.openlog import open_log
 
 Fetch = Callable[[int, int], bytes]
 """``fetch(offset, size)``: the log's bytes ``[offset, offset + size)``; fewer only at the end."""

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from memory.dsh.events import APPEND, Event, Problem, Replace
-from memory.dsh.ranges import SeqRanges
+from dsh_memory_worker.memory.dsh.events import APPEND, Event, Problem, Replace
+from dsh_memory_worker.memory.dsh.ranges import SeqRanges
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,7 @@ modules is importable from :mod:`memory.llm`.
 
 from __future__ import annotations
 
-from memory.llm.client import (
+from dsh_memory_worker.memory.llm.client import (
     DEEPSEEK_BASE_URL,
     DEFAULT_MAX_OUTPUT_TOKENS,
     DEFAULT_TIMEOUT_S,
@@ -50,7 +50,7 @@ from memory.llm.client import (
     one_line,
     warn_models_not_configured,
 )
-from memory.llm.routes import (
+from dsh_memory_worker.memory.llm.routes import (
     ADJUDICATION_MAX_TOKENS,
     NO_THINKING_EFFORTS,
     PURPOSES,
@@ -62,7 +62,7 @@ from memory.llm.routes import (
     parse_routes,
     select_route,
 )
-from memory.llm.stream import (
+from dsh_memory_worker.memory.llm.stream import (
     Completion,
     Usage,
 )

@@ -21,13 +21,13 @@ from tenacity import (
 if TYPE_CHECKING:
     import openai
 
-from memory.llm.routes import (
+from dsh_memory_worker.memory.llm.routes import (
     ModelRoute,
     Purpose,
     output_token_cap,
     select_route,
 )
-from memory.llm.stream import (
+from dsh_memory_worker.memory.llm.stream import (
     Completion,
     ReplyTimeout,
     Usage,
@@ -38,7 +38,7 @@ from memory.llm.stream import (
     whole_reply,
 )
 
-log = logging.getLogger("memory.llm")  # the package's logger, as before it was split
+log = logging.getLogger("dsh_memory_worker.memory.llm")  # the package's logger, as before it was split
 
 T = TypeVar("T")
 

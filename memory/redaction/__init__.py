@@ -7,7 +7,7 @@ Rules are this project's own data (``data/providers.toml``: provider token shape
 :mod:`memory.redaction.rules`; :mod:`memory.redaction.engine` applies them.
 """
 
-from memory.redaction.engine import (
+from dsh_memory_worker.memory.redaction.engine import (
     EXTRA_PLACEHOLDER,
     MARKER_PREFIX,
     Finding,

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from memory.redaction.rules import Allowlist, Rule, RuleSet, load, shannon_entropy
+from dsh_memory_worker.memory.redaction.rules import Allowlist, Rule, RuleSet, load, shannon_entropy
 
 MARKER_PREFIX: Final = "[REDACTED:"
 _MARKER: Final = re.compile(r"\[REDACTED:[A-Za-z0-9:._-]*\]")

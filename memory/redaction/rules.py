@@ -21,7 +21,7 @@ from typing import Any, Final
 
 import ahocorasick
 
-DATA_PACKAGE: Final = "memory.redaction"
+DATA_PACKAGE: Final = "dsh_memory_worker.memory.redaction"
 #: The rule files, in precedence order: token shapes of named providers, the chat-text rules, then
 #: the credentials of configuration files (Docker, kubeconfig, .netrc).
 RULE_FILES: Final = ("providers.toml", "local.toml", "config_files.toml")

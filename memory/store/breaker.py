@@ -33,7 +33,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from memory.store.base import FatalStoreError, TransientStoreError
+from dsh_memory_worker.memory.store.base import FatalStoreError, TransientStoreError
 
 DEFAULT_THRESHOLD = 3
 DEFAULT_COOLDOWN_S = 300.0

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
-from memory.store.base import (
+from dsh_memory_worker.memory.store.base import (
     Catalog,
     DuplicateError,
     FatalStoreError,
@@ -39,10 +39,10 @@ from memory.store.base import (
     Target,
     TransientStoreError,
 )
-from memory.store.breaker import Breaker, StoreTimeout
-from memory.store.lifetime import die_with_parent
-from memory.store.reaper import reaper_fd, register_in_child, unregister
-from memory.store.replies import (
+from dsh_memory_worker.memory.store.breaker import Breaker, StoreTimeout
+from dsh_memory_worker.memory.store.lifetime import die_with_parent
+from dsh_memory_worker.memory.store.reaper import reaper_fd, register_in_child, unregister
+from dsh_memory_worker.memory.store.replies import (
     MAX_DATA_BYTES,
     classify_error,
     create_args,

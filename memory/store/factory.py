@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, cast
 
-from memory.store.base import FatalStoreError, MemoryStore, StoreConfigError
-from memory.store.breaker import Breaker
+from dsh_memory_worker.memory.store.base import FatalStoreError, MemoryStore, StoreConfigError
+from dsh_memory_worker.memory.store.breaker import Breaker
 
 Transport = Literal["lite", "cli", "mcp"]
 TRANSPORTS: tuple[Transport, ...] = ("lite", "cli", "mcp")
@@ -74,7 +74,7 @@ def open_store(config: StoreConfig) -> MemoryStore:
                 raise StoreConfigError(str(err)) from err
             raise
     if config.transport == "cli":
-        from memory.store.cli import CliStore  # start-up time: tenacity, subprocess plumbing
+        from dsh_memory_worker.memory.store.cli import CliStore  # start-up time: tenacity, subprocess plumbing
 
         return CliStore(
             config.shelf, config.binary, timeout_s=config.timeout_s, env=env, breaker=config.breaker
@@ -82,7 +82,7 @@ def open_store(config: StoreConfig) -> MemoryStore:
     if config.transport == "mcp":
         # Imported here, not at module level: the MCP client (`mcp`, `anyio`) costs ~27 MB and
         # start-up time that a worker on the lite or cli transport never needs (issue 16, idle RSS).
-        from memory.store.mcp import McpStore
+        from dsh_memory_worker.memory.store.mcp import McpStore
 
         return McpStore(
             config.shelf,

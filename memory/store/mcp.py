@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from mcp_types import CallToolResult, TextContent
 
-from memory.store.base import (
+from dsh_memory_worker.memory.store.base import (
     Catalog,
     DuplicateError,
     FatalStoreError,
@@ -39,10 +39,10 @@ from memory.store.base import (
     StoreError,
     Target,
 )
-from memory.store.breaker import Breaker, StoreTimeout
-from memory.store.cli import CliStore
-from memory.store.mcp_session import REQUIRED_TOOLS, Connection, McpSession, McpUnavailable
-from memory.store.replies import (
+from dsh_memory_worker.memory.store.breaker import Breaker, StoreTimeout
+from dsh_memory_worker.memory.store.cli import CliStore
+from dsh_memory_worker.memory.store.mcp_session import REQUIRED_TOOLS, Connection, McpSession, McpUnavailable
+from dsh_memory_worker.memory.store.replies import (
     classify_error,
     create_args,
     filter_excluded,

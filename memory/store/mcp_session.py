@@ -27,9 +27,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, CallToolResult, Implementation
 
-from memory.store.base import FatalStoreError, Features, TransientStoreError
-from memory.store.breaker import StoreTimeout
-from memory.store.replies import features_from_tools
+from dsh_memory_worker.memory.store.base import FatalStoreError, Features, TransientStoreError
+from dsh_memory_worker.memory.store.breaker import StoreTimeout
+from dsh_memory_worker.memory.store.replies import features_from_tools
 
 REQUIRED_TOOLS = (
     "knowledge_get",

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from memory.store.base import (
+from dsh_memory_worker.memory.store.base import (
     Catalog,
     Content,
     DuplicateError,

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from worker.state.entry_ids import stable_id
-from worker.state.migrate import note_rewritten_rows
+from dsh_memory_worker.worker.state.entry_ids import stable_id
+from dsh_memory_worker.worker.state.migrate import note_rewritten_rows
 
 revision: str = "stable_unit_ids_1"
 down_revision: str | None = "shipping_1"

@@ -1,5 +1,5 @@
 """The habits every command shares: ``--dsh-home`` on every command that reads the logs (one
-option definition), ``-h`` as ``--help``, ``python -m worker``, the exit-code table in ``--help``,
+option definition), ``-h`` as ``--help``, ``python -m dsh_memory_worker``, the exit-code table in ``--help``,
 and the state-database driver error naming the extra to install."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from cli_support import BIN, cli_env, memory_worker
 from typer.testing import CliRunner
 
-from worker.cli import COMMANDS, _register, app
+from dsh_memory_worker.worker.cli import COMMANDS, _register, app
 
 LOG_READERS = [
     "run",
@@ -75,7 +75,7 @@ def test_help_ends_with_the_exit_status_table() -> None:
 
 @pytest.mark.integration
 def test_python_m_worker_and_worker_cli(tmp_path: Path) -> None:
-    from worker import __version__
+    from dsh_memory_worker.worker import __version__
 
     env = cli_env(tmp_path)
     version = subprocess.run(
@@ -87,7 +87,7 @@ def test_python_m_worker_and_worker_cli(tmp_path: Path) -> None:
     )
     assert (version.returncode, version.stdout) == (0, f"memory-worker {__version__}\n")
     helped = subprocess.run(
-        [sys.executable, "-m", "worker.cli", "--help"],
+        [sys.executable, "-m", "dsh_memory_worker.worker.cli", "--help"],
         env=env,
         capture_output=True,
         text=True,
@@ -101,7 +101,7 @@ def test_python_m_worker_and_worker_cli(tmp_path: Path) -> None:
 def test_a_postgresql_state_url_without_psycopg_names_the_extra(tmp_path: Path) -> None:
     probe = (
         "import sys\nsys.modules['psycopg'] = None\nsys.modules['psycopg2'] = None\n"
-        "from worker.cli import main\nsys.argv = ['memory-worker', 'status']\nmain()\n"
+        "from dsh_memory_worker.worker.cli import main\nsys.argv = ['memory-worker', 'status']\nmain()\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe],

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from worker.cli import _register, app
+from dsh_memory_worker.worker.cli import _register, app
 
 
 def _help(*command: str) -> str:

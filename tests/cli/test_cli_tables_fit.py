@@ -100,7 +100,7 @@ def test_status_session_takes_the_short_id_a_table_shows(recorded: Path) -> None
 
 
 def test_short_ids_are_eight_characters_or_the_shortest_unique_prefix() -> None:
-    from worker.commands.tables import short_ids
+    from dsh_memory_worker.worker.commands.tables import short_ids
 
     ids = ["abcdefgh-1111", "abcdefgh-1122", "12345678-aaaa", "short", "12345678"]
     assert short_ids(ids) == {

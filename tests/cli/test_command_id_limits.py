@@ -15,7 +15,7 @@ from hostile_support import env, write_good
 from state_db_support import sqlite_url, throwaway_pg_database
 from typer.testing import CliRunner
 
-from worker.watch.scan_problems import MAX_SESSION_ID
+from dsh_memory_worker.worker.watch.scan_problems import MAX_SESSION_ID
 
 TOO_LONG = "t" * 250
 WITH_NUL = "n-\0-id"
@@ -67,7 +67,7 @@ def test_too_long_id_is_refused_the_same_on_sqlite_and_postgresql(tmp_path: Path
 
 def test_nul_id_is_refused_before_the_state_database_is_touched(tmp_path: Path) -> None:
     # argv cannot carry a NUL, so this one runs the commands in this process (CliRunner).
-    from worker.cli import _register, app
+    from dsh_memory_worker.worker.cli import _register, app
 
     _register()
     environ = {k: v for k, v in env(tmp_path).items() if k.startswith("MEMORY_WORKER_")}

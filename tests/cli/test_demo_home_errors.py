@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from worker.cli import _register, app
+from dsh_memory_worker.worker.cli import _register, app
 
 
 def test_unwritable_directory_is_one_line(tmp_path: Path) -> None:

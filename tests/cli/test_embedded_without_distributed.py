@@ -37,8 +37,8 @@ pytestmark = pytest.mark.integration
 BLOCKER = REPO / "tests" / "support" / "no_distributed"
 #: the modules that are the distributed mode's own, and nothing else
 DISTRIBUTED_ONLY = {
-    "worker.run.tasks",
-    "worker.tasks",
+    "dsh_memory_worker.worker.run.tasks",
+    "dsh_memory_worker.worker.tasks",
     "hypatia_lite.pg.purge",
     "hypatia_lite.pg.vacuum",
 }

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from worker.cli import _register, app
+from dsh_memory_worker.worker.cli import _register, app
 
 
 def test_unreadable_header_prints_no_none(tmp_path: Path) -> None:

@@ -13,8 +13,8 @@ import pytest
 from forked_worker import run_worker_forked
 from hostile_support import session_path, write_good
 
-from memory.printable import printable
-from worker.logs import PrintableFormatter, json_formatter
+from dsh_memory_worker.memory.printable import printable
+from dsh_memory_worker.worker.logs import PrintableFormatter, json_formatter
 
 EVIL = "evil\n2026-01-01 00:00:00,000 ERROR forged\x1b[2J\x1b[31m\u202e"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from worker.cli import _register, app
+from dsh_memory_worker.worker.cli import _register, app
 
 SECRETS = ("hunter2", "s3cret-pg", "sk-inline-key", "sk-env-key")
 
@@ -133,7 +133,7 @@ def test_defaults_computed_from_dsh_home_and_xdg_data_home_name_the_variable(
         == "default"
     )
     # The worker's own variable, a file and an option still win and say so.
-    from worker.settings import load_settings
+    from dsh_memory_worker.worker.settings import load_settings
 
     monkeypatch.setenv("DSH_HOME", str(tmp_path / "dsh"))
     monkeypatch.setenv("MEMORY_WORKER_DSH_HOME", str(tmp_path / "mw-dsh"))
@@ -179,6 +179,6 @@ def test_the_installed_console_script_prints_the_config(env: dict[str, str]) -> 
     ],
 )
 def test_mask_url_hides_only_the_password(url: str, shown: str) -> None:
-    from worker.settings import mask_url
+    from dsh_memory_worker.worker.settings import mask_url
 
     assert mask_url(url) == shown

@@ -14,8 +14,8 @@ import pytest
 from platformdirs.macos import MacOS
 from platformdirs.unix import Unix
 
-from worker import settings as settings_module
-from worker.settings import load_settings
+from dsh_memory_worker.worker import settings as settings_module
+from dsh_memory_worker.worker.settings import load_settings
 
 _OLD_SOURCE = "default (old location: it holds the state database)"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.settings import DEFAULT_WITHDRAWAL_KINDS, Settings, SettingsError, load_settings
+from dsh_memory_worker.worker.settings import DEFAULT_WITHDRAWAL_KINDS, Settings, SettingsError, load_settings
 
 
 @pytest.fixture(autouse=True)
@@ -297,7 +297,7 @@ def test_each_value_knows_where_it_came_from(
 def test_config_table_shows_the_source_column(monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    from worker.cli import _register, app
+    from dsh_memory_worker.worker.cli import _register, app
 
     _register()
     monkeypatch.setenv("MEMORY_WORKER_POLL_INTERVAL_S", "2")

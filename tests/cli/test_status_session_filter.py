@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from worker.cli import _register, app
-from worker.state import StateDB
+from dsh_memory_worker.worker.cli import _register, app
+from dsh_memory_worker.worker.state import StateDB
 
 _register()
 runner = CliRunner()

@@ -15,15 +15,15 @@ from pipeline_support import cli_env
 
 pytestmark = pytest.mark.integration  # a real subprocess or server
 
-WEB = ("starlette", "jinja2", "uvicorn", "multipart", "worker.console")
+WEB = ("starlette", "jinja2", "uvicorn", "multipart", "dsh_memory_worker.worker.console")
 
 
 def _imported(argv: list[str]) -> list[str]:
     probe = (
-        "import sys\nfrom worker.cli import main\n"
+        "import sys\nfrom dsh_memory_worker.worker.cli import main\n"
         f"sys.argv = ['memory-worker', *{argv!r}]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        f"print(sorted(m for m in sys.modules if m == 'worker.console' or "
+        f"print(sorted(m for m in sys.modules if m == 'dsh_memory_worker.worker.console' or "
         f"m.split('.')[0] in {WEB!r}))\n"
     )
     out = subprocess.run(

@@ -15,8 +15,8 @@ from console_support import http, running_console
 from model_server import ModelServer
 from pipeline_support import process
 
-from worker.commands.demo_home import lay_out_fixtures
-from worker.consolidation_state import annotate_status_rows, session_state
+from dsh_memory_worker.worker.commands.demo_home import lay_out_fixtures
+from dsh_memory_worker.worker.consolidation_state import annotate_status_rows, session_state
 
 pytestmark = pytest.mark.integration  # real subprocesses
 

@@ -15,7 +15,7 @@ from canary_support import embedded_runtime
 from console_support import chromium, running_console
 from pipeline_support import cli_env, process
 
-from worker.commands.demo_home import demo_session_id, lay_out_fixtures
+from dsh_memory_worker.worker.commands.demo_home import demo_session_id, lay_out_fixtures
 
 pytestmark = pytest.mark.integration  # a real subprocess and browser
 

@@ -15,7 +15,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Message
 
-from worker.console.security import HEADERS, Access, Guard
+from dsh_memory_worker.worker.console.security import HEADERS, Access, Guard
 
 _ACCESS = Access.local("127.0.0.1", 8765, token="t0ken")
 _CHUNK = bytes(range(256)) * 4096  # 1 MiB

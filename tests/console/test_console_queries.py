@@ -12,8 +12,8 @@ from pathlib import Path
 from conftest import REPO
 from state_db_support import pg_state_url, state_db, state_url  # noqa: F401
 
-from worker.state import StateDB
-from worker.state.browse import BrowseRepo
+from dsh_memory_worker.worker.state import StateDB
+from dsh_memory_worker.worker.state.browse import BrowseRepo
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import conversation, embedded_runtime
@@ -80,8 +80,8 @@ def test_filters_by_project_and_activity(state_db: StateDB) -> None:  # noqa: F8
 
 
 def test_session_pages_are_the_whole_log_in_order(tmp_path: Path) -> None:
-    from worker.console.session_view import PAGE, Surveys, page_events, page_range
-    from worker.watch.watcher import Watcher
+    from dsh_memory_worker.worker.console.session_view import PAGE, Surveys, page_events, page_range
+    from dsh_memory_worker.worker.watch.watcher import Watcher
 
     conversation(tmp_path / "dsh", "s-long", "/home/dev/long", 430)  # 860 messages
     runtime = embedded_runtime(tmp_path)
@@ -110,8 +110,8 @@ def test_sessions_are_dated_by_their_last_message_not_the_file(tmp_path: Path) -
     today. The sessions page dates it, sorts it and filters it by its last message's time."""
     import json
 
-    from worker.commands.demo_home import lay_out_fixtures
-    from worker.watch.watcher import Watcher
+    from dsh_memory_worker.worker.commands.demo_home import lay_out_fixtures
+    from dsh_memory_worker.worker.watch.watcher import Watcher
 
     lay_out_fixtures(REPO / "tests" / "fixtures" / "dsh", tmp_path / "dsh")
     (log,) = (tmp_path / "dsh").rglob("7d3c1f0e-*/session.v4.jsonl")

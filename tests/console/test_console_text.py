@@ -8,12 +8,12 @@ import datetime as dt
 
 from state_db_support import pg_state_url, state_db, state_url  # noqa: F401
 
-from memory.entries import render_message
-from worker.console.base import clip, plural, short_id, untitled
-from worker.console.entry_text import rendered
-from worker.console.search_page import query_words, snippet
-from worker.state import StateDB
-from worker.state.liveness import liveness
+from dsh_memory_worker.memory.entries import render_message
+from dsh_memory_worker.worker.console.base import clip, plural, short_id, untitled
+from dsh_memory_worker.worker.console.entry_text import rendered
+from dsh_memory_worker.worker.console.search_page import query_words, snippet
+from dsh_memory_worker.worker.state import StateDB
+from dsh_memory_worker.worker.state.liveness import liveness
 
 
 def test_titles_are_cut_at_a_word() -> None:
@@ -53,10 +53,10 @@ def test_snippet_marks_the_query_around_its_first_hit() -> None:
 def test_snippets_render_escaped(tmp_path: object) -> None:
     from jinja2 import Environment, PackageLoader
 
-    env = Environment(loader=PackageLoader("worker.console", "templates"), autoescape=True)
+    env = Environment(loader=PackageLoader("dsh_memory_worker.worker.console", "templates"), autoescape=True)
     env.filters.update(shown=str, q=str, short_id=str, block=str)
     hits = env.get_template("_entry.html").module.hits  # type: ignore[attr-defined]
-    from worker.console.search_page import Hit
+    from dsh_memory_worker.worker.console.search_page import Hit
 
     hit = Hit("msg-s-0", "knowledge", None, snippet("<script>x</script> port", ["port"]), "")
     page = str(hits("search", "words", [hit], None))

@@ -14,9 +14,9 @@ import pytest
 from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
 
 from hypatia_lite.store import LiteStore
-from memory.entries import archive_name
-from memory.llm import ModelClient, ModelRoute
-from worker.jobs.cascade import run_cascade
+from dsh_memory_worker.memory.entries import archive_name
+from dsh_memory_worker.memory.llm import ModelClient, ModelRoute
+from dsh_memory_worker.worker.jobs.cascade import run_cascade
 
 pytestmark = pytest.mark.integration
 

@@ -16,8 +16,8 @@ from sqlalchemy import event
 from test_consolidate_pipeline import process, progress, runtime_for
 from worker_dshgen import SessionLogWriter
 
-from worker.jobs.guard import run_job
-from worker.jobs.reconsolidate import request_reconsolidation
+from dsh_memory_worker.worker.jobs.guard import run_job
+from dsh_memory_worker.worker.jobs.reconsolidate import request_reconsolidation
 
 pytestmark = pytest.mark.integration
 

@@ -19,11 +19,11 @@ from pipeline_support import dump, entries, process, progress
 from sqlalchemy import text
 from typer.testing import CliRunner
 
-from memory.llm import client as llm
-from memory.store.base import TransientStoreError
-from worker.cli import _register, app
-from worker.jobs.guard import run_job
-from worker.jobs.reconsolidate import request_reconsolidation
+from dsh_memory_worker.memory.llm import client as llm
+from dsh_memory_worker.memory.store.base import TransientStoreError
+from dsh_memory_worker.worker.cli import _register, app
+from dsh_memory_worker.worker.jobs.guard import run_job
+from dsh_memory_worker.worker.jobs.reconsolidate import request_reconsolidation
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.consolidation.adjudication import (
+from dsh_memory_worker.memory.consolidation.adjudication import (
     Candidate,
     Verdict,
     adjudication_edges,
@@ -17,8 +17,8 @@ from memory.consolidation.adjudication import (
     similar_query_text,
     stores_unit,
 )
-from memory.llm import UnusableModelOutput
-from memory.store.base import Content, SimilarRow
+from dsh_memory_worker.memory.llm import UnusableModelOutput
+from dsh_memory_worker.memory.store.base import Content, SimilarRow
 
 NEW = "wu-use-arc-mutex-0a1b2c3d"
 

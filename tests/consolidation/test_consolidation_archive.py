@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.consolidation.archive import (
+from dsh_memory_worker.memory.consolidation.archive import (
     Archive,
     ArchiveMember,
     archive_levels,
@@ -13,8 +13,8 @@ from memory.consolidation.archive import (
     parse_archive,
     plan_cascade_batch,
 )
-from memory.llm import UnusableModelOutput
-from memory.store.base import Content, KnowledgeEntry
+from dsh_memory_worker.memory.llm import UnusableModelOutput
+from dsh_memory_worker.memory.store.base import Content, KnowledgeEntry
 
 
 def entry(name: str, data: str = "") -> KnowledgeEntry:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from memory.consolidation.extraction import (
+from dsh_memory_worker.memory.consolidation.extraction import (
     OUTPUT_SHAPE,
     SYSTEM_PROMPT,
     Extraction,
@@ -15,7 +15,7 @@ from memory.consolidation.extraction import (
     max_units_for,
     parse_extraction,
 )
-from memory.llm import PermanentModelError, UnusableModelOutput
+from dsh_memory_worker.memory.llm import PermanentModelError, UnusableModelOutput
 
 GOOD = {
     "summary": "  - fixed the build\n- chose uv  ",

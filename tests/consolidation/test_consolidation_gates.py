@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from memory.consolidation.gates import (
+from dsh_memory_worker.memory.consolidation.gates import (
     GateDecision,
     classify_turn_end,
     consolidation_span,

@@ -13,13 +13,13 @@ import pytest
 from eventkit import assistant, marker, tool_call, tool_result, user
 from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
 
-from memory.consolidation.adjudication import Candidate, adjudicate
-from memory.consolidation.archive import ArchiveMember, write_archive_text
-from memory.consolidation.extraction import extract
-from memory.consolidation.transcript import build_transcript
-from memory.dsh.reader import read_log
-from memory.llm import ModelClient, ModelRoute
-from memory.withdrawal import withdrawn_seqs
+from dsh_memory_worker.memory.consolidation.adjudication import Candidate, adjudicate
+from dsh_memory_worker.memory.consolidation.archive import ArchiveMember, write_archive_text
+from dsh_memory_worker.memory.consolidation.extraction import extract
+from dsh_memory_worker.memory.consolidation.transcript import build_transcript
+from dsh_memory_worker.memory.dsh.reader import read_log
+from dsh_memory_worker.memory.llm import ModelClient, ModelRoute
+from dsh_memory_worker.memory.withdrawal import withdrawn_seqs
 
 pytestmark = pytest.mark.integration
 

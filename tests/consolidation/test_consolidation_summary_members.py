@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from eventkit import assistant, chunk, marker, tool_call, tool_result, user
 
-from memory.consolidation.members import summary_member_names
-from memory.withdrawal import withdrawn_seqs
+from dsh_memory_worker.memory.consolidation.members import summary_member_names
+from dsh_memory_worker.memory.withdrawal import withdrawn_seqs
 
 
 def test_only_the_covered_part_is_linked() -> None:

@@ -7,12 +7,12 @@ from datetime import UTC
 
 from eventkit import T0, assistant, marker, other, text, tool_call, tool_result, user
 
-from memory.consolidation.transcript import (
+from dsh_memory_worker.memory.consolidation.transcript import (
     build_transcript,
     fit_budget,
     transcript_lines,
 )
-from memory.withdrawal import withdrawn_seqs
+from dsh_memory_worker.memory.withdrawal import withdrawn_seqs
 
 
 def lines_of(events: list, **kwargs: object) -> list[str]:  # type: ignore[type-arg]

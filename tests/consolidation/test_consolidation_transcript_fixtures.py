@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from memory.consolidation.transcript import Transcript, build_transcript
-from memory.dsh.reader import read_log
-from memory.withdrawal import withdrawn_seqs
+from dsh_memory_worker.memory.consolidation.transcript import Transcript, build_transcript
+from dsh_memory_worker.memory.dsh.reader import read_log
+from dsh_memory_worker.memory.withdrawal import withdrawn_seqs
 
 V4 = "v4-example/session.v4.jsonl.zstd"
 

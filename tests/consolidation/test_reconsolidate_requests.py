@@ -15,9 +15,9 @@ from test_consolidate_pipeline import KEY_ENV, entries, process, progress, route
 from typer.testing import CliRunner
 from worker_dshgen import SessionLogWriter, embedded_runtime
 
-from worker.cli import _register, app
-from worker.jobs.guard import run_job
-from worker.jobs.reconsolidate import (
+from dsh_memory_worker.worker.cli import _register, app
+from dsh_memory_worker.worker.jobs.guard import run_job
+from dsh_memory_worker.worker.jobs.reconsolidate import (
     backfill_consolidation,
     queued_sessions,
     request_reconsolidation,

@@ -15,9 +15,9 @@ import pytest
 from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
 
 from hypatia_lite.store import LiteStore
-from memory.consolidation.extraction import WorkUnit
-from memory.llm import ModelClient, ModelRoute
-from worker.jobs.work_units import WorkUnitOptions, store_work_unit
+from dsh_memory_worker.memory.consolidation.extraction import WorkUnit
+from dsh_memory_worker.memory.llm import ModelClient, ModelRoute
+from dsh_memory_worker.worker.jobs.work_units import WorkUnitOptions, store_work_unit
 
 pytestmark = pytest.mark.integration
 

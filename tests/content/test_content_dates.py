@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from memory.content.dates import absolutise_dates
+from dsh_memory_worker.memory.content.dates import absolutise_dates
 
 SH = ZoneInfo("Asia/Shanghai")
 BASE = int(datetime(2025, 9, 9, 12, 0, tzinfo=SH).timestamp() * 1000)  # a Tuesday

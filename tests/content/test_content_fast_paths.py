@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory.content import dates as content
+from dsh_memory_worker.memory.content import dates as content
 
 PIECES = [
     "sk-abcdef123456", "eyJhbGciOi.eyJzdWIiOi.SflKxwRJSM", "Bearer abcdefgh1234", "bearer ",

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory.content.blocks import flatten_blocks
-from memory.content.caps import cap_assistant, estimate_tokens
-from memory.content.dates import iso_utc
-from memory.content.policy import clean_text
-from memory.content.slugs import normalise_project, one_line_error, slugify, trim_like_hypatia
+from dsh_memory_worker.memory.content.blocks import flatten_blocks
+from dsh_memory_worker.memory.content.caps import cap_assistant, estimate_tokens
+from dsh_memory_worker.memory.content.dates import iso_utc
+from dsh_memory_worker.memory.content.policy import clean_text
+from dsh_memory_worker.memory.content.slugs import normalise_project, one_line_error, slugify, trim_like_hypatia
 
 
 def test_flatten_blocks() -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from worker.watch import project_scope as content
-from worker.watch.project_scope import clear_project_cache, project_scope
+from dsh_memory_worker.worker.watch import project_scope as content
+from dsh_memory_worker.worker.watch.project_scope import clear_project_cache, project_scope
 
 pytestmark = pytest.mark.integration
 

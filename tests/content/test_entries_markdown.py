@@ -6,8 +6,8 @@ from datetime import UTC
 
 from eventkit import T0, other
 
-from memory.entries import render_message, session_node_text
-from memory.ledger import LedgerItem, format_duration, render_ledger
+from dsh_memory_worker.memory.entries import render_message, session_node_text
+from dsh_memory_worker.memory.ledger import LedgerItem, format_duration, render_ledger
 
 
 def test_user_entry_layout_has_no_turn() -> None:

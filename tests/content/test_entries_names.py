@@ -6,8 +6,8 @@ import hashlib
 import re
 from datetime import date
 
-from memory import constants as C
-from memory.entries import (
+from dsh_memory_worker.memory import constants as C
+from dsh_memory_worker.memory.entries import (
     LOG_EDGE_POLICY,
     MESSAGE_POLICY,
     SESSION_POLICY,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from eventkit import assistant, chunk, marker, other, tool_call, tool_result, user
 
-from memory.dsh.events import APPEND, Event, Message
-from memory.messages import is_loggable, source_kind
+from dsh_memory_worker.memory.dsh.events import APPEND, Event, Message
+from dsh_memory_worker.memory.messages import is_loggable, source_kind
 
 
 def test_truth_table() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from eventkit import assistant, chunk, marker, other, tool_call, tool_result, user
 
-from memory.messages import base_ordinal, count_loggable, message_ordinals
+from dsh_memory_worker.memory.messages import base_ordinal, count_loggable, message_ordinals
 
 
 def _log() -> list:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 from redaction_cases import KUBE_CERT, b64, tok
 
-from memory.redaction import find_secrets, redact
-from memory.redaction.rules import Rule, base64_text, load
+from dsh_memory_worker.memory.redaction import find_secrets, redact
+from dsh_memory_worker.memory.redaction.rules import Rule, base64_text, load
 
 
 def _rule(rule_id: str) -> Rule:

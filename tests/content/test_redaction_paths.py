@@ -9,9 +9,9 @@ from datetime import UTC
 from eventkit import T0, assistant, other, tool_call, tool_result, user
 from redaction_cases import NEGATIVE, POSITIVE, expected, secrets_of
 
-from memory.consolidation.transcript import transcript_lines
-from memory.entries import session_node_text
-from memory.span import SpanOptions, plan_span
+from dsh_memory_worker.memory.consolidation.transcript import transcript_lines
+from dsh_memory_worker.memory.entries import session_node_text
+from dsh_memory_worker.memory.span import SpanOptions, plan_span
 
 RAW = [raw for _, raw, _ in POSITIVE]
 WANT = [expected(template) for _, _, template in POSITIVE]

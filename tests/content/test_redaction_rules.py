@@ -26,8 +26,8 @@ from redaction_cases import (
     tok,
 )
 
-from memory.redaction import find_secrets, redact
-from memory.redaction.rules import RULE_FILES, load
+from dsh_memory_worker.memory.redaction import find_secrets, redact
+from dsh_memory_worker.memory.redaction.rules import RULE_FILES, load
 
 #: The forms the previous hand list covered, with their outputs (the two bearer cases now keep the
 #: scheme word: only the credential is secret; ``Authorization: Basic`` no longer swallows the
@@ -142,7 +142,7 @@ def test_every_packaged_rule_and_allowlist_compiles() -> None:
 def test_the_rule_files_are_package_data() -> None:
     # pyproject.toml ships data/*.toml; every file load() reads is one of them.
     assert all(name.endswith(".toml") for name in RULE_FILES)
-    data = resources.files("memory.redaction").joinpath("data")
+    data = resources.files("dsh_memory_worker.memory.redaction").joinpath("data")
     assert sorted(p.name for p in data.iterdir() if p.name.endswith(".toml")) == sorted(RULE_FILES)
 
 
@@ -268,7 +268,7 @@ PROVIDER_SAMPLES: Final = {
 
 def test_every_provider_rule_has_a_sample() -> None:
     provider_ids = {str(r["id"]) for r in tomllib.loads(
-        resources.files("memory.redaction").joinpath("data", "providers.toml").read_text()
+        resources.files("dsh_memory_worker.memory.redaction").joinpath("data", "providers.toml").read_text()
     )["rules"]}  # fmt: skip
     assert set(PROVIDER_SAMPLES) == provider_ids
 

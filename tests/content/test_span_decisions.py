@@ -6,8 +6,8 @@ from pathlib import Path
 
 from eventkit import assistant, marker, other, user
 
-from memory.dsh.reader import read_log
-from memory.span import session_decisions
+from dsh_memory_worker.memory.dsh.reader import read_log
+from dsh_memory_worker.memory.span import session_decisions
 
 
 def test_v4_example_report(fixtures_dir: Path) -> None:

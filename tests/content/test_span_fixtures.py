@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC
 from pathlib import Path
 
-from memory.dsh.reader import read_log
-from memory.messages import base_ordinal, message_ordinals
-from memory.span import RetractItem, SpanOptions, SpanPlan, plan_span
+from dsh_memory_worker.memory.dsh.reader import read_log
+from dsh_memory_worker.memory.messages import base_ordinal, message_ordinals
+from dsh_memory_worker.memory.span import RetractItem, SpanOptions, SpanPlan, plan_span
 
 OPTIONS = SpanOptions(tool_ledger=True, tz=UTC)
 

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 from eventkit import T0, assistant, chunk, other, tool_call, tool_result, user
 
-from memory.span import SpanOptions, plan_span
+from dsh_memory_worker.memory.span import SpanOptions, plan_span
 
 LEDGER = SpanOptions(tool_ledger=True, tz=UTC)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from worker.cli import _register, app
+from dsh_memory_worker.worker.cli import _register, app
 
 _register()
 runner = CliRunner()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from eventkit import assistant, marker, other, user
 
-from memory.messages import base_ordinal, message_ordinals
-from memory.span import RetractItem, plan_span
+from dsh_memory_worker.memory.messages import base_ordinal, message_ordinals
+from dsh_memory_worker.memory.span import RetractItem, plan_span
 
 LOG = [
     user(0, "first"),  # msg-s-0

@@ -8,8 +8,8 @@ from typing import Any
 
 from eventkit import assistant, marker, other, user
 
-from memory.dsh.events import Event
-from memory.titles import HostSummary, choose_title, survey_titles
+from dsh_memory_worker.memory.dsh.events import Event
+from dsh_memory_worker.memory.titles import HostSummary, choose_title, survey_titles
 
 
 def title(seq: int, text: str, cites: list[int], kind: str = "fallback", **extra: Any) -> Event:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from memory.dsh.events import APPEND, Replace
-from memory.dsh.reader import read_log
-from memory.dsh.surface import fold_surface
+from dsh_memory_worker.memory.dsh.events import APPEND, Replace
+from dsh_memory_worker.memory.dsh.reader import read_log
+from dsh_memory_worker.memory.dsh.surface import fold_surface
 
 # Expanded event counts: rows after the header, plus (members - 1) per packed chunk row.
 V0_COUNTS = {

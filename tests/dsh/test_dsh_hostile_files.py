@@ -11,16 +11,16 @@ import pytest
 import zstandard
 from hostile_support import PROJECT, header, session_path, write_bomb, write_good
 
-from memory.dsh.frames import (
+from dsh_memory_worker.memory.dsh.frames import (
     DEFAULT_MAX_FRAME_BYTES,
     FrameTooLarge,
     decode_frame,
     set_max_frame_bytes,
 )
-from memory.dsh.locate import survey_sessions
-from memory.dsh.openlog import UnsafeLog, open_log
-from memory.dsh.reader import read_log
-from memory.dsh.scanner import LogScan
+from dsh_memory_worker.memory.dsh.locate import survey_sessions
+from dsh_memory_worker.memory.dsh.openlog import UnsafeLog, open_log
+from dsh_memory_worker.memory.dsh.reader import read_log
+from dsh_memory_worker.memory.dsh.scanner import LogScan
 
 
 @pytest.fixture(autouse=True)

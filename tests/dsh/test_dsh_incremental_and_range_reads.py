@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory.dsh.position import CheckpointIndex, ScanPosition
-from memory.dsh.ranges import decode_seq_ranges, encode_seq_ranges
-from memory.dsh.reader import SessionLog, build_index, read_log, read_range, scan_log
-from memory.dsh.synthetic import synthetic_rows, write_log
+from dsh_memory_worker.memory.dsh.position import CheckpointIndex, ScanPosition
+from dsh_memory_worker.memory.dsh.ranges import decode_seq_ranges, encode_seq_ranges
+from dsh_memory_worker.memory.dsh.reader import SessionLog, build_index, read_log, read_range, scan_log
+from dsh_memory_worker.memory.dsh.synthetic import synthetic_rows, write_log
 
 SETTINGS = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.dsh.locate import decode_segment, discover_sessions, dsh_sessions_root
+from dsh_memory_worker.memory.dsh.locate import decode_segment, discover_sessions, dsh_sessions_root
 
 
 def test_sessions_root_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from memory.dsh.events import APPEND, Replace
-from memory.dsh.forks import inherited_cut
-from memory.dsh.reader import read_log
-from memory.dsh.surface import fold_surface
-from memory.dsh.synthetic import synthetic_rows, write_log
+from dsh_memory_worker.memory.dsh.events import APPEND, Replace
+from dsh_memory_worker.memory.dsh.forks import inherited_cut
+from dsh_memory_worker.memory.dsh.reader import read_log
+from dsh_memory_worker.memory.dsh.surface import fold_surface
+from dsh_memory_worker.memory.dsh.synthetic import synthetic_rows, write_log
 
 
 def _write(path: Path, header: dict[str, Any], rows: list[dict[str, Any]]) -> Path:

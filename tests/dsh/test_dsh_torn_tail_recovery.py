@@ -10,8 +10,8 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory.dsh.reader import read_log, scan_log
-from memory.dsh.synthetic import synthetic_rows, write_log
+from dsh_memory_worker.memory.dsh.reader import read_log, scan_log
+from dsh_memory_worker.memory.dsh.synthetic import synthetic_rows, write_log
 
 SETTINGS = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

@@ -20,12 +20,12 @@ from conftest import REPO
 from model_server import ModelServer, model_server_fixture  # noqa: F401
 from test_e2e_consolidation_embedded import scripted
 
-from worker.commands.daemon import BrokerHints
-from worker.jobs.guard import run_job
-from worker.jobs.reconsolidate import request_reconsolidation
-from worker.jobs.runtime import owe_consolidation
-from worker.run import tasks
-from worker.watch.watcher import Watcher
+from dsh_memory_worker.worker.commands.daemon import BrokerHints
+from dsh_memory_worker.worker.jobs.guard import run_job
+from dsh_memory_worker.worker.jobs.reconsolidate import request_reconsolidation
+from dsh_memory_worker.worker.jobs.runtime import owe_consolidation
+from dsh_memory_worker.worker.run import tasks
+from dsh_memory_worker.worker.watch.watcher import Watcher
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from redis_dbs import redis_db

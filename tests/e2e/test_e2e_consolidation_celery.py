@@ -18,7 +18,7 @@ from test_e2e_consolidation_embedded import scripted
 from worker_dshgen import SessionLogWriter
 
 from hypatia_lite.sqlitelib import sqlite3
-from memory.entries import archive_name
+from dsh_memory_worker.memory.entries import archive_name
 
 pytestmark = pytest.mark.integration
 

@@ -19,8 +19,8 @@ from conftest import REPO
 from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
 from pipeline_support import dump
 
-from memory.entries import archive_name
-from worker.state.database import StateDB
+from dsh_memory_worker.memory.entries import archive_name
+from dsh_memory_worker.worker.state.database import StateDB
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter

@@ -15,7 +15,7 @@ import pytest
 from cli_fork import run_cli
 
 from hypatia_lite.store import LiteStore
-from worker.commands.demo_home import demo_session_id
+from dsh_memory_worker.worker.commands.demo_home import demo_session_id
 
 pytestmark = pytest.mark.integration  # every test reads the CLI runs of one module fixture
 

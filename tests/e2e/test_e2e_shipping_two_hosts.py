@@ -37,7 +37,7 @@ from venv_snapshot import bare_venv, run_wheels, snapshot_venv
 
 from hypatia_lite import shelves
 from hypatia_lite.store import LiteStore
-from worker.shipping.sql import SqlSegmentStore
+from dsh_memory_worker.worker.shipping.sql import SqlSegmentStore
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from redis_dbs import redis_db
@@ -52,7 +52,7 @@ SHELF = "team"  # a PostgreSQL shelf needs a name of its own ("default" is the h
 KEPT = {f"msg-g-live-{n}" for n in (0, 1, 2, 3, 6, 7)}
 
 
-_IMPORTS = "import celery, psycopg, redis, worker.run.tasks, worker.cli; redis.Redis"
+_IMPORTS = "import celery, psycopg, redis, dsh_memory_worker.worker.run.tasks, dsh_memory_worker.worker.cli; redis.Redis"
 
 
 def _usable(bindir: Path) -> bool:
@@ -241,8 +241,8 @@ def _embedded(home: Path, root: Path) -> dict[str, Any]:
     """An embedded run (no shipping, SQLite) over a copy of the home, then the same forget."""
     from pipeline_support import dump, process
 
-    from worker.jobs.forget import ACTION_FORGET, forget_session
-    from worker.jobs.retract import with_session_lease
+    from dsh_memory_worker.worker.jobs.forget import ACTION_FORGET, forget_session
+    from dsh_memory_worker.worker.jobs.retract import with_session_lease
 
     shutil.copytree(home, root / "dsh")
     runtime = embedded_runtime(root, force_idle=True)

@@ -20,8 +20,8 @@ import pytest
 from canary_support import BIN, CanarySession, canary_reply, cli_env, dump_text, names
 from model_server import ModelServer, model_server_fixture  # noqa: F401
 
-from worker.figures import figures
-from worker.state.database import StateDB
+from dsh_memory_worker.worker.figures import figures
+from dsh_memory_worker.worker.state.database import StateDB
 
 pytestmark = pytest.mark.integration
 

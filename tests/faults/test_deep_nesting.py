@@ -13,8 +13,8 @@ import pytest
 import zstandard
 from hostile_support import run_worker, store_dump, write_good
 
-from memory.dsh.depth import MAX_JSON_DEPTH, too_deep
-from memory.dsh.reader import read_log
+from dsh_memory_worker.memory.dsh.depth import MAX_JSON_DEPTH, too_deep
+from dsh_memory_worker.memory.dsh.reader import read_log
 
 pytestmark = pytest.mark.integration
 

@@ -30,12 +30,12 @@ from hostile_support import (
     write_good,
 )
 
-import memory.dsh.scanner
-from memory.dsh.frames import DEFAULT_MAX_FRAME_BYTES, set_max_frame_bytes
-from memory.dsh.reader import read_log
-from memory.dsh.scanner import LogScan
-from worker.watch.scan_problems import MAX_SESSION_ID, subject_key
-from worker.watch.watcher import Watcher
+import dsh_memory_worker.memory.dsh.scanner
+from dsh_memory_worker.memory.dsh.frames import DEFAULT_MAX_FRAME_BYTES, set_max_frame_bytes
+from dsh_memory_worker.memory.dsh.reader import read_log
+from dsh_memory_worker.memory.dsh.scanner import LogScan
+from dsh_memory_worker.worker.watch.scan_problems import MAX_SESSION_ID, subject_key
+from dsh_memory_worker.worker.watch.watcher import Watcher
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import embedded_runtime

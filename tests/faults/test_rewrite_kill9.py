@@ -18,8 +18,8 @@ from pipeline_support import dump
 from rewrite_support import consolidate_with_a, env_for, scripted, write_sessions
 from typer.testing import CliRunner, Result
 
-from worker.cli import _register, app
-from worker.state.database import StateDB
+from dsh_memory_worker.worker.cli import _register, app
+from dsh_memory_worker.worker.state.database import StateDB
 
 pytestmark = pytest.mark.integration
 

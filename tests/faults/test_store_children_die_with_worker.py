@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from worker.state.owners import process_is_gone
+from dsh_memory_worker.worker.state.owners import process_is_gone
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import conversation

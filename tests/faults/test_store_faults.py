@@ -18,9 +18,9 @@ from store_contract.fake_binary import alive, read_pids, write_fake_hypatia
 from store_contract.transports import lite_binary
 
 from hypatia_lite.store import LiteStore
-from memory.store.base import FatalStoreError, Features, TransientStoreError
-from memory.store.cli import CliStore
-from memory.store.mcp import McpStore
+from dsh_memory_worker.memory.store.base import FatalStoreError, Features, TransientStoreError
+from dsh_memory_worker.memory.store.cli import CliStore
+from dsh_memory_worker.memory.store.mcp import McpStore
 
 pytestmark = pytest.mark.integration
 
@@ -118,7 +118,7 @@ def test_binary_without_mcp_falls_back_to_cli_with_one_warning(
 ) -> None:
     fake = write_fake_hypatia(tmp_path, lite_binary())
     store = McpStore("default", str(fake), env=_env(tmp_path, "old"), cwd=tmp_path)
-    caplog.set_level(logging.WARNING, logger="memory.store.mcp")
+    caplog.set_level(logging.WARNING, logger="dsh_memory_worker.memory.store.mcp")
     try:
         assert store.knowledge_create("msg-d-1", "via cli", tags=["message"]) is True
         assert store.transport == "cli"
@@ -140,7 +140,7 @@ def test_mcp_without_a_required_tool_falls_back_to_cli(
     fake = write_fake_hypatia(tmp_path, lite_binary())
     env = _env(tmp_path, "proxy", FAKE_DROP_TOOL="similar")
     store = McpStore("default", str(fake), env=env, cwd=tmp_path)
-    caplog.set_level(logging.WARNING, logger="memory.store.mcp")
+    caplog.set_level(logging.WARNING, logger="dsh_memory_worker.memory.store.mcp")
     try:
         assert store.knowledge_create("msg-e-1", "x") is True
         assert store.knowledge_get("msg-e-1") is not None

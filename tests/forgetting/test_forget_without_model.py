@@ -16,7 +16,7 @@ from bytes_support import TokenSession, leaks, present, shelf_files, state_files
 from canary_support import canary_reply, cli, cli_env, dump, process, runtime_for
 from model_server import ModelServer, model_server_fixture  # noqa: F401
 
-from worker.watch.owed import owed_work
+from dsh_memory_worker.worker.watch.owed import owed_work
 
 pytestmark = pytest.mark.integration
 

@@ -23,7 +23,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from hypatia_lite import db, purge
 from hypatia_lite.sqlitelib import sqlite3
 from hypatia_lite.store import LiteStore
-from memory.store.base import EntryWrite
+from dsh_memory_worker.memory.store.base import EntryWrite
 
 BIN = Path(sys.executable).parent / "hypatia-lite"
 pytestmark = pytest.mark.integration

@@ -15,7 +15,7 @@ from bytes_support import leaks, pg_table_file, present, token
 from state_db_support import sqlite_url, throwaway_pg_database
 
 from hypatia_lite.pg import vacuum
-from worker.state import StateDB
+from dsh_memory_worker.worker.state import StateDB
 
 
 def _titled(db: StateDB, *titles: tuple[str, str]) -> None:

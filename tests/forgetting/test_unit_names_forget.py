@@ -110,8 +110,8 @@ def test_the_migration_cleans_a_home_written_before(tmp_path: Path) -> None:
     when the database is opened, and the old text leaves the files."""
     from bytes_support import token
 
-    from worker.state.database import StateDB
-    from worker.state.migrate import upgrade
+    from dsh_memory_worker.worker.state.database import StateDB
+    from dsh_memory_worker.worker.state.migrate import upgrade
 
     secret = token("old-unit-title")
     name = f"wu-lesson-reply-{secret.lower()}-0a1b2c3d"

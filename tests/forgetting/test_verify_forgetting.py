@@ -22,10 +22,10 @@ from cli_fork import run_cli
 from pipeline_support import process
 from state_db_support import throwaway_pg_database
 
-from worker.commands.demo_home import lay_out_fixtures
-from worker.jobs.forget import ACTION_FORGET, forget_session
-from worker.jobs.retract import with_session_lease
-from worker.verify.run import Report, verify
+from dsh_memory_worker.worker.commands.demo_home import lay_out_fixtures
+from dsh_memory_worker.worker.jobs.forget import ACTION_FORGET, forget_session
+from dsh_memory_worker.worker.jobs.retract import with_session_lease
+from dsh_memory_worker.worker.verify.run import Report, verify
 
 pytestmark = pytest.mark.integration
 
@@ -239,7 +239,7 @@ def test_a_forgotten_session_leaves_no_trace(tmp_path: Path) -> None:
 def test_state_text_columns_are_searched_on_postgresql(tmp_path: Path) -> None:
     from sqlalchemy import update
 
-    from worker.state.models import SessionRow
+    from dsh_memory_worker.worker.state.models import SessionRow
 
     with throwaway_pg_database() as url:
         runtime = _demo(tmp_path, state_url=url)

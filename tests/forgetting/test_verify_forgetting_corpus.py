@@ -19,8 +19,8 @@ from corpus import Corpus, files_holding, late_withdrawal, realistic_corpus, wit
 from model_server import ModelServer, model_server_fixture  # noqa: F401
 from pipeline_support import names, process
 
-from worker.verify.fragments import words
-from worker.verify.run import verify
+from dsh_memory_worker.worker.verify.fragments import words
+from dsh_memory_worker.worker.verify.run import verify
 
 pytestmark = pytest.mark.integration
 

@@ -15,10 +15,10 @@ from canary_support import canary_reply, runtime_for
 from model_server import ModelServer, model_server_fixture  # noqa: F401
 from pipeline_support import process
 
-from memory.dsh.reader import read_log
-from memory.dsh.surface import fold_surface
-from worker.commands.demo_home import lay_out_fixtures
-from worker.verify.run import verify
+from dsh_memory_worker.memory.dsh.reader import read_log
+from dsh_memory_worker.memory.dsh.surface import fold_surface
+from dsh_memory_worker.worker.commands.demo_home import lay_out_fixtures
+from dsh_memory_worker.worker.verify.run import verify
 
 pytestmark = pytest.mark.integration
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import re
 
-from worker.verify.fragments import Fragments, fragments_of, phrase_pattern, porter_stems
-from worker.verify.matcher import TextMatcher
-from worker.verify.sources import Gone, content_section
+from dsh_memory_worker.worker.verify.fragments import Fragments, fragments_of, phrase_pattern, porter_stems
+from dsh_memory_worker.worker.verify.matcher import TextMatcher
+from dsh_memory_worker.worker.verify.sources import Gone, content_section
 
 
 def test_phrases_are_consecutive_five_word_runs_and_terms_carry_their_index_stems() -> None:
@@ -90,7 +90,7 @@ def test_content_section_is_the_body_without_the_tool_ledger() -> None:
 
 
 def test_a_forgotten_sessions_names_do_not_cover_a_longer_session_id() -> None:
-    from worker.verify.store_scan import _of_session
+    from dsh_memory_worker.worker.verify.store_scan import _of_session
 
     assert _of_session("msg-s-1-5", "s-1") and _of_session("sum-s-1-0-17", "s-1")
     assert not _of_session("msg-s-1-x-5", "s-1") and not _of_session("sum-s-1-x-0-17", "s-1")
@@ -118,7 +118,7 @@ def test_bytes_find_a_phrase_only_between_word_boundaries_like_text_does() -> No
     """The byte scan's boundaries are the text rule's: no match inside a longer run of words
     ("step 1" in "step 12", "the" in "bathe"), a match after or before punctuation, a non-ASCII
     separator, a JSON escape, or the ends of the data."""
-    from worker.verify.fragments import bounded, normalised
+    from dsh_memory_worker.worker.verify.fragments import bounded, normalised
 
     phrase = "the parser in step 1"
     pattern = re.compile(phrase_pattern(phrase))

@@ -18,7 +18,7 @@ from lite_pg_support import pg_home
 from pipeline_support import process
 
 from hypatia_lite.store import LiteStore
-from worker.commands.demo_home import lay_out_fixtures
+from dsh_memory_worker.worker.commands.demo_home import lay_out_fixtures
 
 pytestmark = pytest.mark.integration
 

@@ -36,9 +36,9 @@ from model_server import ModelServer
 from pipeline_support import dump
 from typer.testing import CliRunner
 
-from worker.cli import _register as _register_commands
-from worker.cli import app
-from worker.verify.fragments import words
+from dsh_memory_worker.worker.cli import _register as _register_commands
+from dsh_memory_worker.worker.cli import app
+from dsh_memory_worker.worker.verify.fragments import words
 
 pytestmark = pytest.mark.integration
 

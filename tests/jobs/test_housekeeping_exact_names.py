@@ -15,7 +15,7 @@ from conftest import REPO
 from pipeline_support import cli_env, dump
 
 from hypatia_lite.store import LiteStore
-from worker.jobs.housekeeping import has_message_entry, is_message_of
+from dsh_memory_worker.worker.jobs.housekeeping import has_message_entry, is_message_of
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import conversation

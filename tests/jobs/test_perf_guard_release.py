@@ -8,10 +8,10 @@ from pathlib import Path
 
 from conftest import REPO
 
-from worker.jobs.context import JobContext, JobOutput
-from worker.jobs.guard import run_job
-from worker.jobs.registry import register_job
-from worker.names import session_lease_key
+from dsh_memory_worker.worker.jobs.context import JobContext, JobOutput
+from dsh_memory_worker.worker.jobs.guard import run_job
+from dsh_memory_worker.worker.jobs.registry import register_job
+from dsh_memory_worker.worker.names import session_lease_key
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import embedded_runtime

@@ -15,10 +15,10 @@ import pytest
 from conftest import REPO
 
 from hypatia_lite.store import LiteStore
-from memory.dsh.events import Event
-from worker.jobs import handoff, logread
-from worker.run.runner import InProcessRunner
-from worker.watch.watcher import Watcher
+from dsh_memory_worker.memory.dsh.events import Event
+from dsh_memory_worker.worker.jobs import handoff, logread
+from dsh_memory_worker.worker.run.runner import InProcessRunner
+from dsh_memory_worker.worker.watch.watcher import Watcher
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime

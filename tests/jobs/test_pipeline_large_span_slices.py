@@ -12,9 +12,9 @@ from typing import Any
 from conftest import REPO
 from pipeline_support import dump, process
 
-from memory.dsh.events import Event
-from memory.span_cut import Timing
-from worker.jobs.logread import read_span, slice_span
+from dsh_memory_worker.memory.dsh.events import Event
+from dsh_memory_worker.memory.span_cut import Timing
+from dsh_memory_worker.worker.jobs.logread import read_span, slice_span
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime

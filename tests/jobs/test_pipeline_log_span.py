@@ -14,14 +14,14 @@ import pytest
 from conftest import REPO
 from pipeline_support import dump, names, progress
 
-from worker.jobs.context import JobContext
-from worker.jobs.guard import run_job
-from worker.jobs.log_span import log_span
-from worker.jobs.logread import TransientJobError
-from worker.names import session_lease_key
-from worker.run.runner import InProcessRunner
-from worker.state.leases import Lease
-from worker.watch.watcher import Watcher
+from dsh_memory_worker.worker.jobs.context import JobContext
+from dsh_memory_worker.worker.jobs.guard import run_job
+from dsh_memory_worker.worker.jobs.log_span import log_span
+from dsh_memory_worker.worker.jobs.logread import TransientJobError
+from dsh_memory_worker.worker.names import session_lease_key
+from dsh_memory_worker.worker.run.runner import InProcessRunner
+from dsh_memory_worker.worker.state.leases import Lease
+from dsh_memory_worker.worker.watch.watcher import Watcher
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime

@@ -11,8 +11,8 @@ from typing import Any
 from conftest import REPO
 
 from hypatia_lite.store import LiteStore
-from worker.run.runner import InProcessRunner
-from worker.watch.watcher import Watcher
+from dsh_memory_worker.worker.run.runner import InProcessRunner
+from dsh_memory_worker.worker.watch.watcher import Watcher
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime

@@ -3,8 +3,8 @@ window, idle-close flushes the tail, a title owes the node, a fork starts at its
 
 from __future__ import annotations
 
-from memory.dsh.events import Event
-from memory.span_cut import Cut, Timing, cut_span, owes_session_node, span_start
+from dsh_memory_worker.memory.dsh.events import Event
+from dsh_memory_worker.memory.span_cut import Cut, Timing, cut_span, owes_session_node, span_start
 
 NOW = 1_800_000_000_000
 

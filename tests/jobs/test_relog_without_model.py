@@ -32,8 +32,8 @@ from rewrite_support import (
 from typer.testing import CliRunner
 from worker_dshgen import embedded_runtime
 
-from memory.entries import archive_name
-from worker.cli import _register, app
+from dsh_memory_worker.memory.entries import archive_name
+from dsh_memory_worker.worker.cli import _register, app
 
 pytestmark = pytest.mark.integration
 

@@ -16,8 +16,8 @@ from canary_support import canary_reply, consolidated_pair, dump, dump_text, pro
 from model_server import ModelServer, model_server_fixture  # noqa: F401
 
 from hypatia_lite.store import LiteStore
-from memory.store.base import Features
-from worker.jobs import context
+from dsh_memory_worker.memory.store.base import Features
+from dsh_memory_worker.worker.jobs import context
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,7 @@ from canary_support import CanarySession, canary_reply, names, process, runtime_
 from model_server import ModelServer, model_server_fixture  # noqa: F401
 
 from hypatia_lite.store import LiteStore
-from worker.state.entry_ids import stable_id
+from dsh_memory_worker.worker.state.entry_ids import stable_id
 
 pytestmark = pytest.mark.integration
 

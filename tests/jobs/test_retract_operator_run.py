@@ -140,8 +140,8 @@ def test_bad_usage_is_one_line_and_exit_2(tmp_path: Path, model_server: ModelSer
 def test_the_retract_job_runs_under_the_guard(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_server: ModelServer
 ) -> None:
-    from worker.jobs.guard import run_job
-    from worker.names import JOB_RETRACT
+    from dsh_memory_worker.worker.jobs.guard import run_job
+    from dsh_memory_worker.worker.names import JOB_RETRACT
 
     model_server.responder = canary_reply
     withdrawn, kept = _older_store(tmp_path, model_server, monkeypatch)

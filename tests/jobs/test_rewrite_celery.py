@@ -30,9 +30,9 @@ from rewrite_support import (
 )
 from typer.testing import CliRunner
 
-from worker.cli import _register, app
-from worker.names import session_lease_key
-from worker.state.owners import local_pid
+from dsh_memory_worker.worker.cli import _register, app
+from dsh_memory_worker.worker.names import session_lease_key
+from dsh_memory_worker.worker.state.owners import local_pid
 
 pytestmark = pytest.mark.integration
 

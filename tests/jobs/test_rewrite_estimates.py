@@ -20,7 +20,7 @@ from rewrite_support import CWD, archive_or_verdict, consolidate_with_a, env_for
 from typer.testing import CliRunner
 from worker_dshgen import SessionLogWriter
 
-from worker.cli import _register, app
+from dsh_memory_worker.worker.cli import _register, app
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 

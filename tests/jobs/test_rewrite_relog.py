@@ -24,8 +24,8 @@ from rewrite_support import (
 from typer.testing import CliRunner
 
 from hypatia_lite.store import LiteStore
-from memory.entries import archive_name
-from worker.cli import _register, app
+from dsh_memory_worker.memory.entries import archive_name
+from dsh_memory_worker.worker.cli import _register, app
 
 pytestmark = pytest.mark.integration
 

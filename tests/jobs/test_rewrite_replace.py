@@ -29,10 +29,10 @@ from typer.testing import CliRunner
 from worker_dshgen import embedded_runtime
 
 from hypatia_lite.store import LiteStore
-from memory.entries import archive_name
-from worker.cli import _register, app
-from worker.jobs.reconsolidate import queued_rewrites
-from worker.state.database import StateDB
+from dsh_memory_worker.memory.entries import archive_name
+from dsh_memory_worker.worker.cli import _register, app
+from dsh_memory_worker.worker.jobs.reconsolidate import queued_rewrites
+from dsh_memory_worker.worker.state.database import StateDB
 
 pytestmark = pytest.mark.integration
 

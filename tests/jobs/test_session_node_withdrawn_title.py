@@ -20,7 +20,7 @@ from conftest import REPO
 from test_pipeline_session_node import process, store_rows
 
 from hypatia_lite.store import LiteStore
-from worker.watch.owed import owed_work
+from dsh_memory_worker.worker.watch.owed import owed_work
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime

@@ -17,7 +17,7 @@ from hypatia_lite import sqlite_backend
 from hypatia_lite.embed import HashingEmbedder
 from hypatia_lite.sqlitelib import sqlite3
 from hypatia_lite.store import LiteStore
-from memory.store.base import (
+from dsh_memory_worker.memory.store.base import (
     BatchResult,
     BatchWriter,
     EntryWrite,

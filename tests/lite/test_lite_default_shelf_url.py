@@ -13,8 +13,8 @@ from state_db_support import throwaway_pg_database
 
 from hypatia_lite import shelves
 from hypatia_lite.store import LiteStore
-from memory.store.base import StoreConfigError
-from memory.store.factory import StoreConfig, open_store
+from dsh_memory_worker.memory.store.base import StoreConfigError
+from dsh_memory_worker.memory.store.factory import StoreConfig, open_store
 
 pytestmark = pytest.mark.integration
 

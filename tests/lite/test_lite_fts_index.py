@@ -13,7 +13,7 @@ from pathlib import Path
 from hypatia_lite import db
 from hypatia_lite.sqlitelib import sqlite3
 from hypatia_lite.store import LiteStore
-from memory.store.base import EntryWrite, StatementWrite
+from dsh_memory_worker.memory.store.base import EntryWrite, StatementWrite
 
 
 def _integrity(store: LiteStore) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from hypatia_lite.jse import JSEError
 from hypatia_lite.store import LiteStore
-from memory.store.base import StoreError
+from dsh_memory_worker.memory.store.base import StoreError
 
 
 @pytest.fixture

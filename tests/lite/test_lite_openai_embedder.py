@@ -19,7 +19,7 @@ from hypatia_lite.embed import (
     embedder_from_env,
 )
 from hypatia_lite.store import LiteStore
-from memory.store.base import ModelUnavailableError
+from dsh_memory_worker.memory.store.base import ModelUnavailableError
 
 VOCAB = ["cat", "dog", "tax", "car"]
 

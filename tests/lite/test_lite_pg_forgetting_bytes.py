@@ -19,7 +19,7 @@ from lite_pg_support import SHELF, admin_dsn, pg_home, shelf_table_files
 
 from hypatia_lite.pg import purge, vacuum
 from hypatia_lite.store import LiteStore
-from memory.store.base import EntryWrite
+from dsh_memory_worker.memory.store.base import EntryWrite
 
 pytestmark = pytest.mark.integration
 BIN = Path(sys.executable).parent / "hypatia-lite"

@@ -14,7 +14,7 @@ import pytest
 from lite_pg_support import SHELF, pg_home
 
 from hypatia_lite.store import LiteStore
-from memory.store.base import EntryWrite, StatementWrite, StoreError
+from dsh_memory_worker.memory.store.base import EntryWrite, StatementWrite, StoreError
 
 pytestmark = pytest.mark.integration
 

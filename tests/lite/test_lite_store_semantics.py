@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hypatia_lite.store import LiteStore
-from memory.store.base import Content, KnowledgeEntry, MemoryStore, NotFoundError, StatementRow
+from dsh_memory_worker.memory.store.base import Content, KnowledgeEntry, MemoryStore, NotFoundError, StatementRow
 
 CREATED_AT = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}$")
 

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hypatia_lite.store import LiteStore
-from memory.store.base import csv_triple
+from dsh_memory_worker.memory.store.base import csv_triple
 
 _FIELD = st.text(alphabet=st.sampled_from(list('ab ,"\n*%_é')), min_size=1, max_size=8)
 

@@ -15,8 +15,8 @@ import pytest
 from hypatia_lite import db
 from hypatia_lite.sqlitelib import sqlite3
 from hypatia_lite.store import LiteStore
-from memory.store.base import EntryWrite
-from worker.state.database import StateDB
+from dsh_memory_worker.memory.store.base import EntryWrite
+from dsh_memory_worker.worker.state.database import StateDB
 
 _NORMAL = 1
 

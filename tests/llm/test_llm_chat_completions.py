@@ -8,7 +8,7 @@ import json
 import pytest
 from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
 
-from memory.llm import (
+from dsh_memory_worker.memory.llm import (
     Completion,
     ModelCallRecord,
     ModelClient,
@@ -235,7 +235,7 @@ def test_the_server_echo_mode_repeats_transcript_lines(model_server: ModelServer
 def test_a_parse_failure_is_permanent_and_recorded_as_unusable_output(
     model_server: ModelServer,
 ) -> None:
-    from memory.llm import UnusableModelOutput
+    from dsh_memory_worker.memory.llm import UnusableModelOutput
 
     def parse(text: str) -> int:
         raise UnusableModelOutput("not what was asked")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from model_server import ModelServer, Reply, echo_reply, model_server_fixture  # noqa: F401
 
-from memory.llm import ModelClient, ModelRoute, RetryableModelError
+from dsh_memory_worker.memory.llm import ModelClient, ModelRoute, RetryableModelError
 
 pytestmark = pytest.mark.integration
 

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from memory import llm
-from memory.llm import (
+from dsh_memory_worker.memory import llm
+from dsh_memory_worker.memory.llm import (
     ModelClient,
     ModelRoute,
     ModelsNotConfigured,
@@ -46,7 +46,7 @@ def test_parse_routes_from_json_keeps_order_and_drops_duplicates(
         ' {"base_url": "https://api.deepseek.com", "model": "deepseek-reasoner",'
         ' "api_key_env": "DEEPSEEK_API_KEY", "reasoning_effort": " high "}]'
     )
-    with caplog.at_level(logging.WARNING, logger="memory.llm"):
+    with caplog.at_level(logging.WARNING, logger="dsh_memory_worker.memory.llm"):
         routes = parse_routes(text)
     assert routes == [A, B]
     assert caplog.messages == [
@@ -116,7 +116,7 @@ def test_the_not_configured_warning_is_logged_once_per_process(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(llm.client, "_warned_not_configured", False)
-    with caplog.at_level(logging.WARNING, logger="memory.llm"):
+    with caplog.at_level(logging.WARNING, logger="dsh_memory_worker.memory.llm"):
         assert llm.warn_models_not_configured() is True
         assert llm.warn_models_not_configured() is False
         assert llm.warn_models_not_configured() is False
@@ -146,9 +146,9 @@ def test_an_unknown_purpose_is_refused() -> None:
 @pytest.mark.integration
 def test_the_model_module_does_not_import_the_worker() -> None:
     code = (
-        "import sys, memory.llm, memory.consolidation.extraction, "
-        "memory.consolidation.archive, memory.consolidation.adjudication, "
-        "memory.consolidation.transcript, memory.consolidation.gates; "
+        "import sys, dsh_memory_worker.memory.llm, dsh_memory_worker.memory.consolidation.extraction, "
+        "dsh_memory_worker.memory.consolidation.archive, dsh_memory_worker.memory.consolidation.adjudication, "
+        "dsh_memory_worker.memory.consolidation.transcript, dsh_memory_worker.memory.consolidation.gates; "
         "print(sorted(m for m in sys.modules if m == 'worker' or m.startswith('worker.')))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from cli_fork import run_cli
 
-from worker import logs
-from worker.logs import JOB_FIELDS, job_context, setup_logging
+from dsh_memory_worker.worker import logs
+from dsh_memory_worker.worker.logs import JOB_FIELDS, job_context, setup_logging
 
 
 def test_memory_and_worker_loggers_write_json_with_the_job_fields(
@@ -21,11 +21,11 @@ def test_memory_and_worker_loggers_write_json_with_the_job_fields(
 ) -> None:
     setup_logging("INFO", json_lines=True)
     try:
-        logging.getLogger("memory.llm").info("outside any job")
+        logging.getLogger("dsh_memory_worker.memory.llm").info("outside any job")
         with job_context("consolidate", "s-1", "work", 2):
-            logging.getLogger("memory.store.mcp").info("inside: %s", "store")
-            logging.getLogger("memory.consolidation.adjudication").warning("inside: model")
-            logging.getLogger("worker.jobs.guard").info("inside: guard")
+            logging.getLogger("dsh_memory_worker.memory.store.mcp").info("inside: %s", "store")
+            logging.getLogger("dsh_memory_worker.memory.consolidation.adjudication").warning("inside: model")
+            logging.getLogger("dsh_memory_worker.worker.jobs.guard").info("inside: guard")
         logging.getLogger("some.library").info("a library's INFO line is not ours")
     finally:
         root = logging.getLogger()
@@ -33,10 +33,10 @@ def test_memory_and_worker_loggers_write_json_with_the_job_fields(
         logs._json_lines[0] = False  # JSON mode is process-wide: later tests in this process
     lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
     assert [(r["logger"], r["level"], r["message"]) for r in lines] == [
-        ("memory.llm", "INFO", "outside any job"),
-        ("memory.store.mcp", "INFO", "inside: store"),
-        ("memory.consolidation.adjudication", "WARNING", "inside: model"),
-        ("worker.jobs.guard", "INFO", "inside: guard"),
+        ("dsh_memory_worker.memory.llm", "INFO", "outside any job"),
+        ("dsh_memory_worker.memory.store.mcp", "INFO", "inside: store"),
+        ("dsh_memory_worker.memory.consolidation.adjudication", "WARNING", "inside: model"),
+        ("dsh_memory_worker.worker.jobs.guard", "INFO", "inside: guard"),
     ]
     assert not set(JOB_FIELDS) & set(lines[0])
     for record in lines[1:]:
@@ -67,7 +67,7 @@ def test_the_json_lines_of_a_run_parse_and_job_lines_carry_the_four_fields(
     assert run.returncode == 0, run.stderr
     assert "28 entries written, 0 retracted, 19 edges; 24 jobs done" in run.stderr
     records = [json.loads(line) for line in run.stderr.splitlines() if line.startswith("{")]
-    done = [r for r in records if r["logger"] == "worker.jobs.guard"]
+    done = [r for r in records if r["logger"] == "dsh_memory_worker.worker.jobs.guard"]
     # One line per job that did work: a log_span per session (8) and a session node per titled
     # session (7); the 9 consolidate runs were skipped (consolidation off) and say so once.
     assert sorted({r["job"] for r in done}) == ["log_span", "session_node"]
@@ -82,7 +82,7 @@ def test_the_json_lines_of_a_run_parse_and_job_lines_carry_the_four_fields(
             0,
         )
     # Every other line a job emitted (the consolidation notice) has the four fields too.
-    in_jobs = [r for r in records if r["logger"].startswith("worker.jobs.")]
+    in_jobs = [r for r in records if r["logger"].startswith("dsh_memory_worker.worker.jobs.")]
     assert len(in_jobs) > len(done)
     assert all(set(JOB_FIELDS) <= set(r) for r in in_jobs)
     # Nothing else went to stderr but the progress bar and the summary.

@@ -16,8 +16,8 @@ from canary_support import CanarySession, canary_reply, cli, cli_env, process, r
 from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
 from prometheus_client.parser import text_string_to_metric_families
 
-from worker.observability import serve_metrics
-from worker.watch.watcher import Watcher
+from dsh_memory_worker.worker.observability import serve_metrics
+from dsh_memory_worker.worker.watch.watcher import Watcher
 
 pytestmark = pytest.mark.integration
 

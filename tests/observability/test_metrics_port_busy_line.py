@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from worker.commands import common as run_cmd
-from worker.commands import options
-from worker.settings import load_settings
+from dsh_memory_worker.worker.commands import common as run_cmd
+from dsh_memory_worker.worker.commands import options
+from dsh_memory_worker.worker.settings import load_settings
 
 
 def test_busy_port_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from cli_fork import run_cli
 
-from worker.commands.common import db_error_line
+from dsh_memory_worker.worker.commands.common import db_error_line
 
 
 def test_background_link_is_dropped() -> None:

@@ -79,8 +79,8 @@ def test_prometheus_loads_the_rules_and_compose_mounts_them() -> None:
 def exported(tmp_path: Path) -> set[str]:
     """The metric names the worker exports: its counters and histograms, and the gauges its
     state collector yields on a real (empty, migrated) state database."""
-    import worker.observability as obs
-    from worker.state.database import StateDB
+    import dsh_memory_worker.worker.observability as obs
+    from dsh_memory_worker.worker.state.database import StateDB
 
     names = {m._name for m in vars(obs).values() if hasattr(m, "_name")}
     state = StateDB.open(f"sqlite:///{tmp_path / 'state.db'}")
@@ -92,7 +92,7 @@ def exported(tmp_path: Path) -> set[str]:
 
 
 def test_the_rules_use_only_exported_metrics_and_labels(exported: set[str]) -> None:
-    from worker.jobs.context import JobStatus
+    from dsh_memory_worker.worker.jobs.context import JobStatus
 
     assert "memory_worker_lag_events" in exported  # the collector really ran
     text = RULES.read_text() + (DEPLOY / "prometheus-alerts.test.yml").read_text()

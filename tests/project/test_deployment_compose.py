@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from worker.settings import ENV_PREFIX, Settings, load_settings
+from dsh_memory_worker.worker.settings import ENV_PREFIX, Settings, load_settings
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((REPO / "docker-compose.yml").read_text(encoding="utf-8"))
@@ -133,7 +133,7 @@ def test_every_service_has_a_healthcheck() -> None:
         test = service.get("healthcheck", {}).get("test")
         assert isinstance(test, list) and test[0] in ("CMD", "CMD-SHELL"), name
     worker = " ".join(_services()["worker"]["healthcheck"]["test"][1:])
-    assert worker.startswith("celery -A worker.run.tasks inspect ping -d worker@$$HOSTNAME")
+    assert worker.startswith("celery -A dsh_memory_worker inspect ping -d worker@$$HOSTNAME")
     assert _services()["worker"]["command"][1:] == ["--name", "worker@%h"]
 
 
@@ -163,7 +163,7 @@ def test_prometheus_scrapes_workers_and_watcher_and_the_dashboard_reads_its_metr
     assert mount in _services()["prometheus"]["volumes"]
     dashboard = json.loads((REPO / "deploy" / "grafana" / "memory-worker.json").read_text())
     exprs = " ".join(t["expr"] for panel in dashboard["panels"] for t in panel["targets"])
-    import worker.observability as obs
+    import dsh_memory_worker.worker.observability as obs
 
     exported = {m._name for m in vars(obs).values() if hasattr(m, "_name")}
     exported |= {
@@ -265,7 +265,7 @@ def test_the_dockerfile_installs_the_package_with_its_data() -> None:
 def test_the_compose_commands_are_memory_worker_commands() -> None:
     import typer.main
 
-    from worker.cli import _register, app
+    from dsh_memory_worker.worker.cli import _register, app
 
     _register()
     known = set(typer.main.get_command(app).commands)  # type: ignore[attr-defined]

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from worker.settings import ENV_PREFIX, Settings, load_settings
+from dsh_memory_worker.worker.settings import ENV_PREFIX, Settings, load_settings
 
 REPO = Path(__file__).resolve().parents[2]
 HARNESS = REPO / "docker-compose.harness.yml"

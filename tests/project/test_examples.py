@@ -23,7 +23,7 @@ import yaml
 from conftest import REPO
 from doc_blocks import blocks
 
-from worker.settings import ENV_PREFIX, Settings
+from dsh_memory_worker.worker.settings import ENV_PREFIX, Settings
 
 pytestmark = pytest.mark.integration
 

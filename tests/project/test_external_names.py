@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from memory.constants import DEFAULT_WITHDRAWAL_WHITELIST
-from worker import names
-from worker.run import tasks
-from worker.settings import Settings
+from dsh_memory_worker.memory.constants import DEFAULT_WITHDRAWAL_WHITELIST
+from dsh_memory_worker.worker import names
+from dsh_memory_worker.worker.run import tasks
+from dsh_memory_worker.worker.settings import Settings
 
 
 def test_task_and_queue_names() -> None:
@@ -25,7 +25,7 @@ def test_task_and_queue_names() -> None:
 
 
 def test_every_built_in_job_has_its_own_task() -> None:
-    from worker.jobs.registry import JOBS
+    from dsh_memory_worker.worker.jobs.registry import JOBS
 
     # Jobs other test modules register at import (collection) time are not built in.
     built_in = {name for name, job in JOBS.items() if job.__module__.startswith("worker.")}

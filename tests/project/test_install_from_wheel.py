@@ -10,7 +10,7 @@ the checkout nowhere on the path:
 * ``memory-worker migrate upgrade`` migrates a throwaway PostgreSQL database to the packaged head;
 * ``hypatia-lite --version`` and ``memory-worker --version`` answer;
 * each installed distribution carries the LICENSE, and the top-level ``migrations/`` (installed as
-  ``dsh_memory_worker_migrations``) is the script directory it migrates with;
+  ``dsh_memory_worker.migrations``) is the script directory it migrates with;
 * without the packaged revisions, ``run --once`` is one line and exit status 2.
 """
 
@@ -32,8 +32,8 @@ from state_db_support import throwaway_pg_database
 from venv_snapshot import run_wheels, snapshot_venv
 
 from hypatia_lite import db, shelves
-from worker import __version__
-from worker.state.migrate import head_revision
+from dsh_memory_worker.worker import __version__
+from dsh_memory_worker.worker.state.migrate import head_revision
 
 # Building and installing the wheel (in the module fixture) counts towards the first test.
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
@@ -115,7 +115,7 @@ def test_the_wheel_runs_the_readme_command_migrates_and_reports_versions(
             str(bindir / "python"),
             "-c",
             "import worker, memory, hypatia_lite\n"
-            "from worker.state.revision_files import find_migrations_dir\n"
+            "from dsh_memory_worker.worker.state.revision_files import find_migrations_dir\n"
             "print(worker.__file__, memory.__file__, hypatia_lite.__file__)\n"
             "print(find_migrations_dir())",
         ],
@@ -132,7 +132,7 @@ def test_the_wheel_runs_the_readme_command_migrates_and_reports_versions(
     assert license_file.read_bytes() == (REPO / "LICENSE").read_bytes()
     (license_file,) = site.glob("hypatia_lite-*.dist-info/licenses/LICENSE")
     assert license_file.read_bytes() == (REPO / "hypatia-lite" / "LICENSE").read_bytes()
-    assert Path(found) == site / "dsh_memory_worker_migrations"
+    assert Path(found) == site / "dsh_memory_worker.migrations"
     assert sorted(p.name for p in Path(found, "versions").glob("*.py")) == sorted(
         p.name for p in (REPO / "migrations" / "versions").glob("*.py")
     )
@@ -157,7 +157,7 @@ def test_the_wheel_runs_the_readme_command_migrates_and_reports_versions(
 
 def test_missing_revisions_are_one_line_and_exit_2(wheel_venv: Path, tmp_path: Path) -> None:
     site = next((wheel_venv / "lib").glob("python3*/site-packages"))
-    versions = site / "dsh_memory_worker_migrations" / "versions"
+    versions = site / "dsh_memory_worker.migrations" / "versions"
     kept = tmp_path / "kept"
     shutil.copytree(versions, kept)
     try:

@@ -25,26 +25,26 @@ MAY_IMPORT = {
 #: ``worker``'s floors, top first: a module imports its own floor or the ones below, never above.
 WORKER_FLOORS: tuple[tuple[str, ...], ...] = (
     (
-        "worker.cli",
-        "worker.__main__",
-        "worker.commands",
-        "worker.console",
-        "worker.tasks",
-        "worker.service",
-        "worker.at_rest",
+        "dsh_memory_worker.worker.cli",
+        "dsh_memory_worker.worker.__main__",
+        "dsh_memory_worker.worker.commands",
+        "dsh_memory_worker.worker.console",
+        "dsh_memory_worker.worker.tasks",
+        "dsh_memory_worker.worker.service",
+        "dsh_memory_worker.worker.at_rest",
     ),
-    ("worker.run",),
-    ("worker.watch", "worker.verify"),
-    ("worker.jobs",),
-    ("worker.observability", "worker.shipping", "worker.figures", "worker.consolidation_state"),
-    ("worker.state",),
+    ("dsh_memory_worker.worker.run",),
+    ("dsh_memory_worker.worker.watch", "dsh_memory_worker.worker.verify"),
+    ("dsh_memory_worker.worker.jobs",),
+    ("dsh_memory_worker.worker.observability", "dsh_memory_worker.worker.shipping", "dsh_memory_worker.worker.figures", "dsh_memory_worker.worker.consolidation_state"),
+    ("dsh_memory_worker.worker.state",),
     (
-        "worker.settings",
-        "worker.logs",
-        "worker.names",
+        "dsh_memory_worker.worker.settings",
+        "dsh_memory_worker.worker.logs",
+        "dsh_memory_worker.worker.names",
         "worker.demo",
-        "worker.store_config",
-        "worker.stop_flag",
+        "dsh_memory_worker.worker.store_config",
+        "dsh_memory_worker.worker.stop_flag",
     ),
 )
 
@@ -131,7 +131,7 @@ def graph() -> dict[str, set[str]]:
 
 
 def test_the_import_graph_is_walked(graph: dict[str, set[str]]) -> None:
-    assert "worker.cli" in graph and "memory.span" in graph and "hypatia_lite.store" in graph
+    assert "dsh_memory_worker.worker.cli" in graph and "dsh_memory_worker.memory.span" in graph and "hypatia_lite.store" in graph
     assert any(graph.values())
 
 

@@ -13,7 +13,7 @@ import tomllib
 
 from conftest import REPO
 
-from worker import __version__
+from dsh_memory_worker.worker import __version__
 
 FENCE = re.compile(r"^```(?:sh|bash)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
 
@@ -69,7 +69,7 @@ def test_every_path_and_module_contributing_runs_exists() -> None:
     # the unit loop stops at the first failure; the generators are the two documented ones
     assert any("pytest" in c and " -x " in c for c in commands)
     assert ".venv/bin/python deploy/constraints.py > constraints.txt" in commands
-    assert ".venv/bin/python -m worker.state.write_template" in commands
+    assert ".venv/bin/python -m dsh_memory_worker.worker.state.write_template" in commands
 
 
 def test_security_supports_this_minor_version_and_reports_privately() -> None:

@@ -11,12 +11,12 @@ import pytest
 from conftest import REPO
 
 RUNTIME = (
-    "worker.settings",
-    "worker.jobs",
-    "worker.run",
-    "worker.watch",
-    "worker.observability",
-    "worker.state",
+    "dsh_memory_worker.worker.settings",
+    "dsh_memory_worker.worker.jobs",
+    "dsh_memory_worker.worker.run",
+    "dsh_memory_worker.worker.watch",
+    "dsh_memory_worker.worker.observability",
+    "dsh_memory_worker.worker.state",
     "sqlalchemy",
     "celery",
     "prometheus_client",
@@ -24,8 +24,8 @@ RUNTIME = (
     "pydantic_settings",
     "mcp",
     "openai",
-    "memory.store",
-    "memory.dsh",
+    "dsh_memory_worker.memory.store",
+    "dsh_memory_worker.memory.dsh",
 )
 
 
@@ -75,7 +75,7 @@ def test_startup_benchmark_prints_every_ratio() -> None:
 @pytest.mark.integration
 def test_help_and_version_import_no_runtime(argv: list[str]) -> None:
     probe = (
-        "import sys\nfrom worker.cli import main\n"
+        "import sys\nfrom dsh_memory_worker.worker.cli import main\n"
         f"sys.argv = ['memory-worker', *{argv!r}]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         f"print(sorted(m for m in sys.modules if m.split('.')[0] in {{n.split('.')[0] for n in "

@@ -1,5 +1,5 @@
-"""``celery -A worker.tasks …`` — what a Celery user types first — names the worker's Celery app:
-``celery -A worker.tasks inspect ping`` gets a pong from a running ``memory-worker worker`` on
+"""``celery -A dsh_memory_worker …`` — what a Celery user types first — names the worker's Celery app:
+``celery -A dsh_memory_worker inspect ping`` gets a pong from a running ``memory-worker worker`` on
 Redis."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def test_celery_inspect_ping_through_worker_tasks_answers_a_running_worker(tmp_p
                 [
                     str(BIN / "celery"),
                     "-A",
-                    "worker.tasks",
+                    "dsh_memory_worker.worker.tasks",
                     "inspect",
                     "ping",
                     f"--destination={node}",

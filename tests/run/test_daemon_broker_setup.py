@@ -8,15 +8,15 @@ import sys
 
 import pytest
 
-from worker.settings import load_settings
+from dsh_memory_worker.worker.settings import load_settings
 
 
 @pytest.mark.integration
 def test_the_follow_path_of_the_daemon_loads_no_celery() -> None:
     probe = (
         "import sys\n"
-        "from worker.commands.daemon import BrokerHints\n"
-        "import worker.watch.watcher, worker.jobs.runtime\n"
+        "from dsh_memory_worker.worker.commands.daemon import BrokerHints\n"
+        "import dsh_memory_worker.worker.watch.watcher, dsh_memory_worker.worker.jobs.runtime\n"
         "hints = BrokerHints(setup=lambda: None)\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'celery', 'kombu'}))\n"
     )
@@ -27,8 +27,8 @@ def test_the_follow_path_of_the_daemon_loads_no_celery() -> None:
 
 
 def test_setup_runs_once_before_the_first_hint() -> None:
-    from worker.commands.daemon import BrokerHints
-    from worker.run import tasks
+    from dsh_memory_worker.worker.commands.daemon import BrokerHints
+    from dsh_memory_worker.worker.run import tasks
 
     calls: list[str] = []
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from worker.run.empty_home import first_run_on_empty_home
-from worker.settings import Settings, load_settings
-from worker.state.revision_files import PACKAGED_MIGRATIONS, script_head
+from dsh_memory_worker.worker.run.empty_home import first_run_on_empty_home
+from dsh_memory_worker.worker.settings import Settings, load_settings
+from dsh_memory_worker.worker.state.revision_files import PACKAGED_MIGRATIONS, script_head
 
 
 def _settings(root: Path, **overrides: Any) -> Settings:

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from worker.jobs.runtime import long_lived_frozen
-from worker.run.runner import InProcessRunner
+from dsh_memory_worker.worker.jobs.runtime import long_lived_frozen
+from dsh_memory_worker.worker.run.runner import InProcessRunner
 
 
 def test_objects_alive_on_entry_are_frozen_and_unfrozen_on_exit() -> None:
@@ -53,12 +53,12 @@ def test_runner_jobs_run_frozen(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[int] = []
 
     def fake_run_job(runtime: object, job: str, sid: str, shelf: str, *, attempt: int) -> object:
-        from worker.jobs.context import JobResult
+        from dsh_memory_worker.worker.jobs.context import JobResult
 
         seen.append(gc.get_freeze_count())
         return JobResult(job=job, session_id=sid, shelf=shelf, status="done")
 
-    monkeypatch.setattr("worker.jobs.guard.run_job", fake_run_job)  # imported per run
+    monkeypatch.setattr("dsh_memory_worker.worker.jobs.guard.run_job", fake_run_job)  # imported per run
     runtime = SimpleNamespace(settings=SimpleNamespace(task_max_retries=0, retry_backoff_s=0.1))
     runner = InProcessRunner(runtime)  # type: ignore[arg-type]
     runner.submit("log_span", "s1", "default")

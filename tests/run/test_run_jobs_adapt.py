@@ -16,18 +16,18 @@ import pytest
 from conftest import REPO
 from pipeline_support import dump
 
-from worker.jobs.runtime import build_runtime
-from worker.run import cpu_budget
-from worker.run.cpu_budget import (
+from dsh_memory_worker.worker.jobs.runtime import build_runtime
+from dsh_memory_worker.worker.run import cpu_budget
+from dsh_memory_worker.worker.run.cpu_budget import (
     MIN_BYTES_PER_PROCESS,
     MIN_WINDOW_S,
     CpuProbe,
     ProcessPlan,
     plan_processes,
 )
-from worker.run.once_children import OnceChildren, OnceTotals
-from worker.run.once_parallel import run_once
-from worker.settings import load_settings
+from dsh_memory_worker.worker.run.once_children import OnceChildren, OnceTotals
+from dsh_memory_worker.worker.run.once_parallel import run_once
+from dsh_memory_worker.worker.settings import load_settings
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import conversation

@@ -24,8 +24,8 @@ from cli_fork import run_cli
 from cluster_support import wait_for
 from pipeline_support import dump
 
-from worker import at_rest
-from worker.commands.demo_home import demo_session_id
+from dsh_memory_worker.worker import at_rest
+from dsh_memory_worker.worker.commands.demo_home import demo_session_id
 
 pytestmark = pytest.mark.integration
 
@@ -34,7 +34,7 @@ CANCEL = demo_session_id("cancel")
 #: Runs ``memory-worker ARGS`` in this interpreter and says, on stdout's last line, whether
 #: SQLAlchemy was imported (the full path) or not (the at-rest answer).
 PROBE = (
-    "import sys\nfrom worker.cli import main\nsys.argv = ['memory-worker', *sys.argv[1:]]\n"
+    "import sys\nfrom dsh_memory_worker.worker.cli import main\nsys.argv = ['memory-worker', *sys.argv[1:]]\n"
     "code = 0\ntry:\n    main()\nexcept SystemExit as exc:\n    code = exc.code or 0\n"
     "print('FULL' if 'sqlalchemy' in sys.modules else 'AT-REST')\nsys.exit(code)\n"
 )
@@ -247,12 +247,12 @@ def test_no_record_while_a_file_is_too_recent(tmp_path: Path) -> None:
 def test_lite_home_is_the_lite_stores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import importlib
 
-    from worker.settings import load_settings
+    from dsh_memory_worker.worker.settings import load_settings
 
     try:  # hypatia-lite's own package, or where it lived inside memory/ before
         lite_home = importlib.import_module("hypatia_lite.shelves").lite_home
     except ModuleNotFoundError:
-        lite_home = importlib.import_module("memory.store.lite.shelves").lite_home
+        lite_home = importlib.import_module("dsh_memory_worker.memory.store.lite.shelves").lite_home
 
     monkeypatch.delenv("MEMORY_WORKER_LITE_HOME", raising=False)
     for env in (None, str(tmp_path / "env-home")):

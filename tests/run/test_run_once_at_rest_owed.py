@@ -25,7 +25,7 @@ from conftest import REPO
 from model_server import ModelServer, model_server_fixture  # noqa: F401
 from pipeline_support import dump
 
-from worker import at_rest
+from dsh_memory_worker.worker import at_rest
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, conversation
@@ -37,7 +37,7 @@ pytestmark = pytest.mark.integration
 PROBE = (
     "import sys, time\noffset = float(sys.argv.pop(1))\nreal = time.time\n"
     "time.time = lambda: real() + offset\n"
-    "from worker.cli import main\nsys.argv = ['memory-worker', *sys.argv[1:]]\n"
+    "from dsh_memory_worker.worker.cli import main\nsys.argv = ['memory-worker', *sys.argv[1:]]\n"
     "code = 0\ntry:\n    main()\nexcept SystemExit as exc:\n    code = exc.code or 0\n"
     "print('FULL' if 'sqlalchemy' in sys.modules else 'AT-REST')\nsys.exit(code)\n"
 )

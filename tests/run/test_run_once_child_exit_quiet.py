@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from worker.run.once_children import OnceChildren
-from worker.settings import load_settings
+from dsh_memory_worker.worker.run.once_children import OnceChildren
+from dsh_memory_worker.worker.settings import load_settings
 
 
 def test_children_given_no_work_and_stopped_at_once_print_nothing(

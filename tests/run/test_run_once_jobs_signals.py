@@ -108,8 +108,8 @@ def test_jobs_2_stops_like_one_process(
 FORK_WINDOW = """
 import os, signal, sys
 from multiprocessing.context import ForkProcess
-from worker.run.once_children import OnceChildren
-from worker.settings import Settings
+from dsh_memory_worker.worker.run.once_children import OnceChildren
+from dsh_memory_worker.worker.settings import Settings
 
 start = ForkProcess.start
 calls = []
@@ -146,10 +146,10 @@ def test_a_stop_before_the_sessions_are_handed_out_names_them_all(
 ) -> None:
     """Ctrl-C while the parent splits the home (before any child has a session): every session
     of the home is named, as one process stopped before its scan names them."""
-    from worker.jobs.runtime import build_runtime
-    from worker.run.once_children import OnceChildren, OnceTotals
-    from worker.run.once_parallel import run_once as run_once_in_process
-    from worker.settings import load_settings
+    from dsh_memory_worker.worker.jobs.runtime import build_runtime
+    from dsh_memory_worker.worker.run.once_children import OnceChildren, OnceTotals
+    from dsh_memory_worker.worker.run.once_parallel import run_once as run_once_in_process
+    from dsh_memory_worker.worker.settings import load_settings
 
     lay_home(tmp_path, like=clean)
     settings = load_settings(

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from cli_fork import run_cli
 
-from worker.commands.demo_home import demo_session_id
+from dsh_memory_worker.worker.commands.demo_home import demo_session_id
 
 pytestmark = pytest.mark.integration
 
@@ -33,29 +33,29 @@ FULL_STACK = (
     "sqlalchemy.dialects.postgresql",
     "tenacity",
     "psutil",
-    "worker.jobs.guard",
-    "worker.jobs.registry",
-    "worker.jobs.retract",
-    "worker.jobs.lease_keeper",
-    "worker.jobs.logread",
-    "worker.run.cpu_budget",
-    "worker.watch.poll_source",
-    "worker.watch.scan_digest",
-    "memory.dsh.reader",
-    "memory.dsh.scanner",
-    "memory.store.cli",
+    "dsh_memory_worker.worker.jobs.guard",
+    "dsh_memory_worker.worker.jobs.registry",
+    "dsh_memory_worker.worker.jobs.retract",
+    "dsh_memory_worker.worker.jobs.lease_keeper",
+    "dsh_memory_worker.worker.jobs.logread",
+    "dsh_memory_worker.worker.run.cpu_budget",
+    "dsh_memory_worker.worker.watch.poll_source",
+    "dsh_memory_worker.worker.watch.scan_digest",
+    "dsh_memory_worker.memory.dsh.reader",
+    "dsh_memory_worker.memory.dsh.scanner",
+    "dsh_memory_worker.memory.store.cli",
 )
 #: Of those, what a run that finds nothing to do must not import.
 JOB_STACK = (
     "sqlalchemy.orm",
     "sqlalchemy.dialects.postgresql",
-    "worker.jobs.guard",
-    "worker.jobs.registry",
-    "worker.jobs.retract",
-    "worker.jobs.logread",
-    "memory.dsh.reader",
-    "memory.dsh.scanner",
-    "memory.store.cli",
+    "dsh_memory_worker.worker.jobs.guard",
+    "dsh_memory_worker.worker.jobs.registry",
+    "dsh_memory_worker.worker.jobs.retract",
+    "dsh_memory_worker.worker.jobs.logread",
+    "dsh_memory_worker.memory.dsh.reader",
+    "dsh_memory_worker.memory.dsh.scanner",
+    "dsh_memory_worker.memory.store.cli",
 )
 #: Imports the modules named in ``$PREIMPORT`` (comma separated) and, at exit, writes the names
 #: of the modules imported by then to the file ``$MODULES``: the start of :data:`PROBE`, and the
@@ -72,12 +72,12 @@ PRELUDE = (
 #: The full path's runs never take the first-run-on-an-empty-home answer
 #: (:mod:`worker.run.empty_home`): they open the runtime as every run did before it.
 NO_EMPTY_HOME_PATH = (
-    "import worker.run.empty_home as _empty\n"
+    "import dsh_memory_worker.worker.run.empty_home as _empty\n"
     "_empty.first_run_on_empty_home = lambda *args, **kwargs: False\n"
 )
 #: Runs ``memory-worker ARGS`` in a fresh interpreter after :data:`PRELUDE`.
 PROBE = (
-    PRELUDE + "from worker.cli import main\nsys.argv = ['memory-worker', *sys.argv[1:]]\nmain()\n"
+    PRELUDE + "from dsh_memory_worker.worker.cli import main\nsys.argv = ['memory-worker', *sys.argv[1:]]\nmain()\n"
 )
 
 
@@ -207,7 +207,7 @@ def test_a_fresh_home_takes_the_lazy_path_with_the_full_paths_outcome(tmp_path: 
     assert set(JOB_STACK) <= full[3]
     # Nothing to do on a home that was never run: decided without SQLAlchemy or the runtime.
     assert sorted(name for name in lazy[3] if name.split(".")[0] == "sqlalchemy") == []
-    assert "worker.jobs.runtime" not in lazy[3] and "worker.jobs.runtime" in full[3]
+    assert "dsh_memory_worker.worker.jobs.runtime" not in lazy[3] and "dsh_memory_worker.worker.jobs.runtime" in full[3]
     # The state database was made from the template at the packaged head, and is empty.
     state = _outcome(lazy_home, lazy)["state"]
     assert len(state["version"]) == 1 and not any(
@@ -271,5 +271,5 @@ def test_a_home_with_sessions_loads_the_jobs_and_writes_the_same(tmp_path: Path)
     }
     state.close()
     # The jobs ran, so their machinery was imported: by the first session that needed it.
-    assert {"worker.jobs.guard", "worker.jobs.registry", "memory.dsh.scanner"} <= lazy[3]
+    assert {"dsh_memory_worker.worker.jobs.guard", "dsh_memory_worker.worker.jobs.registry", "dsh_memory_worker.memory.dsh.scanner"} <= lazy[3]
     assert "sqlalchemy.orm" not in lazy[3]

@@ -23,7 +23,7 @@ from cli_fork import run_cli
 from conftest import REPO
 
 from hypatia_lite.store import LiteStore
-from worker.state import StateDB, session_lease_key
+from dsh_memory_worker.worker.state import StateDB, session_lease_key
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import conversation

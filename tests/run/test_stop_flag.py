@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from worker.stop_flag import SignalStop
+from dsh_memory_worker.worker.stop_flag import SignalStop
 
 
 def _set_at_line_inside(stop: Any, method: str, nth: int) -> Callable[[], None]:
@@ -88,7 +88,7 @@ def test_wait_returns_when_set_from_another_thread_and_stays_set() -> None:
 def test_sigterm_ends_a_process_waiting_on_it() -> None:
     code = (
         "import signal, sys\n"
-        "from worker.stop_flag import stop_on\n"
+        "from dsh_memory_worker.worker.stop_flag import stop_on\n"
         "stop = stop_on(signal.SIGTERM)\n"
         "print('ready', flush=True)\n"
         "while not stop.wait(0.001): pass\n"

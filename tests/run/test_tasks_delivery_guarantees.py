@@ -15,8 +15,8 @@ import redis
 from kombu import Connection
 from redis_dbs import redis_db
 
-from worker.run import tasks
-from worker.settings import load_settings
+from dsh_memory_worker.worker.run import tasks
+from dsh_memory_worker.worker.settings import load_settings
 
 REDIS_DB = redis_db("tasks_delivery_guarantees")  # tests/support/redis_dbs.py
 
@@ -94,7 +94,7 @@ def test_an_unreachable_broker_is_one_line_and_never_blocks_the_watcher(
     import logging
     import time
 
-    from worker.commands.daemon import BrokerHints
+    from dsh_memory_worker.worker.commands.daemon import BrokerHints
 
     tasks.configure(load_settings(None, broker_url="redis://127.0.0.1:1/0"), queue="q-down")
     hints = BrokerHints(retry_after_s=60)

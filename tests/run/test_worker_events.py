@@ -22,9 +22,9 @@ import redis
 from celery_events_support import receiving
 from redis_dbs import redis_db
 
-from worker.commands.worker_cmd import Pool, celery_argv
-from worker.run import tasks
-from worker.settings import load_settings
+from dsh_memory_worker.worker.commands.worker_cmd import Pool, celery_argv
+from dsh_memory_worker.worker.run import tasks
+from dsh_memory_worker.worker.settings import load_settings
 
 REDIS_DB = redis_db("worker_events")  # tests/support/redis_dbs.py
 BIN = Path(sys.executable).parent

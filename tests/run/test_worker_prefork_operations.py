@@ -1,5 +1,5 @@
 """A real ``memory-worker worker`` (prefork pool, concurrency 2) on Redis, operated as a Celery
-service: ``celery -A worker.run.tasks inspect ping`` reaches it through the broker configured in the
+service: ``celery -A dsh_memory_worker inspect ping`` reaches it through the broker configured in the
 environment (not Celery's default amqp), each job kind arrives under its own task name in the
 event stream Flower reads, and the worker's metrics port — served by the parent, while the jobs
 run in the pool's child processes — counts exactly the jobs that ran."""
@@ -25,8 +25,8 @@ from celery_events_support import receiving
 from prometheus_client.parser import text_string_to_metric_families
 from redis_dbs import redis_db
 
-from worker.run import tasks
-from worker.settings import load_settings
+from dsh_memory_worker.worker.run import tasks
+from dsh_memory_worker.worker.settings import load_settings
 
 pytestmark = pytest.mark.integration
 
@@ -114,7 +114,7 @@ def test_prefork_worker_answers_ping_names_each_job_and_counts_every_child(
                 [
                     str(BIN / "celery"),
                     "-A",
-                    "worker.run.tasks",
+                    "dsh_memory_worker.worker.run.tasks",
                     "inspect",
                     "ping",
                     "-d",

@@ -16,11 +16,11 @@ import zstandard
 from cli_fork import CliProcess, start_cli
 from sqlalchemy import select
 
-from memory.dsh.reader import scan_log
-from memory.dsh.synthetic import synthetic_header, synthetic_rows, write_log
-from worker.shipping.source import latest_source
-from worker.shipping.sql import SEGMENTS, SqlSegmentStore
-from worker.state import StateDB
+from dsh_memory_worker.memory.dsh.reader import scan_log
+from dsh_memory_worker.memory.dsh.synthetic import synthetic_header, synthetic_rows, write_log
+from dsh_memory_worker.worker.shipping.source import latest_source
+from dsh_memory_worker.worker.shipping.sql import SEGMENTS, SqlSegmentStore
+from dsh_memory_worker.worker.state import StateDB
 
 REPO = Path(__file__).resolve().parents[2]
 SID = "kill-0001"
@@ -35,15 +35,15 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float = 120.0) -
 
 
 def start_shipper(url: str, path: Path) -> CliProcess:
-    """``python -m worker.shipping.follow``: a process of its own (kill -9 ends it, SIGTERM stops
+    """``python -m dsh_memory_worker.worker.shipping.follow``: a process of its own (kill -9 ends it, SIGTERM stops
     its loop), forked from the tests' pre-imported server (``cli_fork``) rather than a fresh
     interpreter. Its standard error is drained while it runs (a shipper with much to say must
     not block on a full pipe and miss SIGTERM's end of the loop)."""
     return start_cli(
         [url, f"{SID}={path}", "--segment-bytes", "1024", "--interval", "0.01"],
-        module="worker.shipping.follow",
+        module="dsh_memory_worker.worker.shipping.follow",
         cwd=REPO,
-        preload=("worker.shipping.follow", "psycopg"),
+        preload=("dsh_memory_worker.worker.shipping.follow", "psycopg"),
     )
 
 

@@ -12,16 +12,16 @@ from pathlib import Path
 import pytest
 from sqlalchemy import insert, select
 
-from memory.dsh.reader import build_index, read_range, scan_log
-from memory.dsh.synthetic import synthetic_header, synthetic_rows, write_log
-from worker.names import session_lease_key
-from worker.shipping.prune import prune_segments
-from worker.shipping.shipper import ship_log
-from worker.shipping.source import latest_source
-from worker.shipping.sql import LOGS, SEGMENTS, SqlSegmentStore
-from worker.state import StateDB
-from worker.state.models import ProgressRow, utcnow
-from worker.state.sessions import Checkpoint
+from dsh_memory_worker.memory.dsh.reader import build_index, read_range, scan_log
+from dsh_memory_worker.memory.dsh.synthetic import synthetic_header, synthetic_rows, write_log
+from dsh_memory_worker.worker.names import session_lease_key
+from dsh_memory_worker.worker.shipping.prune import prune_segments
+from dsh_memory_worker.worker.shipping.shipper import ship_log
+from dsh_memory_worker.worker.shipping.source import latest_source
+from dsh_memory_worker.worker.shipping.sql import LOGS, SEGMENTS, SqlSegmentStore
+from dsh_memory_worker.worker.state import StateDB
+from dsh_memory_worker.worker.state.models import ProgressRow, utcnow
+from dsh_memory_worker.worker.state.sessions import Checkpoint
 
 
 @pytest.fixture

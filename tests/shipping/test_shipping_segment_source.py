@@ -13,10 +13,10 @@ import pytest
 import zstandard
 from dsh_fixture_logs import fixture_logs
 
-from memory.dsh.complete import complete_pieces
-from memory.dsh.reader import build_index, iter_log, read_log, read_range, scan_log
-from memory.dsh.source import FileSource, SegmentSource, as_source
-from memory.dsh.synthetic import synthetic_rows, write_log
+from dsh_memory_worker.memory.dsh.complete import complete_pieces
+from dsh_memory_worker.memory.dsh.reader import build_index, iter_log, read_log, read_range, scan_log
+from dsh_memory_worker.memory.dsh.source import FileSource, SegmentSource, as_source
+from dsh_memory_worker.memory.dsh.synthetic import synthetic_rows, write_log
 
 
 def memory_source(data: bytes, name: str, piece: int = 7) -> SegmentSource:

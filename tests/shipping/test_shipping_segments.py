@@ -16,13 +16,13 @@ import zstandard
 from dsh_fixture_logs import fixture_logs
 from sqlalchemy import select
 
-from memory.dsh.reader import build_index, read_log, read_range, scan_log
-from memory.dsh.synthetic import synthetic_header, synthetic_rows, write_log
-from worker.shipping.shipper import ship_log
-from worker.shipping.source import latest_source, shipped_source
-from worker.shipping.sql import SEGMENTS, SqlSegmentStore
-from worker.shipping.store import ShipConflict, ShippedLog
-from worker.state import StateDB
+from dsh_memory_worker.memory.dsh.reader import build_index, read_log, read_range, scan_log
+from dsh_memory_worker.memory.dsh.synthetic import synthetic_header, synthetic_rows, write_log
+from dsh_memory_worker.worker.shipping.shipper import ship_log
+from dsh_memory_worker.worker.shipping.source import latest_source, shipped_source
+from dsh_memory_worker.worker.shipping.sql import SEGMENTS, SqlSegmentStore
+from dsh_memory_worker.worker.shipping.store import ShipConflict, ShippedLog
+from dsh_memory_worker.worker.state import StateDB
 
 
 @pytest.fixture

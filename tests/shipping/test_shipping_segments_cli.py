@@ -12,10 +12,10 @@ import pytest
 from cli_fork import run_cli
 from sqlalchemy import func, select
 
-from memory.dsh.synthetic import synthetic_header, synthetic_rows, write_log
-from worker.shipping.shipper import ship_log
-from worker.shipping.sql import SEGMENTS, SqlSegmentStore, delete_session
-from worker.state import StateDB
+from dsh_memory_worker.memory.dsh.synthetic import synthetic_header, synthetic_rows, write_log
+from dsh_memory_worker.worker.shipping.shipper import ship_log
+from dsh_memory_worker.worker.shipping.sql import SEGMENTS, SqlSegmentStore, delete_session
+from dsh_memory_worker.worker.state import StateDB
 
 BIN = Path(sys.executable).parent
 

@@ -12,9 +12,9 @@ from pathlib import Path
 from conftest import REPO
 from pipeline_support import dump, process
 
-from worker.run.runner import InProcessRunner
-from worker.shipping.sql import SqlSegmentStore
-from worker.watch.watcher import Watcher
+from dsh_memory_worker.worker.run.runner import InProcessRunner
+from dsh_memory_worker.worker.shipping.sql import SqlSegmentStore
+from dsh_memory_worker.worker.watch.watcher import Watcher
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime

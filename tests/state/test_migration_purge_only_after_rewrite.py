@@ -12,10 +12,10 @@ from sqlalchemy import create_engine, text
 from state_db_support import PG_HOST, PG_PORT, PG_USER, throwaway_pg_database
 from typer.testing import CliRunner
 
-from worker.cli import _register, app
-from worker.state.database import StateDB
-from worker.state.db import normalize_url
-from worker.state.migrate import current_revision, head_revision, upgrade
+from dsh_memory_worker.worker.cli import _register, app
+from dsh_memory_worker.worker.state.database import StateDB
+from dsh_memory_worker.worker.state.db import normalize_url
+from dsh_memory_worker.worker.state.migrate import current_revision, head_revision, upgrade
 
 pytestmark = pytest.mark.integration
 

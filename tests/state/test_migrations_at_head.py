@@ -9,18 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from worker.state.migrate import (
+from dsh_memory_worker.worker.state.migrate import (
     current_revision,
     downgrade,
     head_revision,
     revisions,
     upgrade_to_head,
 )
-from worker.state.revision_files import PACKAGED_MIGRATIONS, script_head
+from dsh_memory_worker.worker.state.revision_files import PACKAGED_MIGRATIONS, script_head
 
 OPEN_AND_REPORT = """
 import sys
-from worker.state.database import StateDB
+from dsh_memory_worker.worker.state.database import StateDB
 StateDB.open(sys.argv[1])
 print("alembic" in sys.modules, "mako" in sys.modules)
 """

@@ -12,9 +12,9 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 from typer.testing import CliRunner
 
-from worker.cli import _register, app
-from worker.state.db import make_engine
-from worker.state.migrate import (
+from dsh_memory_worker.worker.cli import _register, app
+from dsh_memory_worker.worker.state.db import make_engine
+from dsh_memory_worker.worker.state.migrate import (
     current_revision,
     downgrade,
     head_revision,
@@ -22,8 +22,8 @@ from worker.state.migrate import (
     upgrade,
     upgrade_to_head,
 )
-from worker.state.models import Base
-from worker.state.revision_files import MigrationsNotFound, find_migrations_dir
+from dsh_memory_worker.worker.state.models import Base
+from dsh_memory_worker.worker.state.revision_files import MigrationsNotFound, find_migrations_dir
 
 REPO = Path(__file__).resolve().parents[2]
 TABLES = {

@@ -17,7 +17,7 @@ from forked_worker import run_worker_forked
 from hostile_support import CWD, env, header, session_path, store_dump, write_good
 from state_db_support import sqlite_url, throwaway_pg_database
 
-from worker.watch.scan_problems import MAX_SESSION_ID, subject_key
+from dsh_memory_worker.worker.watch.scan_problems import MAX_SESSION_ID, subject_key
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter

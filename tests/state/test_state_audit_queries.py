@@ -16,8 +16,8 @@ import random
 
 import pytest
 
-from worker.state import StateDB
-from worker.state.audit import ACTION_INTENT, ACTION_SUMMARY, AuditEntry
+from dsh_memory_worker.worker.state import StateDB
+from dsh_memory_worker.worker.state.audit import ACTION_INTENT, ACTION_SUMMARY, AuditEntry
 
 ACTIONS = ("reconsolidate", "rewrite", ACTION_INTENT, ACTION_SUMMARY, "forget")
 OUTCOMES = ("queued", "done", "failed")

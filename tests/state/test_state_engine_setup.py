@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from worker.state.db import StateURLError, make_engine, normalize_url
+from dsh_memory_worker.worker.state.db import StateURLError, make_engine, normalize_url
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from worker.state import Lease, StateDB, session_lease_key
+from dsh_memory_worker.worker.state import Lease, StateDB, session_lease_key
 
 KEY = session_lease_key("sess-race")
 

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from filelock import FileLock, Timeout
 
-from worker.state.revision_files import migration_lock, migration_lock_file
+from dsh_memory_worker.worker.state.revision_files import migration_lock, migration_lock_file
 
 _ROUNDS = 25
 _CHILD = """
 import os, sys
 from pathlib import Path
-from worker.state.revision_files import migration_lock
+from dsh_memory_worker.worker.state.revision_files import migration_lock
 database, journal, rounds = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
 for _ in range(rounds):
     with migration_lock(database):
@@ -32,7 +32,7 @@ for _ in range(rounds):
 _HOLDER = """
 import sys
 from pathlib import Path
-from worker.state.revision_files import migration_lock
+from dsh_memory_worker.worker.state.revision_files import migration_lock
 with migration_lock(Path(sys.argv[1])):
     print("held", flush=True)
     sys.stdin.readline()

@@ -10,12 +10,12 @@ import pytest
 from sqlalchemy import Table, event
 from sqlalchemy.exc import IntegrityError
 
-from worker.state import StateDB, prepared
-from worker.state._sql import update_by_key
-from worker.state.leases import _ACQUIRE, _RELEASE
-from worker.state.models import SessionRow
-from worker.state.progress import ProgressRepo
-from worker.state.sessions import _GET, Checkpoint
+from dsh_memory_worker.worker.state import StateDB, prepared
+from dsh_memory_worker.worker.state._sql import update_by_key
+from dsh_memory_worker.worker.state.leases import _ACQUIRE, _RELEASE
+from dsh_memory_worker.worker.state.models import SessionRow
+from dsh_memory_worker.worker.state.progress import ProgressRepo
+from dsh_memory_worker.worker.state.sessions import _GET, Checkpoint
 
 _SESSIONS: Table = SessionRow.__table__  # type: ignore[assignment]
 _NOW = dt.datetime(2026, 3, 4, 5, 6, 7, 891_000, tzinfo=dt.UTC)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from memory.consolidation.extraction import extraction_instruction
-from memory.consolidation.prompt_version import prompt_version
-from worker.state import StateDB
-from worker.state.provenance import Writer
+from dsh_memory_worker.memory.consolidation.extraction import extraction_instruction
+from dsh_memory_worker.memory.consolidation.prompt_version import prompt_version
+from dsh_memory_worker.worker.state import StateDB
+from dsh_memory_worker.worker.state.provenance import Writer
 
 A = Writer("http://a/v1/model-a", "model-a", "aaaaaaaaaaaa")
 B = Writer("http://b/v1/model-b", "model-b", "bbbbbbbbbbbb")

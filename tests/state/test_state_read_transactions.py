@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.exc import DBAPIError
 
-from worker.state import StateDB
+from dsh_memory_worker.worker.state import StateDB
 
 
 def test_a_read_sees_committed_rows_and_refuses_to_write(state_db: StateDB) -> None:

@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from worker.state import Checkpoint, StateDB
+from dsh_memory_worker.worker.state import Checkpoint, StateDB
 
 T0 = dt.datetime(2026, 3, 1, 9, 30, tzinfo=dt.UTC)
 

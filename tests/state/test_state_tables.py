@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import Column, delete, insert, select, update
 from sqlalchemy.dialects import sqlite
 
-from worker.state.models import Base, ProgressRow, ProvenanceRow, SessionRow
+from dsh_memory_worker.worker.state.models import Base, ProgressRow, ProvenanceRow, SessionRow
 
 
 def _sql(statement: Any) -> str:

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from worker.state import template
-from worker.state.database import StateDB
-from worker.state.migrate import current_revision, upgrade
-from worker.state.revision_files import PACKAGED_MIGRATIONS, script_head
-from worker.state.template import create_from_template, dump_schema, template_revision
+from dsh_memory_worker.worker.state import template
+from dsh_memory_worker.worker.state.database import StateDB
+from dsh_memory_worker.worker.state.migrate import current_revision, upgrade
+from dsh_memory_worker.worker.state.revision_files import PACKAGED_MIGRATIONS, script_head
+from dsh_memory_worker.worker.state.template import create_from_template, dump_schema, template_revision
 
 OPEN_AND_REPORT = """
 import sys
-from worker.state.database import StateDB
+from dsh_memory_worker.worker.state.database import StateDB
 StateDB.open(sys.argv[1]).dispose()
 print("alembic" in sys.modules)
 """
@@ -37,7 +37,7 @@ def test_the_template_is_the_schema_alembic_makes(tmp_path: Path) -> None:
     upgrade(f"sqlite:///{database}")
     assert template.TEMPLATE.read_text(encoding="utf-8") == dump_schema(database), (
         "worker/state/schema_head.sql is not the schema of the packaged revisions: write it "
-        "again with `.venv/bin/python -m worker.state.write_template`"
+        "again with `.venv/bin/python -m dsh_memory_worker.worker.state.write_template`"
     )
     assert template_revision(template.TEMPLATE.read_text()) == script_head(PACKAGED_MIGRATIONS)
 

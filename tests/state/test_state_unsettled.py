@@ -13,11 +13,11 @@ import itertools
 import pytest
 from sqlalchemy import insert
 
-from worker.state import StateDB
-from worker.state.models import ProgressRow, SessionRow
-from worker.state.progress import Progress
-from worker.state.sessions import SessionState
-from worker.state.unsettled import open_sessions, sessions_by_id, unsettled_sessions
+from dsh_memory_worker.worker.state import StateDB
+from dsh_memory_worker.worker.state.models import ProgressRow, SessionRow
+from dsh_memory_worker.worker.state.progress import Progress
+from dsh_memory_worker.worker.state.sessions import SessionState
+from dsh_memory_worker.worker.state.unsettled import open_sessions, sessions_by_id, unsettled_sessions
 
 T0 = dt.datetime(2026, 3, 1, 9, 30, tzinfo=dt.UTC)
 SHELF = "default"

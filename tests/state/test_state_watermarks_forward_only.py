@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from worker.state import Lease, StateDB, session_lease_key
+from dsh_memory_worker.worker.state import Lease, StateDB, session_lease_key
 
 SHELF = "default"
 SID = "sess-1"

@@ -7,7 +7,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from worker.state import StateDB, session_lease_key
+from dsh_memory_worker.worker.state import StateDB, session_lease_key
 
 FIELDS = ("last_logged_seq", "last_consolidated_seq", "last_belong_to_index", "last_check_turn")
 

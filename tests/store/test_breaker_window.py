@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory.store.base import FatalStoreError
-from memory.store.breaker import Breaker, StoreDown
+from dsh_memory_worker.memory.store.base import FatalStoreError
+from dsh_memory_worker.memory.store.breaker import Breaker, StoreDown
 
 
 class Clock:

@@ -21,8 +21,8 @@ from pipeline_support import process
 
 from hypatia_lite import sqlite_backend
 from hypatia_lite.store import LiteStore
-from memory.store.base import BatchWriter, MemoryStore, write_batch
-from worker.jobs import store_writes
+from dsh_memory_worker.memory.store.base import BatchWriter, MemoryStore, write_batch
+from dsh_memory_worker.worker.jobs import store_writes
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, conversation, embedded_runtime
@@ -188,7 +188,7 @@ def test_a_crash_mid_batch_leaves_whole_batches_and_a_retry_completes(
 
 
 def test_write_batch_falls_back_to_single_items(tmp_path: Path) -> None:
-    from memory.store.base import EntryWrite, StatementWrite
+    from dsh_memory_worker.memory.store.base import EntryWrite, StatementWrite
 
     inner = LiteStore(home=tmp_path / "lite")
     store = OneByOne(inner)

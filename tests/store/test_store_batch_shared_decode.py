@@ -14,11 +14,11 @@ from typing import Any
 
 from conftest import REPO
 
-from memory.dsh.reader import read_log
-from worker.jobs import handoff, session_node
-from worker.jobs.logread import END, read_window
-from worker.run.runner import InProcessRunner
-from worker.watch.watcher import Watcher
+from dsh_memory_worker.memory.dsh.reader import read_log
+from dsh_memory_worker.worker.jobs import handoff, session_node
+from dsh_memory_worker.worker.jobs.logread import END, read_window
+from dsh_memory_worker.worker.run.runner import InProcessRunner
+from dsh_memory_worker.worker.watch.watcher import Watcher
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime

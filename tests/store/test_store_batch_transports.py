@@ -15,7 +15,7 @@ import pytest
 from store_contract.transports import LITE_TRANSPORTS, PG_SHELF, open_harness
 
 from hypatia_lite.store import LiteStore
-from memory.store.base import BatchResult, BatchWriter, EntryWrite, StatementWrite, write_batch
+from dsh_memory_worker.memory.store.base import BatchResult, BatchWriter, EntryWrite, StatementWrite, write_batch
 
 ENTRIES = [
     EntryWrite(

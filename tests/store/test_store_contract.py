@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from store_contract.transports import ALL_TRANSPORTS, Harness, open_harness, open_pair, pg_shelf
 
-from memory.store.base import (
+from dsh_memory_worker.memory.store.base import (
     Content,
     FatalStoreError,
     KnowledgeEntry,
@@ -32,9 +32,9 @@ from memory.store.base import (
     StoreError,
     csv_triple,
 )
-from memory.store.cli import CliStore, fit_data
-from memory.store.factory import StoreConfig, open_store
-from memory.store.mcp import McpStore
+from dsh_memory_worker.memory.store.cli import CliStore, fit_data
+from dsh_memory_worker.memory.store.factory import StoreConfig, open_store
+from dsh_memory_worker.memory.store.mcp import McpStore
 
 pytestmark = pytest.mark.integration
 

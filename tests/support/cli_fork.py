@@ -79,25 +79,25 @@ PRELOAD = (
     "rich.console",
     "rich.table",
     "rich.progress",
-    "worker.cli",
-    "worker.settings",
-    "worker.state",
-    "worker.jobs.registry",
-    "worker.jobs.guard",
-    "worker.run.runner",
-    "worker.run.once_parallel",
-    "worker.watch.watcher",
+    "dsh_memory_worker.worker.cli",
+    "dsh_memory_worker.worker.settings",
+    "dsh_memory_worker.worker.state",
+    "dsh_memory_worker.worker.jobs.registry",
+    "dsh_memory_worker.worker.jobs.guard",
+    "dsh_memory_worker.worker.run.runner",
+    "dsh_memory_worker.worker.run.once_parallel",
+    "dsh_memory_worker.worker.watch.watcher",
     "hypatia_lite.store",
     "hypatia_lite.db",
     "hypatia_lite.sqlite_backend",
     "hypatia_lite.purge",
-    "memory.store.lite.store",
-    "memory.dsh.reader",
-    "worker.state.migrate",
-    "worker.state.template",
-    "worker.at_rest",
+    "dsh_memory_worker.memory.store.lite.store",
+    "dsh_memory_worker.memory.dsh.reader",
+    "dsh_memory_worker.worker.state.migrate",
+    "dsh_memory_worker.worker.state.template",
+    "dsh_memory_worker.worker.at_rest",
     "tenacity",
-    "worker.jobs.housekeeping",
+    "dsh_memory_worker.worker.jobs.housekeeping",
     # The model client's library and its transport: most of a consolidating command's imports.
     "openai",
     "openai.resources",
@@ -134,7 +134,7 @@ COMMAND_PRELOAD = {
     ),
 }
 #: The console scripts the servers run: ``tool -> module`` whose ``main()`` is the entry point.
-ENTRY_POINTS = {"memory-worker": "worker.cli", "hypatia-lite": "hypatia_lite.cli"}
+ENTRY_POINTS = {"memory-worker": "dsh_memory_worker.worker.cli", "hypatia-lite": "hypatia_lite.cli"}
 _PRELOADS = {"memory-worker": PRELOAD, "hypatia-lite": LITE_PRELOAD}
 _lock = threading.Lock()
 #: One server per tool and extra preload: what a server has imported is fixed when it starts, so

@@ -23,7 +23,7 @@ import redis
 from hypatia_lite import db, shelves
 from hypatia_lite.sqlitelib import sqlite3
 from hypatia_lite.store import LiteStore
-from worker.state.database import StateDB
+from dsh_memory_worker.worker.state.database import StateDB
 
 BIN = Path(sys.executable).parent
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"

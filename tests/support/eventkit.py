@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from memory.dsh.events import APPEND, Event, Message, Replace
+from dsh_memory_worker.memory.dsh.events import APPEND, Event, Message, Replace
 
 T0 = 1_757_404_800_000  # 2025-09-09T08:00:00Z
 

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from hypatia_lite.store import LiteStore
-from worker.jobs.runtime import owe_consolidation
-from worker.run.runner import InProcessRunner
-from worker.watch.watcher import Watcher
+from dsh_memory_worker.worker.jobs.runtime import owe_consolidation
+from dsh_memory_worker.worker.run.runner import InProcessRunner
+from dsh_memory_worker.worker.watch.watcher import Watcher
 
 
 def process(runtime: Any, *, consolidation: bool = True) -> InProcessRunner:

@@ -16,8 +16,8 @@ import psycopg
 import pytest
 from sqlalchemy import text
 
-from worker.state import StateDB
-from worker.state.models import Base
+from dsh_memory_worker.worker.state import StateDB
+from dsh_memory_worker.worker.state.models import Base
 
 PG_HOST = "127.0.0.1"
 PG_PORT = 5432

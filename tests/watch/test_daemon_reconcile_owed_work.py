@@ -15,11 +15,11 @@ import pytest
 from conftest import REPO
 from sqlalchemy import update
 
-from worker.jobs.guard import run_job
-from worker.jobs.reconsolidate import request_reconsolidation
-from worker.state.models import ProgressRow
-from worker.watch.owed import Owed, owed_by_clock, owed_work
-from worker.watch.watcher import Watcher
+from dsh_memory_worker.worker.jobs.guard import run_job
+from dsh_memory_worker.worker.jobs.reconsolidate import request_reconsolidation
+from dsh_memory_worker.worker.state.models import ProgressRow
+from dsh_memory_worker.worker.watch.owed import Owed, owed_by_clock, owed_work
+from dsh_memory_worker.worker.watch.watcher import Watcher
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime

@@ -26,10 +26,10 @@ from fault_support import env, run_once
 from model_server import ModelServer, model_server_fixture  # noqa: F401
 from pipeline_support import dump, process
 
-from worker.jobs import log_span as log_span_module
-from worker.jobs.seed_repair import check_seeded_sessions
-from worker.verify.run import verify
-from worker.watch.scan_digest import ScanDigest
+from dsh_memory_worker.worker.jobs import log_span as log_span_module
+from dsh_memory_worker.worker.jobs.seed_repair import check_seeded_sessions
+from dsh_memory_worker.worker.verify.run import verify
+from dsh_memory_worker.worker.watch.scan_digest import ScanDigest
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, conversation, embedded_runtime, session_dir

@@ -89,8 +89,8 @@ def test_broken_logs_are_one_line_each_and_the_rest_is_written(tmp_path: Path) -
         assert failure["attempts"] == 1 and broken in failure["error"]
         assert status[broken]["durable_end_seq"] is None
     # The permanent problems are recorded once, however often the logs are looked at.
-    from worker.settings import load_settings
-    from worker.state.database import StateDB
+    from dsh_memory_worker.worker.settings import load_settings
+    from dsh_memory_worker.worker.state.database import StateDB
 
     state = StateDB.open(load_settings(None, data_dir=tmp_path / "data").effective_state_url)
     with state.transaction() as repos:

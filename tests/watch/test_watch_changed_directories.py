@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from worker.watch.discovery import changed_directories
+from dsh_memory_worker.worker.watch.discovery import changed_directories
 
 ROOT = Path("/home/u/.dsh/sessions")
 

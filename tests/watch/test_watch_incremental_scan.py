@@ -13,11 +13,11 @@ import pytest
 from conftest import REPO
 
 from hypatia_lite.store import LiteStore
-from memory.dsh.reader import read_log
-from memory.messages import is_loggable
-from worker.jobs.logread import read_window
-from worker.run.runner import InProcessRunner
-from worker.watch.watcher import Watcher
+from dsh_memory_worker.memory.dsh.reader import read_log
+from dsh_memory_worker.memory.messages import is_loggable
+from dsh_memory_worker.worker.jobs.logread import read_window
+from dsh_memory_worker.worker.run.runner import InProcessRunner
+from dsh_memory_worker.worker.watch.watcher import Watcher
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime
@@ -79,7 +79,7 @@ def test_a_restarted_watcher_does_not_decode_an_unchanged_log(
 ) -> None:
     """The ordinal at the stored end is computed only when new events arrive: a daemon restart
     over an unchanged home opens each log at its stored offset and reads nothing."""
-    import memory.dsh.reader as reader  # the watcher imports read_range from it when it reads
+    import dsh_memory_worker.memory.dsh.reader as reader  # the watcher imports read_range from it when it reads
 
     runtime = embedded_runtime(tmp_path)
     log = SessionLogWriter(tmp_path / "dsh", "s-restart", CWD, compressed=True)

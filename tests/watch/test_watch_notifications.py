@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from conftest import REPO
 
-from worker.names import JOB_LOG_SPAN
-from worker.watch.notify import Notifier
-from worker.watch.watcher import ScanReport, Watcher
+from dsh_memory_worker.worker.names import JOB_LOG_SPAN
+from dsh_memory_worker.worker.watch.notify import Notifier
+from dsh_memory_worker.worker.watch.watcher import ScanReport, Watcher
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime

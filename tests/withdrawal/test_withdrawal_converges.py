@@ -8,10 +8,10 @@ from eventkit import assistant, marker, other, user
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory.dsh.events import Event
-from memory.messages import base_ordinal, message_ordinals
-from memory.span import plan_span
-from memory.withdrawal import withdrawn_loggable
+from dsh_memory_worker.memory.dsh.events import Event
+from dsh_memory_worker.memory.messages import base_ordinal, message_ordinals
+from dsh_memory_worker.memory.span import plan_span
+from dsh_memory_worker.memory.withdrawal import withdrawn_loggable
 
 KINDS = ("human", "assistant", "plugin", "tool-only", "other", "marker", "checkpoint")
 

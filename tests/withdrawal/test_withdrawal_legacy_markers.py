@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from memory.dsh.reader import read_log
-from memory.span import session_decisions
-from memory.withdrawal import find_markers
+from dsh_memory_worker.memory.dsh.reader import read_log
+from dsh_memory_worker.memory.span import session_decisions
+from dsh_memory_worker.memory.withdrawal import find_markers
 
 # In the cancel fixture the surface is [4 (human), 5 (plugin context), 11 (assistant)].
 REPLACE = {"op": "replace", "start": 4, "end": 11}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from eventkit import assistant, marker, other, tool_result, user
 
-from memory.constants import DEFAULT_WITHDRAWAL_WHITELIST
-from memory.withdrawal import (
+from dsh_memory_worker.memory.constants import DEFAULT_WITHDRAWAL_WHITELIST
+from dsh_memory_worker.memory.withdrawal import (
     DEFAULT_WHITELIST,
     Marker,
     find_markers,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from eventkit import assistant, marker, other, user
 
-from memory.messages import message_ordinals
-from memory.withdrawal import withdrawal_work
+from dsh_memory_worker.memory.messages import message_ordinals
+from dsh_memory_worker.memory.withdrawal import withdrawal_work
 
 LOG = [
     user(0, "first"),  # ordinal 0

@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.markup import escape
 
-from worker.commands.options import err, say
-from worker.logs import setup_logging as configure_logging
-from worker.settings import Settings, SettingsError, load_settings
+from dsh_memory_worker.worker.commands.options import err, say
+from dsh_memory_worker.worker.logs import setup_logging as configure_logging
+from dsh_memory_worker.worker.settings import Settings, SettingsError, load_settings
 
 if TYPE_CHECKING:
-    from worker.jobs.runtime import Runtime
-    from worker.state.database import StateDB
-    from worker.stop_flag import SignalStop
+    from dsh_memory_worker.worker.jobs.runtime import Runtime
+    from dsh_memory_worker.worker.state.database import StateDB
+    from dsh_memory_worker.worker.stop_flag import SignalStop
 
 
 def load_or_exit(config: Path | None, **overrides: Any) -> Settings:
@@ -59,8 +59,8 @@ def serve_metrics(settings: Settings, state: StateDB | None = None) -> None:
     gauges read from the state database (``state``, or one opened on the configured URL)."""
     if settings.metrics_port is None:
         return
-    from worker.observability import serve_metrics as start_metrics_server
-    from worker.state.database import StateDB
+    from dsh_memory_worker.worker.observability import serve_metrics as start_metrics_server
+    from dsh_memory_worker.worker.state.database import StateDB
 
     try:
         if state is None:
@@ -77,7 +77,7 @@ def serve_metrics(settings: Settings, state: StateDB | None = None) -> None:
 def db_error_line(exc: BaseException) -> str:
     """One line of a state-database error, without SQLAlchemy's "Background on this error" link;
     a full disk is named as such, with where (:mod:`worker.state.disk_full`)."""
-    from worker.state.disk_full import disk_full
+    from dsh_memory_worker.worker.state.disk_full import disk_full
 
     full = disk_full(exc)
     if full is not None:
@@ -90,9 +90,9 @@ def open_runtime_or_exit(settings: Settings, kind: str, *, force_idle: bool = Fa
     """The runtime (state migrated to head); an unusable state database is one line, exit 2."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    from worker.jobs.runtime import build_runtime, default_owner
-    from worker.state.db import StateURLError
-    from worker.state.revision_files import MigrationsNotFound
+    from dsh_memory_worker.worker.jobs.runtime import build_runtime, default_owner
+    from dsh_memory_worker.worker.state.db import StateURLError
+    from dsh_memory_worker.worker.state.revision_files import MigrationsNotFound
 
     try:
         return build_runtime(settings, owner=default_owner(kind), force_idle=force_idle)
@@ -140,7 +140,7 @@ def check_store_binary_or_exit(settings: Settings) -> None:
 
 def check_store_or_exit(runtime: Runtime, shelf: str) -> None:
     """Open the store once up front; an unusable one is one line, exit 2."""
-    from memory.store.base import StoreError
+    from dsh_memory_worker.memory.store.base import StoreError
 
     check_store_binary_or_exit(runtime.settings)
     try:
@@ -152,7 +152,7 @@ def check_store_or_exit(runtime: Runtime, shelf: str) -> None:
 
 def stop_on_signals() -> SignalStop:
     """SIGINT and SIGTERM set the returned stop (safely: see :mod:`worker.stop_flag`)."""
-    from worker.stop_flag import stop_on
+    from dsh_memory_worker.worker.stop_flag import stop_on
 
     return stop_on(signal.SIGINT, signal.SIGTERM)
 

@@ -13,8 +13,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from worker.commands.options import ConfigOption, DshHomeOption, WideOption
-from worker.commands.tables import print_table
+from dsh_memory_worker.worker.commands.options import ConfigOption, DshHomeOption, WideOption
+from dsh_memory_worker.worker.commands.tables import print_table
 
 
 def _show(value: Any) -> str:
@@ -30,7 +30,7 @@ def config(
     config: ConfigOption = None,
 ) -> None:
     """Print the effective configuration (secrets masked)."""
-    from worker.commands.common import load_or_exit  # loads the runtime: only when it runs
+    from dsh_memory_worker.worker.commands.common import load_or_exit  # loads the runtime: only when it runs
 
     settings = load_or_exit(config, dsh_home=dsh_home)
     values = settings.public_dict()

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from worker.commands.options import ConfigOption, ShelfOption, err
+from dsh_memory_worker.worker.commands.options import ConfigOption, ShelfOption, err
 
 
 def console(
@@ -40,12 +40,12 @@ def console(
     """Serve a local web page to see what memory holds, and make it forget."""
     # Imported when the command runs, not at start-up: the web stack (Starlette, Jinja2,
     # uvicorn) is loaded by this command only.
-    from worker.commands.common import (
+    from dsh_memory_worker.worker.commands.common import (
         check_store_or_exit,
         command_settings,
         open_runtime_or_exit,
     )
-    from worker.console.serve import LOCAL_HOSTS, bind, serve, url_host
+    from dsh_memory_worker.worker.console.serve import LOCAL_HOSTS, bind, serve, url_host
 
     say = "memory-worker console: "
     if host not in LOCAL_HOSTS and not exposed:

@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from worker.commands.options import (
+from dsh_memory_worker.worker.commands.options import (
     ConfigOption,
     DshHomeOption,
     MetricsPortOption,
@@ -24,7 +24,7 @@ from worker.commands.options import (
     ShelfOption,
     say,
 )
-from worker.names import DEFAULT_QUEUE
+from dsh_memory_worker.worker.names import DEFAULT_QUEUE
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class BrokerHints:
         if self._down_since is not None and time.monotonic() < self._next_try:
             self.dropped += 1  # broker known down: do not block the watcher on every hint
             return
-        from worker.run import tasks
+        from dsh_memory_worker.worker.run import tasks
 
         if self._setup is not None:
             setup, self._setup = self._setup, None
@@ -83,7 +83,7 @@ def daemon(
 ) -> None:
     """Follow the DSH home and enqueue log jobs to Celery (run `memory-worker worker` too)."""
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
-    from worker.commands.common import (
+    from dsh_memory_worker.worker.commands.common import (
         check_store_or_exit,
         command_settings,
         open_runtime_or_exit,
@@ -91,11 +91,11 @@ def daemon(
         serve_metrics,
         stop_on_signals,
     )
-    from worker.jobs.housekeeping import reconcile_with_store
-    from worker.jobs.reconsolidate import backfill_consolidation
-    from worker.jobs.seed_pending import unchecked_children
-    from worker.settings import mask_url
-    from worker.watch.watcher import Watcher
+    from dsh_memory_worker.worker.jobs.housekeeping import reconcile_with_store
+    from dsh_memory_worker.worker.jobs.reconsolidate import backfill_consolidation
+    from dsh_memory_worker.worker.jobs.seed_pending import unchecked_children
+    from dsh_memory_worker.worker.settings import mask_url
+    from dsh_memory_worker.worker.watch.watcher import Watcher
 
     require_distributed("daemon")
     settings = command_settings(
@@ -103,7 +103,7 @@ def daemon(
     )
 
     def configure_broker() -> None:
-        from worker.run import tasks
+        from dsh_memory_worker.worker.run import tasks
 
         tasks.configure(settings, queue=queue)
 
@@ -116,7 +116,7 @@ def daemon(
     if settings.reconcile_on_startup:
         reconcile_with_store(runtime, settings.store_shelf)
     if unchecked_children(runtime, settings.store_shelf):  # fork children an older worker stored
-        from worker.jobs.seed_repair import check_seeded_sessions
+        from dsh_memory_worker.worker.jobs.seed_repair import check_seeded_sessions
 
         check_seeded_sessions(runtime, settings.store_shelf)
     # Owed consolidation becomes queued requests; the first reconcile hints them together with

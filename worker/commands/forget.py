@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from worker.commands.options import (
+from dsh_memory_worker.worker.commands.options import (
     ConfigOption,
     DshHomeOption,
     ShelfOption,
@@ -21,10 +21,10 @@ from worker.commands.options import (
     refuse_session_ids_or_exit,
     shown,
 )
-from worker.commands.tables import print_table
+from dsh_memory_worker.worker.commands.tables import print_table
 
 if TYPE_CHECKING:
-    from worker.jobs.forget import ForgetResult
+    from dsh_memory_worker.worker.jobs.forget import ForgetResult
 
 
 def forget(
@@ -41,8 +41,8 @@ def forget(
     """Remove everything a session put in memory and never ingest it again."""
     refuse_session_ids_or_exit("forget", sessions)
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
-    from worker.commands.common import check_store_or_exit, command_runtime
-    from worker.jobs.forget import ACTION_FORGET, forget_sessions
+    from dsh_memory_worker.worker.commands.common import check_store_or_exit, command_runtime
+    from dsh_memory_worker.worker.jobs.forget import ACTION_FORGET, forget_sessions
 
     settings, runtime = command_runtime(ACTION_FORGET, config, shelf=shelf, dsh_home=dsh_home)
     results: list[ForgetResult] = []

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from worker.commands.options import err, shown
-from worker.settings import Settings
+from dsh_memory_worker.worker.commands.options import err, shown
+from dsh_memory_worker.worker.settings import Settings
 
 
 def missing_state_file(settings: Settings) -> Path | None:

@@ -19,13 +19,13 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from memory.printable import printable
-from worker.commands.options import ConfigOption
+from dsh_memory_worker.memory.printable import printable
+from dsh_memory_worker.worker.commands.options import ConfigOption
 
 if TYPE_CHECKING:
-    from memory.dsh.events import Event
-    from memory.dsh.reader import SessionLog
-    from memory.titles import TitleChoice
+    from dsh_memory_worker.memory.dsh.events import Event
+    from dsh_memory_worker.memory.dsh.reader import SessionLog
+    from dsh_memory_worker.memory.titles import TitleChoice
 
 _SNIPPET = 120
 
@@ -33,7 +33,7 @@ _SNIPPET = 120
 def find_logs(path: Path) -> list[Path]:
     """The log files PATH stands for (see the module docstring)."""
     # The readers load when the command runs, not at start-up (keeps `--help` fast).
-    from memory.dsh.locate import choose_log, discover_sessions
+    from dsh_memory_worker.memory.dsh.locate import choose_log, discover_sessions
 
     if path.is_file():
         return [path]
@@ -90,10 +90,10 @@ def session_report(
     ``session_node``: which host summary the node shows and which ones it skipped, and why;
     ``whitelist`` defaults to the withdrawal kinds of ``memory.withdrawal``.
     """
-    from memory.dsh.surface import fold_surface
-    from memory.span import session_decisions
-    from memory.titles import survey_titles
-    from memory.withdrawal import DEFAULT_WHITELIST
+    from dsh_memory_worker.memory.dsh.surface import fold_surface
+    from dsh_memory_worker.memory.span import session_decisions
+    from dsh_memory_worker.memory.titles import survey_titles
+    from dsh_memory_worker.memory.withdrawal import DEFAULT_WHITELIST
 
     if whitelist is None:
         whitelist = DEFAULT_WHITELIST
@@ -244,9 +244,9 @@ def inspect(
 ) -> None:
     """Print what the worker reads from DSH session logs."""
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
-    from memory.dsh.frames import set_max_frame_bytes
-    from memory.dsh.reader import read_log
-    from worker.commands.common import load_or_exit
+    from dsh_memory_worker.memory.dsh.frames import set_max_frame_bytes
+    from dsh_memory_worker.memory.dsh.reader import read_log
+    from dsh_memory_worker.worker.commands.common import load_or_exit
 
     # The decisions shown must be the ones the worker makes: no defaults behind a bad setting.
     settings = load_or_exit(config)

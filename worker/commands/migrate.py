@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from worker.commands.options import ConfigOption
+from dsh_memory_worker.worker.commands.options import ConfigOption
 
 
 class Action(StrEnum):
@@ -38,16 +38,16 @@ def migrate(
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
     from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
-    from worker.commands.common import load_or_exit
-    from worker.settings import mask_url
-    from worker.state.db import StateURLError
-    from worker.state.migrate import (
+    from dsh_memory_worker.worker.commands.common import load_or_exit
+    from dsh_memory_worker.worker.settings import mask_url
+    from dsh_memory_worker.worker.state.db import StateURLError
+    from dsh_memory_worker.worker.state.migrate import (
         current_revision,
         downgrade,
         head_revision,
         upgrade,
     )
-    from worker.state.revision_files import MigrationsNotFound
+    from dsh_memory_worker.worker.state.revision_files import MigrationsNotFound
 
     settings = load_or_exit(config)
     url = settings.effective_state_url
@@ -68,7 +68,7 @@ def migrate(
         elif upgrade(url, revision or "head", migrations_dir):
             # A revision renamed stored rows (0004): the old text leaves the files here, since
             # the workers will find the database at head and not purge it themselves.
-            from worker.state.database import StateDB
+            from dsh_memory_worker.worker.state.database import StateDB
 
             db = StateDB(url)
             db.after_rewrite()

@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from memory.printable import printable
+from dsh_memory_worker.memory.printable import printable
 
 
 def command_group(name: str, help: str, **extra: Any) -> typer.Typer:
@@ -72,7 +72,7 @@ def say(line: str, *, level: int = logging.INFO, event: str | None = None) -> No
     """One line of a running command on standard error (what it follows, a problem, its
     summary): in JSON log mode (``log_json``) a JSON record of the ``memory-worker`` logger with
     ``event`` when given, so the log stream stays JSON only (:func:`worker.logs.record`)."""
-    from worker.logs import json_mode, record
+    from dsh_memory_worker.worker.logs import json_mode, record
 
     if json_mode():
         record(line, level=level, **({"event": event} if event else {}))
@@ -91,7 +91,7 @@ def refuse_session_ids_or_exit(command: str, ids: Iterable[str]) -> None:
     (:func:`worker.watch.scan_problems.session_id_problem`: a NUL, undecodable bytes, too long)
     are refused before anything runs, the same on SQLite and PostgreSQL: one line each, exit 2."""
     # Imported when the command runs (the limit comes from the state model).
-    from worker.watch.scan_problems import session_id_problem
+    from dsh_memory_worker.worker.watch.scan_problems import session_id_problem
 
     refused = [
         (sid, why) for sid in dict.fromkeys(ids) if (why := session_id_problem(sid)) is not None

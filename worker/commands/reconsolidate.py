@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from worker.commands.options import (
+from dsh_memory_worker.worker.commands.options import (
     ConfigOption,
     DshHomeOption,
     ShelfOption,
@@ -25,7 +25,7 @@ from worker.commands.options import (
     refuse_session_ids_or_exit,
     shown,
 )
-from worker.commands.rewrite_options import (
+from dsh_memory_worker.worker.commands.rewrite_options import (
     DryRunOption,
     JsonOption,
     MaxCallsOption,
@@ -37,13 +37,13 @@ from worker.commands.rewrite_options import (
     TimeoutOption,
     WorkersOption,
 )
-from worker.names import DEFAULT_QUEUE
+from dsh_memory_worker.worker.names import DEFAULT_QUEUE
 
 if TYPE_CHECKING:
-    from worker.jobs.context import JobResult
-    from worker.jobs.reconsolidate import ReconsolidateResult
-    from worker.jobs.runtime import Runtime
-    from worker.settings import Settings
+    from dsh_memory_worker.worker.jobs.context import JobResult
+    from dsh_memory_worker.worker.jobs.reconsolidate import ReconsolidateResult
+    from dsh_memory_worker.worker.jobs.runtime import Runtime
+    from dsh_memory_worker.worker.settings import Settings
 
 
 def _line(result: ReconsolidateResult) -> str:
@@ -132,7 +132,7 @@ def reconsolidate(
             )
             raise typer.Exit(2)
         # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
-        from worker.commands.rewriting import rewrite_command
+        from dsh_memory_worker.worker.commands.rewriting import rewrite_command
 
         rewrite_command(
             RewriteOptions(
@@ -162,8 +162,8 @@ def reconsolidate(
         err.print("memory-worker: name at least one SESSION, or pass --all")
         raise typer.Exit(2)
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
-    from worker.commands.common import check_store_or_exit, command_runtime
-    from worker.jobs.reconsolidate import request_reconsolidation
+    from dsh_memory_worker.worker.commands.common import check_store_or_exit, command_runtime
+    from dsh_memory_worker.worker.jobs.reconsolidate import request_reconsolidation
 
     settings, runtime = command_runtime("reconsolidate", config, shelf=shelf, dsh_home=dsh_home)
     target = settings.store_shelf
@@ -198,10 +198,10 @@ def reconsolidate(
 
 def _run_here(runtime: Runtime, queued: list[str], shelf: str) -> int:
     """Run the queued consolidations (and the cascades they owe) in this process."""
-    from worker.jobs.runtime import owe_consolidation
-    from worker.logs import quiet_job_lines
-    from worker.names import JOB_CONSOLIDATE
-    from worker.run.runner import InProcessRunner
+    from dsh_memory_worker.worker.jobs.runtime import owe_consolidation
+    from dsh_memory_worker.worker.logs import quiet_job_lines
+    from dsh_memory_worker.worker.names import JOB_CONSOLIDATE
+    from dsh_memory_worker.worker.run.runner import InProcessRunner
 
     # The progress bar and the per-session lines tell the story; job lines only when asked.
     quiet_job_lines(runtime.settings.log_level)
@@ -246,7 +246,7 @@ def _run_here(runtime: Runtime, queued: list[str], shelf: str) -> int:
 def _send_hints(settings: Settings, queued: list[str], shelf: str) -> None:
     import importlib.util
 
-    from worker.names import JOB_CONSOLIDATE
+    from dsh_memory_worker.worker.names import JOB_CONSOLIDATE
 
     if importlib.util.find_spec("celery") is None:  # embedded install: no broker to hint
         err.print(
@@ -256,7 +256,7 @@ def _send_hints(settings: Settings, queued: list[str], shelf: str) -> None:
             markup=False,
         )
         return
-    from worker.run import tasks
+    from dsh_memory_worker.worker.run import tasks
 
     tasks.configure(settings)
     try:

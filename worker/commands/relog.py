@@ -16,13 +16,13 @@ from typing import Annotated
 
 import typer
 
-from worker.commands.options import (
+from dsh_memory_worker.worker.commands.options import (
     ConfigOption,
     DshHomeOption,
     ShelfOption,
     refuse_session_ids_or_exit,
 )
-from worker.commands.rewrite_options import (
+from dsh_memory_worker.worker.commands.rewrite_options import (
     AllOption,
     DryRunOption,
     JsonOption,
@@ -36,7 +36,7 @@ from worker.commands.rewrite_options import (
     TimeoutOption,
     WorkersOption,
 )
-from worker.names import DEFAULT_QUEUE
+from dsh_memory_worker.worker.names import DEFAULT_QUEUE
 
 
 def relog(
@@ -65,7 +65,7 @@ def relog(
         raise typer.Exit(2)
     refuse_session_ids_or_exit("relog", chosen.ids)
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
-    from worker.commands.rewriting import rewrite_command
+    from dsh_memory_worker.worker.commands.rewriting import rewrite_command
 
     rewrite_command(
         RewriteOptions(

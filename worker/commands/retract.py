@@ -18,7 +18,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from worker.commands.options import (
+from dsh_memory_worker.worker.commands.options import (
     ConfigOption,
     DshHomeOption,
     ShelfOption,
@@ -27,12 +27,12 @@ from worker.commands.options import (
     refuse_session_ids_or_exit,
     shown,
 )
-from worker.commands.tables import print_table
+from dsh_memory_worker.worker.commands.tables import print_table
 
 if TYPE_CHECKING:
-    from worker.jobs.retract import SessionPlan
-    from worker.jobs.runtime import Runtime
-    from worker.jobs.withdrawals import SessionLog
+    from dsh_memory_worker.worker.jobs.retract import SessionPlan
+    from dsh_memory_worker.worker.jobs.runtime import Runtime
+    from dsh_memory_worker.worker.jobs.withdrawals import SessionLog
 
 SessionsArg = Annotated[list[str] | None, typer.Argument(help="Session ids (or use --all).")]
 
@@ -70,7 +70,7 @@ def retract(
         raise typer.Exit(2)
     refuse_session_ids_or_exit("retract", chosen)
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
-    from worker.commands.common import check_store_or_exit, command_runtime
+    from dsh_memory_worker.worker.commands.common import check_store_or_exit, command_runtime
 
     settings, runtime = command_runtime("retract", config, shelf=shelf, dsh_home=dsh_home)
     try:
@@ -99,7 +99,7 @@ def _run(
     *,
     wide: bool = False,
 ) -> int:
-    from worker.jobs.retract_run import audit_run, execute_one, plan_run, undone
+    from dsh_memory_worker.worker.jobs.retract_run import audit_run, execute_one, plan_run, undone
 
     kinds, runs = plan_run(runtime, shelf, targets, extra)
     planned = [(p.session_id, p.log, p.plan, p.error) for p in runs]

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from worker.names import DEFAULT_QUEUE
+from dsh_memory_worker.worker.names import DEFAULT_QUEUE
 
 SessionsArg = Annotated[list[str] | None, typer.Argument(help="Session ids.", show_default=False)]
 AllOption = Annotated[bool, typer.Option("--all", help="Every session the watcher knows.")]

@@ -33,23 +33,23 @@ from typing import Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from memory.printable import printable
-from memory.store.base import StoreError
-from worker.commands.common import (
+from dsh_memory_worker.memory.printable import printable
+from dsh_memory_worker.memory.store.base import StoreError
+from dsh_memory_worker.worker.commands.common import (
     check_store_or_exit,
     command_runtime,
     missing_distributed,
     require_distributed,
 )
-from worker.commands.options import err, shown
-from worker.commands.rewrite_options import RewriteOptions, Selection
-from worker.jobs.guard import run_job
-from worker.jobs.logread import PermanentJobError, TransientJobError
-from worker.jobs.reconsolidate import request_rewrite, rewrite_result
-from worker.jobs.rewrite_job import plan_session
-from worker.jobs.rewrite_lines import calls_text, plan_line
-from worker.jobs.runtime import Runtime
-from worker.names import JOB_REWRITE
+from dsh_memory_worker.worker.commands.options import err, shown
+from dsh_memory_worker.worker.commands.rewrite_options import RewriteOptions, Selection
+from dsh_memory_worker.worker.jobs.guard import run_job
+from dsh_memory_worker.worker.jobs.logread import PermanentJobError, TransientJobError
+from dsh_memory_worker.worker.jobs.reconsolidate import request_rewrite, rewrite_result
+from dsh_memory_worker.worker.jobs.rewrite_job import plan_session
+from dsh_memory_worker.worker.jobs.rewrite_lines import calls_text, plan_line
+from dsh_memory_worker.worker.jobs.runtime import Runtime
+from dsh_memory_worker.worker.names import JOB_REWRITE
 
 
 def select_sessions(runtime: Runtime, chosen: Selection) -> list[str]:
@@ -285,7 +285,7 @@ def _queue(runtime: Runtime, shelf: str, ids: list[str], options: RewriteOptions
             for sid in ids
         ]
     try:
-        from worker.run import tasks  # Celery and kombu: the distributed extra
+        from dsh_memory_worker.worker.run import tasks  # Celery and kombu: the distributed extra
 
         tasks.configure(runtime.settings, queue=options.queue)
         for sid in requests:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from worker.commands.options import (
+from dsh_memory_worker.worker.commands.options import (
     ConfigOption,
     DshHomeOption,
     MetricsPortOption,
@@ -29,14 +29,14 @@ from worker.commands.options import (
 if TYPE_CHECKING:
     from rich.progress import Progress
 
-    from worker.at_rest import Watch
-    from worker.jobs.pending_repairs import OwedArchives
-    from worker.jobs.runtime import Runtime
-    from worker.run.once_children import OnceChildren, OnceTotals
-    from worker.run.once_parallel import ProgressHook
-    from worker.run.runner import InProcessRunner
-    from worker.settings import Settings
-    from worker.watch.watcher import ScanReport
+    from dsh_memory_worker.worker.at_rest import Watch
+    from dsh_memory_worker.worker.jobs.pending_repairs import OwedArchives
+    from dsh_memory_worker.worker.jobs.runtime import Runtime
+    from dsh_memory_worker.worker.run.once_children import OnceChildren, OnceTotals
+    from dsh_memory_worker.worker.run.once_parallel import ProgressHook
+    from dsh_memory_worker.worker.run.runner import InProcessRunner
+    from dsh_memory_worker.worker.settings import Settings
+    from dsh_memory_worker.worker.watch.watcher import ScanReport
 
 
 def run(
@@ -70,22 +70,22 @@ def run(
     overrides = {"dsh_home": dsh_home, "store_shelf": shelf, "metrics_port": metrics_port}
     watch = key = None
     if once and jobs == 1:
-        from worker.at_rest import inputs_key
+        from dsh_memory_worker.worker.at_rest import inputs_key
 
         key = inputs_key(config, overrides)
         if answer_at_rest(key):
             return
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
-    from worker.commands.common import command_settings
+    from dsh_memory_worker.worker.commands.common import command_settings
 
     settings = command_settings(config, **overrides)
     if once and jobs == 1 and _done_on_empty_home(settings):
         return
     if key is not None:
-        from worker.at_rest import Watch
+        from dsh_memory_worker.worker.at_rest import Watch
 
         watch = Watch(key, settings, config)
-    from worker.run.once_children import OnceChildren
+    from dsh_memory_worker.worker.run.once_children import OnceChildren
 
     # Forked now, before this process opens the state database or the store (OnceChildren).
     children = OnceChildren(settings, settings.store_shelf, jobs) if jobs > 1 else None
@@ -105,14 +105,14 @@ def answer_at_rest(key: str) -> bool:
     the environment and file metadata, before settings or the runtime load: :mod:`worker.at_rest`)
     print that run's summary line (a JSON record when that run logged JSON lines) and return
     True; else False (run in full)."""
-    from worker.at_rest import recorded
+    from dsh_memory_worker.worker.at_rest import recorded
 
     answer = recorded(key, _AT_REST_ANSWER)
     if not (isinstance(answer, list) and len(answer) == 2 and isinstance(answer[0], str)):
         return False
     line, as_json = answer
     if as_json:
-        from worker.logs import setup_logging
+        from dsh_memory_worker.worker.logs import setup_logging
 
         setup_logging("INFO", json_lines=True)
     say(line, event="summary")
@@ -123,11 +123,11 @@ def _done_on_empty_home(settings: Settings) -> bool:
     """On a home that holds nothing yet, make what the full run makes (the state database, the
     shelf) without loading the runtime, print the run's progress and summary and return True
     (:mod:`worker.run.empty_home`); else False."""
-    from worker.run import empty_home
+    from dsh_memory_worker.worker.run import empty_home
 
     if not empty_home.first_run_on_empty_home(settings):
         return False
-    from worker.run.once_summary import summary_line
+    from dsh_memory_worker.worker.run.once_summary import summary_line
 
     with _progress_bar("reading logs") as (_progress, show):
         show("writing memory", 0, 0)
@@ -143,7 +143,7 @@ def _no_progress(_description: str | None, _completed: int, _total: int | None) 
 def _progress_bar(first: str) -> Iterator[tuple[Progress | None, ProgressHook]]:
     """The run's progress bar on standard error, and the hook that moves it; none in JSON log
     mode (the log stream is JSON lines only)."""
-    from worker.logs import json_mode
+    from dsh_memory_worker.worker.logs import json_mode
 
     if json_mode():
         yield None, _no_progress
@@ -176,12 +176,12 @@ def _run(
 ) -> None:
     from sqlalchemy.exc import SQLAlchemyError
 
-    from worker.commands.common import check_store_or_exit, db_error_line, open_runtime_or_exit
-    from worker.jobs.housekeeping import reconcile_with_store
-    from worker.jobs.pending_repairs import sessions_with_pending_repairs
-    from worker.jobs.reconsolidate import backfill_consolidation
-    from worker.jobs.seed_pending import unchecked_children
-    from worker.watch.owed import owed_by_clock
+    from dsh_memory_worker.worker.commands.common import check_store_or_exit, db_error_line, open_runtime_or_exit
+    from dsh_memory_worker.worker.jobs.housekeeping import reconcile_with_store
+    from dsh_memory_worker.worker.jobs.pending_repairs import sessions_with_pending_repairs
+    from dsh_memory_worker.worker.jobs.reconsolidate import backfill_consolidation
+    from dsh_memory_worker.worker.jobs.seed_pending import unchecked_children
+    from dsh_memory_worker.worker.watch.owed import owed_by_clock
 
     runtime = open_runtime_or_exit(settings, "run", force_idle=once)
     target = settings.store_shelf
@@ -192,11 +192,11 @@ def _run(
         if settings.reconcile_on_startup:
             started += reconcile_with_store(runtime, target)
         if unchecked_children(runtime, target):  # fork children an older worker stored
-            from worker.jobs.seed_repair import check_seeded_sessions
+            from dsh_memory_worker.worker.jobs.seed_repair import check_seeded_sessions
 
             started += check_seeded_sessions(runtime, target)
         if sessions_with_pending_repairs(runtime):  # the repair machinery loads only then
-            from worker.jobs.retract import resume_repairs
+            from dsh_memory_worker.worker.jobs.retract import resume_repairs
 
             started += resume_repairs(runtime, target)  # finish repairs a crash interrupted
         started += backfill_consolidation(runtime, target)
@@ -223,12 +223,12 @@ def _run(
 def _regenerate_owed_archives(runtime: Runtime, shelf: str) -> OwedArchives:
     """Regenerate the archives ``forget`` dropped without a model; one line when some stay
     owed (the model still does not answer)."""
-    from worker.jobs.pending_repairs import OwedArchives
+    from dsh_memory_worker.worker.jobs.pending_repairs import OwedArchives
 
     with runtime.state.read() as repos:
         if not repos.audit.owed_archives():  # usually: the repair machinery loads only if not
             return OwedArchives()
-    from worker.jobs.retract import regenerate_owed_archives
+    from dsh_memory_worker.worker.jobs.retract import regenerate_owed_archives
 
     owed = regenerate_owed_archives(runtime, shelf)
     if owed.owed:
@@ -264,17 +264,17 @@ def _did_nothing(totals: OnceTotals) -> bool:
 def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> OnceTotals:
     from sqlalchemy.exc import SQLAlchemyError
 
-    from worker.commands.common import db_error_line
-    from worker.logs import quiet_job_lines
-    from worker.run.once_children import OnceTotals
-    from worker.run.once_parallel import run_once
-    from worker.run.stop_signals import set_signal
+    from dsh_memory_worker.worker.commands.common import db_error_line
+    from dsh_memory_worker.worker.logs import quiet_job_lines
+    from dsh_memory_worker.worker.run.once_children import OnceTotals
+    from dsh_memory_worker.worker.run.once_parallel import run_once
+    from dsh_memory_worker.worker.run.stop_signals import set_signal
 
     # The progress bar and the summary tell the story; per-job lines only when asked (DEBUG).
     quiet_job_lines(runtime.settings.log_level)
     root = runtime.settings.sessions_root
     if not root.is_dir():
-        from memory.dsh.locate import not_a_directory
+        from dsh_memory_worker.memory.dsh.locate import not_a_directory
 
         why = not_a_directory(root)
         say(
@@ -315,7 +315,7 @@ def _run_once(runtime: Runtime, shelf: str, children: OnceChildren | None) -> On
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
-    from worker.run.waiting import note_waiting
+    from dsh_memory_worker.worker.run.waiting import note_waiting
 
     for line in note_waiting(runtime, totals):  # owed work a back-off holds: named, exit 1
         say(line, level=logging.WARNING)
@@ -332,18 +332,18 @@ _OWED_POLL_S = 60.0
 def _submit_reconsolidations(runtime: Runtime, runner: InProcessRunner, shelf: str) -> None:
     """Hint ``consolidate`` for every session with a queued reconsolidation request (recorded by
     ``memory-worker reconsolidate`` or the startup backfill)."""
-    from worker.jobs.reconsolidate import queued_sessions
-    from worker.names import JOB_CONSOLIDATE
+    from dsh_memory_worker.worker.jobs.reconsolidate import queued_sessions
+    from dsh_memory_worker.worker.names import JOB_CONSOLIDATE
 
     for session_id in queued_sessions(runtime, shelf):
         runner.submit(JOB_CONSOLIDATE, session_id, shelf)
 
 
 def _follow(runtime: Runtime, shelf: str) -> None:
-    from worker.commands.common import serve_metrics, stop_on_signals
-    from worker.jobs.runtime import owe_consolidation
-    from worker.run.runner import InProcessRunner
-    from worker.watch.watcher import Watcher
+    from dsh_memory_worker.worker.commands.common import serve_metrics, stop_on_signals
+    from dsh_memory_worker.worker.jobs.runtime import owe_consolidation
+    from dsh_memory_worker.worker.run.runner import InProcessRunner
+    from dsh_memory_worker.worker.watch.watcher import Watcher
 
     serve_metrics(runtime.settings, runtime.state)
     stop = stop_on_signals()

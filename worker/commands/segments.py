@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from worker.commands.options import ConfigOption, command_group, shown
+from dsh_memory_worker.worker.commands.options import ConfigOption, command_group, shown
 
 segments_app = command_group("segments", "Shipped log segments (log shipping).")
 
@@ -43,9 +43,9 @@ def prune(
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
     import datetime as dt
 
-    from worker.commands.common import command_settings, open_runtime_or_exit
-    from worker.commands.fresh import missing_state_file, say_nothing_recorded
-    from worker.shipping.prune import prune_segments
+    from dsh_memory_worker.worker.commands.common import command_settings, open_runtime_or_exit
+    from dsh_memory_worker.worker.commands.fresh import missing_state_file, say_nothing_recorded
+    from dsh_memory_worker.worker.shipping.prune import prune_segments
 
     settings = command_settings(config)
     missing = missing_state_file(settings)

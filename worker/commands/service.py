@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from worker.commands.options import ConfigOption, DshHomeOption, command_group
+from dsh_memory_worker.worker.commands.options import ConfigOption, DshHomeOption, command_group
 
 if TYPE_CHECKING:
-    from worker.service.manager import Manager
-    from worker.service.spec import ServiceSpec
+    from dsh_memory_worker.worker.service.manager import Manager
+    from dsh_memory_worker.worker.service.spec import ServiceSpec
 
 service_app = command_group(
     "service",
@@ -51,8 +51,8 @@ def _fail(line: str, code: int = 2) -> typer.Exit:
 
 
 def _manager(chosen: str | None) -> Manager:
-    from worker.service.launchd import Launchd
-    from worker.service.systemd import Systemd
+    from dsh_memory_worker.worker.service.launchd import Launchd
+    from dsh_memory_worker.worker.service.systemd import Systemd
 
     managers: dict[str, Manager] = {"systemd": Systemd(), "launchd": Launchd()}
     if chosen is None:
@@ -70,7 +70,7 @@ def _manager(chosen: str | None) -> Manager:
 def _environment() -> dict[str, str]:
     """This process's environment (read, like every value of it, in :mod:`worker.settings`): the
     unit gets PATH and the ``--env`` variables from it, the file's place HOME / XDG_CONFIG_HOME."""
-    from worker.settings import environment_without
+    from dsh_memory_worker.worker.settings import environment_without
 
     return environment_without(())
 
@@ -126,8 +126,8 @@ def install(
 ) -> None:
     """Write, enable and start the service that runs `memory-worker run`, with the settings
     of this shell (one line each for what it carries and what it does not)."""
-    from worker.service import envfile
-    from worker.service.spec import ServiceError, remove_empty_parents
+    from dsh_memory_worker.worker.service import envfile
+    from dsh_memory_worker.worker.service.spec import ServiceError, remove_empty_parents
 
     chosen = _manager(manager)
     environ = _environment()
@@ -176,8 +176,8 @@ def _spec(
 ) -> ServiceSpec:
     """The service of this shell's settings; a configuration the service could not start with
     fails here (:class:`~worker.service.spec.ServiceError`), not at every restart."""
-    from worker.service.spec import ServiceError, build_spec
-    from worker.settings import SettingsError, load_settings
+    from dsh_memory_worker.worker.service.spec import ServiceError, build_spec
+    from dsh_memory_worker.worker.settings import SettingsError, load_settings
 
     try:
         settings = load_settings(config, **({"dsh_home": dsh_home} if dsh_home else {}))
@@ -197,7 +197,7 @@ def _spec(
 @service_app.command("uninstall")
 def uninstall(manager: ManagerOption = None) -> None:
     """Stop and disable the service, and remove what `service install` made."""
-    from worker.service.spec import remove_empty_parents
+    from dsh_memory_worker.worker.service.spec import remove_empty_parents
 
     chosen, environ, path = _installed(manager)
     if path is None:
@@ -223,8 +223,8 @@ def uninstall(manager: ManagerOption = None) -> None:
 
 def _compared(chosen: Manager, path: Path, environ: dict[str, str]) -> str:
     """Whether the installed service's environment is the one this shell would give it."""
-    from worker.service.carry import differences
-    from worker.service.spec import ServiceError
+    from dsh_memory_worker.worker.service.carry import differences
+    from dsh_memory_worker.worker.service.spec import ServiceError
 
     argv = chosen.command(path)  # the installed --config / --dsh-home, read as the service does
     options = {

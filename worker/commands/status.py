@@ -14,17 +14,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from worker.commands.options import ConfigOption, DshHomeOption, ShelfOption, WideOption, err
-from worker.commands.options import shown as _text
-from worker.commands.tables import print_table, short_ids
+from dsh_memory_worker.worker.commands.options import ConfigOption, DshHomeOption, ShelfOption, WideOption, err
+from dsh_memory_worker.worker.commands.options import shown as _text
+from dsh_memory_worker.worker.commands.tables import print_table, short_ids
 
 if TYPE_CHECKING:
-    from worker.jobs.runtime import Runtime
-    from worker.settings import Settings
+    from dsh_memory_worker.worker.jobs.runtime import Runtime
+    from dsh_memory_worker.worker.settings import Settings
 
 # One vocabulary with the console (docs/console.md): consolidation on or off, and each row's state.
-from worker.consolidation_state import annotate_status_rows, consolidating
-from worker.consolidation_state import why_off_of as _why_off
+from dsh_memory_worker.worker.consolidation_state import annotate_status_rows, consolidating
+from dsh_memory_worker.worker.consolidation_state import why_off_of as _why_off
 
 
 def audit_trail(runtime: Runtime, session_id: str | None = None) -> list[dict[str, Any]]:
@@ -64,9 +64,9 @@ def add_unrecorded(found: dict[str, Any], settings: Settings) -> None:
     Every row gets ``recorded`` (the state database holds its scan) and ``problem``. With log
     shipping the home is not listed (it may be on another host; the daemon records what it
     could not read as a failure)."""
-    from memory.dsh.locate import survey_sessions
-    from worker.figures import unrecorded_row
-    from worker.watch.scan_problems import session_id_problem, subject_key
+    from dsh_memory_worker.memory.dsh.locate import survey_sessions
+    from dsh_memory_worker.worker.figures import unrecorded_row
+    from dsh_memory_worker.worker.watch.scan_problems import session_id_problem, subject_key
 
     rows: list[dict[str, Any]] = found["sessions"]
     for row in rows:
@@ -156,7 +156,7 @@ def status(
 ) -> None:
     """Per session and in total: durable end, watermarks, lag, pending retractions, failures,
     and the sessions of the DSH home the state database has no record of."""
-    from worker.at_rest import inputs_key
+    from dsh_memory_worker.worker.at_rest import inputs_key
 
     overrides = {"store_shelf": shelf, "dsh_home": dsh_home}
     plain = not audit and session is None
@@ -164,9 +164,9 @@ def status(
     if plain and answer_at_rest(key, json_, wide):
         return
     # Imported when the command runs, not at start-up (keeps `status --help` fast).
-    from worker.at_rest import Watch
-    from worker.commands.common import load_or_exit
-    from worker.commands.fresh import empty_state, missing_state_file, say_nothing_recorded
+    from dsh_memory_worker.worker.at_rest import Watch
+    from dsh_memory_worker.worker.commands.common import load_or_exit
+    from dsh_memory_worker.worker.commands.fresh import empty_state, missing_state_file, say_nothing_recorded
 
     settings = load_or_exit(config, **overrides)
     missing = missing_state_file(settings)
@@ -205,7 +205,7 @@ _AT_REST_ANSWER = "status"
 def answer_at_rest(key: str, json_: bool, wide: bool) -> bool:
     """On a home at rest, show the figures the last full ``status`` over the same files showed
     (:mod:`worker.at_rest`; no settings, no state database) and return True; else False."""
-    from worker.at_rest import recorded
+    from dsh_memory_worker.worker.at_rest import recorded
 
     answer = recorded(key, _AT_REST_ANSWER)
     if not isinstance(answer, dict) or not isinstance(answer.get("found"), dict):
@@ -318,8 +318,8 @@ def _read(
 ) -> tuple[dict[str, Any], list[dict[str, Any]] | None, str | None]:
     """The figures (with the sessions on disk not recorded), if asked the audit trail, and
     ``session`` as a whole id when it was the unique prefix of one (a table's short id)."""
-    from worker.commands.common import open_runtime_or_exit
-    from worker.figures import figures
+    from dsh_memory_worker.worker.commands.common import open_runtime_or_exit
+    from dsh_memory_worker.worker.figures import figures
 
     runtime = open_runtime_or_exit(settings, "status")
     try:

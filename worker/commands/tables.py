@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
-from worker.commands.options import err
+from dsh_memory_worker.worker.commands.options import err
 
 #: A width no table reaches: the console :func:`print_table` measures a table's natural width on.
 _UNBOUNDED = 100_000

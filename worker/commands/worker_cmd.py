@@ -19,8 +19,8 @@ from typing import Annotated
 
 import typer
 
-from worker.commands.options import ConfigOption, MetricsPortOption, QueueOption, say
-from worker.names import DEFAULT_QUEUE
+from dsh_memory_worker.worker.commands.options import ConfigOption, MetricsPortOption, QueueOption, say
+from dsh_memory_worker.worker.names import DEFAULT_QUEUE
 
 
 class Pool(StrEnum):
@@ -47,7 +47,7 @@ def worker_command(
     # one directory, and this process's metrics port serves their sum (worker.observability).
     _multiprocess_metrics()
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
-    from worker.commands.common import (
+    from dsh_memory_worker.worker.commands.common import (
         check_store_or_exit,
         command_settings,
         open_runtime_or_exit,
@@ -60,7 +60,7 @@ def worker_command(
     require_distributed("worker")
     from celery import signals
 
-    from worker.run import tasks
+    from dsh_memory_worker.worker.run import tasks
 
     # Migrate once, before any child starts, and open the store once: an unusable state
     # database or store (a refused shelf registration, a refused login) is one line, exit 2.
@@ -91,7 +91,7 @@ def _multiprocess_metrics() -> None:
     import tempfile
     from pathlib import Path
 
-    from worker.settings import prometheus_multiproc_dir, use_prometheus_multiproc_dir
+    from dsh_memory_worker.worker.settings import prometheus_multiproc_dir, use_prometheus_multiproc_dir
 
     given = prometheus_multiproc_dir()
     if given is not None:

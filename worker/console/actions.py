@@ -13,11 +13,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from worker.console.base import Console, console_of, session_id
-from worker.console.security import checked_form
-from worker.jobs.forget import forget_sessions
-from worker.jobs.retract_run import audit_run, execute_one, plan_run, undone
-from worker.verify.run import verify
+from dsh_memory_worker.worker.console.base import Console, console_of, session_id
+from dsh_memory_worker.worker.console.security import checked_form
+from dsh_memory_worker.worker.jobs.forget import forget_sessions
+from dsh_memory_worker.worker.jobs.retract_run import audit_run, execute_one, plan_run, undone
+from dsh_memory_worker.worker.verify.run import verify
 
 
 def _forget_plan(console: Console, sid: str) -> dict[str, Any]:

@@ -13,15 +13,15 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from memory.store.base import StoreError
-from worker.console import actions, pages
-from worker.console.base import Console
-from worker.console.security import HEADERS, Guard
-from worker.jobs.logread import PermanentJobError, TransientJobError
+from dsh_memory_worker.memory.store.base import StoreError
+from dsh_memory_worker.worker.console import actions, pages
+from dsh_memory_worker.worker.console.base import Console
+from dsh_memory_worker.worker.console.security import HEADERS, Guard
+from dsh_memory_worker.worker.jobs.logread import PermanentJobError, TransientJobError
 
 
 async def _css(request: Request) -> Response:
-    css = resources.files("worker.console").joinpath("static/console.css").read_text("utf-8")
+    css = resources.files("dsh_memory_worker.worker.console").joinpath("static/console.css").read_text("utf-8")
     return Response(css, media_type="text/css")
 
 

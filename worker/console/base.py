@@ -17,11 +17,11 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from memory.printable import printable
-from worker.console.security import CSRF_FIELD, Access
-from worker.console.session_view import Surveys
-from worker.jobs.runtime import Runtime
-from worker.watch.scan_problems import session_id_problem
+from dsh_memory_worker.memory.printable import printable
+from dsh_memory_worker.worker.console.security import CSRF_FIELD, Access
+from dsh_memory_worker.worker.console.session_view import Surveys
+from dsh_memory_worker.worker.jobs.runtime import Runtime
+from dsh_memory_worker.worker.watch.scan_problems import session_id_problem
 
 T = TypeVar("T")
 
@@ -40,7 +40,7 @@ class Console:
         tz_name = runtime.settings.timezone
         self.tz: dt.tzinfo = zoneinfo.ZoneInfo(tz_name) if tz_name else dt.UTC
         self.templates = Environment(
-            loader=PackageLoader("worker.console", "templates"),
+            loader=PackageLoader("dsh_memory_worker.worker.console", "templates"),
             autoescape=True,
             undefined=StrictUndefined,
         )

@@ -10,11 +10,11 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from worker.console.base import Console, console_of, query_int
-from worker.console.plots import bar_plot, buckets, dot_plot
-from worker.consolidation_state import why_off_of
-from worker.state.browse import BrowseRepo, Point
-from worker.state.liveness import liveness
+from dsh_memory_worker.worker.console.base import Console, console_of, query_int
+from dsh_memory_worker.worker.console.plots import bar_plot, buckets, dot_plot
+from dsh_memory_worker.worker.consolidation_state import why_off_of
+from dsh_memory_worker.worker.state.browse import BrowseRepo, Point
+from dsh_memory_worker.worker.state.liveness import liveness
 
 
 def age(seconds: float) -> str:

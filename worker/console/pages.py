@@ -13,10 +13,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from worker.console import health_page, search_page, session_page
-from worker.console.base import Console, console_of, query_date, query_int
-from worker.consolidation_state import session_state, why_off_of
-from worker.state.browse import BrowseRepo
+from dsh_memory_worker.worker.console import health_page, search_page, session_page
+from dsh_memory_worker.worker.console.base import Console, console_of, query_date, query_int
+from dsh_memory_worker.worker.consolidation_state import session_state, why_off_of
+from dsh_memory_worker.worker.state.browse import BrowseRepo
 
 SESSIONS_PER_PAGE = 50
 

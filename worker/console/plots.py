@@ -8,7 +8,7 @@ import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from worker.state.browse import Point
+from dsh_memory_worker.worker.state.browse import Point
 
 WIDTH = 560
 HEIGHT = 140

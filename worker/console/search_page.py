@@ -14,9 +14,9 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from memory.store.base import StoreError
-from worker.console.base import Console, console_of
-from worker.console.entry_text import rendered, session_of
+from dsh_memory_worker.memory.store.base import StoreError
+from dsh_memory_worker.worker.console.base import Console, console_of
+from dsh_memory_worker.worker.console.entry_text import rendered, session_of
 
 SEARCH_LIMIT = 50
 SIMILAR_LIMIT = 10

@@ -8,10 +8,10 @@ from collections.abc import Callable
 
 import uvicorn
 
-from worker.console.app import build_app
-from worker.console.base import Console
-from worker.console.security import Access
-from worker.jobs.runtime import Runtime
+from dsh_memory_worker.worker.console.app import build_app
+from dsh_memory_worker.worker.console.base import Console
+from dsh_memory_worker.worker.console.security import Access
+from dsh_memory_worker.worker.jobs.runtime import Runtime
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 

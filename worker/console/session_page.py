@@ -11,13 +11,13 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from memory.entries import session_name
-from memory.store.base import MemoryStore
-from worker.console.base import Console, console_of, query_int, session_id
-from worker.console.entry_text import rendered, session_of
-from worker.console.session_view import PAGE, messages, node_view, page_events, page_range
-from worker.consolidation_state import session_state, why_off_of
-from worker.jobs.storeview import (
+from dsh_memory_worker.memory.entries import session_name
+from dsh_memory_worker.memory.store.base import MemoryStore
+from dsh_memory_worker.worker.console.base import Console, console_of, query_int, session_id
+from dsh_memory_worker.worker.console.entry_text import rendered, session_of
+from dsh_memory_worker.worker.console.session_view import PAGE, messages, node_view, page_events, page_range
+from dsh_memory_worker.worker.consolidation_state import session_state, why_off_of
+from dsh_memory_worker.worker.jobs.storeview import (
     archive_level,
     archives_above,
     derived_units,
@@ -26,7 +26,7 @@ from worker.jobs.storeview import (
     summary_members,
     unit_sources,
 )
-from worker.state.browse import BrowseRepo
+from dsh_memory_worker.worker.state.browse import BrowseRepo
 
 #: Links shown of what an entry was derived from (the rest is counted).
 SOURCES_SHOWN = 12

@@ -16,20 +16,20 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory.content.blocks import flatten_blocks
-from memory.dsh.events import Event
-from memory.dsh.reader import read_range
-from memory.entries import message_name
-from memory.messages import is_loggable, message_blocks, message_ordinals, role_of, source_kind
-from memory.redaction.engine import find_secrets
-from memory.span import message_body
-from memory.titles import CHECKPOINT_KIND, TitleChoice, survey_titles
-from memory.withdrawal import find_markers
-from worker.jobs.log_span import span_options_for
-from worker.jobs.logread import END, checkpoint_index, log_source, read_window
-from worker.jobs.runtime import Runtime
-from worker.state.browse import BrowseRepo
-from worker.state.sessions import SessionState
+from dsh_memory_worker.memory.content.blocks import flatten_blocks
+from dsh_memory_worker.memory.dsh.events import Event
+from dsh_memory_worker.memory.dsh.reader import read_range
+from dsh_memory_worker.memory.entries import message_name
+from dsh_memory_worker.memory.messages import is_loggable, message_blocks, message_ordinals, role_of, source_kind
+from dsh_memory_worker.memory.redaction.engine import find_secrets
+from dsh_memory_worker.memory.span import message_body
+from dsh_memory_worker.memory.titles import CHECKPOINT_KIND, TitleChoice, survey_titles
+from dsh_memory_worker.memory.withdrawal import find_markers
+from dsh_memory_worker.worker.jobs.log_span import span_options_for
+from dsh_memory_worker.worker.jobs.logread import END, checkpoint_index, log_source, read_window
+from dsh_memory_worker.worker.jobs.runtime import Runtime
+from dsh_memory_worker.worker.state.browse import BrowseRepo
+from dsh_memory_worker.worker.state.sessions import SessionState
 
 PAGE = 100
 _KEPT_SURVEYS = 8

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from worker.jobs.context import JobContext
-from worker.jobs.lease_keeper import wait_for_lease
-from worker.names import archive_lease_key
-from worker.state.leases import Lease
+from dsh_memory_worker.worker.jobs.context import JobContext
+from dsh_memory_worker.worker.jobs.lease_keeper import wait_for_lease
+from dsh_memory_worker.worker.names import archive_lease_key
+from dsh_memory_worker.worker.state.leases import Lease
 
 
 @contextmanager

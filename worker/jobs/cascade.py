@@ -21,30 +21,30 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from memory.consolidation.archive import (
+from dsh_memory_worker.memory.consolidation.archive import (
     ArchiveMember,
     archive_levels,
     not_summarised_query,
     plan_cascade_batch,
     write_archive_text,
 )
-from memory.constants import REL_SUMMARY
-from memory.entries import LOG_EDGE_POLICY, archive_name, scopes_for, summary_policy
-from memory.llm import (
+from dsh_memory_worker.memory.constants import REL_SUMMARY
+from dsh_memory_worker.memory.entries import LOG_EDGE_POLICY, archive_name, scopes_for, summary_policy
+from dsh_memory_worker.memory.llm import (
     ModelClient,
     PermanentModelError,
     RetryableModelError,
     UnusableModelOutput,
     one_line,
 )
-from memory.store.base import MemoryStore, StoreError, TransientStoreError
-from worker.jobs.archive_lease import hold_archive_lease
-from worker.jobs.context import JobContext, JobOutput, skipped
-from worker.jobs.logread import PermanentJobError, TransientJobError
-from worker.jobs.models import job_attempt, model_client
-from worker.jobs.provenance import current_writer, record_written
-from worker.jobs.runtime import Runtime
-from worker.names import JOB_CASCADE
+from dsh_memory_worker.memory.store.base import MemoryStore, StoreError, TransientStoreError
+from dsh_memory_worker.worker.jobs.archive_lease import hold_archive_lease
+from dsh_memory_worker.worker.jobs.context import JobContext, JobOutput, skipped
+from dsh_memory_worker.worker.jobs.logread import PermanentJobError, TransientJobError
+from dsh_memory_worker.worker.jobs.models import job_attempt, model_client
+from dsh_memory_worker.worker.jobs.provenance import current_writer, record_written
+from dsh_memory_worker.worker.jobs.runtime import Runtime
+from dsh_memory_worker.worker.names import JOB_CASCADE
 
 log = logging.getLogger(__name__)
 

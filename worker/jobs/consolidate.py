@@ -26,40 +26,40 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from memory.consolidation.extraction import extract
-from memory.consolidation.gates import GateDecision, turn_end_gate
-from memory.consolidation.members import summary_member_names
-from memory.constants import REL_SUMMARY
-from memory.entries import LOG_EDGE_POLICY, scopes_for, span_summary_name, summary_policy
-from memory.llm import (
+from dsh_memory_worker.memory.consolidation.extraction import extract
+from dsh_memory_worker.memory.consolidation.gates import GateDecision, turn_end_gate
+from dsh_memory_worker.memory.consolidation.members import summary_member_names
+from dsh_memory_worker.memory.constants import REL_SUMMARY
+from dsh_memory_worker.memory.entries import LOG_EDGE_POLICY, scopes_for, span_summary_name, summary_policy
+from dsh_memory_worker.memory.llm import (
     ModelClient,
     ModelsNotConfigured,
     PermanentModelError,
     RetryableModelError,
     warn_models_not_configured,
 )
-from memory.store.base import MemoryStore
-from worker.jobs.cascade import cascade_project
-from worker.jobs.consolidate_span import (
+from dsh_memory_worker.memory.store.base import MemoryStore
+from dsh_memory_worker.worker.jobs.cascade import cascade_project
+from dsh_memory_worker.worker.jobs.consolidate_span import (
     SpanEvents,
     pending_tokens,
     read_span,
     span_transcript,
 )
-from worker.jobs.context import JobContext, JobOutput, skipped
-from worker.jobs.logread import (
+from dsh_memory_worker.worker.jobs.context import JobContext, JobOutput, skipped
+from dsh_memory_worker.worker.jobs.logread import (
     PermanentJobError,
     TransientJobError,
 )
-from worker.jobs.models import job_attempt, model_client
-from worker.jobs.provenance import current_writer, record_derived, record_missing_derived
-from worker.jobs.reconsolidate import pending_request, settle_request
-from worker.jobs.runtime import Runtime
-from worker.jobs.storeview import derived_units
-from worker.jobs.work_units import WorkUnitOptions, WorkUnitOutcome, extract_work_units
-from worker.names import JOB_CASCADE, JOB_CONSOLIDATE
-from worker.state.progress import Progress
-from worker.state.sessions import SessionState
+from dsh_memory_worker.worker.jobs.models import job_attempt, model_client
+from dsh_memory_worker.worker.jobs.provenance import current_writer, record_derived, record_missing_derived
+from dsh_memory_worker.worker.jobs.reconsolidate import pending_request, settle_request
+from dsh_memory_worker.worker.jobs.runtime import Runtime
+from dsh_memory_worker.worker.jobs.storeview import derived_units
+from dsh_memory_worker.worker.jobs.work_units import WorkUnitOptions, WorkUnitOutcome, extract_work_units
+from dsh_memory_worker.worker.names import JOB_CASCADE, JOB_CONSOLIDATE
+from dsh_memory_worker.worker.state.progress import Progress
+from dsh_memory_worker.worker.state.sessions import SessionState
 
 log = logging.getLogger(__name__)
 

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memory.consolidation.transcript import Transcript, TranscriptLine, fit_budget, transcript_lines
-from memory.content.caps import estimate_tokens
-from memory.dsh.events import Event
-from memory.withdrawal import is_marker, withdrawn_seqs
-from worker.jobs.handoff import LogHandOff
-from worker.jobs.logread import read_window, survey_log
-from worker.jobs.runtime import Runtime
-from worker.shipping.store import SegmentStore
-from worker.state.sessions import SessionState
+from dsh_memory_worker.memory.consolidation.transcript import Transcript, TranscriptLine, fit_budget, transcript_lines
+from dsh_memory_worker.memory.content.caps import estimate_tokens
+from dsh_memory_worker.memory.dsh.events import Event
+from dsh_memory_worker.memory.withdrawal import is_marker, withdrawn_seqs
+from dsh_memory_worker.worker.jobs.handoff import LogHandOff
+from dsh_memory_worker.worker.jobs.logread import read_window, survey_log
+from dsh_memory_worker.worker.jobs.runtime import Runtime
+from dsh_memory_worker.worker.shipping.store import SegmentStore
+from dsh_memory_worker.worker.state.sessions import SessionState
 
 
 @dataclass(slots=True)

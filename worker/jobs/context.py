@@ -10,17 +10,17 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Any, Literal
 
-from worker.jobs.errors import TransientJobError
-from worker.state.progress import Progress
+from dsh_memory_worker.worker.jobs.errors import TransientJobError
+from dsh_memory_worker.worker.state.progress import Progress
 
 if TYPE_CHECKING:  # start-up time: a run with nothing to do imports no job machinery
-    from memory.store.base import MemoryStore
-    from worker.jobs.lease_keeper import LeaseKeeper
-    from worker.jobs.runtime import Runtime
-    from worker.state.audit import RetractionOutcome
-    from worker.state.database import Repos
-    from worker.state.leases import Lease
-    from worker.state.sessions import SessionState
+    from dsh_memory_worker.memory.store.base import MemoryStore
+    from dsh_memory_worker.worker.jobs.lease_keeper import LeaseKeeper
+    from dsh_memory_worker.worker.jobs.runtime import Runtime
+    from dsh_memory_worker.worker.state.audit import RetractionOutcome
+    from dsh_memory_worker.worker.state.database import Repos
+    from dsh_memory_worker.worker.state.leases import Lease
+    from dsh_memory_worker.worker.state.sessions import SessionState
 
 log = logging.getLogger(__name__)
 

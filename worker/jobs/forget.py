@@ -21,22 +21,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from memory import constants as C
-from memory.entries import session_name
-from memory.store.base import MemoryStore, StoreError
-from worker.jobs.context import JobContext
-from worker.jobs.logread import TransientJobError
-from worker.jobs.repair import Repairer, RepairReport
-from worker.jobs.repair_plan import model_client
-from worker.jobs.retract import PlanItem, downstream_items, with_session_lease
-from worker.jobs.runtime import Runtime
-from worker.jobs.storeview import (
+from dsh_memory_worker.memory import constants as C
+from dsh_memory_worker.memory.entries import session_name
+from dsh_memory_worker.memory.store.base import MemoryStore, StoreError
+from dsh_memory_worker.worker.jobs.context import JobContext
+from dsh_memory_worker.worker.jobs.logread import TransientJobError
+from dsh_memory_worker.worker.jobs.repair import Repairer, RepairReport
+from dsh_memory_worker.worker.jobs.repair_plan import model_client
+from dsh_memory_worker.worker.jobs.retract import PlanItem, downstream_items, with_session_lease
+from dsh_memory_worker.worker.jobs.runtime import Runtime
+from dsh_memory_worker.worker.jobs.storeview import (
     edges,
     message_entries,
     span_summaries,
 )
-from worker.shipping.sql import delete_session
-from worker.state.audit import ACTION_SUMMARY
+from dsh_memory_worker.worker.shipping.sql import delete_session
+from dsh_memory_worker.worker.state.audit import ACTION_SUMMARY
 
 ACTION_FORGET = "forget"
 

@@ -31,28 +31,28 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from memory.store.base import (
+from dsh_memory_worker.memory.store.base import (
     FatalStoreError,
     StoreConfigError,
     StoreError,
     TransientStoreError,
 )
-from worker.jobs.context import JobContext, JobOutput, JobResult
-from worker.jobs.lease_keeper import keep
-from worker.jobs.logread import PermanentJobError, TransientJobError
-from worker.jobs.registry import JOBS, Job
-from worker.jobs.runtime import Runtime
-from worker.logs import job_context
-from worker.names import session_lease_key
-from worker.observability import (
+from dsh_memory_worker.worker.jobs.context import JobContext, JobOutput, JobResult
+from dsh_memory_worker.worker.jobs.lease_keeper import keep
+from dsh_memory_worker.worker.jobs.logread import PermanentJobError, TransientJobError
+from dsh_memory_worker.worker.jobs.registry import JOBS, Job
+from dsh_memory_worker.worker.jobs.runtime import Runtime
+from dsh_memory_worker.worker.logs import job_context
+from dsh_memory_worker.worker.names import session_lease_key
+from dsh_memory_worker.worker.observability import (
     ENTRIES_WRITTEN,
     JOB_RUNS,
     JOB_SECONDS,
     RETRACTIONS,
     SPANS_PROCESSED,
 )
-from worker.state.disk_full import disk_full
-from worker.state.failures import describe_error
+from dsh_memory_worker.worker.state.disk_full import disk_full
+from dsh_memory_worker.worker.state.failures import describe_error
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import threading
 
-from memory.dsh.events import Event
+from dsh_memory_worker.memory.dsh.events import Event
 
 #: Whole-log reads up to this many events are kept for the next job (the session node's pass
 #: right after ``log_span``), so the same bytes are not decoded twice; larger ones are not kept.

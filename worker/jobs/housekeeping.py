@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import logging
 
-from memory import constants as C
-from memory.store.base import KnowledgeEntry, MemoryStore, StoreError
-from worker.jobs.runtime import Runtime
+from dsh_memory_worker.memory import constants as C
+from dsh_memory_worker.memory.store.base import KnowledgeEntry, MemoryStore, StoreError
+from dsh_memory_worker.worker.jobs.runtime import Runtime
 
 log = logging.getLogger(__name__)
 

@@ -27,9 +27,9 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
 
-from worker.jobs.errors import TransientJobError
-from worker.state.database import StateDB
-from worker.state.leases import Lease
+from dsh_memory_worker.worker.jobs.errors import TransientJobError
+from dsh_memory_worker.worker.state.database import StateDB
+from dsh_memory_worker.worker.state.leases import Lease
 
 log = logging.getLogger("memory_worker")
 

@@ -26,17 +26,17 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from memory.span import plan_span
-from memory.span_cut import Timing
-from worker.jobs.context import Counts, JobContext, JobOutput, skipped
-from worker.jobs.logread import TransientJobError, read_span
-from worker.jobs.relog import span_options_for
-from worker.jobs.retract import repair_after_log_span
-from worker.jobs.runtime import ConsolidationOwed, ms_of
-from worker.jobs.seed_repair import relog_if_partial
-from worker.jobs.span_writes import write_plan
-from worker.jobs.store_writes import OwedEdges, settle_edges, span_edges
-from worker.names import JOB_CONSOLIDATE
+from dsh_memory_worker.memory.span import plan_span
+from dsh_memory_worker.memory.span_cut import Timing
+from dsh_memory_worker.worker.jobs.context import Counts, JobContext, JobOutput, skipped
+from dsh_memory_worker.worker.jobs.logread import TransientJobError, read_span
+from dsh_memory_worker.worker.jobs.relog import span_options_for
+from dsh_memory_worker.worker.jobs.retract import repair_after_log_span
+from dsh_memory_worker.worker.jobs.runtime import ConsolidationOwed, ms_of
+from dsh_memory_worker.worker.jobs.seed_repair import relog_if_partial
+from dsh_memory_worker.worker.jobs.span_writes import write_plan
+from dsh_memory_worker.worker.jobs.store_writes import OwedEdges, settle_edges, span_edges
+from dsh_memory_worker.worker.names import JOB_CONSOLIDATE
 
 
 def log_span(ctx: JobContext) -> JobOutput:

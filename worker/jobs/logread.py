@@ -17,18 +17,18 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory.dsh.events import Event, Problem
-from memory.dsh.position import CheckpointIndex, ScanPosition
-from memory.dsh.reader import Log, iter_log, read_range
-from memory.messages import base_ordinal, message_ordinals
-from memory.span_cut import Cut, Timing, cut_span, span_start
-from memory.withdrawal import find_markers, is_marker
-from worker.jobs.errors import PermanentJobError as PermanentJobError
-from worker.jobs.errors import TransientJobError as TransientJobError
-from worker.jobs.handoff import LogHandOff, file_identity
-from worker.shipping.source import shipped_source
-from worker.shipping.store import SegmentStore
-from worker.state.sessions import Checkpoint, SessionState
+from dsh_memory_worker.memory.dsh.events import Event, Problem
+from dsh_memory_worker.memory.dsh.position import CheckpointIndex, ScanPosition
+from dsh_memory_worker.memory.dsh.reader import Log, iter_log, read_range
+from dsh_memory_worker.memory.messages import base_ordinal, message_ordinals
+from dsh_memory_worker.memory.span_cut import Cut, Timing, cut_span, span_start
+from dsh_memory_worker.memory.withdrawal import find_markers, is_marker
+from dsh_memory_worker.worker.jobs.errors import PermanentJobError as PermanentJobError
+from dsh_memory_worker.worker.jobs.errors import TransientJobError as TransientJobError
+from dsh_memory_worker.worker.jobs.handoff import LogHandOff, file_identity
+from dsh_memory_worker.worker.shipping.source import shipped_source
+from dsh_memory_worker.worker.shipping.store import SegmentStore
+from dsh_memory_worker.worker.state.sessions import Checkpoint, SessionState
 
 #: Read "to the end of the log".
 END: int = 1 << 62

@@ -12,10 +12,10 @@ import logging
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from memory.llm import ModelCallRecord, ModelClient, ModelRoute, Recorder, one_line
-from worker.jobs.context import JobContext
-from worker.jobs.runtime import Runtime
-from worker.settings import Settings
+from dsh_memory_worker.memory.llm import ModelCallRecord, ModelClient, ModelRoute, Recorder, one_line
+from dsh_memory_worker.worker.jobs.context import JobContext
+from dsh_memory_worker.worker.jobs.runtime import Runtime
+from dsh_memory_worker.worker.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -13,9 +13,9 @@ model that still fails leaves it open for the next run.
 
 from __future__ import annotations
 
-from worker.jobs.context import JobContext
-from worker.jobs.repair import Repairer
-from worker.jobs.repair_plan import model_client
+from dsh_memory_worker.worker.jobs.context import JobContext
+from dsh_memory_worker.worker.jobs.repair import Repairer
+from dsh_memory_worker.worker.jobs.repair_plan import model_client
 
 
 def regenerate_in(names: list[str], ctx: JobContext) -> list[str]:

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from worker.state.audit import ACTION_INTENT, ACTION_SUMMARY
+from dsh_memory_worker.worker.state.audit import ACTION_INTENT, ACTION_SUMMARY
 
 if TYPE_CHECKING:
-    from worker.jobs.runtime import Runtime
+    from dsh_memory_worker.worker.jobs.runtime import Runtime
 
 
 def sessions_with_pending_repairs(runtime: Runtime) -> list[str]:

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from memory.consolidation.prompt_version import prompt_version
-from memory.llm import select_route
-from worker.jobs.models import routes_of
-from worker.jobs.runtime import Runtime
-from worker.jobs.work_units import WorkUnitOutcome
-from worker.state.database import Repos
-from worker.state.provenance import Provenance, Writer
+from dsh_memory_worker.memory.consolidation.prompt_version import prompt_version
+from dsh_memory_worker.memory.llm import select_route
+from dsh_memory_worker.worker.jobs.models import routes_of
+from dsh_memory_worker.worker.jobs.runtime import Runtime
+from dsh_memory_worker.worker.jobs.work_units import WorkUnitOutcome
+from dsh_memory_worker.worker.state.database import Repos
+from dsh_memory_worker.worker.state.provenance import Provenance, Writer
 
 
 def current_writer(runtime: Runtime, attempt: int = 0) -> Writer | None:

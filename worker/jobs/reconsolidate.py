@@ -21,9 +21,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final
 
-from worker.jobs.runtime import Runtime
-from worker.state.audit import AuditEntry
-from worker.state.database import Repos
+from dsh_memory_worker.worker.jobs.runtime import Runtime
+from dsh_memory_worker.worker.state.audit import AuditEntry
+from dsh_memory_worker.worker.state.database import Repos
 
 ACTION: Final = "reconsolidate"
 QUEUED: Final = "queued"

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from worker.jobs.cascade import cascade
-from worker.jobs.consolidate import consolidate
-from worker.jobs.context import JobContext, JobOutput
-from worker.jobs.log_span import log_span
-from worker.jobs.retract import retract_job
-from worker.jobs.rewrite_job import rewrite_job
-from worker.jobs.session_node import session_node
-from worker.names import (
+from dsh_memory_worker.worker.jobs.cascade import cascade
+from dsh_memory_worker.worker.jobs.consolidate import consolidate
+from dsh_memory_worker.worker.jobs.context import JobContext, JobOutput
+from dsh_memory_worker.worker.jobs.log_span import log_span
+from dsh_memory_worker.worker.jobs.retract import retract_job
+from dsh_memory_worker.worker.jobs.rewrite_job import rewrite_job
+from dsh_memory_worker.worker.jobs.session_node import session_node
+from dsh_memory_worker.worker.names import (
     JOB_CASCADE,
     JOB_CONSOLIDATE,
     JOB_LOG_SPAN,

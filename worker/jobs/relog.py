@@ -14,15 +14,15 @@ from __future__ import annotations
 import zoneinfo
 from dataclasses import dataclass, field
 
-from memory import entries
-from memory.entries import scopes_for
-from memory.span import SpanOptions, plan_span
-from memory.span_cut import SESSION_NODE_EVENTS
-from memory.store.base import KnowledgeEntry, MemoryStore, NotFoundError
-from worker.jobs.runtime import Runtime
-from worker.jobs.storeview import knowledge_like
-from worker.jobs.withdrawals import SessionLog
-from worker.settings import Settings
+from dsh_memory_worker.memory import entries
+from dsh_memory_worker.memory.entries import scopes_for
+from dsh_memory_worker.memory.span import SpanOptions, plan_span
+from dsh_memory_worker.memory.span_cut import SESSION_NODE_EVENTS
+from dsh_memory_worker.memory.store.base import KnowledgeEntry, MemoryStore, NotFoundError
+from dsh_memory_worker.worker.jobs.runtime import Runtime
+from dsh_memory_worker.worker.jobs.storeview import knowledge_like
+from dsh_memory_worker.worker.jobs.withdrawals import SessionLog
+from dsh_memory_worker.worker.settings import Settings
 
 
 @dataclass(slots=True)

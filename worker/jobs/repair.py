@@ -39,18 +39,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 
-from memory import constants as C
-from memory.consolidation.archive import members_of, write_archive_text
-from memory.consolidation.extraction import Extraction, extract
-from memory.entries import (
+from dsh_memory_worker.memory import constants as C
+from dsh_memory_worker.memory.consolidation.archive import members_of, write_archive_text
+from dsh_memory_worker.memory.consolidation.extraction import Extraction, extract
+from dsh_memory_worker.memory.entries import (
     LOG_EDGE_POLICY,
 )
-from memory.store.base import KnowledgeEntry
-from worker.jobs.archive_lease import hold_archive_lease
-from worker.jobs.provenance import record_derived, record_written
-from worker.jobs.repair_base import RepairBase, RepairReport, ask_model
-from worker.jobs.repair_plan import SummaryRepair, rebuilt_transcript
-from worker.jobs.storeview import (
+from dsh_memory_worker.memory.store.base import KnowledgeEntry
+from dsh_memory_worker.worker.jobs.archive_lease import hold_archive_lease
+from dsh_memory_worker.worker.jobs.provenance import record_derived, record_written
+from dsh_memory_worker.worker.jobs.repair_base import RepairBase, RepairReport, ask_model
+from dsh_memory_worker.worker.jobs.repair_plan import SummaryRepair, rebuilt_transcript
+from dsh_memory_worker.worker.jobs.storeview import (
     archive_level,
     archives_above,
     derived_units,
@@ -58,10 +58,10 @@ from worker.jobs.storeview import (
     summary_members,
     unit_sources,
 )
-from worker.jobs.withdrawals import SessionLog, Withdrawn
-from worker.jobs.work_units import WorkUnitOptions, WorkUnitOutcome, extract_work_units
-from worker.observability import REPAIRS
-from worker.state.audit import (
+from dsh_memory_worker.worker.jobs.withdrawals import SessionLog, Withdrawn
+from dsh_memory_worker.worker.jobs.work_units import WorkUnitOptions, WorkUnitOutcome, extract_work_units
+from dsh_memory_worker.worker.observability import REPAIRS
+from dsh_memory_worker.worker.state.audit import (
     ACTION_ARCHIVE,
     ACTION_ARCHIVE_OWED,
     ACTION_INTENT,

@@ -11,17 +11,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memory.entries import scopes_for, summary_policy
-from memory.llm import ModelClient, ModelsNotConfigured, PermanentModelError, RetryableModelError
-from memory.store.base import MemoryStore, NotFoundError
-from worker.jobs.context import JobContext
-from worker.jobs.logread import TransientJobError
-from worker.jobs.provenance import current_writer
-from worker.jobs.withdrawals import Withdrawn
-from worker.observability import REPAIRS
+from dsh_memory_worker.memory.entries import scopes_for, summary_policy
+from dsh_memory_worker.memory.llm import ModelClient, ModelsNotConfigured, PermanentModelError, RetryableModelError
+from dsh_memory_worker.memory.store.base import MemoryStore, NotFoundError
+from dsh_memory_worker.worker.jobs.context import JobContext
+from dsh_memory_worker.worker.jobs.logread import TransientJobError
+from dsh_memory_worker.worker.jobs.provenance import current_writer
+from dsh_memory_worker.worker.jobs.withdrawals import Withdrawn
+from dsh_memory_worker.worker.observability import REPAIRS
 
 if TYPE_CHECKING:
-    from worker.state.database import Repos
+    from dsh_memory_worker.worker.state.database import Repos
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -8,18 +8,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memory.consolidation.transcript import Transcript, build_transcript
-from memory.llm import ModelClient
-from memory.store.base import MemoryStore
-from worker.jobs.models import model_client as consolidation_client
-from worker.jobs.runtime import Runtime
-from worker.jobs.storeview import (
+from dsh_memory_worker.memory.consolidation.transcript import Transcript, build_transcript
+from dsh_memory_worker.memory.llm import ModelClient
+from dsh_memory_worker.memory.store.base import MemoryStore
+from dsh_memory_worker.worker.jobs.models import model_client as consolidation_client
+from dsh_memory_worker.worker.jobs.runtime import Runtime
+from dsh_memory_worker.worker.jobs.storeview import (
     SpanSummaryRef,
     parse_span_summary,
     span_summaries,
     summary_members,
 )
-from worker.jobs.withdrawals import SessionLog, Withdrawn
+from dsh_memory_worker.worker.jobs.withdrawals import SessionLog, Withdrawn
 
 
 @dataclass(frozen=True, slots=True)

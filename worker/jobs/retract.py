@@ -18,25 +18,25 @@ from datetime import tzinfo
 from functools import partial
 from typing import Literal, TypeVar
 
-from memory import entries
-from memory.constants import REL_BELONG_TO
-from memory.store.base import MemoryStore, StoreError
-from memory.titles import survey_titles
-from worker.jobs.context import JobContext, JobOutput, skipped
-from worker.jobs.lease_keeper import wait_for_lease
-from worker.jobs.logread import TransientJobError
-from worker.jobs.owed_archives import regenerate_in
-from worker.jobs.pending_repairs import OwedArchives, owed_archives, sessions_with_pending_repairs
-from worker.jobs.repair import Repairer, RepairReport
-from worker.jobs.repair_plan import SummaryRepair, find_repairs, model_client
-from worker.jobs.runtime import Runtime
-from worker.jobs.session_node import reconcile_session_node
-from worker.jobs.store_writes import existing_names
-from worker.jobs.storeview import archives_above, derived_units, unit_sources
-from worker.jobs.withdrawals import SessionLog, Withdrawn, read_session_log
-from worker.names import JOB_RETRACT, session_lease_key
-from worker.observability import RETRACTIONS
-from worker.state.leases import Lease
+from dsh_memory_worker.memory import entries
+from dsh_memory_worker.memory.constants import REL_BELONG_TO
+from dsh_memory_worker.memory.store.base import MemoryStore, StoreError
+from dsh_memory_worker.memory.titles import survey_titles
+from dsh_memory_worker.worker.jobs.context import JobContext, JobOutput, skipped
+from dsh_memory_worker.worker.jobs.lease_keeper import wait_for_lease
+from dsh_memory_worker.worker.jobs.logread import TransientJobError
+from dsh_memory_worker.worker.jobs.owed_archives import regenerate_in
+from dsh_memory_worker.worker.jobs.pending_repairs import OwedArchives, owed_archives, sessions_with_pending_repairs
+from dsh_memory_worker.worker.jobs.repair import Repairer, RepairReport
+from dsh_memory_worker.worker.jobs.repair_plan import SummaryRepair, find_repairs, model_client
+from dsh_memory_worker.worker.jobs.runtime import Runtime
+from dsh_memory_worker.worker.jobs.session_node import reconcile_session_node
+from dsh_memory_worker.worker.jobs.store_writes import existing_names
+from dsh_memory_worker.worker.jobs.storeview import archives_above, derived_units, unit_sources
+from dsh_memory_worker.worker.jobs.withdrawals import SessionLog, Withdrawn, read_session_log
+from dsh_memory_worker.worker.names import JOB_RETRACT, session_lease_key
+from dsh_memory_worker.worker.observability import RETRACTIONS
+from dsh_memory_worker.worker.state.leases import Lease
 
 log = logging.getLogger(__name__)
 

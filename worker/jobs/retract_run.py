@@ -7,19 +7,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from memory.store.base import StoreError
-from worker.jobs.logread import PermanentJobError, TransientJobError
-from worker.jobs.repair_plan import model_client
-from worker.jobs.retract import (
+from dsh_memory_worker.memory.store.base import StoreError
+from dsh_memory_worker.worker.jobs.logread import PermanentJobError, TransientJobError
+from dsh_memory_worker.worker.jobs.repair_plan import model_client
+from dsh_memory_worker.worker.jobs.retract import (
     SessionPlan,
     execute_plan,
     kinds_for,
     plan_session,
     with_session_lease,
 )
-from worker.jobs.runtime import Runtime
-from worker.jobs.withdrawals import SessionLog, read_session_log
-from worker.names import JOB_RETRACT
+from dsh_memory_worker.worker.jobs.runtime import Runtime
+from dsh_memory_worker.worker.jobs.withdrawals import SessionLog, read_session_log
+from dsh_memory_worker.worker.names import JOB_RETRACT
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,20 +43,20 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from memory.consolidation.archive import archive_prompt, members_of
-from memory.consolidation.extraction import SYSTEM_PROMPT, extraction_prompt
-from memory.content.caps import estimate_tokens
-from memory.entries import MESSAGE_POLICY, SESSION_POLICY, session_name
-from memory.llm import ModelCallRecord
-from memory.store.base import KnowledgeEntry, MemoryStore
-from worker.jobs.context import JobContext
-from worker.jobs.provenance import is_current
-from worker.jobs.relog import rewrite_in_place, stale_renderings
-from worker.jobs.repair import Repairer, RepairReport
-from worker.jobs.repair_plan import SummaryRepair, model_client, rebuilt_transcript
-from worker.jobs.rewrite_plan import RewritePlan, SummaryStep
-from worker.jobs.runtime import Runtime
-from worker.jobs.storeview import (
+from dsh_memory_worker.memory.consolidation.archive import archive_prompt, members_of
+from dsh_memory_worker.memory.consolidation.extraction import SYSTEM_PROMPT, extraction_prompt
+from dsh_memory_worker.memory.content.caps import estimate_tokens
+from dsh_memory_worker.memory.entries import MESSAGE_POLICY, SESSION_POLICY, session_name
+from dsh_memory_worker.memory.llm import ModelCallRecord
+from dsh_memory_worker.memory.store.base import KnowledgeEntry, MemoryStore
+from dsh_memory_worker.worker.jobs.context import JobContext
+from dsh_memory_worker.worker.jobs.provenance import is_current
+from dsh_memory_worker.worker.jobs.relog import rewrite_in_place, stale_renderings
+from dsh_memory_worker.worker.jobs.repair import Repairer, RepairReport
+from dsh_memory_worker.worker.jobs.repair_plan import SummaryRepair, model_client, rebuilt_transcript
+from dsh_memory_worker.worker.jobs.rewrite_plan import RewritePlan, SummaryStep
+from dsh_memory_worker.worker.jobs.runtime import Runtime
+from dsh_memory_worker.worker.jobs.storeview import (
     SpanSummaryRef,
     archive_level,
     archives_above,
@@ -64,9 +64,9 @@ from worker.jobs.storeview import (
     span_summaries,
     summary_members,
 )
-from worker.jobs.withdrawals import SessionLog
-from worker.state.audit import ACTION_INTENT, ACTION_RELOG_OWED
-from worker.state.provenance import Provenance, Writer
+from dsh_memory_worker.worker.jobs.withdrawals import SessionLog
+from dsh_memory_worker.worker.state.audit import ACTION_INTENT, ACTION_RELOG_OWED
+from dsh_memory_worker.worker.state.provenance import Provenance, Writer
 
 Mode = Literal["replace", "relog"]
 ProvenanceLookup = Callable[[list[str]], dict[str, Provenance]]

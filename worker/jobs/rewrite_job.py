@@ -13,18 +13,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from memory.store.base import MemoryStore
-from worker.jobs.context import JobContext, JobOutput, skipped
-from worker.jobs.logread import PermanentJobError
-from worker.jobs.provenance import current_writer
-from worker.jobs.reconsolidate import RewriteRequest, pending_rewrite, settle_rewrite
-from worker.jobs.retract import kinds_for
-from worker.jobs.rewrite import RewriteOutcome, execute_rewrite, plan_rewrite
-from worker.jobs.rewrite_lines import outcome_line
-from worker.jobs.rewrite_plan import RewritePlan
-from worker.jobs.runtime import Runtime
-from worker.jobs.withdrawals import SessionLog, read_session_log
-from worker.state.provenance import Provenance
+from dsh_memory_worker.memory.store.base import MemoryStore
+from dsh_memory_worker.worker.jobs.context import JobContext, JobOutput, skipped
+from dsh_memory_worker.worker.jobs.logread import PermanentJobError
+from dsh_memory_worker.worker.jobs.provenance import current_writer
+from dsh_memory_worker.worker.jobs.reconsolidate import RewriteRequest, pending_rewrite, settle_rewrite
+from dsh_memory_worker.worker.jobs.retract import kinds_for
+from dsh_memory_worker.worker.jobs.rewrite import RewriteOutcome, execute_rewrite, plan_rewrite
+from dsh_memory_worker.worker.jobs.rewrite_lines import outcome_line
+from dsh_memory_worker.worker.jobs.rewrite_plan import RewritePlan
+from dsh_memory_worker.worker.jobs.runtime import Runtime
+from dsh_memory_worker.worker.jobs.withdrawals import SessionLog, read_session_log
+from dsh_memory_worker.worker.state.provenance import Provenance
 
 
 @dataclass(slots=True)

@@ -3,8 +3,8 @@ run would do (:func:`plan_line`) and what a run did (:func:`outcome_line`)."""
 
 from __future__ import annotations
 
-from worker.jobs.rewrite import RewriteOutcome
-from worker.jobs.rewrite_plan import RewritePlan
+from dsh_memory_worker.worker.jobs.rewrite import RewriteOutcome
+from dsh_memory_worker.worker.jobs.rewrite_plan import RewritePlan
 
 #: what a run without a model route tells the user to do about what waits
 WAIT_HINT = "set MEMORY_WORKER_MODEL_ROUTES, then rerun relog"

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from memory.entries import session_name
-from worker.jobs.relog import Renderings
-from worker.jobs.storeview import SpanSummaryRef
+from dsh_memory_worker.memory.entries import session_name
+from dsh_memory_worker.worker.jobs.relog import Renderings
+from dsh_memory_worker.worker.jobs.storeview import SpanSummaryRef
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,17 +13,17 @@ from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import TYPE_CHECKING
 
-from memory.dsh.frames import set_max_frame_bytes
-from memory.redaction import set_extra_redactions
-from memory.store.breaker import Breaker
-from worker.jobs.handoff import LogHandOff
-from worker.settings import Settings
-from worker.state.database import StateDB
-from worker.state.owners import owner_id
+from dsh_memory_worker.memory.dsh.frames import set_max_frame_bytes
+from dsh_memory_worker.memory.redaction import set_extra_redactions
+from dsh_memory_worker.memory.store.breaker import Breaker
+from dsh_memory_worker.worker.jobs.handoff import LogHandOff
+from dsh_memory_worker.worker.settings import Settings
+from dsh_memory_worker.worker.state.database import StateDB
+from dsh_memory_worker.worker.state.owners import owner_id
 
 if TYPE_CHECKING:  # start-up time: the store's client and log shipping load when first used
-    from memory.store.base import MemoryStore
-    from worker.shipping.store import SegmentStore
+    from dsh_memory_worker.memory.store.base import MemoryStore
+    from dsh_memory_worker.worker.shipping.store import SegmentStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +98,8 @@ class Runtime:
         return found is not None and found.is_open
 
     def _open_store(self, shelf: str) -> MemoryStore:
-        from memory.store.factory import open_store
-        from worker.store_config import store_config
+        from dsh_memory_worker.memory.store.factory import open_store
+        from dsh_memory_worker.worker.store_config import store_config
 
         return open_store(store_config(self.settings, shelf, self.breaker(shelf)))
 
@@ -110,7 +110,7 @@ class Runtime:
         if not self.settings.shipping:
             return None
         if self._segments is None:
-            from worker.shipping.sql import SqlSegmentStore
+            from dsh_memory_worker.worker.shipping.sql import SqlSegmentStore
 
             self._segments = SqlSegmentStore(self.state)
         return self._segments

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 
-from worker.names import ACTION_SEED_CHECK
-from worker.state.models import AuditRow, ProgressRow, SessionRow
+from dsh_memory_worker.worker.names import ACTION_SEED_CHECK
+from dsh_memory_worker.worker.state.models import AuditRow, ProgressRow, SessionRow
 
 if TYPE_CHECKING:
-    from worker.jobs.runtime import Runtime
+    from dsh_memory_worker.worker.jobs.runtime import Runtime
 
 
 def unchecked_children(runtime: Runtime, shelf: str) -> list[str]:

@@ -25,23 +25,23 @@ from __future__ import annotations
 
 import logging
 
-from memory.entries import message_name
-from memory.store.base import MemoryStore, StoreError
-from worker.jobs.context import JobContext
-from worker.jobs.errors import PermanentJobError, TransientJobError
-from worker.jobs.forget import remove_memory
-from worker.jobs.housekeeping import has_message_entry
-from worker.jobs.relog import stale_renderings
-from worker.jobs.repair import Repairer
-from worker.jobs.repair_plan import model_client
-from worker.jobs.retract import with_session_lease
-from worker.jobs.runtime import Runtime
-from worker.jobs.seed_pending import unchecked_children
-from worker.jobs.storeview import message_entries
-from worker.jobs.withdrawals import read_session_log
-from worker.names import ACTION_SEED_CHECK, JOB_SESSION_NODE
-from worker.state.progress import Progress
-from worker.state.sessions import SessionState
+from dsh_memory_worker.memory.entries import message_name
+from dsh_memory_worker.memory.store.base import MemoryStore, StoreError
+from dsh_memory_worker.worker.jobs.context import JobContext
+from dsh_memory_worker.worker.jobs.errors import PermanentJobError, TransientJobError
+from dsh_memory_worker.worker.jobs.forget import remove_memory
+from dsh_memory_worker.worker.jobs.housekeeping import has_message_entry
+from dsh_memory_worker.worker.jobs.relog import stale_renderings
+from dsh_memory_worker.worker.jobs.repair import Repairer
+from dsh_memory_worker.worker.jobs.repair_plan import model_client
+from dsh_memory_worker.worker.jobs.retract import with_session_lease
+from dsh_memory_worker.worker.jobs.runtime import Runtime
+from dsh_memory_worker.worker.jobs.seed_pending import unchecked_children
+from dsh_memory_worker.worker.jobs.storeview import message_entries
+from dsh_memory_worker.worker.jobs.withdrawals import read_session_log
+from dsh_memory_worker.worker.names import ACTION_SEED_CHECK, JOB_SESSION_NODE
+from dsh_memory_worker.worker.state.progress import Progress
+from dsh_memory_worker.worker.state.sessions import SessionState
 
 log = logging.getLogger(__name__)
 

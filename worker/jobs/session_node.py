@@ -19,26 +19,26 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final, cast
 
-from memory import constants as C
-from memory import entries
-from memory.dsh.events import Event
-from memory.dsh.position import ScanPosition
-from memory.dsh.scanner import LogScan
-from memory.entries import SESSION_POLICY, scopes_for
-from memory.span import loggable_once
-from memory.store.base import EntryWrite, MemoryStore, NotFoundError
-from memory.titles import TitleChoice, TitleSurvey
-from worker.jobs.context import JobContext, JobOutput, skipped
-from worker.jobs.logread import (
+from dsh_memory_worker.memory import constants as C
+from dsh_memory_worker.memory import entries
+from dsh_memory_worker.memory.dsh.events import Event
+from dsh_memory_worker.memory.dsh.position import ScanPosition
+from dsh_memory_worker.memory.dsh.scanner import LogScan
+from dsh_memory_worker.memory.entries import SESSION_POLICY, scopes_for
+from dsh_memory_worker.memory.span import loggable_once
+from dsh_memory_worker.memory.store.base import EntryWrite, MemoryStore, NotFoundError
+from dsh_memory_worker.memory.titles import TitleChoice, TitleSurvey
+from dsh_memory_worker.worker.jobs.context import JobContext, JobOutput, skipped
+from dsh_memory_worker.worker.jobs.logread import (
     TransientJobError,
     checkpoint_index,
     log_source,
     raise_for_problems,
 )
-from worker.jobs.runtime import Runtime
-from worker.jobs.store_writes import OwedEdges, create_node_with_edges, settle_edges
-from worker.jobs.storeview import edges as store_edges
-from worker.state.sessions import Checkpoint, SessionState
+from dsh_memory_worker.worker.jobs.runtime import Runtime
+from dsh_memory_worker.worker.jobs.store_writes import OwedEdges, create_node_with_edges, settle_edges
+from dsh_memory_worker.worker.jobs.storeview import edges as store_edges
+from dsh_memory_worker.worker.state.sessions import Checkpoint, SessionState
 
 #: Audit action of a node rewritten or deleted because a withdrawal tainted its source.
 ACTION_NODE: Final = "repair-session-node"

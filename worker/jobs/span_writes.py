@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from memory import entries
-from memory.constants import REL_BELONG_TO
-from memory.entries import MESSAGE_POLICY, scopes_for
-from memory.span import SpanPlan
-from memory.store.base import BatchWriter, EntryWrite, MemoryStore, StatementWrite, write_batch
-from worker.jobs import store_writes
-from worker.jobs.context import Counts, warn_once
-from worker.jobs.store_writes import existing_names
-from worker.state.audit import RetractionOutcome
+from dsh_memory_worker.memory import entries
+from dsh_memory_worker.memory.constants import REL_BELONG_TO
+from dsh_memory_worker.memory.entries import MESSAGE_POLICY, scopes_for
+from dsh_memory_worker.memory.span import SpanPlan
+from dsh_memory_worker.memory.store.base import BatchWriter, EntryWrite, MemoryStore, StatementWrite, write_batch
+from dsh_memory_worker.worker.jobs import store_writes
+from dsh_memory_worker.worker.jobs.context import Counts, warn_once
+from dsh_memory_worker.worker.jobs.store_writes import existing_names
+from dsh_memory_worker.worker.state.audit import RetractionOutcome
 
 #: Records one retraction: entry, ordinal, marker seq, marker kind, outcome, detail
 #: (:meth:`worker.jobs.context.JobContext.record_retraction`).

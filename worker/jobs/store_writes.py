@@ -8,10 +8,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from memory import entries
-from memory.constants import REL_BELONG_TO
-from memory.entries import LOG_EDGE_POLICY, scopes_for
-from memory.store.base import (
+from dsh_memory_worker.memory import entries
+from dsh_memory_worker.memory.constants import REL_BELONG_TO
+from dsh_memory_worker.memory.entries import LOG_EDGE_POLICY, scopes_for
+from dsh_memory_worker.memory.store.base import (
     BatchWriter,
     EntryWrite,
     KnowledgeEntry,

@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from memory import constants as C
-from memory.entries import message_name, span_summary_name
-from memory.store.base import KnowledgeEntry, MemoryStore, StatementRow
+from dsh_memory_worker.memory import constants as C
+from dsh_memory_worker.memory.entries import message_name, span_summary_name
+from dsh_memory_worker.memory.store.base import KnowledgeEntry, MemoryStore, StatementRow
 
 _PAGE = 500
 _ARCHIVE = re.compile(r"^sum(\d+)-[0-9a-f]{12}$")

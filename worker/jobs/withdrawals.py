@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memory.dsh.events import Event
-from memory.entries import message_name
-from memory.messages import message_ordinals
-from memory.withdrawal import Marker, find_markers
-from worker.jobs.handoff import LogHandOff
-from worker.jobs.logread import read_window
-from worker.shipping.store import SegmentStore
-from worker.state.sessions import SessionState
+from dsh_memory_worker.memory.dsh.events import Event
+from dsh_memory_worker.memory.entries import message_name
+from dsh_memory_worker.memory.messages import message_ordinals
+from dsh_memory_worker.memory.withdrawal import Marker, find_markers
+from dsh_memory_worker.worker.jobs.handoff import LogHandOff
+from dsh_memory_worker.worker.jobs.logread import read_window
+from dsh_memory_worker.worker.shipping.store import SegmentStore
+from dsh_memory_worker.worker.state.sessions import SessionState
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from memory.consolidation.adjudication import (
+from dsh_memory_worker.memory.consolidation.adjudication import (
     VERDICTS,
     Candidate,
     adjudicate,
@@ -38,9 +38,9 @@ from memory.consolidation.adjudication import (
     similar_query_text,
     stores_unit,
 )
-from memory.consolidation.extraction import WorkUnit
-from memory.constants import REL_DERIVED_FROM, REL_IS_A, WORK_UNIT_CLASS
-from memory.entries import (
+from dsh_memory_worker.memory.consolidation.extraction import WorkUnit
+from dsh_memory_worker.memory.constants import REL_DERIVED_FROM, REL_IS_A, WORK_UNIT_CLASS
+from dsh_memory_worker.memory.entries import (
     WORK_UNIT_EDGE_POLICY,
     scopes_for,
     work_unit_content,
@@ -48,11 +48,11 @@ from memory.entries import (
     work_unit_name,
     work_unit_policy,
 )
-from memory.llm import ModelClient, one_line
-from memory.store.base import MemoryStore, StoreError, TransientStoreError
+from dsh_memory_worker.memory.llm import ModelClient, one_line
+from dsh_memory_worker.memory.store.base import MemoryStore, StoreError, TransientStoreError
 
 if TYPE_CHECKING:
-    from worker.settings import Settings
+    from dsh_memory_worker.worker.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from worker.settings import Settings
+    from dsh_memory_worker.worker.settings import Settings
 
 
 def first_run_on_empty_home(settings: Settings) -> bool:
@@ -55,13 +55,13 @@ def _empty_directory(path: Path) -> bool:
 def _create_state(database: Path) -> bool:
     """The state database from the template at the packaged head, under the migration lock (as
     :func:`worker.state.migrate.upgrade_to_head` makes it); False when it exists by now."""
-    from worker.state.revision_files import (
+    from dsh_memory_worker.worker.state.revision_files import (
         MigrationsNotFound,
         find_migrations_dir,
         migration_lock,
         script_head,
     )
-    from worker.state.template import create_from_template
+    from dsh_memory_worker.worker.state.template import create_from_template
 
     try:
         head = script_head(find_migrations_dir())
@@ -80,8 +80,8 @@ def _create_state(database: Path) -> bool:
 def _open_store(settings: Settings) -> bool:
     """Open and close the configured shelf (creating hypatia-lite's home and shelf as the full
     path's store check does); False when it cannot be opened."""
-    from memory.store.factory import open_store
-    from worker.store_config import store_config
+    from dsh_memory_worker.memory.store.factory import open_store
+    from dsh_memory_worker.worker.store_config import store_config
 
     try:
         store = open_store(store_config(settings, settings.store_shelf))

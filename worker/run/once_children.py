@@ -32,22 +32,22 @@ from multiprocessing.process import BaseProcess
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from worker.jobs.runtime import build_runtime, default_owner, owe_consolidation
-from worker.logs import TREES
-from worker.names import JOB_CASCADE
-from worker.run.once_summary import summary_line
-from worker.run.runner import InProcessRunner, JobKey, Tally
-from worker.run.stop_signals import (
+from dsh_memory_worker.worker.jobs.runtime import build_runtime, default_owner, owe_consolidation
+from dsh_memory_worker.worker.logs import TREES
+from dsh_memory_worker.worker.names import JOB_CASCADE
+from dsh_memory_worker.worker.run.once_summary import summary_line
+from dsh_memory_worker.worker.run.runner import InProcessRunner, JobKey, Tally
+from dsh_memory_worker.worker.run.stop_signals import (
     STOP_SIGNALS,
     ignore,
     stop_signals_blocked,
     stop_signals_ignored,
 )
-from worker.settings import Settings
-from worker.watch.watcher import Watcher
+from dsh_memory_worker.worker.settings import Settings
+from dsh_memory_worker.worker.watch.watcher import Watcher
 
 if TYPE_CHECKING:
-    from worker.jobs.context import JobResult
+    from dsh_memory_worker.worker.jobs.context import JobResult
 
 log = logging.getLogger(__name__)
 
@@ -130,10 +130,10 @@ class OnceChildren:
     def __init__(self, settings: Settings, shelf: str, jobs: int) -> None:
         # What every child runs, imported once here so each forked child inherits it (a run in
         # one process imports it with its first scan or job: :mod:`worker.run.runner`).
-        import memory.dsh.scanner  # noqa: F401
-        import worker.jobs.guard
-        import worker.watch.poll_source
-        import worker.watch.scan_digest  # noqa: F401
+        import dsh_memory_worker.memory.dsh.scanner  # noqa: F401
+        import dsh_memory_worker.worker.jobs.guard
+        import dsh_memory_worker.worker.watch.poll_source
+        import dsh_memory_worker.worker.watch.scan_digest  # noqa: F401
 
         context: ForkContext | SpawnContext
         if threading.active_count() == 1:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from memory.printable import printable
+from dsh_memory_worker.memory.printable import printable
 
 #: Sessions named at most in the "not scanned" part of the line.
 _NAMED: int = 20

@@ -17,9 +17,9 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-from worker.jobs.context import Counts, JobResult
-from worker.jobs.runtime import Runtime, long_lived_frozen
-from worker.run.backoff import backoff_s
+from dsh_memory_worker.worker.jobs.context import Counts, JobResult
+from dsh_memory_worker.worker.jobs.runtime import Runtime, long_lived_frozen
+from dsh_memory_worker.worker.run.backoff import backoff_s
 
 JobKey = tuple[str, str, str]  # (job, session id, shelf)
 _BUSY_DELAY_MAX_S = 2.0
@@ -154,7 +154,7 @@ class InProcessRunner:
     def _run(self, key: JobKey) -> None:
         # Start-up time: the guard and the jobs (the registry imports every job's module) load
         # with the first job; a pass that finds nothing to do never imports them.
-        from worker.jobs.guard import give_up, run_job
+        from dsh_memory_worker.worker.jobs.guard import give_up, run_job
 
         job, session_id, shelf = key
         attempt = self._attempts.get(key, 0)

@@ -12,7 +12,7 @@ was a hint; the watermark is the truth).
 
 Broker: Redis by default (``broker_url``); RabbitMQ works by URL (``amqp://…``). The app is
 configured from the settings (environment and config file) when this module is imported, so
-``celery -A worker.run.tasks inspect ping|events|purge|report`` reaches the configured broker;
+``celery -A dsh_memory_worker inspect ping|events|purge|report`` reaches the configured broker;
 ``memory-worker worker`` and the daemon configure it again with their command-line options.
 
 One task per job kind (:data:`worker.names.TASK_OF_JOB`), so Flower and ``celery events`` show
@@ -30,7 +30,7 @@ from typing import Any, Final
 from celery import Celery, signals
 from kombu import pools as kombu_pools
 
-from worker.names import (
+from dsh_memory_worker.worker.names import (
     DEFAULT_QUEUE,
     JOB_LOG_SPAN,
     JOB_SESSION_NODE,
@@ -39,8 +39,8 @@ from worker.names import (
     TASK_OF_JOB,
     TASK_SESSION_NODE,
 )
-from worker.run.backoff import backoff_s
-from worker.settings import Settings, SettingsError, load_settings
+from dsh_memory_worker.worker.run.backoff import backoff_s
+from dsh_memory_worker.worker.settings import Settings, SettingsError, load_settings
 
 #: Seconds a task may run beyond its lease before Celery kills it (the lease bounds a task).
 _TIME_LIMIT_SLACK_S: Final = 30.0
@@ -102,14 +102,14 @@ def configure(settings: Settings, *, queue: str = DEFAULT_QUEUE) -> Celery:
 
 def _get_runtime() -> Any:
     global _runtime
-    # Start-up time: `celery -A worker.run.tasks inspect …` loads no job code; a worker process
+    # Start-up time: `celery -A dsh_memory_worker inspect …` loads no job code; a worker process
     # imports it with its first task.
-    from worker.jobs.runtime import build_runtime, default_owner, owe_consolidation
+    from dsh_memory_worker.worker.jobs.runtime import build_runtime, default_owner, owe_consolidation
 
     with _lock:
         if _runtime is None:
             if _settings is None:
-                raise RuntimeError("worker.run.tasks.configure(settings) was not called")
+                raise RuntimeError("dsh_memory_worker.worker.run.tasks.configure(settings) was not called")
             # `memory-worker worker` migrated the state database before the pool started.
             _runtime = build_runtime(_settings, owner=default_owner("celery"), migrate=False)
             # Owed consolidations and cascades go back to the broker as job hints.
@@ -131,7 +131,7 @@ class JobNotFinished(Exception):
 
 
 def _run(task: Any, job: str, session_id: str, shelf: str) -> dict[str, Any]:
-    from worker.jobs.guard import give_up, run_job  # start-up time, as in _get_runtime
+    from dsh_memory_worker.worker.jobs.guard import give_up, run_job  # start-up time, as in _get_runtime
 
     runtime = _get_runtime()
     retries = int(task.request.retries or 0)
@@ -157,7 +157,7 @@ def _job_task(job: str, name: str) -> Any:
         return _run(self, job, session_id, shelf)
 
     run.__name__ = run.__qualname__ = f"{job}_task"
-    run.__doc__ = f"Run the ``{job}`` job for one session (see :mod:`worker.jobs`)."
+    run.__doc__ = f"Run the ``{job}`` job for one session (see :mod:`dsh_memory_worker.worker.jobs`)."
     return app.task(name=name, bind=True, acks_late=True, throws=(JobNotFinished,))(run)
 
 
@@ -193,7 +193,7 @@ def _configure_from_settings() -> None:
     try:
         configure(load_settings())
     except SettingsError as exc:
-        print(f"worker.run.tasks: {exc}; Celery keeps its defaults", file=sys.stderr)
+        print(f"dsh_memory_worker.worker.run.tasks: {exc}; Celery keeps its defaults", file=sys.stderr)
 
 
 _configure_from_settings()

@@ -15,13 +15,13 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memory.printable import printable
-from worker.names import JOB_CONSOLIDATE
-from worker.watch.owed import BACKED_OFF_JOBS, backoff_s
+from dsh_memory_worker.memory.printable import printable
+from dsh_memory_worker.worker.names import JOB_CONSOLIDATE
+from dsh_memory_worker.worker.watch.owed import BACKED_OFF_JOBS, backoff_s
 
 if TYPE_CHECKING:
-    from worker.jobs.runtime import Runtime
-    from worker.run.once_children import OnceTotals
+    from dsh_memory_worker.worker.jobs.runtime import Runtime
+    from dsh_memory_worker.worker.run.once_children import OnceTotals
 
 
 @dataclass(frozen=True, slots=True)

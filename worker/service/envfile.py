@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from worker.service.spec import ServiceError
+from dsh_memory_worker.worker.service.spec import ServiceError
 
 HEADER = (
     "# Written by `memory-worker service install` (mode 0600): the service's secrets.\n"

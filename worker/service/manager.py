@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from worker.service.spec import ServiceSpec
+from dsh_memory_worker.worker.service.spec import ServiceSpec
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from worker.service.carry import carry, is_secret
+from dsh_memory_worker.worker.service.carry import carry, is_secret
 
 #: The name of the unit (``NAME.service``) and the suffix of the LaunchAgent's label.
 NAME: Final = "dsh-memory-worker"

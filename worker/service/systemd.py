@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
-from worker.service import envfile
-from worker.service.manager import Answer, State, call
-from worker.service.spec import NAME, RESTART_DELAY_S, ServiceError, ServiceSpec, documentation
-from worker.service.values import check_values
+from dsh_memory_worker.worker.service import envfile
+from dsh_memory_worker.worker.service.manager import Answer, State, call
+from dsh_memory_worker.worker.service.spec import NAME, RESTART_DELAY_S, ServiceError, ServiceSpec, documentation
+from dsh_memory_worker.worker.service.values import check_values
 
 UNIT: Final = f"{NAME}.service"
 

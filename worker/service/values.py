@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Final
 
-from worker.service.spec import ServiceError, ServiceSpec
+from dsh_memory_worker.worker.service.spec import ServiceError, ServiceSpec
 
 #: What XML 1.0, and so ``plistlib``, refuses in a string.
 _NOT_IN_XML: Final = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")

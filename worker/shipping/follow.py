@@ -4,7 +4,7 @@ The daemon's watcher calls :func:`worker.shipping.shipper.ship_log` from its pol
 ``shipping`` setting, docs/shipping.md, "Wiring"); this entry point ships without a watcher, for
 the tests that kill a shipper mid-run and for an operator backfilling a home::
 
-    python -m worker.shipping.follow STATE_URL SESSION_ID=PATH [...] [--once] [--segment-bytes N]
+    python -m dsh_memory_worker.worker.shipping.follow STATE_URL SESSION_ID=PATH [...] [--once] [--segment-bytes N]
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import signal
 import sys
 from pathlib import Path
 
-from worker.shipping.shipper import SEGMENT_BYTES, ShipReport, ship_log
-from worker.shipping.sql import SqlSegmentStore
-from worker.state import StateDB
-from worker.stop_flag import stop_on
+from dsh_memory_worker.worker.shipping.shipper import SEGMENT_BYTES, ShipReport, ship_log
+from dsh_memory_worker.worker.shipping.sql import SqlSegmentStore
+from dsh_memory_worker.worker.state import StateDB
+from dsh_memory_worker.worker.stop_flag import stop_on
 
 
 def ship_all(
@@ -28,7 +28,7 @@ def ship_all(
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m worker.shipping.follow")
+    parser = argparse.ArgumentParser(prog="python -m dsh_memory_worker.worker.shipping.follow")
     parser.add_argument("state_url")
     parser.add_argument("logs", nargs="+", metavar="SESSION_ID=PATH")
     parser.add_argument("--once", action="store_true")

@@ -24,14 +24,14 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, and_, delete, func, select
 
-from worker.names import session_lease_key
-from worker.shipping.shipper import TAIL_CHECK
-from worker.shipping.sql import LOGS, SEGMENTS
-from worker.state import StateDB
-from worker.state.database import Repos
-from worker.state.models import utcnow
-from worker.state.progress import Progress
-from worker.state.sessions import SessionState
+from dsh_memory_worker.worker.names import session_lease_key
+from dsh_memory_worker.worker.shipping.shipper import TAIL_CHECK
+from dsh_memory_worker.worker.shipping.sql import LOGS, SEGMENTS
+from dsh_memory_worker.worker.state import StateDB
+from dsh_memory_worker.worker.state.database import Repos
+from dsh_memory_worker.worker.state.models import utcnow
+from dsh_memory_worker.worker.state.progress import Progress
+from dsh_memory_worker.worker.state.sessions import SessionState
 
 
 @dataclass(slots=True)

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from memory.dsh.complete import complete_pieces
-from memory.dsh.events import Problem
-from memory.dsh.frames import FrameCorrupt, read_first_chunk
-from memory.dsh.header import parse_header
-from memory.dsh.openlog import UnsafeLog, open_log
-from memory.dsh.source import is_compressed_name
-from worker.shipping.store import SegmentStore, ShipConflict, ShippedLog
+from dsh_memory_worker.memory.dsh.complete import complete_pieces
+from dsh_memory_worker.memory.dsh.events import Problem
+from dsh_memory_worker.memory.dsh.frames import FrameCorrupt, read_first_chunk
+from dsh_memory_worker.memory.dsh.header import parse_header
+from dsh_memory_worker.memory.dsh.openlog import UnsafeLog, open_log
+from dsh_memory_worker.memory.dsh.source import is_compressed_name
+from dsh_memory_worker.worker.shipping.store import SegmentStore, ShipConflict, ShippedLog
 
 SEGMENT_BYTES = 256 << 10
 """About how many bytes one segment holds (at least one whole frame or line)."""

@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from memory.dsh.source import SegmentSource
-from worker.shipping.store import SegmentStore, ShippedLog
+from dsh_memory_worker.memory.dsh.source import SegmentSource
+from dsh_memory_worker.worker.shipping.store import SegmentStore, ShippedLog
 
 
 def shipped_source(store: SegmentStore, log: ShippedLog) -> SegmentSource:

@@ -24,9 +24,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
-from worker.shipping.store import ShipConflict, ShippedLog
-from worker.state import StateDB
-from worker.state.models import LogSegmentRow, ShippedLogRow, utcnow
+from dsh_memory_worker.worker.shipping.store import ShipConflict, ShippedLog
+from dsh_memory_worker.worker.state import StateDB
+from dsh_memory_worker.worker.state.models import LogSegmentRow, ShippedLogRow, utcnow
 
 LOGS: Table = ShippedLogRow.__table__
 SEGMENTS: Table = LogSegmentRow.__table__

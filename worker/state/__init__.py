@@ -16,36 +16,36 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from worker.names import session_lease_key
-    from worker.state.audit import AuditEntry, AuditRepo, Retraction
-    from worker.state.database import Repos, StateDB
-    from worker.state.db import make_engine
-    from worker.state.failures import Failure, FailureRepo
-    from worker.state.leases import Lease, LeaseRepo
-    from worker.state.model_calls import ModelCall, ModelCallRepo
-    from worker.state.progress import Progress, ProgressRepo
-    from worker.state.sessions import Checkpoint, SessionRepo, SessionState
+    from dsh_memory_worker.worker.names import session_lease_key
+    from dsh_memory_worker.worker.state.audit import AuditEntry, AuditRepo, Retraction
+    from dsh_memory_worker.worker.state.database import Repos, StateDB
+    from dsh_memory_worker.worker.state.db import make_engine
+    from dsh_memory_worker.worker.state.failures import Failure, FailureRepo
+    from dsh_memory_worker.worker.state.leases import Lease, LeaseRepo
+    from dsh_memory_worker.worker.state.model_calls import ModelCall, ModelCallRepo
+    from dsh_memory_worker.worker.state.progress import Progress, ProgressRepo
+    from dsh_memory_worker.worker.state.sessions import Checkpoint, SessionRepo, SessionState
 
 #: Each exported name → the module it lives in.
 _HOMES = {
-    "session_lease_key": "worker.names",
-    "AuditEntry": "worker.state.audit",
-    "AuditRepo": "worker.state.audit",
-    "Retraction": "worker.state.audit",
-    "Repos": "worker.state.database",
-    "StateDB": "worker.state.database",
-    "make_engine": "worker.state.db",
-    "Failure": "worker.state.failures",
-    "FailureRepo": "worker.state.failures",
-    "Lease": "worker.state.leases",
-    "LeaseRepo": "worker.state.leases",
-    "ModelCall": "worker.state.model_calls",
-    "ModelCallRepo": "worker.state.model_calls",
-    "Progress": "worker.state.progress",
-    "ProgressRepo": "worker.state.progress",
-    "Checkpoint": "worker.state.sessions",
-    "SessionRepo": "worker.state.sessions",
-    "SessionState": "worker.state.sessions",
+    "session_lease_key": "dsh_memory_worker.worker.names",
+    "AuditEntry": "dsh_memory_worker.worker.state.audit",
+    "AuditRepo": "dsh_memory_worker.worker.state.audit",
+    "Retraction": "dsh_memory_worker.worker.state.audit",
+    "Repos": "dsh_memory_worker.worker.state.database",
+    "StateDB": "dsh_memory_worker.worker.state.database",
+    "make_engine": "dsh_memory_worker.worker.state.db",
+    "Failure": "dsh_memory_worker.worker.state.failures",
+    "FailureRepo": "dsh_memory_worker.worker.state.failures",
+    "Lease": "dsh_memory_worker.worker.state.leases",
+    "LeaseRepo": "dsh_memory_worker.worker.state.leases",
+    "ModelCall": "dsh_memory_worker.worker.state.model_calls",
+    "ModelCallRepo": "dsh_memory_worker.worker.state.model_calls",
+    "Progress": "dsh_memory_worker.worker.state.progress",
+    "ProgressRepo": "dsh_memory_worker.worker.state.progress",
+    "Checkpoint": "dsh_memory_worker.worker.state.sessions",
+    "SessionRepo": "dsh_memory_worker.worker.state.sessions",
+    "SessionState": "dsh_memory_worker.worker.state.sessions",
 }
 
 __all__ = [

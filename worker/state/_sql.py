@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Executable, Table, bindparam, delete, update
 
-from worker.state import prepared
+from dsh_memory_worker.worker.state import prepared
 
 
 def storable_text(text: str) -> str:

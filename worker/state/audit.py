@@ -9,10 +9,10 @@ from typing import Any, Literal
 
 from sqlalchemy import Select, bindparam, func, insert, select
 
-from worker.state._sql import one_line
-from worker.state.entry_ids import stable_id
-from worker.state.leases import ClockedRepo
-from worker.state.models import AuditRow, RetractionRow
+from dsh_memory_worker.worker.state._sql import one_line
+from dsh_memory_worker.worker.state.entry_ids import stable_id
+from dsh_memory_worker.worker.state.leases import ClockedRepo
+from dsh_memory_worker.worker.state.models import AuditRow, RetractionRow
 
 RetractionOutcome = Literal["retracted", "absent", "failed", "would-retract"]
 RETRACTION_OUTCOMES: tuple[str, ...] = ("retracted", "absent", "failed", "would-retract")

@@ -14,8 +14,8 @@ from typing import Any, Generic, TypeVar, cast
 
 from sqlalchemy import ColumnElement, Connection, and_, func, or_, select
 
-from worker.state.audit import AuditEntry, Retraction
-from worker.state.models import (
+from dsh_memory_worker.worker.state.audit import AuditEntry, Retraction
+from dsh_memory_worker.worker.state.models import (
     AuditRow,
     FailureRow,
     ModelCallRow,

@@ -13,16 +13,16 @@ from pathlib import Path
 
 from sqlalchemy import Connection, Engine
 
-from worker.state.audit import AuditRepo
-from worker.state.db import make_engine
-from worker.state.failures import FailureRepo
-from worker.state.leases import Clock, LeaseRepo
-from worker.state.model_calls import ModelCallRepo
-from worker.state.models import utcnow
-from worker.state.progress import ProgressRepo
-from worker.state.provenance import ProvenanceRepo
-from worker.state.purge import MIGRATED_TABLES, PURGED_TABLES, after_purge
-from worker.state.sessions import SessionRepo
+from dsh_memory_worker.worker.state.audit import AuditRepo
+from dsh_memory_worker.worker.state.db import make_engine
+from dsh_memory_worker.worker.state.failures import FailureRepo
+from dsh_memory_worker.worker.state.leases import Clock, LeaseRepo
+from dsh_memory_worker.worker.state.model_calls import ModelCallRepo
+from dsh_memory_worker.worker.state.models import utcnow
+from dsh_memory_worker.worker.state.progress import ProgressRepo
+from dsh_memory_worker.worker.state.provenance import ProvenanceRepo
+from dsh_memory_worker.worker.state.purge import MIGRATED_TABLES, PURGED_TABLES, after_purge
+from dsh_memory_worker.worker.state.sessions import SessionRepo
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class StateDB:
         """Open ``url``, first migrating it to the newest revision unless ``migrate`` is False."""
         if migrate:
             # Start-up time: Alembic is imported only by a process that migrates.
-            from worker.state.migrate import upgrade_to_head
+            from dsh_memory_worker.worker.state.migrate import upgrade_to_head
 
             if upgrade_to_head(url, migrations_dir):
                 db = cls(url, clock=clock)

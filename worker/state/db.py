@@ -27,9 +27,9 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.engine.url import URL
 from sqlalchemy.exc import ArgumentError
 
-from worker.state.disk_full import remember_sqlite_path
-from worker.state.lock_wait import LockWaits
-from worker.state.prepared import driver_execute, observed
+from dsh_memory_worker.worker.state.disk_full import remember_sqlite_path
+from dsh_memory_worker.worker.state.lock_wait import LockWaits
+from dsh_memory_worker.worker.state.prepared import driver_execute, observed
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 from sqlalchemy import bindparam, delete, select, update
 
-from worker.state import prepared
-from worker.state._sql import insert_ignore, one_line
-from worker.state.leases import ClockedRepo
-from worker.state.models import FailureRow
+from dsh_memory_worker.worker.state import prepared
+from dsh_memory_worker.worker.state._sql import insert_ignore, one_line
+from dsh_memory_worker.worker.state.leases import ClockedRepo
+from dsh_memory_worker.worker.state.models import FailureRow
 
 ERROR_MAX = 2000
 

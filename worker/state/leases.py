@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, Table, and_, bindparam, or_, select, update
 from sqlalchemy.sql.elements import ColumnElement
 
-from worker.state import prepared
-from worker.state._sql import insert_ignore
-from worker.state.models import LeaseRow, utcnow
-from worker.state.owners import owner_is_gone
+from dsh_memory_worker.worker.state import prepared
+from dsh_memory_worker.worker.state._sql import insert_ignore
+from dsh_memory_worker.worker.state.models import LeaseRow, utcnow
+from dsh_memory_worker.worker.state.owners import owner_is_gone
 
 Clock = Callable[[], dt.datetime]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, select
 
-from worker.state.models import LeaseRow
+from dsh_memory_worker.worker.state.models import LeaseRow
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """Run the Alembic revisions in the top-level ``migrations/`` programmatically.
 
-The script directory ships in the wheel as the package ``dsh_memory_worker_migrations``
+The script directory ships in the wheel as the package ``dsh_memory_worker.migrations``
 (``setup.py`` maps the top-level folder to that name; ``packaged_migrations`` finds it
 installed, editable or in a plain checkout:
 :mod:`worker.state.revision_files`); an explicit ``migrations_dir`` (setting
@@ -32,8 +32,8 @@ from sqlalchemy import Connection, text
 if TYPE_CHECKING:
     from alembic.config import Config
 
-from worker.state.db import make_engine, normalize_url
-from worker.state.revision_files import (
+from dsh_memory_worker.worker.state.db import make_engine, normalize_url
+from dsh_memory_worker.worker.state.revision_files import (
     PACKAGED_MIGRATIONS,
     find_migrations_dir,
     migration_lock,
@@ -150,7 +150,7 @@ def _from_template(url: str, migrations_dir: Path) -> bool:
     head = script_head(migrations_dir)
     if head is None:
         return False
-    from worker.state.template import create_from_template
+    from dsh_memory_worker.worker.state.template import create_from_template
 
     path = Path(database).expanduser()
     with _sqlite_file_lock(url):

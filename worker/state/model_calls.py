@@ -12,9 +12,9 @@ from typing import Literal
 
 from sqlalchemy import delete, insert, select, update
 
-from worker.state._sql import one_line
-from worker.state.leases import ClockedRepo
-from worker.state.models import ModelCallRow
+from dsh_memory_worker.worker.state._sql import one_line
+from dsh_memory_worker.worker.state.leases import ClockedRepo
+from dsh_memory_worker.worker.state.models import ModelCallRow
 
 CallOutcome = Literal["pending", "ok", "incomplete", "error"]
 CALL_OUTCOMES: tuple[str, ...] = ("pending", "ok", "incomplete", "error")

@@ -14,11 +14,11 @@ from functools import cache
 
 from sqlalchemy import ColumnElement, Executable, bindparam, select, update
 
-from worker.names import session_lease_key
-from worker.state import prepared
-from worker.state._sql import delete_where, insert_ignore
-from worker.state.leases import LEASE_IS_HELD, ClockedRepo, held_params
-from worker.state.models import ProgressRow
+from dsh_memory_worker.worker.names import session_lease_key
+from dsh_memory_worker.worker.state import prepared
+from dsh_memory_worker.worker.state._sql import delete_where, insert_ignore
+from dsh_memory_worker.worker.state.leases import LEASE_IS_HELD, ClockedRepo, held_params
+from dsh_memory_worker.worker.state.models import ProgressRow
 
 # Watermarks that only move forward (a smaller value is refused).
 FORWARD_ONLY = (

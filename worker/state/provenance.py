@@ -11,9 +11,9 @@ from typing import Any
 
 from sqlalchemy import delete, insert, select
 
-from worker.state.entry_ids import stable_id
-from worker.state.leases import ClockedRepo
-from worker.state.models import ProvenanceRow
+from dsh_memory_worker.worker.state.entry_ids import stable_id
+from dsh_memory_worker.worker.state.leases import ClockedRepo
+from dsh_memory_worker.worker.state.models import ProvenanceRow
 
 KINDS: tuple[str, ...] = ("summary", "archive", "work-unit")
 

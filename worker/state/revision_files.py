@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Final
 
 #: The import name the top-level ``migrations/`` folder installs under (see ``setup.py``).
-MIGRATIONS_PACKAGE: Final = "dsh_memory_worker_migrations"
+MIGRATIONS_PACKAGE: Final = "dsh_memory_worker.migrations"
 
 
 def packaged_migrations() -> Path:

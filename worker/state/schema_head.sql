@@ -1,5 +1,5 @@
 -- state database schema at alembic revision last_message_1
--- written by `python -m worker.state.write_template`; do not edit
+-- written by `python -m dsh_memory_worker.worker.state.write_template`; do not edit
 CREATE TABLE alembic_version (
 	version_num VARCHAR(32) NOT NULL, 
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)

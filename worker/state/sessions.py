@@ -9,10 +9,10 @@ from typing import Any
 
 from sqlalchemy import Table, bindparam, select
 
-from worker.state import prepared
-from worker.state._sql import insert_ignore, storable_text, update_by_key
-from worker.state.leases import ClockedRepo
-from worker.state.models import SessionRow
+from dsh_memory_worker.worker.state import prepared
+from dsh_memory_worker.worker.state._sql import insert_ignore, storable_text, update_by_key
+from dsh_memory_worker.worker.state.leases import ClockedRepo
+from dsh_memory_worker.worker.state.models import SessionRow
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ revisions; any other case (an older template, ``migrations_dir`` set, PostgreSQL
 After adding a revision, write the template again (``tests/state/test_state_template.py`` fails
 until then, and says so)::
 
-    .venv/bin/python -m worker.state.write_template
+    .venv/bin/python -m dsh_memory_worker.worker.state.write_template
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def dump_schema(database: Path) -> str:
         conn.close()
     lines = [
         f"{_HEADER}{revision}",
-        "-- written by `python -m worker.state.write_template`; do not edit",
+        "-- written by `python -m dsh_memory_worker.worker.state.write_template`; do not edit",
     ]
     lines += [f"{sql};" for sql in statements]
     lines.append(f"INSERT INTO alembic_version (version_num) VALUES ('{revision}');")

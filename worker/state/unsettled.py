@@ -38,10 +38,10 @@ from sqlalchemy import (
     select,
 )
 
-from worker.state import progress, sessions
-from worker.state.models import ProgressRow, SessionRow
-from worker.state.progress import Progress
-from worker.state.sessions import SessionState, session_state
+from dsh_memory_worker.worker.state import progress, sessions
+from dsh_memory_worker.worker.state.models import ProgressRow, SessionRow
+from dsh_memory_worker.worker.state.progress import Progress
+from dsh_memory_worker.worker.state.sessions import SessionState, session_state
 
 _Int = SQLColumnExpression[int]
 _SPLIT = len(sessions.COLUMNS)

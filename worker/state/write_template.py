@@ -1,7 +1,7 @@
 """Write ``worker/state/schema_head.sql`` again after adding a revision (see
 :mod:`worker.state.template`)::
 
-    .venv/bin/python -m worker.state.write_template
+    .venv/bin/python -m dsh_memory_worker.worker.state.write_template
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from worker.state.migrate import upgrade
-from worker.state.template import TEMPLATE, dump_schema
+from dsh_memory_worker.worker.state.migrate import upgrade
+from dsh_memory_worker.worker.state.template import TEMPLATE, dump_schema
 
 
 def main() -> None:

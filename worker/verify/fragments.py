@@ -34,7 +34,7 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memory import constants as C
+from dsh_memory_worker.memory import constants as C
 
 PHRASE_WORDS = 5
 PHRASE_MIN_CHARS = 16

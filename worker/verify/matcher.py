@@ -9,8 +9,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from worker.verify.fragments import anchor, bounded, phrase_pattern, words
-from worker.verify.sources import Gone
+from dsh_memory_worker.worker.verify.fragments import anchor, bounded, phrase_pattern, words
+from dsh_memory_worker.worker.verify.sources import Gone
 
 #: Bytes read per step of a file scan, and how far a phrase may reach from its anchor word.
 CHUNK = 8 << 20

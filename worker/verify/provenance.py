@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from memory import constants as C
-from worker.verify.fragments import normalised
+from dsh_memory_worker.memory import constants as C
+from dsh_memory_worker.worker.verify.fragments import normalised
 
 #: how deep archive tiers and work units are followed (far above any real tier count)
 _MAX_DEPTH = 16

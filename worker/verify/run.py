@@ -27,13 +27,13 @@ from typing import Any, Protocol
 from hypatia_lite import shelves
 from hypatia_lite.db import DB_FILE
 from hypatia_lite.pg.url import redact as redact_url
-from worker.jobs.runtime import Runtime
-from worker.settings import Settings
-from worker.verify.matcher import ByteMatcher, Leak
-from worker.verify.provenance import Provenance
-from worker.verify.sources import Gone, Sources, collect
-from worker.verify.state_scan import Explain, scan_state, state_files
-from worker.verify.store_scan import distinctive_terms, scan_store
+from dsh_memory_worker.worker.jobs.runtime import Runtime
+from dsh_memory_worker.worker.settings import Settings
+from dsh_memory_worker.worker.verify.matcher import ByteMatcher, Leak
+from dsh_memory_worker.worker.verify.provenance import Provenance
+from dsh_memory_worker.worker.verify.sources import Gone, Sources, collect
+from dsh_memory_worker.worker.verify.state_scan import Explain, scan_state, state_files
+from dsh_memory_worker.worker.verify.store_scan import distinctive_terms, scan_store
 
 LITE_BINARY = "hypatia-lite"
 #: the state column that holds a session node's text (explained by the node's own source)

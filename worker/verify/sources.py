@@ -19,18 +19,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from memory.consolidation.transcript import transcript_lines
-from memory.entries import message_name, session_name
-from memory.span import SpanOptions, plan_span
-from memory.titles import HostSummary, survey_titles
-from worker.jobs.log_span import span_options_for
-from worker.jobs.logread import PermanentJobError, TransientJobError
-from worker.jobs.withdrawals import SessionLog, read_session_log
-from worker.settings import Settings
-from worker.shipping.store import SegmentStore
-from worker.state.sessions import SessionState
-from worker.verify.fragments import Fragments, fragments_of, normalised
-from worker.verify.provenance import KeptText, SessionText
+from dsh_memory_worker.memory.consolidation.transcript import transcript_lines
+from dsh_memory_worker.memory.entries import message_name, session_name
+from dsh_memory_worker.memory.span import SpanOptions, plan_span
+from dsh_memory_worker.memory.titles import HostSummary, survey_titles
+from dsh_memory_worker.worker.jobs.log_span import span_options_for
+from dsh_memory_worker.worker.jobs.logread import PermanentJobError, TransientJobError
+from dsh_memory_worker.worker.jobs.withdrawals import SessionLog, read_session_log
+from dsh_memory_worker.worker.settings import Settings
+from dsh_memory_worker.worker.shipping.store import SegmentStore
+from dsh_memory_worker.worker.state.sessions import SessionState
+from dsh_memory_worker.worker.verify.fragments import Fragments, fragments_of, normalised
+from dsh_memory_worker.worker.verify.provenance import KeptText, SessionText
 
 WITHDRAWN = "withdrawn"
 FORGOTTEN = "forgotten"

@@ -11,10 +11,10 @@ from pathlib import Path
 from sqlalchemy import JSON, String, Text, cast, select
 from sqlalchemy.engine import make_url
 
-from worker.state.database import StateDB
-from worker.state.models import Base
-from worker.verify.matcher import Leak, TextMatcher
-from worker.verify.sources import Sources
+from dsh_memory_worker.worker.state.database import StateDB
+from dsh_memory_worker.worker.state.models import Base
+from dsh_memory_worker.worker.verify.matcher import Leak, TextMatcher
+from dsh_memory_worker.worker.verify.sources import Sources
 
 SQLITE_SUFFIXES = ("", "-wal", "-shm", "-journal")
 #: (``table.column``, the row's primary key, phrase) → ``None`` when the row's own legitimate

@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import chain
 
-from memory.store.base import Catalog, Content, KnowledgeEntry, MemoryStore, StatementRow
-from worker.jobs.storeview import parse_span_summary, query_all
-from worker.verify.matcher import Leak, TextMatcher
-from worker.verify.provenance import Provenance
-from worker.verify.sources import FORGOTTEN, Gone, Sources, forgotten_names
+from dsh_memory_worker.memory.store.base import Catalog, Content, KnowledgeEntry, MemoryStore, StatementRow
+from dsh_memory_worker.worker.jobs.storeview import parse_span_summary, query_all
+from dsh_memory_worker.worker.verify.matcher import Leak, TextMatcher
+from dsh_memory_worker.worker.verify.provenance import Provenance
+from dsh_memory_worker.worker.verify.sources import FORGOTTEN, Gone, Sources, forgotten_names
 
 _CATALOGS: tuple[Catalog, ...] = ("knowledge", "statement")
 Tick = Callable[[int], None]

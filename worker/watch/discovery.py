@@ -9,8 +9,8 @@ import os
 from collections.abc import Collection
 from pathlib import Path
 
-from memory.dsh.locate import CachedSurvey, SessionLocation
-from worker.watch.scan_problems import ProblemBook, session_id_problem
+from dsh_memory_worker.memory.dsh.locate import CachedSurvey, SessionLocation
+from dsh_memory_worker.worker.watch.scan_problems import ProblemBook, session_id_problem
 
 log = logging.getLogger("memory_worker")
 

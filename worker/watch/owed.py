@@ -28,14 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from worker.jobs.pending_repairs import sessions_with_pending_repairs
-from worker.jobs.reconsolidate import queued_rewrites, queued_sessions
-from worker.jobs.runtime import Runtime, ms_of
-from worker.names import JOB_CONSOLIDATE, JOB_LOG_SPAN, JOB_RETRACT, JOB_REWRITE, JOB_SESSION_NODE
-from worker.state.failures import Failure
-from worker.state.progress import Progress
-from worker.state.sessions import SessionState
-from worker.state.unsettled import sessions_by_id, unsettled_sessions
+from dsh_memory_worker.worker.jobs.pending_repairs import sessions_with_pending_repairs
+from dsh_memory_worker.worker.jobs.reconsolidate import queued_rewrites, queued_sessions
+from dsh_memory_worker.worker.jobs.runtime import Runtime, ms_of
+from dsh_memory_worker.worker.names import JOB_CONSOLIDATE, JOB_LOG_SPAN, JOB_RETRACT, JOB_REWRITE, JOB_SESSION_NODE
+from dsh_memory_worker.worker.state.failures import Failure
+from dsh_memory_worker.worker.state.progress import Progress
+from dsh_memory_worker.worker.state.sessions import SessionState
+from dsh_memory_worker.worker.state.unsettled import sessions_by_id, unsettled_sessions
 
 #: Jobs whose owed work comes from a lagging watermark that only the job itself can move.
 BACKED_OFF_JOBS: Final = frozenset({JOB_CONSOLIDATE, JOB_RETRACT, JOB_REWRITE})

@@ -10,16 +10,16 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from memory.dsh.locate import SessionLocation
-from memory.dsh.position import ScanPosition
-from memory.dsh.reader import Log
-from memory.dsh.source import SegmentSource
-from worker.settings import Settings
-from worker.shipping.shipper import ship_log
-from worker.shipping.source import shipped_source
-from worker.shipping.store import SegmentStore
-from worker.state.sessions import SessionState
-from worker.watch.scan_problems import ProblemBook
+from dsh_memory_worker.memory.dsh.locate import SessionLocation
+from dsh_memory_worker.memory.dsh.position import ScanPosition
+from dsh_memory_worker.memory.dsh.reader import Log
+from dsh_memory_worker.memory.dsh.source import SegmentSource
+from dsh_memory_worker.worker.settings import Settings
+from dsh_memory_worker.worker.shipping.shipper import ship_log
+from dsh_memory_worker.worker.shipping.source import shipped_source
+from dsh_memory_worker.worker.shipping.store import SegmentStore
+from dsh_memory_worker.worker.state.sessions import SessionState
+from dsh_memory_worker.worker.watch.scan_problems import ProblemBook
 
 
 def ship_poll(

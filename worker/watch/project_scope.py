@@ -8,9 +8,9 @@ import threading
 from pathlib import PurePosixPath
 from typing import Final
 
-from memory.constants import ROOT_PROJECT
-from memory.content.slugs import normalise_project
-from worker.settings import environment_without
+from dsh_memory_worker.memory.constants import ROOT_PROJECT
+from dsh_memory_worker.memory.content.slugs import normalise_project
+from dsh_memory_worker.worker.settings import environment_without
 
 _GIT_LOCATION_VARS: Final = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")
 GIT_TIMEOUT_S: Final = 3.0

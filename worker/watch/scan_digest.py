@@ -8,12 +8,12 @@ from array import array
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from memory.dsh.events import Event, Header
-from memory.dsh.forks import seed_complete
-from memory.span import loggable_once
-from memory.span_cut import SESSION_NODE_EVENTS, STEP_END, TURN_END
-from memory.withdrawal import is_marker
-from worker.state.sessions import SessionState
+from dsh_memory_worker.memory.dsh.events import Event, Header
+from dsh_memory_worker.memory.dsh.forks import seed_complete
+from dsh_memory_worker.memory.span import loggable_once
+from dsh_memory_worker.memory.span_cut import SESSION_NODE_EVENTS, STEP_END, TURN_END
+from dsh_memory_worker.memory.withdrawal import is_marker
+from dsh_memory_worker.worker.state.sessions import SessionState
 
 _MESSAGES = frozenset({"user/message", "assistant/message"})
 

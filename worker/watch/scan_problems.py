@@ -12,9 +12,9 @@ from __future__ import annotations
 import hashlib
 import logging
 
-from memory.printable import printable
-from worker.state.database import StateDB
-from worker.state.models import SessionRow
+from dsh_memory_worker.memory.printable import printable
+from dsh_memory_worker.worker.state.database import StateDB
+from dsh_memory_worker.worker.state.models import SessionRow
 
 log = logging.getLogger("memory_worker")
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import time
 
-from worker.jobs.runtime import Enqueue, Runtime, ms_of
-from worker.names import JOB_LOG_SPAN
-from worker.state.unsettled import open_sessions
+from dsh_memory_worker.worker.jobs.runtime import Enqueue, Runtime, ms_of
+from dsh_memory_worker.worker.names import JOB_LOG_SPAN
+from dsh_memory_worker.worker.state.unsettled import open_sessions
 
 
 class TimedHints:

@@ -31,25 +31,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memory.dsh.events import Event, Header, Problem
-from memory.dsh.locate import SessionLocation
-from memory.dsh.position import CheckpointIndex, ScanPosition
-from memory.messages import base_ordinal
-from worker.jobs.handoff import SHARED_MAX_EVENTS, file_identity
-from worker.jobs.runtime import Enqueue, Runtime, long_lived_frozen
-from worker.names import ACTION_SEED_CHECK, JOB_LOG_SPAN, JOB_SESSION_NODE
-from worker.state.sessions import Checkpoint, SessionState
-from worker.watch.discovery import SessionFinder, changed_directories
-from worker.watch.notify import Notifier
-from worker.watch.owed import BACKED_OFF_JOBS, owed_work
-from worker.watch.project_scope import project_scope
-from worker.watch.scan_problems import SCAN_TASK, ProblemBook
-from worker.watch.timed_hints import TimedHints
+from dsh_memory_worker.memory.dsh.events import Event, Header, Problem
+from dsh_memory_worker.memory.dsh.locate import SessionLocation
+from dsh_memory_worker.memory.dsh.position import CheckpointIndex, ScanPosition
+from dsh_memory_worker.memory.messages import base_ordinal
+from dsh_memory_worker.worker.jobs.handoff import SHARED_MAX_EVENTS, file_identity
+from dsh_memory_worker.worker.jobs.runtime import Enqueue, Runtime, long_lived_frozen
+from dsh_memory_worker.worker.names import ACTION_SEED_CHECK, JOB_LOG_SPAN, JOB_SESSION_NODE
+from dsh_memory_worker.worker.state.sessions import Checkpoint, SessionState
+from dsh_memory_worker.worker.watch.discovery import SessionFinder, changed_directories
+from dsh_memory_worker.worker.watch.notify import Notifier
+from dsh_memory_worker.worker.watch.owed import BACKED_OFF_JOBS, owed_work
+from dsh_memory_worker.worker.watch.project_scope import project_scope
+from dsh_memory_worker.worker.watch.scan_problems import SCAN_TASK, ProblemBook
+from dsh_memory_worker.worker.watch.timed_hints import TimedHints
 
 if TYPE_CHECKING:
-    from memory.dsh.reader import Log
-    from worker.stop_flag import SignalStop
-    from worker.watch.scan_digest import ScanDigest
+    from dsh_memory_worker.memory.dsh.reader import Log
+    from dsh_memory_worker.worker.stop_flag import SignalStop
+    from dsh_memory_worker.worker.watch.scan_digest import ScanDigest
 
 log = logging.getLogger(__name__)
 
@@ -285,10 +285,10 @@ class Watcher:
             return  # same file, same size and mtime as after the last complete scan
         # Start-up time: the log reader loads with the first session that needs a scan (a
         # home with no session, or none changed, never imports it).
-        from memory.dsh.scanner import LogScan
-        from worker.jobs.logread import checkpoint_index
-        from worker.watch.poll_source import poll_source
-        from worker.watch.scan_digest import ScanDigest
+        from dsh_memory_worker.memory.dsh.scanner import LogScan
+        from dsh_memory_worker.worker.jobs.logread import checkpoint_index
+        from dsh_memory_worker.worker.watch.poll_source import poll_source
+        from dsh_memory_worker.worker.watch.scan_digest import ScanDigest
 
         with self.runtime.state.read() as repos:
             state = repos.sessions.get(sid)
@@ -431,8 +431,8 @@ class Watcher:
         if cached is not None:
             return cached
         seq, cut = state.durable_end_seq, state.inherited_cut
-        from memory.dsh.reader import read_range
-        from worker.jobs.logread import checkpoint_index
+        from dsh_memory_worker.memory.dsh.reader import read_range
+        from dsh_memory_worker.worker.jobs.logread import checkpoint_index
 
         point = state.checkpoint_at_or_before(seq) or Checkpoint(0, 0, 0)
         span = read_range(path, point.seq, seq, checkpoint_index(state))
