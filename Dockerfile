@@ -27,9 +27,11 @@ print('\n'.join(worker + p['optional-dependencies']['distributed'] + lite['depen
     && rm /tmp/requirements.txt
 
 # 2. The code, installed without touching the dependencies: the two wheels, hypatia-lite's and
-#    the worker's, built from the checkout. The Alembic revisions (migrations/) and the demo
-#    fixtures are package data: the installed package has them.
+#    the worker's (one import name, dsh_memory_worker, over the folders: setup.py), built from
+#    the checkout. The Alembic revisions (migrations/) and the demo fixtures are package data:
+#    the installed package has them.
 COPY setup.py README.md LICENSE alembic.ini ./
+COPY dsh_memory_worker ./dsh_memory_worker
 COPY migrations ./migrations
 COPY hypatia-lite/hypatia_lite ./hypatia-lite/hypatia_lite
 COPY hypatia-lite/README.md hypatia-lite/LICENSE ./hypatia-lite/

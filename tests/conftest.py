@@ -25,6 +25,25 @@ FIXTURES = REPO / "tests" / "fixtures" / "dsh"
 os.environ.setdefault("MEMORY_WORKER_JOBS_ADAPT", "false")
 
 
+class _OldTopLevelNames:
+    """The checkout is on ``sys.path`` (pytest's ``pythonpath``), so its folders ``worker/`` and
+    ``memory/`` would import as top-level packages: a second copy of every module beside the
+    installed ``dsh_memory_worker.worker`` and ``dsh_memory_worker.memory``. Refuse it, naming
+    the import to write instead."""
+
+    NAMES = frozenset({"worker", "memory", "dsh_memory_worker_migrations"})
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name.partition(".")[0] in self.NAMES:
+            raise ImportError(
+                f"import {name!r} from the checkout: write dsh_memory_worker.{name} "
+                "(the installed name; setup.py maps the folders)"
+            )
+
+
+sys.meta_path.insert(0, _OldTopLevelNames())
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # Start the modules in the order `pytest_collection_modifyitems` gives, not xdist's own (by
     # test count, which leaves the long one-test modules for last): tests/support/longest_first.py.

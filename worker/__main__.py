@@ -1,4 +1,5 @@
-"""``python -m dsh_memory_worker …`` is ``memory-worker …``."""
+"""``python -m dsh_memory_worker.worker …`` is ``memory-worker …`` (``python -m dsh_memory_worker``
+too)."""
 
 from dsh_memory_worker.worker.cli import main
 

@@ -6,7 +6,8 @@ module decides it from the environment and file metadata alone, importing none o
 
 The *inputs key* names a configuration without building it: a digest of the environment, the
 working directory, the command-line overrides and the config file's path — everything
-:func:`worker.settings.load_settings` reads, so equal keys mean equal settings. The record of a
+:func:`dsh_memory_worker.worker.settings.load_settings` reads, so equal keys mean equal settings.
+The record of a
 key lives in ``$XDG_CACHE_HOME/dsh-memory-worker/at-rest/<key>.json`` (``~/.cache`` by default;
 mode 0600; the most recent :data:`KEEP_RECORDS` are kept).
 
@@ -14,7 +15,8 @@ The *fingerprint* is the ``stat`` (mode, size, mtime, ctime, inode, device) of e
 reads or that could change what it does: the state database (and its ``-wal`` / ``-journal``),
 the sessions root, its project and session directories and every file in a session directory,
 listed by the very function that decides what the full run finds
-(:func:`memory.dsh.locate.listed_paths`, so a session the full run reads is never outside the
+(:func:`dsh_memory_worker.memory.dsh.locate.listed_paths`, so a session the full run reads is never
+outside the
 fingerprint, whatever its name), every file of the hypatia-lite home (shelves, registry), the
 config file, and every source file of the installed ``worker`` and ``memory`` packages and of
 ``hypatia_lite`` and ``migrations`` beside them when they are top-level (a code upgrade, a new
@@ -39,7 +41,8 @@ missing or unreadable record, any difference at all.
 
 Time alone may change what a run does: a job that failed (a model outage, a hanging store)
 waits out a back-off and is owed again when it ends. So a ``run --once`` is recorded only when
-no work is owed now or later by the clock alone (:func:`worker.watch.owed.owed_by_clock`: the
+no work is owed now or later by the clock alone
+(:func:`dsh_memory_worker.worker.watch.owed.owed_by_clock`: the
 owed work judged after every back-off has passed); ``--once`` treats every session as idle, so
 no idle timer is left. ``status`` figures are recorded only when no lease is held and no failure
 is recorded (a lease expires with time; a failure line stays in the state database only).
@@ -130,8 +133,7 @@ def inputs_of(settings: Settings, config: Path | None) -> Inputs | None:
     home = lite_home(settings)
     if not _shelf_inside(home, settings.store_shelf):
         return None
-    import dsh_memory_worker.memory
-    import dsh_memory_worker.worker
+    from dsh_memory_worker import memory, worker
 
     code = [Path(worker.__file__).parent, Path(next(iter(memory.__path__)))]
     for sibling in ("hypatia_lite", "migrations"):  # the store and the Alembic scripts, when
@@ -200,7 +202,8 @@ def _tree(root: str, max_depth: int = 6) -> Iterator[tuple[str, Any]]:
 
 def _sessions(root: str) -> Iterator[tuple[str, Any]]:
     """``(path, stat)`` of what decides which sessions a full run finds and what it reads,
-    listed by the full run's own rule (:func:`memory.dsh.locate.listed_paths`): no name is
+    listed by the full run's own rule (:func:`dsh_memory_worker.memory.dsh.locate.listed_paths`): no
+    name is
     skipped there, not even ``__pycache__`` (a session may be called that)."""
     from dsh_memory_worker.memory.dsh.locate import listed_paths
 

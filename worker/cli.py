@@ -3,7 +3,8 @@
 Each command lives in its own module under ``worker/commands/`` (a plain function; the
 command modules do not import this one) and is registered here. Start-up
 time: this module and the command modules' top level import only Typer, Rich and the standard
-library; a command imports the runtime when it runs (see :mod:`worker.commands.options`).
+library; a command imports the runtime when it runs (see
+:mod:`dsh_memory_worker.worker.commands.options`).
 """
 
 from __future__ import annotations
@@ -91,7 +92,9 @@ def _register(only: str | None = None) -> None:
     }
     for name, (module, function) in COMMANDS.items():
         if (only is None or name == only) and name not in present:
-            implementation = getattr(importlib.import_module(f"dsh_memory_worker.worker.commands.{module}"), function)
+            implementation = getattr(
+                importlib.import_module(f"dsh_memory_worker.worker.commands.{module}"), function
+            )
             if isinstance(implementation, typer.Typer):  # a group: `segments prune`
                 app.add_typer(implementation, name=name)
             else:
@@ -105,7 +108,8 @@ _AT_REST_FORMS = {("run", "--once"): "run", ("status",): "status", ("status", "-
 
 def _answered_at_rest(argv: list[str]) -> bool:
     """True when ``argv`` is one of :data:`_AT_REST_FORMS` and the home is at rest (the answer
-    printed: :mod:`worker.at_rest`). With any other argument Typer parses as usual, and the
+    printed: :mod:`dsh_memory_worker.worker.at_rest`). With any other argument Typer parses as
+    usual, and the
     command still answers at rest after parsing."""
     form = _AT_REST_FORMS.get(tuple(argv))
     if form is None:

@@ -24,8 +24,9 @@ from dsh_memory_worker.memory.printable import printable
 if TYPE_CHECKING:
     from rich.console import Console
 
-#: The project's logger trees (``worker.*`` and ``memory.*`` modules).
-TREES: Final = ("worker", "memory")
+#: The project's logger trees (the ``dsh_memory_worker.worker`` and ``dsh_memory_worker.memory``
+#: modules, named by ``__name__``).
+TREES: Final = ("dsh_memory_worker.worker", "dsh_memory_worker.memory")
 JOB_FIELDS: Final = ("session", "job", "shelf", "attempt")
 
 _job: ContextVar[dict[str, Any] | None] = ContextVar("memory_worker_job", default=None)
@@ -62,7 +63,8 @@ class JobFields(logging.Filter):
 
 class PrintableFormatter(logging.Formatter):
     """A plain (or Rich) log line whose message has its control characters escaped
-    (:func:`memory.printable.printable`): a session id holding a newline or an ANSI escape cannot
+    (:func:`dsh_memory_worker.memory.printable.printable`): a session id holding a newline or an
+    ANSI escape cannot
     forge a second line or rewrite the terminal. Tracebacks keep their lines. (JSON lines need
     no such care: the encoder escapes control characters.)"""
 

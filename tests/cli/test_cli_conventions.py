@@ -1,5 +1,6 @@
 """The habits every command shares: ``--dsh-home`` on every command that reads the logs (one
-option definition), ``-h`` as ``--help``, ``python -m dsh_memory_worker``, the exit-code table in ``--help``,
+option definition), ``-h`` as ``--help``, ``python -m dsh_memory_worker``, the exit-code table in
+``--help``,
 and the state-database driver error naming the extra to install."""
 
 from __future__ import annotations
@@ -75,11 +76,11 @@ def test_help_ends_with_the_exit_status_table() -> None:
 
 @pytest.mark.integration
 def test_python_m_worker_and_worker_cli(tmp_path: Path) -> None:
-    from dsh_memory_worker.worker import __version__
+    from dsh_memory_worker import __version__
 
     env = cli_env(tmp_path)
     version = subprocess.run(
-        [sys.executable, "-m", "worker", "--version"],
+        [sys.executable, "-m", "dsh_memory_worker", "--version"],
         env=env,
         capture_output=True,
         text=True,
@@ -101,7 +102,8 @@ def test_python_m_worker_and_worker_cli(tmp_path: Path) -> None:
 def test_a_postgresql_state_url_without_psycopg_names_the_extra(tmp_path: Path) -> None:
     probe = (
         "import sys\nsys.modules['psycopg'] = None\nsys.modules['psycopg2'] = None\n"
-        "from dsh_memory_worker.worker.cli import main\nsys.argv = ['memory-worker', 'status']\nmain()\n"
+        "from dsh_memory_worker.worker.cli import main\nsys.argv = ['memory-worker', "
+        "'status']\nmain()\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe],

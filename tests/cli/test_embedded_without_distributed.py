@@ -6,8 +6,9 @@ The base install is simulated by ``tests/support/no_distributed`` (first on PYTH
 kombu and psycopg cannot be imported there, in the command's process or its children.
 ``.ci/base_install_check.sh`` runs the same commands from a wheel installed with no extra.
 
-* structurally: every module of ``memory`` and ``worker`` imports there, but the three that
-  are the distributed mode's own (the Celery app, the PostgreSQL VACUUM helpers);
+* structurally: every module of ``dsh_memory_worker`` and ``hypatia_lite`` imports there, but
+  the ones that are the distributed mode's own (the Celery app and its two aliases, the
+  PostgreSQL VACUUM helpers);
 * behaviourally: ``reconsolidate --replace`` (``--dry-run``, ``--wait``, ``--stale``, one
   session, ``--all``, queued) and ``relog`` (``--dry-run``, ``--wait``, queued) against a real
   model server, ``run --once`` picking the queued requests up, and the refusals.
@@ -37,6 +38,7 @@ pytestmark = pytest.mark.integration
 BLOCKER = REPO / "tests" / "support" / "no_distributed"
 #: the modules that are the distributed mode's own, and nothing else
 DISTRIBUTED_ONLY = {
+    "dsh_memory_worker.celery",
     "dsh_memory_worker.worker.run.tasks",
     "dsh_memory_worker.worker.tasks",
     "hypatia_lite.pg.purge",
@@ -53,14 +55,16 @@ def test_only_the_distributed_modules_need_celery_kombu_or_psycopg() -> None:
     probe = (
         "import importlib, pkgutil, sys\n"
         "bad = []\n"
-        "for pkg in ('hypatia_lite', 'memory', 'worker'):\n"
+        "names = ['dsh_memory_worker', 'dsh_memory_worker.celery']\n"
+        "for pkg in ('hypatia_lite', 'dsh_memory_worker.memory', 'dsh_memory_worker.worker'):\n"
         "    for info in pkgutil.walk_packages(importlib.import_module(pkg).__path__, pkg + '.'):\n"
-        "        if '.migrations' in info.name or info.name.endswith('.__main__'):\n"
-        "            continue\n"
-        "        try:\n"
-        "            importlib.import_module(info.name)\n"
-        "        except ImportError as exc:\n"
-        "            bad.append(info.name)\n"
+        "        if '.migrations' not in info.name and not info.name.endswith('.__main__'):\n"
+        "            names.append(info.name)\n"
+        "for name in names:\n"
+        "    try:\n"
+        "        importlib.import_module(name)\n"
+        "    except ImportError as exc:\n"
+        "        bad.append(name)\n"
         "print('\\n'.join(sorted(bad)))\n"
         "assert sys.modules.get('celery') is None and sys.modules.get('psycopg') is None\n"
     )

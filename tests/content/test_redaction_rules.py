@@ -268,7 +268,8 @@ PROVIDER_SAMPLES: Final = {
 
 def test_every_provider_rule_has_a_sample() -> None:
     provider_ids = {str(r["id"]) for r in tomllib.loads(
-        resources.files("dsh_memory_worker.memory.redaction").joinpath("data", "providers.toml").read_text()
+        resources.files("dsh_memory_worker.memory.redaction")
+        .joinpath("data", "providers.toml").read_text()
     )["rules"]}  # fmt: skip
     assert set(PROVIDER_SAMPLES) == provider_ids
 

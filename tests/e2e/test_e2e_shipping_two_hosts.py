@@ -35,9 +35,9 @@ from cluster_support import BIN, PG_ADMIN, Cluster, throwaway_cluster, wait_for
 from conftest import REPO
 from venv_snapshot import bare_venv, run_wheels, snapshot_venv
 
+from dsh_memory_worker.worker.shipping.sql import SqlSegmentStore
 from hypatia_lite import shelves
 from hypatia_lite.store import LiteStore
-from dsh_memory_worker.worker.shipping.sql import SqlSegmentStore
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from redis_dbs import redis_db
@@ -52,7 +52,10 @@ SHELF = "team"  # a PostgreSQL shelf needs a name of its own ("default" is the h
 KEPT = {f"msg-g-live-{n}" for n in (0, 1, 2, 3, 6, 7)}
 
 
-_IMPORTS = "import celery, psycopg, redis, dsh_memory_worker.worker.run.tasks, dsh_memory_worker.worker.cli; redis.Redis"
+_IMPORTS = (
+    "import celery, psycopg, redis, dsh_memory_worker.worker.run.tasks, "
+    "dsh_memory_worker.worker.cli; redis.Redis"
+)
 
 
 def _usable(bindir: Path) -> bool:

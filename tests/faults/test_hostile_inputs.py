@@ -30,7 +30,7 @@ from hostile_support import (
     write_good,
 )
 
-import dsh_memory_worker.memory.dsh.scanner
+from dsh_memory_worker.memory.dsh import scanner
 from dsh_memory_worker.memory.dsh.frames import DEFAULT_MAX_FRAME_BYTES, set_max_frame_bytes
 from dsh_memory_worker.memory.dsh.reader import read_log
 from dsh_memory_worker.memory.dsh.scanner import LogScan
@@ -194,9 +194,7 @@ def test_a_following_watcher_says_each_problem_once_and_skips_unchanged_bad_logs
             opened.append(path.parent.name)
             super().__init__(path, *args, **kwargs)
 
-    monkeypatch.setattr(
-        memory.dsh.scanner, "LogScan", CountingScan
-    )  # the watcher imports it per scan
+    monkeypatch.setattr(scanner, "LogScan", CountingScan)  # the watcher imports it per scan
     runtime = embedded_runtime(hostile.parent)
     watcher = Watcher(runtime, lambda *_: None)
     caplog.set_level(logging.WARNING, logger="memory_worker")

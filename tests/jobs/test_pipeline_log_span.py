@@ -152,7 +152,7 @@ def test_unreachable_store_leaves_the_watermark_and_nothing_is_lost(
     broken = embedded_runtime(
         tmp_path, store_transport="cli", store_binary=str(tmp_path / "no-such-hypatia")
     )
-    caplog.set_level(logging.WARNING, logger="worker")
+    caplog.set_level(logging.WARNING, logger="dsh_memory_worker.worker")
     Watcher(broken, lambda *_: None).poll_once()
     result = run_job(broken, "log_span", "s-store", "default")
     assert result.status == "retry"

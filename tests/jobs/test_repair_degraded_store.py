@@ -15,9 +15,9 @@ import pytest
 from canary_support import canary_reply, consolidated_pair, dump, dump_text, process, runtime_for
 from model_server import ModelServer, model_server_fixture  # noqa: F401
 
-from hypatia_lite.store import LiteStore
 from dsh_memory_worker.memory.store.base import Features
 from dsh_memory_worker.worker.jobs import context
+from hypatia_lite.store import LiteStore
 
 pytestmark = pytest.mark.integration
 
@@ -79,7 +79,7 @@ def test_without_a_model_route_affected_summaries_are_removed(
     runtime = runtime_for(tmp_path, model_server, monkeypatch, model_routes=[])
     context._warned.clear()
     _, withdrawn = a.rewind(doomed.user_seq)
-    with caplog.at_level(logging.WARNING, logger="worker"):
+    with caplog.at_level(logging.WARNING, logger="dsh_memory_worker.worker"):
         process(runtime)
     assert len(model_server.requests) == calls
     text = dump_text(tmp_path)
@@ -105,7 +105,7 @@ def test_without_delete_nothing_is_removed_and_the_refusal_is_audited(
     runtime = _limited_runtime(tmp_path, model_server, monkeypatch, {"delete": False})
     context._warned.clear()
     marker, _ = a.rewind(doomed.user_seq)
-    with caplog.at_level(logging.WARNING, logger="worker"):
+    with caplog.at_level(logging.WARNING, logger="dsh_memory_worker.worker"):
         process(runtime)
     assert {r["name"] for r in dump(tmp_path)["knowledge"]} == {
         r["name"] for r in before["knowledge"]

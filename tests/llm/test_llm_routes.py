@@ -146,10 +146,14 @@ def test_an_unknown_purpose_is_refused() -> None:
 @pytest.mark.integration
 def test_the_model_module_does_not_import_the_worker() -> None:
     code = (
-        "import sys, dsh_memory_worker.memory.llm, dsh_memory_worker.memory.consolidation.extraction, "
-        "dsh_memory_worker.memory.consolidation.archive, dsh_memory_worker.memory.consolidation.adjudication, "
-        "dsh_memory_worker.memory.consolidation.transcript, dsh_memory_worker.memory.consolidation.gates; "
-        "print(sorted(m for m in sys.modules if m == 'worker' or m.startswith('worker.')))"
+        "import sys, dsh_memory_worker.memory.llm, "
+        "dsh_memory_worker.memory.consolidation.extraction, "
+        "dsh_memory_worker.memory.consolidation.archive, "
+        "dsh_memory_worker.memory.consolidation.adjudication, "
+        "dsh_memory_worker.memory.consolidation.transcript, "
+        "dsh_memory_worker.memory.consolidation.gates; "
+        "print(sorted(m for m in sys.modules if m == 'dsh_memory_worker.worker' or "
+        "m.startswith('dsh_memory_worker.worker.')))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

@@ -28,7 +28,9 @@ def test_every_built_in_job_has_its_own_task() -> None:
     from dsh_memory_worker.worker.jobs.registry import JOBS
 
     # Jobs other test modules register at import (collection) time are not built in.
-    built_in = {name for name, job in JOBS.items() if job.__module__.startswith("worker.")}
+    built_in = {
+        name for name, job in JOBS.items() if job.__module__.startswith("dsh_memory_worker.worker.")
+    }
     assert built_in == set(names.TASK_OF_JOB)
     assert {job: task.name for job, task in tasks.TASKS.items()} == names.TASK_OF_JOB
 

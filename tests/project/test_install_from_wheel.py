@@ -11,6 +11,9 @@ the checkout nowhere on the path:
 * ``hypatia-lite --version`` and ``memory-worker --version`` answer;
 * each installed distribution carries the LICENSE, and the top-level ``migrations/`` (installed as
   ``dsh_memory_worker.migrations``) is the script directory it migrates with;
+* the wheel installs one import name, ``dsh_memory_worker``, and works beside another
+  distribution (installed in the same venv) that owns the top-level ``worker`` and ``memory``
+  modules, which keep working too;
 * without the packaged revisions, ``run --once`` is one line and exit status 2.
 """
 
@@ -21,6 +24,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,9 +35,9 @@ from conftest import REPO
 from state_db_support import throwaway_pg_database
 from venv_snapshot import run_wheels, snapshot_venv
 
-from hypatia_lite import db, shelves
-from dsh_memory_worker.worker import __version__
+from dsh_memory_worker import __version__
 from dsh_memory_worker.worker.state.migrate import head_revision
+from hypatia_lite import db, shelves
 
 # Building and installing the wheel (in the module fixture) counts towards the first test.
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
@@ -53,7 +57,44 @@ def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     # This environment's pip installs into the new one (no pip bootstrap); it compiles nothing.
     bindir = snapshot_venv(sys.executable, venv, wheels, frozenset({"distributed"}), "--no-compile")
     assert bindir == venv / "bin"
+    install_collider(root / "collider", venv)
     yield venv
+
+
+#: A distribution of someone else's that owns the top-level names the worker's packages had
+#: before they moved under ``dsh_memory_worker``.
+COLLIDER = {
+    "worker/__init__.py": 'OWNER = "collider"\n',
+    "memory/__init__.py": 'OWNER = "collider"\n',
+    "memory/store.py": "def base() -> str:\n    return 'collider store'\n",
+}
+
+
+def install_collider(where: Path, venv: Path) -> None:
+    """Write the collider's wheel (a zip with its dist-info: no build tool) and install it."""
+    where.mkdir(parents=True)
+    wheel = where / "collider-1.0-py3-none-any.whl"
+    info = "collider-1.0.dist-info"
+    files = {
+        **COLLIDER,
+        f"{info}/METADATA": "Metadata-Version: 2.1\nName: collider\nVersion: 1.0\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{info}/top_level.txt": "memory\nworker\n",
+    }
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+        archive.writestr(
+            f"{info}/RECORD", "".join(f"{n},," + "\n" for n in [*files, f"{info}/RECORD"])
+        )
+    pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
+    done = subprocess.run(
+        [*pip, "--python", str(venv / "bin" / "python"), "install", "--no-deps", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
 
 
 def _env(tmp: Path) -> dict[str, str]:
@@ -114,7 +155,8 @@ def test_the_wheel_runs_the_readme_command_migrates_and_reports_versions(
         [
             str(bindir / "python"),
             "-c",
-            "import worker, memory, hypatia_lite\n"
+            "import hypatia_lite\n"
+            "from dsh_memory_worker import worker, memory\n"
             "from dsh_memory_worker.worker.state.revision_files import find_migrations_dir\n"
             "print(worker.__file__, memory.__file__, hypatia_lite.__file__)\n"
             "print(find_migrations_dir())",
@@ -132,7 +174,7 @@ def test_the_wheel_runs_the_readme_command_migrates_and_reports_versions(
     assert license_file.read_bytes() == (REPO / "LICENSE").read_bytes()
     (license_file,) = site.glob("hypatia_lite-*.dist-info/licenses/LICENSE")
     assert license_file.read_bytes() == (REPO / "hypatia-lite" / "LICENSE").read_bytes()
-    assert Path(found) == site / "dsh_memory_worker.migrations"
+    assert Path(found) == site / "dsh_memory_worker" / "migrations"
     assert sorted(p.name for p in Path(found, "versions").glob("*.py")) == sorted(
         p.name for p in (REPO / "migrations" / "versions").glob("*.py")
     )
@@ -157,7 +199,7 @@ def test_the_wheel_runs_the_readme_command_migrates_and_reports_versions(
 
 def test_missing_revisions_are_one_line_and_exit_2(wheel_venv: Path, tmp_path: Path) -> None:
     site = next((wheel_venv / "lib").glob("python3*/site-packages"))
-    versions = site / "dsh_memory_worker.migrations" / "versions"
+    versions = site / "dsh_memory_worker" / "migrations" / "versions"
     kept = tmp_path / "kept"
     shutil.copytree(versions, kept)
     try:
@@ -176,3 +218,41 @@ def test_missing_revisions_are_one_line_and_exit_2(wheel_venv: Path, tmp_path: P
         f"memory-worker: {versions} holds no Alembic revision; reinstall "
         "dsh-memory-worker or fix migrations_dir"
     ], result.stderr
+
+
+def test_one_import_name_beside_a_collider(wheel_venv: Path, tmp_path: Path) -> None:
+    """The wheel's own files all sit under ``dsh_memory_worker/`` (and its dist-info); the
+    collider's ``worker`` and ``memory`` stay the collider's, and the worker's commands, its
+    ``python -m`` and the Celery app path work beside them."""
+    site = next((wheel_venv / "lib").glob("python3*/site-packages"))
+    (record,) = site.glob("dsh_memory_worker-*.dist-info/RECORD")
+    tops = {line.split(",")[0].split("/")[0] for line in record.read_text().splitlines()}
+    assert {t for t in tops if not t.endswith(".dist-info")} - {"..", "bin"} == {
+        "dsh_memory_worker"
+    }, tops
+    python = str(wheel_venv / "bin" / "python")
+    probe = subprocess.run(
+        [
+            python,
+            "-c",
+            "import worker, memory, memory.store\n"
+            "from celery.app.utils import find_app\n"
+            "import dsh_memory_worker.memory.store.base as base\n"
+            "print(worker.OWNER, memory.OWNER, memory.store.base())\n"
+            "print(find_app('dsh_memory_worker').main, base.__name__)",
+        ],
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+    )
+    assert probe.returncode == 0, probe.stderr
+    assert probe.stdout.splitlines() == [
+        "collider collider collider store",
+        "memory_worker dsh_memory_worker.memory.store.base",
+    ]
+    version = _run(Path(python), ["-m", "dsh_memory_worker", "--version"], tmp_path)
+    assert (version.returncode, version.stdout) == (0, f"memory-worker {__version__}\n")
+    celery = _run(wheel_venv / "bin" / "celery", ["-A", "dsh_memory_worker", "report"], tmp_path)
+    assert celery.returncode == 0, celery.stderr
+    assert "dsh_memory_worker" in celery.stdout

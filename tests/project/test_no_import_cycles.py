@@ -1,4 +1,5 @@
-"""The import graph of the project's packages (``hypatia_lite``, ``memory``, ``worker``) runs one
+"""The import graph of the project's packages (``hypatia_lite``, ``dsh_memory_worker.memory``,
+``dsh_memory_worker.worker``; the folders hypatia-lite/hypatia_lite, memory/, worker/) runs one
 way down, counting every import: module level, function-local and ``TYPE_CHECKING`` blocks alike
 (the AST is walked, nothing is imported).
 
@@ -15,12 +16,22 @@ from pathlib import Path
 import pytest
 
 ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
-PACKAGES = ("hypatia_lite", "memory", "worker")
+#: Each package's import name → its folder in the checkout.
+PACKAGES = {
+    "hypatia_lite": next(
+        p for p in (ROOT / "hypatia-lite" / "hypatia_lite", ROOT / "hypatia_lite") if p.is_dir()
+    ),
+    "dsh_memory_worker": ROOT / "dsh_memory_worker",
+    "dsh_memory_worker.memory": ROOT / "memory",
+    "dsh_memory_worker.worker": ROOT / "worker",
+}
 #: What each package may import of the others.
 MAY_IMPORT = {
     "hypatia_lite": set(),
-    "memory": {"hypatia_lite"},
-    "worker": {"hypatia_lite", "memory"},
+    # the namespace root (its version, `python -m`, `celery -A`) stands above the worker
+    "dsh_memory_worker": {"dsh_memory_worker.worker"},
+    "dsh_memory_worker.memory": {"hypatia_lite"},
+    "dsh_memory_worker.worker": {"hypatia_lite", "dsh_memory_worker.memory"},
 }
 #: ``worker``'s floors, top first: a module imports its own floor or the ones below, never above.
 WORKER_FLOORS: tuple[tuple[str, ...], ...] = (
@@ -36,13 +47,18 @@ WORKER_FLOORS: tuple[tuple[str, ...], ...] = (
     ("dsh_memory_worker.worker.run",),
     ("dsh_memory_worker.worker.watch", "dsh_memory_worker.worker.verify"),
     ("dsh_memory_worker.worker.jobs",),
-    ("dsh_memory_worker.worker.observability", "dsh_memory_worker.worker.shipping", "dsh_memory_worker.worker.figures", "dsh_memory_worker.worker.consolidation_state"),
+    (
+        "dsh_memory_worker.worker.observability",
+        "dsh_memory_worker.worker.shipping",
+        "dsh_memory_worker.worker.figures",
+        "dsh_memory_worker.worker.consolidation_state",
+    ),
     ("dsh_memory_worker.worker.state",),
     (
         "dsh_memory_worker.worker.settings",
         "dsh_memory_worker.worker.logs",
         "dsh_memory_worker.worker.names",
-        "worker.demo",
+        "dsh_memory_worker.worker.demo",
         "dsh_memory_worker.worker.store_config",
         "dsh_memory_worker.worker.stop_flag",
     ),
@@ -51,17 +67,23 @@ WORKER_FLOORS: tuple[tuple[str, ...], ...] = (
 
 def _modules() -> dict[str, Path]:
     found: dict[str, Path] = {}
-    for package in PACKAGES:
-        # hypatia_lite is its own distribution's folder, hypatia-lite/hypatia_lite
-        base = ROOT / "hypatia-lite" if package == "hypatia_lite" else ROOT
-        for path in sorted((base / package).rglob("*.py")):
-            parts = list(path.relative_to(base).with_suffix("").parts)
+    for package, folder in PACKAGES.items():
+        paths = folder.glob("*.py") if package == "dsh_memory_worker" else folder.rglob("*.py")
+        for path in sorted(paths):
+            parts = [*package.split("."), *path.relative_to(folder).with_suffix("").parts]
             if "migrations" in parts:
                 continue
             if parts[-1] == "__init__":
                 parts.pop()
             found[".".join(parts)] = path
     return found
+
+
+def _package(module: str) -> str:
+    """The package of :data:`PACKAGES` that ``module`` belongs to (the longest that fits)."""
+    return max(
+        (p for p in PACKAGES if module == p or module.startswith(p + ".")), key=len, default=""
+    )
 
 
 def _resolve(module: str, path: Path, node: ast.ImportFrom) -> str:
@@ -131,7 +153,11 @@ def graph() -> dict[str, set[str]]:
 
 
 def test_the_import_graph_is_walked(graph: dict[str, set[str]]) -> None:
-    assert "dsh_memory_worker.worker.cli" in graph and "dsh_memory_worker.memory.span" in graph and "hypatia_lite.store" in graph
+    assert (
+        "dsh_memory_worker.worker.cli" in graph
+        and "dsh_memory_worker.memory.span" in graph
+        and "hypatia_lite.store" in graph
+    )
     assert any(graph.values())
 
 
@@ -147,14 +173,15 @@ def test_packages_import_one_way_down(graph: dict[str, set[str]]) -> None:
         f"{module} -> {target}"
         for module, targets in graph.items()
         for target in targets
-        if (pkg := target.split(".")[0]) != (own := module.split(".")[0])
-        and pkg not in MAY_IMPORT[own]
+        if (pkg := _package(target)) != (own := _package(module)) and pkg not in MAY_IMPORT[own]
     )
     assert not wrong, "imports against the packages' order:\n" + "\n".join(wrong)
 
 
 def test_every_worker_module_has_a_floor(graph: dict[str, set[str]]) -> None:
-    homeless = sorted(m for m in graph if m.startswith("worker.") and _floor(m) is None)
+    homeless = sorted(
+        m for m in graph if m.startswith("dsh_memory_worker.worker.") and _floor(m) is None
+    )
     assert not homeless, f"give these a floor in WORKER_FLOORS: {homeless}"
 
 

@@ -1,7 +1,8 @@
 """The static checks the docs promise, run as part of the suite.
 
 ``ruff check`` and ``ruff format --check`` over every Python folder, and ``mypy`` (strict, on the
-packages ``[tool.mypy] files`` names). They are tests so that the README's one test command
+installed packages, laid out by tests/support/typecheck.py). They are tests so that the README's one
+test command
 checks them too, and so that pytest-xdist runs them beside the other tests instead of after them
 (mypy alone is half a minute of CPU on a fresh clone). Each failure shows the tool's own report.
 """
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from typecheck import run_mypy
 
 pytestmark = pytest.mark.integration
 
@@ -20,6 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 #: Every folder and file of Python the project keeps (docs/development.md names the same list).
 CODE = (
+    "dsh_memory_worker",
     "hypatia-lite",
     "memory",
     "worker",
@@ -48,6 +51,8 @@ def test_ruff_format_would_change_nothing() -> None:
 
 
 def test_mypy_strict_finds_nothing() -> None:
-    done = _run(str(BIN / "mypy"))
-    assert done.returncode == 0, f"run .venv/bin/mypy\n{done.stdout}{done.stderr}"
+    done = run_mypy(str(BIN / "mypy"))
+    assert done.returncode == 0, (
+        f"run .venv/bin/python tests/support/typecheck.py\n{done.stdout}{done.stderr}"
+    )
     assert "Success: no issues found" in done.stdout

@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from conftest import REPO
 
-from hypatia_lite.store import LiteStore
 from dsh_memory_worker.memory.dsh.reader import read_log
 from dsh_memory_worker.memory.messages import is_loggable
 from dsh_memory_worker.worker.jobs.logread import read_window
 from dsh_memory_worker.worker.run.runner import InProcessRunner
 from dsh_memory_worker.worker.watch.watcher import Watcher
+from hypatia_lite.store import LiteStore
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime
@@ -79,7 +79,8 @@ def test_a_restarted_watcher_does_not_decode_an_unchanged_log(
 ) -> None:
     """The ordinal at the stored end is computed only when new events arrive: a daemon restart
     over an unchanged home opens each log at its stored offset and reads nothing."""
-    import dsh_memory_worker.memory.dsh.reader as reader  # the watcher imports read_range from it when it reads
+    # the watcher imports read_range from it when it reads
+    import dsh_memory_worker.memory.dsh.reader as reader
 
     runtime = embedded_runtime(tmp_path)
     log = SessionLogWriter(tmp_path / "dsh", "s-restart", CWD, compressed=True)
@@ -146,7 +147,7 @@ def test_a_missing_dsh_home_is_one_line_then_followed_once_it_appears(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     runtime = embedded_runtime(tmp_path)
-    caplog.set_level(logging.WARNING, logger="worker")
+    caplog.set_level(logging.WARNING, logger="dsh_memory_worker.worker")
     watcher = Watcher(runtime, lambda *_: None)
     assert watcher.poll_once().sessions == 0
     assert watcher.poll_once().sessions == 0
@@ -164,7 +165,7 @@ def test_a_session_id_found_twice_is_reported_once_and_read_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     runtime = embedded_runtime(tmp_path)
-    caplog.set_level(logging.WARNING, logger="worker")
+    caplog.set_level(logging.WARNING, logger="dsh_memory_worker.worker")
     for cwd in ("/home/dev/one", "/home/dev/two"):
         log = SessionLogWriter(tmp_path / "dsh", "s-twice", cwd)
         log.turn("x", "y")
@@ -210,7 +211,7 @@ def test_an_error_in_the_watch_loop_is_one_line_and_the_loop_goes_on(
         sent.append(job)
         stop.set()
 
-    caplog.set_level(logging.WARNING, logger="worker")
+    caplog.set_level(logging.WARNING, logger="dsh_memory_worker.worker")
     watcher = Watcher(runtime, flaky)
     worker = threading.Thread(target=watcher.run, args=(stop,))
     worker.start()
