@@ -26,9 +26,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hypatia_lite import shelves
-from hypatia_lite.protocol import EntryWrite
-from hypatia_lite.store import LiteStore
 from dsh_memory_worker.memory.consolidation.adjudication import (
     DEFAULT_CANDIDATES,
     filter_candidates,
@@ -36,6 +33,9 @@ from dsh_memory_worker.memory.consolidation.adjudication import (
     similar_limit,
     similar_query_text,
 )
+from hypatia_lite import shelves
+from hypatia_lite.protocol import EntryWrite
+from hypatia_lite.store import LiteStore
 
 MODULES = [
     "parser",

@@ -40,9 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from worker_dshgen import conversation
 
+from dsh_memory_worker.worker.state.database import StateDB
 from hypatia_lite import db, shelves
 from hypatia_lite.sqlitelib import sqlite3
-from dsh_memory_worker.worker.state.database import StateDB
 
 BIN = Path(sys.executable).parent
 OUT = Path(__file__).resolve().parent / "out"

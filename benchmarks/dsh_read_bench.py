@@ -92,7 +92,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     ratio_a = (ours_n / ours_s) / (bare_n / bare_s)
     print(f"(a) full decode of {ours_n} events")
     print(f"    bare zstandard + json.loads : {bare_n / bare_s:12,.0f} events/s ({bare_s:.2f} s)")
-    print(f"    dsh_memory_worker.memory.dsh scan             : {ours_n / ours_s:12,.0f} events/s ({ours_s:.2f} s)")
+    print(
+        f"    dsh_memory_worker.memory.dsh scan             : {ours_n / ours_s:12,.0f} events/s "
+        f"({ours_s:.2f} s)"
+    )
     print(f"    ratio ours / bare           : {ratio_a:.2f}x (goal >= 0.6x)")
 
     started = time.perf_counter()

@@ -29,12 +29,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from dsh_memory_worker.memory.store.base import EntryWrite
 from hypatia_lite import db
 from hypatia_lite.fts import put_docs
 from hypatia_lite.rows import content_text, make_content
 from hypatia_lite.sqlitelib import sqlite3
 from hypatia_lite.store import LiteStore
-from dsh_memory_worker.memory.store.base import EntryWrite
 
 BATCH = 500
 ROUNDS = 3

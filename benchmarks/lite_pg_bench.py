@@ -30,9 +30,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from dsh_memory_worker.memory.store.base import EntryWrite, StatementWrite
 from hypatia_lite import shelves
 from hypatia_lite.store import LiteStore
-from dsh_memory_worker.memory.store.base import EntryWrite, StatementWrite
 
 
 def _message(n: int) -> str:

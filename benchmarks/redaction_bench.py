@@ -102,7 +102,8 @@ def timed_engine() -> tuple[list[float], Callable[[], None]]:
 def load_cost() -> float:
     """Import, load and compile everything in a fresh process (only the redaction package)."""
     code = (
-        "import time; t = time.perf_counter(); from dsh_memory_worker.memory.redaction.rules import load; "
+        "import time; t = time.perf_counter(); from dsh_memory_worker.memory.redaction.rules "
+        "import load; "
         "load().compile(); print(time.perf_counter() - t)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

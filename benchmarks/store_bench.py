@@ -20,11 +20,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from hypatia_lite.store import LiteStore
 from dsh_memory_worker.memory.store.base import EntryWrite, MemoryStore
 from dsh_memory_worker.memory.store.cli import CliStore
 from dsh_memory_worker.memory.store.factory import StoreConfig, open_store
 from dsh_memory_worker.memory.store.mcp import McpStore
+from hypatia_lite.store import LiteStore
 
 
 def _lite_binary() -> str:

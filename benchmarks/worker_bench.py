@@ -54,13 +54,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from worker_dshgen import SessionLogWriter, conversation, embedded_runtime
 
-from hypatia_lite import db, shelves
 from dsh_memory_worker.memory.dsh.reader import read_log
 from dsh_memory_worker.memory.messages import is_loggable
 from dsh_memory_worker.worker.run.once_children import OnceChildren
 from dsh_memory_worker.worker.run.once_parallel import run_once
 from dsh_memory_worker.worker.run.runner import InProcessRunner
 from dsh_memory_worker.worker.watch.watcher import Watcher
+from hypatia_lite import db, shelves
 
 BIN = Path(sys.executable).parent
 OUT = Path(__file__).resolve().parent / "out"
@@ -346,7 +346,10 @@ def latency(root: Path, samples: int, poll_s: float) -> dict[str, Any]:
 
 # Where self time is charged, by the file of the function (C functions: by their caller's file).
 _AREAS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("decode (dsh_memory_worker.memory.dsh, zstandard, json)", ("/memory/dsh/", "zstandard", "/json/")),
+    (
+        "decode (dsh_memory_worker.memory.dsh, zstandard, json)",
+        ("/memory/dsh/", "zstandard", "/json/"),
+    ),
     (
         "plan + render (spans, entries, messages, redaction)",
         (
@@ -368,7 +371,10 @@ _AREAS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("state DB (dsh_memory_worker.worker.state, SQLAlchemy)", ("/worker/state/", "/sqlalchemy/")),
-    ("store writes incl. FTS (hypatia_lite, dsh_memory_worker.memory.store)", ("/hypatia_lite/", "/memory/store/")),
+    (
+        "store writes incl. FTS (hypatia_lite, dsh_memory_worker.memory.store)",
+        ("/hypatia_lite/", "/memory/store/"),
+    ),
     (
         "job bookkeeping (dsh_memory_worker.worker.jobs, runner, pipeline)",
         (

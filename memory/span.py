@@ -12,7 +12,12 @@ from dsh_memory_worker.memory.content.blocks import flatten_blocks
 from dsh_memory_worker.memory.content.caps import cap_assistant
 from dsh_memory_worker.memory.content.dates import absolutise_dates
 from dsh_memory_worker.memory.dsh.events import Event
-from dsh_memory_worker.memory.entries import MESSAGE_POLICY, message_name, render_message, scopes_for
+from dsh_memory_worker.memory.entries import (
+    MESSAGE_POLICY,
+    message_name,
+    render_message,
+    scopes_for,
+)
 from dsh_memory_worker.memory.ledger import LedgerItem, build_ledger, step_key
 from dsh_memory_worker.memory.messages import (
     is_interrupted,
@@ -22,7 +27,12 @@ from dsh_memory_worker.memory.messages import (
     role_of,
 )
 from dsh_memory_worker.memory.redaction import redact
-from dsh_memory_worker.memory.withdrawal import DEFAULT_WHITELIST, OrdinalLookup, find_markers, withdrawal_work
+from dsh_memory_worker.memory.withdrawal import (
+    DEFAULT_WHITELIST,
+    OrdinalLookup,
+    find_markers,
+    withdrawal_work,
+)
 
 
 @dataclass(frozen=True, slots=True)

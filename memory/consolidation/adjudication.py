@@ -30,7 +30,12 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from dsh_memory_worker.memory.consolidation.extraction import SYSTEM_PROMPT, load_json_object
-from dsh_memory_worker.memory.constants import OPERATIONAL_TAGS, REL_EXTENDS, REL_REFINES, REL_SUPERSEDES
+from dsh_memory_worker.memory.constants import (
+    OPERATIONAL_TAGS,
+    REL_EXTENDS,
+    REL_REFINES,
+    REL_SUPERSEDES,
+)
 from dsh_memory_worker.memory.entries import is_operational_name, is_operational_tag
 from dsh_memory_worker.memory.llm import ModelClient, ModelError, UnusableModelOutput, one_line
 

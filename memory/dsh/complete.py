@@ -12,7 +12,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from dsh_memory_worker.memory.dsh.frames import FrameCorrupt, FrameTooLarge, frame_length, max_frame_bytes
+from dsh_memory_worker.memory.dsh.frames import (
+    FrameCorrupt,
+    FrameTooLarge,
+    frame_length,
+    max_frame_bytes,
+)
 
 _READ_SIZE = 1 << 20
 

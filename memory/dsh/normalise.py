@@ -12,8 +12,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dsh_memory_worker.memory.dsh.events import APPEND, SURFACE_TYPES, Event, Header, Message, Problem, Replace
-from dsh_memory_worker.memory.dsh.ranges import NO_SEQS, CitesPastRow, RangeError, SeqRanges, decode_seq_ranges
+from dsh_memory_worker.memory.dsh.events import (
+    APPEND,
+    SURFACE_TYPES,
+    Event,
+    Header,
+    Message,
+    Problem,
+    Replace,
+)
+from dsh_memory_worker.memory.dsh.ranges import (
+    NO_SEQS,
+    CitesPastRow,
+    RangeError,
+    SeqRanges,
+    decode_seq_ranges,
+)
 from dsh_memory_worker.memory.dsh.vocabulary import (
     KNOWN_TYPES,
     LEGACY_TYPE_RENAMES,

@@ -38,7 +38,9 @@ from dsh_memory_worker.memory.llm.stream import (
     whole_reply,
 )
 
-log = logging.getLogger("dsh_memory_worker.memory.llm")  # the package's logger, as before it was split
+log = logging.getLogger(
+    "dsh_memory_worker.memory.llm"
+)  # the package's logger, as before it was split
 
 T = TypeVar("T")
 

@@ -74,7 +74,9 @@ def open_store(config: StoreConfig) -> MemoryStore:
                 raise StoreConfigError(str(err)) from err
             raise
     if config.transport == "cli":
-        from dsh_memory_worker.memory.store.cli import CliStore  # start-up time: tenacity, subprocess plumbing
+        from dsh_memory_worker.memory.store.cli import (
+            CliStore,
+        )  # start-up time: tenacity, subprocess plumbing
 
         return CliStore(
             config.shelf, config.binary, timeout_s=config.timeout_s, env=env, breaker=config.breaker

@@ -41,7 +41,12 @@ from dsh_memory_worker.memory.store.base import (
 )
 from dsh_memory_worker.memory.store.breaker import Breaker, StoreTimeout
 from dsh_memory_worker.memory.store.cli import CliStore
-from dsh_memory_worker.memory.store.mcp_session import REQUIRED_TOOLS, Connection, McpSession, McpUnavailable
+from dsh_memory_worker.memory.store.mcp_session import (
+    REQUIRED_TOOLS,
+    Connection,
+    McpSession,
+    McpUnavailable,
+)
 from dsh_memory_worker.memory.store.replies import (
     classify_error,
     create_args,

@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from dsh_memory_worker.worker.settings import DEFAULT_WITHDRAWAL_KINDS, Settings, SettingsError, load_settings
+from dsh_memory_worker.worker.settings import (
+    DEFAULT_WITHDRAWAL_KINDS,
+    Settings,
+    SettingsError,
+    load_settings,
+)
 
 
 @pytest.fixture(autouse=True)

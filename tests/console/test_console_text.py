@@ -53,7 +53,9 @@ def test_snippet_marks_the_query_around_its_first_hit() -> None:
 def test_snippets_render_escaped(tmp_path: object) -> None:
     from jinja2 import Environment, PackageLoader
 
-    env = Environment(loader=PackageLoader("dsh_memory_worker.worker.console", "templates"), autoescape=True)
+    env = Environment(
+        loader=PackageLoader("dsh_memory_worker.worker.console", "templates"), autoescape=True
+    )
     env.filters.update(shown=str, q=str, short_id=str, block=str)
     hits = env.get_template("_entry.html").module.hits  # type: ignore[attr-defined]
     from dsh_memory_worker.worker.console.search_page import Hit

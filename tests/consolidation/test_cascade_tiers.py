@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
 
-from hypatia_lite.store import LiteStore
 from dsh_memory_worker.memory.entries import archive_name
 from dsh_memory_worker.memory.llm import ModelClient, ModelRoute
 from dsh_memory_worker.worker.jobs.cascade import run_cascade
+from hypatia_lite.store import LiteStore
 
 pytestmark = pytest.mark.integration
 

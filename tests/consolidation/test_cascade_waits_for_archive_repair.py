@@ -13,10 +13,10 @@ import pytest
 from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
 from test_consolidate_pipeline import process, runtime_for
 
-from hypatia_lite.store import LiteStore
 from dsh_memory_worker.worker.jobs import cascade as cascade_job
 from dsh_memory_worker.worker.jobs.guard import run_job
 from dsh_memory_worker.worker.names import archive_lease_key
+from hypatia_lite.store import LiteStore
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,11 @@ import pytest
 from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
 
 from dsh_memory_worker.memory.consolidation.adjudication import Candidate, Verdict, adjudicate
-from dsh_memory_worker.memory.consolidation.archive import Archive, ArchiveMember, write_archive_text
+from dsh_memory_worker.memory.consolidation.archive import (
+    Archive,
+    ArchiveMember,
+    write_archive_text,
+)
 from dsh_memory_worker.memory.consolidation.extraction import Extraction, WorkUnit, extract
 from dsh_memory_worker.memory.llm import (
     ModelCallRecord,
@@ -147,7 +151,9 @@ def test_adjudication_failures_store_unrelated(
         Reply(content='{"verdict": "duplicate"', finish_reason="length"),
     )
     candidates = [Candidate("wu-a", "alpha")]
-    with caplog.at_level(logging.WARNING, logger="dsh_memory_worker.memory.consolidation.adjudication"):
+    with caplog.at_level(
+        logging.WARNING, logger="dsh_memory_worker.memory.consolidation.adjudication"
+    ):
         assert adjudicate(client, "New", "c", candidates, attempt=0) is None
         assert adjudicate(client, "New", "c", candidates, attempt=0) is None
     assert adjudicate(client, "New", "c", [], attempt=0) is None  # no candidate: no call

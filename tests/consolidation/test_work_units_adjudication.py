@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
 
-from hypatia_lite.store import LiteStore
 from dsh_memory_worker.memory.consolidation.extraction import WorkUnit
 from dsh_memory_worker.memory.llm import ModelClient, ModelRoute
 from dsh_memory_worker.worker.jobs.work_units import WorkUnitOptions, store_work_unit
+from hypatia_lite.store import LiteStore
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,12 @@ from dsh_memory_worker.memory.content.blocks import flatten_blocks
 from dsh_memory_worker.memory.content.caps import cap_assistant, estimate_tokens
 from dsh_memory_worker.memory.content.dates import iso_utc
 from dsh_memory_worker.memory.content.policy import clean_text
-from dsh_memory_worker.memory.content.slugs import normalise_project, one_line_error, slugify, trim_like_hypatia
+from dsh_memory_worker.memory.content.slugs import (
+    normalise_project,
+    one_line_error,
+    slugify,
+    trim_like_hypatia,
+)
 
 
 def test_flatten_blocks() -> None:

@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 
 from dsh_memory_worker.memory.dsh.position import CheckpointIndex, ScanPosition
 from dsh_memory_worker.memory.dsh.ranges import decode_seq_ranges, encode_seq_ranges
-from dsh_memory_worker.memory.dsh.reader import SessionLog, build_index, read_log, read_range, scan_log
+from dsh_memory_worker.memory.dsh.reader import (
+    SessionLog,
+    build_index,
+    read_log,
+    read_range,
+    scan_log,
+)
 from dsh_memory_worker.memory.dsh.synthetic import synthetic_rows, write_log
 
 SETTINGS = settings(

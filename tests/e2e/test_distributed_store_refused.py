@@ -27,12 +27,12 @@ from cluster_support import BIN
 from redis_dbs import redis_db
 from state_db_support import throwaway_pg_database
 
-from hypatia_lite.store import LiteStore
 from dsh_memory_worker.worker.jobs.runtime import build_runtime
 from dsh_memory_worker.worker.run import tasks
 from dsh_memory_worker.worker.settings import load_settings
 from dsh_memory_worker.worker.state.database import StateDB
 from dsh_memory_worker.worker.watch.watcher import Watcher
+from hypatia_lite.store import LiteStore
 
 pytestmark = pytest.mark.integration
 

@@ -17,8 +17,8 @@ from redis_dbs import redis_db
 from test_e2e_consolidation_embedded import scripted
 from worker_dshgen import SessionLogWriter
 
-from hypatia_lite.sqlitelib import sqlite3
 from dsh_memory_worker.memory.entries import archive_name
+from hypatia_lite.sqlitelib import sqlite3
 
 pytestmark = pytest.mark.integration
 

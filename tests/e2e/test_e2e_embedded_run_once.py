@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from cli_fork import run_cli
 
-from hypatia_lite.store import LiteStore
 from dsh_memory_worker.worker.commands.demo_home import demo_session_id
+from hypatia_lite.store import LiteStore
 
 pytestmark = pytest.mark.integration  # every test reads the CLI runs of one module fixture
 

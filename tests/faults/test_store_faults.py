@@ -17,10 +17,10 @@ import pytest
 from store_contract.fake_binary import alive, read_pids, write_fake_hypatia
 from store_contract.transports import lite_binary
 
-from hypatia_lite.store import LiteStore
 from dsh_memory_worker.memory.store.base import FatalStoreError, Features, TransientStoreError
 from dsh_memory_worker.memory.store.cli import CliStore
 from dsh_memory_worker.memory.store.mcp import McpStore
+from hypatia_lite.store import LiteStore
 
 pytestmark = pytest.mark.integration
 

@@ -20,10 +20,10 @@ from bytes_support import leaks, present, shelf_files, token
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from dsh_memory_worker.memory.store.base import EntryWrite
 from hypatia_lite import db, purge
 from hypatia_lite.sqlitelib import sqlite3
 from hypatia_lite.store import LiteStore
-from dsh_memory_worker.memory.store.base import EntryWrite
 
 BIN = Path(sys.executable).parent / "hypatia-lite"
 pytestmark = pytest.mark.integration

@@ -14,8 +14,8 @@ import pytest
 from bytes_support import leaks, pg_table_file, present, token
 from state_db_support import sqlite_url, throwaway_pg_database
 
-from hypatia_lite.pg import vacuum
 from dsh_memory_worker.worker.state import StateDB
+from hypatia_lite.pg import vacuum
 
 
 def _titled(db: StateDB, *titles: tuple[str, str]) -> None:

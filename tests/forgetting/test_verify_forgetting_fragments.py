@@ -7,7 +7,12 @@ from __future__ import annotations
 import json
 import re
 
-from dsh_memory_worker.worker.verify.fragments import Fragments, fragments_of, phrase_pattern, porter_stems
+from dsh_memory_worker.worker.verify.fragments import (
+    Fragments,
+    fragments_of,
+    phrase_pattern,
+    porter_stems,
+)
 from dsh_memory_worker.worker.verify.matcher import TextMatcher
 from dsh_memory_worker.worker.verify.sources import Gone, content_section
 

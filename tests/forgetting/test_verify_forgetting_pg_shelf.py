@@ -17,8 +17,8 @@ from cli_fork import run_cli
 from lite_pg_support import pg_home
 from pipeline_support import process
 
-from hypatia_lite.store import LiteStore
 from dsh_memory_worker.worker.commands.demo_home import lay_out_fixtures
+from hypatia_lite.store import LiteStore
 
 pytestmark = pytest.mark.integration
 

@@ -14,8 +14,8 @@ from cli_fork import run_cli
 from conftest import REPO
 from pipeline_support import cli_env, dump
 
-from hypatia_lite.store import LiteStore
 from dsh_memory_worker.worker.jobs.housekeeping import has_message_entry, is_message_of
+from hypatia_lite.store import LiteStore
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import conversation

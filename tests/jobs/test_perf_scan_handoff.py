@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from conftest import REPO
 
-from hypatia_lite.store import LiteStore
 from dsh_memory_worker.memory.dsh.events import Event
 from dsh_memory_worker.worker.jobs import handoff, logread
 from dsh_memory_worker.worker.run.runner import InProcessRunner
 from dsh_memory_worker.worker.watch.watcher import Watcher
+from hypatia_lite.store import LiteStore
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime

@@ -10,9 +10,9 @@ from typing import Any
 
 from conftest import REPO
 
-from hypatia_lite.store import LiteStore
 from dsh_memory_worker.worker.run.runner import InProcessRunner
 from dsh_memory_worker.worker.watch.watcher import Watcher
+from hypatia_lite.store import LiteStore
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime

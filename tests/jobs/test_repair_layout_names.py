@@ -4,7 +4,11 @@ and nothing else."""
 
 from __future__ import annotations
 
-from dsh_memory_worker.worker.jobs.storeview import SpanSummaryRef, archive_level, parse_span_summary
+from dsh_memory_worker.worker.jobs.storeview import (
+    SpanSummaryRef,
+    archive_level,
+    parse_span_summary,
+)
 
 
 def test_span_summary_names_parse_to_their_own_session_only() -> None:

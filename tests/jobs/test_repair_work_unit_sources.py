@@ -11,8 +11,8 @@ import pytest
 from canary_support import CanarySession, canary_reply, names, process, runtime_for, triples
 from model_server import ModelServer, model_server_fixture  # noqa: F401
 
-from hypatia_lite.store import LiteStore
 from dsh_memory_worker.worker.state.entry_ids import stable_id
+from hypatia_lite.store import LiteStore
 
 pytestmark = pytest.mark.integration
 

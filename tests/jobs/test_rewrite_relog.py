@@ -23,9 +23,9 @@ from rewrite_support import (
 )
 from typer.testing import CliRunner
 
-from hypatia_lite.store import LiteStore
 from dsh_memory_worker.memory.entries import archive_name
 from dsh_memory_worker.worker.cli import _register, app
+from hypatia_lite.store import LiteStore
 
 pytestmark = pytest.mark.integration
 

@@ -28,11 +28,11 @@ from rewrite_support import (
 from typer.testing import CliRunner
 from worker_dshgen import embedded_runtime
 
-from hypatia_lite.store import LiteStore
 from dsh_memory_worker.memory.entries import archive_name
 from dsh_memory_worker.worker.cli import _register, app
 from dsh_memory_worker.worker.jobs.reconsolidate import queued_rewrites
 from dsh_memory_worker.worker.state.database import StateDB
+from hypatia_lite.store import LiteStore
 
 pytestmark = pytest.mark.integration
 

@@ -19,8 +19,8 @@ from cli_fork import run_cli
 from conftest import REPO
 from test_pipeline_session_node import process, store_rows
 
-from hypatia_lite.store import LiteStore
 from dsh_memory_worker.worker.watch.owed import owed_work
+from hypatia_lite.store import LiteStore
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, embedded_runtime

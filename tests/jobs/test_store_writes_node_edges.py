@@ -9,12 +9,16 @@ from typing import Any, cast
 
 import pytest
 
+from dsh_memory_worker.memory.store.base import EntryWrite, MemoryStore
+from dsh_memory_worker.worker.jobs import store_writes
+from dsh_memory_worker.worker.jobs.store_writes import (
+    OwedEdges,
+    create_node_with_edges,
+    settle_edges,
+)
 from hypatia_lite import sqlite_backend
 from hypatia_lite.sqlitelib import sqlite3
 from hypatia_lite.store import LiteStore
-from dsh_memory_worker.memory.store.base import EntryWrite, MemoryStore
-from dsh_memory_worker.worker.jobs import store_writes
-from dsh_memory_worker.worker.jobs.store_writes import OwedEdges, create_node_with_edges, settle_edges
 
 SID = "s-node"
 NODE = EntryWrite(

@@ -13,10 +13,6 @@ from typing import Any
 
 import pytest
 
-from hypatia_lite import sqlite_backend
-from hypatia_lite.embed import HashingEmbedder
-from hypatia_lite.sqlitelib import sqlite3
-from hypatia_lite.store import LiteStore
 from dsh_memory_worker.memory.store.base import (
     BatchResult,
     BatchWriter,
@@ -26,6 +22,10 @@ from dsh_memory_worker.memory.store.base import (
     csv_triple,
     write_batch,
 )
+from hypatia_lite import sqlite_backend
+from hypatia_lite.embed import HashingEmbedder
+from hypatia_lite.sqlitelib import sqlite3
+from hypatia_lite.store import LiteStore
 
 PRE_ENTRIES = [EntryWrite("msg-s-2", "already here", tags=("message",), scopes=("p",), embed=False)]
 PRE_STATEMENTS = [StatementWrite("msg-s-1", "belongTo", "session-s", scopes=("p",), embed=False)]

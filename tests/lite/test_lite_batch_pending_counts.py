@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dsh_memory_worker.memory.store.base import EntryWrite, StatementWrite
 from hypatia_lite.embed import HashingEmbedder
 from hypatia_lite.sqlitelib import sqlite3
 from hypatia_lite.store import LiteStore
 from hypatia_lite.vectors import _PENDING
-from dsh_memory_worker.memory.store.base import EntryWrite, StatementWrite
 
 _SLOW = (
     "SELECT count(*) FROM {t} WHERE embed_wanted = 1 AND"

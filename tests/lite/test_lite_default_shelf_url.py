@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from state_db_support import throwaway_pg_database
 
-from hypatia_lite import shelves
-from hypatia_lite.store import LiteStore
 from dsh_memory_worker.memory.store.base import StoreConfigError
 from dsh_memory_worker.memory.store.factory import StoreConfig, open_store
+from hypatia_lite import shelves
+from hypatia_lite.store import LiteStore
 
 pytestmark = pytest.mark.integration
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dsh_memory_worker.memory.store.base import EntryWrite, StatementWrite
 from hypatia_lite import db
 from hypatia_lite.sqlitelib import sqlite3
 from hypatia_lite.store import LiteStore
-from dsh_memory_worker.memory.store.base import EntryWrite, StatementWrite
 
 
 def _integrity(store: LiteStore) -> None:

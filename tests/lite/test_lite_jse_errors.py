@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from dsh_memory_worker.memory.store.base import StoreError
 from hypatia_lite.jse import JSEError
 from hypatia_lite.store import LiteStore
-from dsh_memory_worker.memory.store.base import StoreError
 
 
 @pytest.fixture

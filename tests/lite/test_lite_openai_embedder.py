@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from dsh_memory_worker.memory.store.base import ModelUnavailableError
 from hypatia_lite import semantic
 from hypatia_lite.embed import (
     EmbeddingError,
@@ -19,7 +20,6 @@ from hypatia_lite.embed import (
     embedder_from_env,
 )
 from hypatia_lite.store import LiteStore
-from dsh_memory_worker.memory.store.base import ModelUnavailableError
 
 VOCAB = ["cat", "dog", "tax", "car"]
 

@@ -17,9 +17,9 @@ import pytest
 from bytes_support import leaks, present, token
 from lite_pg_support import SHELF, admin_dsn, pg_home, shelf_table_files
 
+from dsh_memory_worker.memory.store.base import EntryWrite
 from hypatia_lite.pg import purge, vacuum
 from hypatia_lite.store import LiteStore
-from dsh_memory_worker.memory.store.base import EntryWrite
 
 pytestmark = pytest.mark.integration
 BIN = Path(sys.executable).parent / "hypatia-lite"

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from lite_pg_support import SHELF, pg_home
 
-from hypatia_lite.store import LiteStore
 from dsh_memory_worker.memory.store.base import EntryWrite, StatementWrite, StoreError
+from hypatia_lite.store import LiteStore
 
 pytestmark = pytest.mark.integration
 

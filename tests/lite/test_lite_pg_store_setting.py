@@ -11,13 +11,13 @@ import pytest
 from state_db_support import throwaway_pg_database
 from store_contract.transports import lite_binary
 
-from hypatia_lite import shelves
-from hypatia_lite.store import LiteStore
 from dsh_memory_worker.memory.store.base import FatalStoreError, KnowledgeEntry
 from dsh_memory_worker.memory.store.factory import StoreConfig, open_store
 from dsh_memory_worker.worker.jobs.runtime import Runtime
 from dsh_memory_worker.worker.settings import load_settings
 from dsh_memory_worker.worker.state import StateDB
+from hypatia_lite import shelves
+from hypatia_lite.store import LiteStore
 
 pytestmark = pytest.mark.integration
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from dsh_memory_worker.memory.store.base import Content, ModelUnavailableError, SearchRow
 from hypatia_lite.embed import HashingEmbedder, embed_text
 from hypatia_lite.store import LiteStore
-from dsh_memory_worker.memory.store.base import Content, ModelUnavailableError, SearchRow
 
 
 @pytest.fixture

@@ -8,8 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from dsh_memory_worker.memory.store.base import (
+    Content,
+    KnowledgeEntry,
+    MemoryStore,
+    NotFoundError,
+    StatementRow,
+)
 from hypatia_lite.store import LiteStore
-from dsh_memory_worker.memory.store.base import Content, KnowledgeEntry, MemoryStore, NotFoundError, StatementRow
 
 CREATED_AT = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}$")
 

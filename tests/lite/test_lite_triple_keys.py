@@ -9,8 +9,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hypatia_lite.store import LiteStore
 from dsh_memory_worker.memory.store.base import csv_triple
+from hypatia_lite.store import LiteStore
 
 _FIELD = st.text(alphabet=st.sampled_from(list('ab ,"\n*%_é')), min_size=1, max_size=8)
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from dsh_memory_worker.memory.store.base import EntryWrite
+from dsh_memory_worker.worker.state.database import StateDB
 from hypatia_lite import db
 from hypatia_lite.sqlitelib import sqlite3
 from hypatia_lite.store import LiteStore
-from dsh_memory_worker.memory.store.base import EntryWrite
-from dsh_memory_worker.worker.state.database import StateDB
 
 _NORMAL = 1
 

@@ -24,7 +24,9 @@ def test_memory_and_worker_loggers_write_json_with_the_job_fields(
         logging.getLogger("dsh_memory_worker.memory.llm").info("outside any job")
         with job_context("consolidate", "s-1", "work", 2):
             logging.getLogger("dsh_memory_worker.memory.store.mcp").info("inside: %s", "store")
-            logging.getLogger("dsh_memory_worker.memory.consolidation.adjudication").warning("inside: model")
+            logging.getLogger("dsh_memory_worker.memory.consolidation.adjudication").warning(
+                "inside: model"
+            )
             logging.getLogger("dsh_memory_worker.worker.jobs.guard").info("inside: guard")
         logging.getLogger("some.library").info("a library's INFO line is not ours")
     finally:

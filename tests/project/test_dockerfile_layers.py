@@ -17,7 +17,14 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-CODE = {"dsh_memory_worker", "memory", "worker", "hypatia-lite/hypatia_lite", "migrations", "setup.py"}
+CODE = {
+    "dsh_memory_worker",
+    "memory",
+    "worker",
+    "hypatia-lite/hypatia_lite",
+    "migrations",
+    "setup.py",
+}
 #: What the dependency layer may copy: the requirements and their pins, nothing of the code.
 DEPENDENCY_FILES = {"pyproject.toml", "hypatia-lite/pyproject.toml", "constraints.txt"}
 

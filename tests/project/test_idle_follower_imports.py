@@ -16,8 +16,10 @@ HEAVY = ("openai", "mcp", "mcp_types", "anyio")
 def test_the_follow_path_imports_no_model_sdk_and_no_mcp_client() -> None:
     probe = (
         "import sys\n"
-        "import dsh_memory_worker.worker.commands.run, dsh_memory_worker.worker.commands.daemon, dsh_memory_worker.worker.watch.watcher\n"
-        "import dsh_memory_worker.worker.jobs.runtime, dsh_memory_worker.worker.run.runner, dsh_memory_worker.memory.store.factory\n"
+        "import dsh_memory_worker.worker.commands.run, dsh_memory_worker.worker.commands.daemon, "
+        "dsh_memory_worker.worker.watch.watcher\n"
+        "import dsh_memory_worker.worker.jobs.runtime, dsh_memory_worker.worker.run.runner, "
+        "dsh_memory_worker.memory.store.factory\n"
         f"print(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r}))\n"
     )
     out = subprocess.run(

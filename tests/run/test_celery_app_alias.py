@@ -1,4 +1,5 @@
-"""``celery -A dsh_memory_worker …`` — what a Celery user types first — names the worker's Celery app:
+"""``celery -A dsh_memory_worker …`` — what a Celery user types first — names the worker's Celery
+app:
 ``celery -A dsh_memory_worker inspect ping`` gets a pong from a running ``memory-worker worker`` on
 Redis."""
 

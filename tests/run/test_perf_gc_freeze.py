@@ -58,7 +58,9 @@ def test_runner_jobs_run_frozen(monkeypatch: pytest.MonkeyPatch) -> None:
         seen.append(gc.get_freeze_count())
         return JobResult(job=job, session_id=sid, shelf=shelf, status="done")
 
-    monkeypatch.setattr("dsh_memory_worker.worker.jobs.guard.run_job", fake_run_job)  # imported per run
+    monkeypatch.setattr(
+        "dsh_memory_worker.worker.jobs.guard.run_job", fake_run_job
+    )  # imported per run
     runtime = SimpleNamespace(settings=SimpleNamespace(task_max_retries=0, retry_backoff_s=0.1))
     runner = InProcessRunner(runtime)  # type: ignore[arg-type]
     runner.submit("log_span", "s1", "default")

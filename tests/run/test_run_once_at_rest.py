@@ -34,7 +34,8 @@ CANCEL = demo_session_id("cancel")
 #: Runs ``memory-worker ARGS`` in this interpreter and says, on stdout's last line, whether
 #: SQLAlchemy was imported (the full path) or not (the at-rest answer).
 PROBE = (
-    "import sys\nfrom dsh_memory_worker.worker.cli import main\nsys.argv = ['memory-worker', *sys.argv[1:]]\n"
+    "import sys\nfrom dsh_memory_worker.worker.cli import main\nsys.argv = ['memory-worker', "
+    "*sys.argv[1:]]\n"
     "code = 0\ntry:\n    main()\nexcept SystemExit as exc:\n    code = exc.code or 0\n"
     "print('FULL' if 'sqlalchemy' in sys.modules else 'AT-REST')\nsys.exit(code)\n"
 )

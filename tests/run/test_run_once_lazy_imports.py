@@ -77,7 +77,8 @@ NO_EMPTY_HOME_PATH = (
 )
 #: Runs ``memory-worker ARGS`` in a fresh interpreter after :data:`PRELUDE`.
 PROBE = (
-    PRELUDE + "from dsh_memory_worker.worker.cli import main\nsys.argv = ['memory-worker', *sys.argv[1:]]\nmain()\n"
+    PRELUDE + "from dsh_memory_worker.worker.cli import main\nsys.argv = ['memory-worker', "
+    "*sys.argv[1:]]\nmain()\n"
 )
 
 
@@ -207,7 +208,10 @@ def test_a_fresh_home_takes_the_lazy_path_with_the_full_paths_outcome(tmp_path: 
     assert set(JOB_STACK) <= full[3]
     # Nothing to do on a home that was never run: decided without SQLAlchemy or the runtime.
     assert sorted(name for name in lazy[3] if name.split(".")[0] == "sqlalchemy") == []
-    assert "dsh_memory_worker.worker.jobs.runtime" not in lazy[3] and "dsh_memory_worker.worker.jobs.runtime" in full[3]
+    assert (
+        "dsh_memory_worker.worker.jobs.runtime" not in lazy[3]
+        and "dsh_memory_worker.worker.jobs.runtime" in full[3]
+    )
     # The state database was made from the template at the packaged head, and is empty.
     state = _outcome(lazy_home, lazy)["state"]
     assert len(state["version"]) == 1 and not any(
@@ -271,5 +275,9 @@ def test_a_home_with_sessions_loads_the_jobs_and_writes_the_same(tmp_path: Path)
     }
     state.close()
     # The jobs ran, so their machinery was imported: by the first session that needed it.
-    assert {"dsh_memory_worker.worker.jobs.guard", "dsh_memory_worker.worker.jobs.registry", "dsh_memory_worker.memory.dsh.scanner"} <= lazy[3]
+    assert {
+        "dsh_memory_worker.worker.jobs.guard",
+        "dsh_memory_worker.worker.jobs.registry",
+        "dsh_memory_worker.memory.dsh.scanner",
+    } <= lazy[3]
     assert "sqlalchemy.orm" not in lazy[3]

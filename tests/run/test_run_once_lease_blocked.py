@@ -22,8 +22,8 @@ import pytest
 from cli_fork import run_cli
 from conftest import REPO
 
-from hypatia_lite.store import LiteStore
 from dsh_memory_worker.worker.state import StateDB, session_lease_key
+from hypatia_lite.store import LiteStore
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import conversation

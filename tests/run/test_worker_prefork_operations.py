@@ -1,5 +1,6 @@
 """A real ``memory-worker worker`` (prefork pool, concurrency 2) on Redis, operated as a Celery
-service: ``celery -A dsh_memory_worker inspect ping`` reaches it through the broker configured in the
+service: ``celery -A dsh_memory_worker inspect ping`` reaches it through the broker configured in
+the
 environment (not Celery's default amqp), each job kind arrives under its own task name in the
 event stream Flower reads, and the worker's metrics port — served by the parent, while the jobs
 run in the pool's child processes — counts exactly the jobs that ran."""

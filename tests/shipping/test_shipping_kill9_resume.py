@@ -35,7 +35,8 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float = 120.0) -
 
 
 def start_shipper(url: str, path: Path) -> CliProcess:
-    """``python -m dsh_memory_worker.worker.shipping.follow``: a process of its own (kill -9 ends it, SIGTERM stops
+    """``python -m dsh_memory_worker.worker.shipping.follow``: a process of its own (kill -9 ends
+    it, SIGTERM stops
     its loop), forked from the tests' pre-imported server (``cli_fork``) rather than a fresh
     interpreter. Its standard error is drained while it runs (a shipper with much to say must
     not block on a full pipe and miss SIGTERM's end of the loop)."""

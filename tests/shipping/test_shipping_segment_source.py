@@ -14,7 +14,13 @@ import zstandard
 from dsh_fixture_logs import fixture_logs
 
 from dsh_memory_worker.memory.dsh.complete import complete_pieces
-from dsh_memory_worker.memory.dsh.reader import build_index, iter_log, read_log, read_range, scan_log
+from dsh_memory_worker.memory.dsh.reader import (
+    build_index,
+    iter_log,
+    read_log,
+    read_range,
+    scan_log,
+)
 from dsh_memory_worker.memory.dsh.source import FileSource, SegmentSource, as_source
 from dsh_memory_worker.memory.dsh.synthetic import synthetic_rows, write_log
 

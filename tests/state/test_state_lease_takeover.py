@@ -13,7 +13,12 @@ import sys
 import pytest
 
 from dsh_memory_worker.worker.state import StateDB, session_lease_key
-from dsh_memory_worker.worker.state.owners import local_host, owner_id, owner_is_gone, process_is_gone
+from dsh_memory_worker.worker.state.owners import (
+    local_host,
+    owner_id,
+    owner_is_gone,
+    process_is_gone,
+)
 
 KEY = session_lease_key("sess-takeover")
 

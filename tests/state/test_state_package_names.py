@@ -21,7 +21,8 @@ def test_every_exported_name_is_its_modules_object() -> None:
 @pytest.mark.integration  # a fresh interpreter
 def test_the_package_and_its_sql_free_modules_import_without_sqlalchemy() -> None:
     probe = (
-        "import sys, dsh_memory_worker.worker.state, dsh_memory_worker.worker.state.template, dsh_memory_worker.worker.state.revision_files\n"
+        "import sys, dsh_memory_worker.worker.state, dsh_memory_worker.worker.state.template, "
+        "dsh_memory_worker.worker.state.revision_files\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'sqlalchemy'))"
     )
     done = subprocess.run(

@@ -14,7 +14,11 @@ from dsh_memory_worker.worker.state import template
 from dsh_memory_worker.worker.state.database import StateDB
 from dsh_memory_worker.worker.state.migrate import current_revision, upgrade
 from dsh_memory_worker.worker.state.revision_files import PACKAGED_MIGRATIONS, script_head
-from dsh_memory_worker.worker.state.template import create_from_template, dump_schema, template_revision
+from dsh_memory_worker.worker.state.template import (
+    create_from_template,
+    dump_schema,
+    template_revision,
+)
 
 OPEN_AND_REPORT = """
 import sys

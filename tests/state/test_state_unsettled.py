@@ -17,7 +17,11 @@ from dsh_memory_worker.worker.state import StateDB
 from dsh_memory_worker.worker.state.models import ProgressRow, SessionRow
 from dsh_memory_worker.worker.state.progress import Progress
 from dsh_memory_worker.worker.state.sessions import SessionState
-from dsh_memory_worker.worker.state.unsettled import open_sessions, sessions_by_id, unsettled_sessions
+from dsh_memory_worker.worker.state.unsettled import (
+    open_sessions,
+    sessions_by_id,
+    unsettled_sessions,
+)
 
 T0 = dt.datetime(2026, 3, 1, 9, 30, tzinfo=dt.UTC)
 SHELF = "default"

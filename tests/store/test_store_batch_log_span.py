@@ -19,10 +19,10 @@ import pytest
 from conftest import REPO
 from pipeline_support import process
 
-from hypatia_lite import sqlite_backend
-from hypatia_lite.store import LiteStore
 from dsh_memory_worker.memory.store.base import BatchWriter, MemoryStore, write_batch
 from dsh_memory_worker.worker.jobs import store_writes
+from hypatia_lite import sqlite_backend
+from hypatia_lite.store import LiteStore
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from worker_dshgen import SessionLogWriter, conversation, embedded_runtime

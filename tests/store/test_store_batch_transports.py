@@ -14,8 +14,14 @@ from typing import Any
 import pytest
 from store_contract.transports import LITE_TRANSPORTS, PG_SHELF, open_harness
 
+from dsh_memory_worker.memory.store.base import (
+    BatchResult,
+    BatchWriter,
+    EntryWrite,
+    StatementWrite,
+    write_batch,
+)
 from hypatia_lite.store import LiteStore
-from dsh_memory_worker.memory.store.base import BatchResult, BatchWriter, EntryWrite, StatementWrite, write_batch
 
 ENTRIES = [
     EntryWrite(

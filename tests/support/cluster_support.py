@@ -20,10 +20,10 @@ from typing import Any
 import psycopg
 import redis
 
+from dsh_memory_worker.worker.state.database import StateDB
 from hypatia_lite import db, shelves
 from hypatia_lite.sqlitelib import sqlite3
 from hypatia_lite.store import LiteStore
-from dsh_memory_worker.worker.state.database import StateDB
 
 BIN = Path(sys.executable).parent
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"

@@ -7,10 +7,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from hypatia_lite.store import LiteStore
 from dsh_memory_worker.worker.jobs.runtime import owe_consolidation
 from dsh_memory_worker.worker.run.runner import InProcessRunner
 from dsh_memory_worker.worker.watch.watcher import Watcher
+from hypatia_lite.store import LiteStore
 
 
 def process(runtime: Any, *, consolidation: bool = True) -> InProcessRunner:

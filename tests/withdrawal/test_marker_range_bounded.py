@@ -98,7 +98,12 @@ def test_a_marker_citing_past_the_log_is_damage_recorded_once(tmp_path: Path, wi
 def test_a_decoded_range_stays_a_range() -> None:
     """Decoding keeps ranges as ranges: membership by comparison, ``len`` without expanding;
     order and equality as written."""
-    from dsh_memory_worker.memory.dsh.ranges import CitesPastRow, RangeError, SeqRanges, decode_seq_ranges
+    from dsh_memory_worker.memory.dsh.ranges import (
+        CitesPastRow,
+        RangeError,
+        SeqRanges,
+        decode_seq_ranges,
+    )
 
     wide = decode_seq_ranges([3, [5, 10**12], 10**12 + 2])
     assert isinstance(wide, SeqRanges) and wide.pieces == ((3, 3), (5, 10**12), (10**12 + 2,) * 2)

@@ -6,7 +6,12 @@ from pathlib import Path
 
 from dsh_memory_worker.memory.dsh.reader import read_log
 from dsh_memory_worker.memory.messages import message_ordinals
-from dsh_memory_worker.memory.withdrawal import Marker, find_markers, withdrawn_loggable, withdrawn_seqs
+from dsh_memory_worker.memory.withdrawal import (
+    Marker,
+    find_markers,
+    withdrawn_loggable,
+    withdrawn_seqs,
+)
 
 V4 = Path("v4-example/session.v4.jsonl")
 

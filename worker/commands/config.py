@@ -30,7 +30,9 @@ def config(
     config: ConfigOption = None,
 ) -> None:
     """Print the effective configuration (secrets masked)."""
-    from dsh_memory_worker.worker.commands.common import load_or_exit  # loads the runtime: only when it runs
+    from dsh_memory_worker.worker.commands.common import (
+        load_or_exit,
+    )  # loads the runtime: only when it runs
 
     settings = load_or_exit(config, dsh_home=dsh_home)
     values = settings.public_dict()

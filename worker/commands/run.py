@@ -176,7 +176,11 @@ def _run(
 ) -> None:
     from sqlalchemy.exc import SQLAlchemyError
 
-    from dsh_memory_worker.worker.commands.common import check_store_or_exit, db_error_line, open_runtime_or_exit
+    from dsh_memory_worker.worker.commands.common import (
+        check_store_or_exit,
+        db_error_line,
+        open_runtime_or_exit,
+    )
     from dsh_memory_worker.worker.jobs.housekeeping import reconcile_with_store
     from dsh_memory_worker.worker.jobs.pending_repairs import sessions_with_pending_repairs
     from dsh_memory_worker.worker.jobs.reconsolidate import backfill_consolidation

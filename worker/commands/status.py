@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from dsh_memory_worker.worker.commands.options import ConfigOption, DshHomeOption, ShelfOption, WideOption, err
+from dsh_memory_worker.worker.commands.options import (
+    ConfigOption,
+    DshHomeOption,
+    ShelfOption,
+    WideOption,
+    err,
+)
 from dsh_memory_worker.worker.commands.options import shown as _text
 from dsh_memory_worker.worker.commands.tables import print_table, short_ids
 
@@ -166,7 +172,11 @@ def status(
     # Imported when the command runs, not at start-up (keeps `status --help` fast).
     from dsh_memory_worker.worker.at_rest import Watch
     from dsh_memory_worker.worker.commands.common import load_or_exit
-    from dsh_memory_worker.worker.commands.fresh import empty_state, missing_state_file, say_nothing_recorded
+    from dsh_memory_worker.worker.commands.fresh import (
+        empty_state,
+        missing_state_file,
+        say_nothing_recorded,
+    )
 
     settings = load_or_exit(config, **overrides)
     missing = missing_state_file(settings)

@@ -16,7 +16,13 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
 from dsh_memory_worker.memory.printable import printable
-from dsh_memory_worker.worker.commands.options import ConfigOption, DshHomeOption, ShelfOption, err, shown
+from dsh_memory_worker.worker.commands.options import (
+    ConfigOption,
+    DshHomeOption,
+    ShelfOption,
+    err,
+    shown,
+)
 
 if TYPE_CHECKING:
     from dsh_memory_worker.worker.settings import Settings
@@ -49,7 +55,11 @@ def verify_forgetting(
     """Prove that withdrawn messages and forgotten sessions left no trace in memory."""
     # Imported when the command runs, not at start-up (keeps `memory-worker --help` fast).
     from dsh_memory_worker.worker.commands.common import command_settings
-    from dsh_memory_worker.worker.commands.fresh import empty_state, missing_state_file, say_nothing_recorded
+    from dsh_memory_worker.worker.commands.fresh import (
+        empty_state,
+        missing_state_file,
+        say_nothing_recorded,
+    )
     from dsh_memory_worker.worker.verify.run import lite_store_absent
 
     settings = command_settings(config, store_shelf=shelf, dsh_home=dsh_home)
@@ -73,7 +83,11 @@ def _verify_and_exit(settings: Settings, json_: bool) -> NoReturn:
     from sqlalchemy.exc import SQLAlchemyError
 
     from dsh_memory_worker.memory.store.base import StoreError
-    from dsh_memory_worker.worker.commands.common import check_store_or_exit, db_error_line, open_runtime_or_exit
+    from dsh_memory_worker.worker.commands.common import (
+        check_store_or_exit,
+        db_error_line,
+        open_runtime_or_exit,
+    )
     from dsh_memory_worker.worker.verify.run import verify
 
     runtime = open_runtime_or_exit(settings, "verify-forgetting")

@@ -19,7 +19,12 @@ from typing import Annotated
 
 import typer
 
-from dsh_memory_worker.worker.commands.options import ConfigOption, MetricsPortOption, QueueOption, say
+from dsh_memory_worker.worker.commands.options import (
+    ConfigOption,
+    MetricsPortOption,
+    QueueOption,
+    say,
+)
 from dsh_memory_worker.worker.names import DEFAULT_QUEUE
 
 
@@ -91,7 +96,10 @@ def _multiprocess_metrics() -> None:
     import tempfile
     from pathlib import Path
 
-    from dsh_memory_worker.worker.settings import prometheus_multiproc_dir, use_prometheus_multiproc_dir
+    from dsh_memory_worker.worker.settings import (
+        prometheus_multiproc_dir,
+        use_prometheus_multiproc_dir,
+    )
 
     given = prometheus_multiproc_dir()
     if given is not None:

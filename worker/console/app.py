@@ -21,7 +21,11 @@ from dsh_memory_worker.worker.jobs.logread import PermanentJobError, TransientJo
 
 
 async def _css(request: Request) -> Response:
-    css = resources.files("dsh_memory_worker.worker.console").joinpath("static/console.css").read_text("utf-8")
+    css = (
+        resources.files("dsh_memory_worker.worker.console")
+        .joinpath("static/console.css")
+        .read_text("utf-8")
+    )
     return Response(css, media_type="text/css")
 
 

@@ -15,7 +15,13 @@ from dsh_memory_worker.memory.entries import session_name
 from dsh_memory_worker.memory.store.base import MemoryStore
 from dsh_memory_worker.worker.console.base import Console, console_of, query_int, session_id
 from dsh_memory_worker.worker.console.entry_text import rendered, session_of
-from dsh_memory_worker.worker.console.session_view import PAGE, messages, node_view, page_events, page_range
+from dsh_memory_worker.worker.console.session_view import (
+    PAGE,
+    messages,
+    node_view,
+    page_events,
+    page_range,
+)
 from dsh_memory_worker.worker.consolidation_state import session_state, why_off_of
 from dsh_memory_worker.worker.jobs.storeview import (
     archive_level,

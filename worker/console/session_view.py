@@ -20,7 +20,13 @@ from dsh_memory_worker.memory.content.blocks import flatten_blocks
 from dsh_memory_worker.memory.dsh.events import Event
 from dsh_memory_worker.memory.dsh.reader import read_range
 from dsh_memory_worker.memory.entries import message_name
-from dsh_memory_worker.memory.messages import is_loggable, message_blocks, message_ordinals, role_of, source_kind
+from dsh_memory_worker.memory.messages import (
+    is_loggable,
+    message_blocks,
+    message_ordinals,
+    role_of,
+    source_kind,
+)
 from dsh_memory_worker.memory.redaction.engine import find_secrets
 from dsh_memory_worker.memory.span import message_body
 from dsh_memory_worker.memory.titles import CHECKPOINT_KIND, TitleChoice, survey_titles

@@ -29,7 +29,12 @@ from dsh_memory_worker.memory.consolidation.archive import (
     write_archive_text,
 )
 from dsh_memory_worker.memory.constants import REL_SUMMARY
-from dsh_memory_worker.memory.entries import LOG_EDGE_POLICY, archive_name, scopes_for, summary_policy
+from dsh_memory_worker.memory.entries import (
+    LOG_EDGE_POLICY,
+    archive_name,
+    scopes_for,
+    summary_policy,
+)
 from dsh_memory_worker.memory.llm import (
     ModelClient,
     PermanentModelError,

@@ -30,7 +30,12 @@ from dsh_memory_worker.memory.consolidation.extraction import extract
 from dsh_memory_worker.memory.consolidation.gates import GateDecision, turn_end_gate
 from dsh_memory_worker.memory.consolidation.members import summary_member_names
 from dsh_memory_worker.memory.constants import REL_SUMMARY
-from dsh_memory_worker.memory.entries import LOG_EDGE_POLICY, scopes_for, span_summary_name, summary_policy
+from dsh_memory_worker.memory.entries import (
+    LOG_EDGE_POLICY,
+    scopes_for,
+    span_summary_name,
+    summary_policy,
+)
 from dsh_memory_worker.memory.llm import (
     ModelClient,
     ModelsNotConfigured,
@@ -52,11 +57,19 @@ from dsh_memory_worker.worker.jobs.logread import (
     TransientJobError,
 )
 from dsh_memory_worker.worker.jobs.models import job_attempt, model_client
-from dsh_memory_worker.worker.jobs.provenance import current_writer, record_derived, record_missing_derived
+from dsh_memory_worker.worker.jobs.provenance import (
+    current_writer,
+    record_derived,
+    record_missing_derived,
+)
 from dsh_memory_worker.worker.jobs.reconsolidate import pending_request, settle_request
 from dsh_memory_worker.worker.jobs.runtime import Runtime
 from dsh_memory_worker.worker.jobs.storeview import derived_units
-from dsh_memory_worker.worker.jobs.work_units import WorkUnitOptions, WorkUnitOutcome, extract_work_units
+from dsh_memory_worker.worker.jobs.work_units import (
+    WorkUnitOptions,
+    WorkUnitOutcome,
+    extract_work_units,
+)
 from dsh_memory_worker.worker.names import JOB_CASCADE, JOB_CONSOLIDATE
 from dsh_memory_worker.worker.state.progress import Progress
 from dsh_memory_worker.worker.state.sessions import SessionState

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dsh_memory_worker.memory.consolidation.transcript import Transcript, TranscriptLine, fit_budget, transcript_lines
+from dsh_memory_worker.memory.consolidation.transcript import (
+    Transcript,
+    TranscriptLine,
+    fit_budget,
+    transcript_lines,
+)
 from dsh_memory_worker.memory.content.caps import estimate_tokens
 from dsh_memory_worker.memory.dsh.events import Event
 from dsh_memory_worker.memory.withdrawal import is_marker, withdrawn_seqs

@@ -12,7 +12,13 @@ import logging
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from dsh_memory_worker.memory.llm import ModelCallRecord, ModelClient, ModelRoute, Recorder, one_line
+from dsh_memory_worker.memory.llm import (
+    ModelCallRecord,
+    ModelClient,
+    ModelRoute,
+    Recorder,
+    one_line,
+)
 from dsh_memory_worker.worker.jobs.context import JobContext
 from dsh_memory_worker.worker.jobs.runtime import Runtime
 from dsh_memory_worker.worker.settings import Settings

@@ -59,7 +59,11 @@ from dsh_memory_worker.worker.jobs.storeview import (
     unit_sources,
 )
 from dsh_memory_worker.worker.jobs.withdrawals import SessionLog, Withdrawn
-from dsh_memory_worker.worker.jobs.work_units import WorkUnitOptions, WorkUnitOutcome, extract_work_units
+from dsh_memory_worker.worker.jobs.work_units import (
+    WorkUnitOptions,
+    WorkUnitOutcome,
+    extract_work_units,
+)
 from dsh_memory_worker.worker.observability import REPAIRS
 from dsh_memory_worker.worker.state.audit import (
     ACTION_ARCHIVE,

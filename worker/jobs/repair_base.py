@@ -12,7 +12,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dsh_memory_worker.memory.entries import scopes_for, summary_policy
-from dsh_memory_worker.memory.llm import ModelClient, ModelsNotConfigured, PermanentModelError, RetryableModelError
+from dsh_memory_worker.memory.llm import (
+    ModelClient,
+    ModelsNotConfigured,
+    PermanentModelError,
+    RetryableModelError,
+)
 from dsh_memory_worker.memory.store.base import MemoryStore, NotFoundError
 from dsh_memory_worker.worker.jobs.context import JobContext
 from dsh_memory_worker.worker.jobs.logread import TransientJobError

@@ -26,7 +26,11 @@ from dsh_memory_worker.worker.jobs.context import JobContext, JobOutput, skipped
 from dsh_memory_worker.worker.jobs.lease_keeper import wait_for_lease
 from dsh_memory_worker.worker.jobs.logread import TransientJobError
 from dsh_memory_worker.worker.jobs.owed_archives import regenerate_in
-from dsh_memory_worker.worker.jobs.pending_repairs import OwedArchives, owed_archives, sessions_with_pending_repairs
+from dsh_memory_worker.worker.jobs.pending_repairs import (
+    OwedArchives,
+    owed_archives,
+    sessions_with_pending_repairs,
+)
 from dsh_memory_worker.worker.jobs.repair import Repairer, RepairReport
 from dsh_memory_worker.worker.jobs.repair_plan import SummaryRepair, find_repairs, model_client
 from dsh_memory_worker.worker.jobs.runtime import Runtime

@@ -53,7 +53,11 @@ from dsh_memory_worker.worker.jobs.context import JobContext
 from dsh_memory_worker.worker.jobs.provenance import is_current
 from dsh_memory_worker.worker.jobs.relog import rewrite_in_place, stale_renderings
 from dsh_memory_worker.worker.jobs.repair import Repairer, RepairReport
-from dsh_memory_worker.worker.jobs.repair_plan import SummaryRepair, model_client, rebuilt_transcript
+from dsh_memory_worker.worker.jobs.repair_plan import (
+    SummaryRepair,
+    model_client,
+    rebuilt_transcript,
+)
 from dsh_memory_worker.worker.jobs.rewrite_plan import RewritePlan, SummaryStep
 from dsh_memory_worker.worker.jobs.runtime import Runtime
 from dsh_memory_worker.worker.jobs.storeview import (

@@ -17,7 +17,11 @@ from dsh_memory_worker.memory.store.base import MemoryStore
 from dsh_memory_worker.worker.jobs.context import JobContext, JobOutput, skipped
 from dsh_memory_worker.worker.jobs.logread import PermanentJobError
 from dsh_memory_worker.worker.jobs.provenance import current_writer
-from dsh_memory_worker.worker.jobs.reconsolidate import RewriteRequest, pending_rewrite, settle_rewrite
+from dsh_memory_worker.worker.jobs.reconsolidate import (
+    RewriteRequest,
+    pending_rewrite,
+    settle_rewrite,
+)
 from dsh_memory_worker.worker.jobs.retract import kinds_for
 from dsh_memory_worker.worker.jobs.rewrite import RewriteOutcome, execute_rewrite, plan_rewrite
 from dsh_memory_worker.worker.jobs.rewrite_lines import outcome_line

@@ -36,7 +36,11 @@ from dsh_memory_worker.worker.jobs.logread import (
     raise_for_problems,
 )
 from dsh_memory_worker.worker.jobs.runtime import Runtime
-from dsh_memory_worker.worker.jobs.store_writes import OwedEdges, create_node_with_edges, settle_edges
+from dsh_memory_worker.worker.jobs.store_writes import (
+    OwedEdges,
+    create_node_with_edges,
+    settle_edges,
+)
 from dsh_memory_worker.worker.jobs.storeview import edges as store_edges
 from dsh_memory_worker.worker.state.sessions import Checkpoint, SessionState
 

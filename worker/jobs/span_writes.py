@@ -15,7 +15,13 @@ from dsh_memory_worker.memory import entries
 from dsh_memory_worker.memory.constants import REL_BELONG_TO
 from dsh_memory_worker.memory.entries import MESSAGE_POLICY, scopes_for
 from dsh_memory_worker.memory.span import SpanPlan
-from dsh_memory_worker.memory.store.base import BatchWriter, EntryWrite, MemoryStore, StatementWrite, write_batch
+from dsh_memory_worker.memory.store.base import (
+    BatchWriter,
+    EntryWrite,
+    MemoryStore,
+    StatementWrite,
+    write_batch,
+)
 from dsh_memory_worker.worker.jobs import store_writes
 from dsh_memory_worker.worker.jobs.context import Counts, warn_once
 from dsh_memory_worker.worker.jobs.store_writes import existing_names

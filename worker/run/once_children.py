@@ -130,7 +130,7 @@ class OnceChildren:
     def __init__(self, settings: Settings, shelf: str, jobs: int) -> None:
         # What every child runs, imported once here so each forked child inherits it (a run in
         # one process imports it with its first scan or job: :mod:`worker.run.runner`).
-        import dsh_memory_worker.memory.dsh.scanner  # noqa: F401
+        import dsh_memory_worker.memory.dsh.scanner
         import dsh_memory_worker.worker.jobs.guard
         import dsh_memory_worker.worker.watch.poll_source
         import dsh_memory_worker.worker.watch.scan_digest  # noqa: F401

@@ -38,7 +38,12 @@ from typing import TYPE_CHECKING
 from dsh_memory_worker.worker.jobs.reconsolidate import queued_sessions
 from dsh_memory_worker.worker.jobs.runtime import Runtime, owe_consolidation
 from dsh_memory_worker.worker.names import JOB_CONSOLIDATE, archive_lease_key, session_lease_key
-from dsh_memory_worker.worker.run.once_children import ChildProcess, OnceChildren, OnceTotals, stopped_outcomes
+from dsh_memory_worker.worker.run.once_children import (
+    ChildProcess,
+    OnceChildren,
+    OnceTotals,
+    stopped_outcomes,
+)
 from dsh_memory_worker.worker.run.runner import InProcessRunner, JobKey
 from dsh_memory_worker.worker.run.stop_signals import set_signal
 from dsh_memory_worker.worker.watch.watcher import ScanReport, Watcher
@@ -238,7 +243,11 @@ def _children_phase(
     returns the sessions of the children that did not finish (``None``: the final pass scans
     every session, because the machine or the home was too small for the children and they
     were sent none)."""
-    from dsh_memory_worker.worker.run.cpu_budget import CpuProbe, ProcessPlan, plan_processes  # psutil: --jobs only
+    from dsh_memory_worker.worker.run.cpu_budget import (
+        CpuProbe,
+        ProcessPlan,
+        plan_processes,
+    )  # psutil: --jobs only
 
     probe = CpuProbe() if runtime.settings.jobs_adapt else None
     locations = Watcher(runtime, _no_hint, shelf=shelf).discover()

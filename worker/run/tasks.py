@@ -104,12 +104,18 @@ def _get_runtime() -> Any:
     global _runtime
     # Start-up time: `celery -A dsh_memory_worker inspect …` loads no job code; a worker process
     # imports it with its first task.
-    from dsh_memory_worker.worker.jobs.runtime import build_runtime, default_owner, owe_consolidation
+    from dsh_memory_worker.worker.jobs.runtime import (
+        build_runtime,
+        default_owner,
+        owe_consolidation,
+    )
 
     with _lock:
         if _runtime is None:
             if _settings is None:
-                raise RuntimeError("dsh_memory_worker.worker.run.tasks.configure(settings) was not called")
+                raise RuntimeError(
+                    "dsh_memory_worker.worker.run.tasks.configure(settings) was not called"
+                )
             # `memory-worker worker` migrated the state database before the pool started.
             _runtime = build_runtime(_settings, owner=default_owner("celery"), migrate=False)
             # Owed consolidations and cascades go back to the broker as job hints.
@@ -131,7 +137,10 @@ class JobNotFinished(Exception):
 
 
 def _run(task: Any, job: str, session_id: str, shelf: str) -> dict[str, Any]:
-    from dsh_memory_worker.worker.jobs.guard import give_up, run_job  # start-up time, as in _get_runtime
+    from dsh_memory_worker.worker.jobs.guard import (
+        give_up,
+        run_job,
+    )  # start-up time, as in _get_runtime
 
     runtime = _get_runtime()
     retries = int(task.request.retries or 0)
@@ -157,7 +166,9 @@ def _job_task(job: str, name: str) -> Any:
         return _run(self, job, session_id, shelf)
 
     run.__name__ = run.__qualname__ = f"{job}_task"
-    run.__doc__ = f"Run the ``{job}`` job for one session (see :mod:`dsh_memory_worker.worker.jobs`)."
+    run.__doc__ = (
+        f"Run the ``{job}`` job for one session (see :mod:`dsh_memory_worker.worker.jobs`)."
+    )
     return app.task(name=name, bind=True, acks_late=True, throws=(JobNotFinished,))(run)
 
 
@@ -193,7 +204,9 @@ def _configure_from_settings() -> None:
     try:
         configure(load_settings())
     except SettingsError as exc:
-        print(f"dsh_memory_worker.worker.run.tasks: {exc}; Celery keeps its defaults", file=sys.stderr)
+        print(
+            f"dsh_memory_worker.worker.run.tasks: {exc}; Celery keeps its defaults", file=sys.stderr
+        )
 
 
 _configure_from_settings()

@@ -12,7 +12,13 @@ from typing import Final
 
 from dsh_memory_worker.worker.service import envfile
 from dsh_memory_worker.worker.service.manager import Answer, State, call
-from dsh_memory_worker.worker.service.spec import NAME, RESTART_DELAY_S, ServiceError, ServiceSpec, documentation
+from dsh_memory_worker.worker.service.spec import (
+    NAME,
+    RESTART_DELAY_S,
+    ServiceError,
+    ServiceSpec,
+    documentation,
+)
 from dsh_memory_worker.worker.service.values import check_values
 
 UNIT: Final = f"{NAME}.service"

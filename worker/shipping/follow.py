@@ -4,7 +4,8 @@ The daemon's watcher calls :func:`worker.shipping.shipper.ship_log` from its pol
 ``shipping`` setting, docs/shipping.md, "Wiring"); this entry point ships without a watcher, for
 the tests that kill a shipper mid-run and for an operator backfilling a home::
 
-    python -m dsh_memory_worker.worker.shipping.follow STATE_URL SESSION_ID=PATH [...] [--once] [--segment-bytes N]
+    python -m dsh_memory_worker.worker.shipping.follow STATE_URL SESSION_ID=PATH [...] [--once]
+    [--segment-bytes N]
 """
 
 from __future__ import annotations

@@ -24,9 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from hypatia_lite import shelves
-from hypatia_lite.db import DB_FILE
-from hypatia_lite.pg.url import redact as redact_url
 from dsh_memory_worker.worker.jobs.runtime import Runtime
 from dsh_memory_worker.worker.settings import Settings
 from dsh_memory_worker.worker.verify.matcher import ByteMatcher, Leak
@@ -34,6 +31,9 @@ from dsh_memory_worker.worker.verify.provenance import Provenance
 from dsh_memory_worker.worker.verify.sources import Gone, Sources, collect
 from dsh_memory_worker.worker.verify.state_scan import Explain, scan_state, state_files
 from dsh_memory_worker.worker.verify.store_scan import distinctive_terms, scan_store
+from hypatia_lite import shelves
+from hypatia_lite.db import DB_FILE
+from hypatia_lite.pg.url import redact as redact_url
 
 LITE_BINARY = "hypatia-lite"
 #: the state column that holds a session node's text (explained by the node's own source)

@@ -16,7 +16,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import chain
 
-from dsh_memory_worker.memory.store.base import Catalog, Content, KnowledgeEntry, MemoryStore, StatementRow
+from dsh_memory_worker.memory.store.base import (
+    Catalog,
+    Content,
+    KnowledgeEntry,
+    MemoryStore,
+    StatementRow,
+)
 from dsh_memory_worker.worker.jobs.storeview import parse_span_summary, query_all
 from dsh_memory_worker.worker.verify.matcher import Leak, TextMatcher
 from dsh_memory_worker.worker.verify.provenance import Provenance

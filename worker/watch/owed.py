@@ -31,7 +31,13 @@ from typing import Final
 from dsh_memory_worker.worker.jobs.pending_repairs import sessions_with_pending_repairs
 from dsh_memory_worker.worker.jobs.reconsolidate import queued_rewrites, queued_sessions
 from dsh_memory_worker.worker.jobs.runtime import Runtime, ms_of
-from dsh_memory_worker.worker.names import JOB_CONSOLIDATE, JOB_LOG_SPAN, JOB_RETRACT, JOB_REWRITE, JOB_SESSION_NODE
+from dsh_memory_worker.worker.names import (
+    JOB_CONSOLIDATE,
+    JOB_LOG_SPAN,
+    JOB_RETRACT,
+    JOB_REWRITE,
+    JOB_SESSION_NODE,
+)
 from dsh_memory_worker.worker.state.failures import Failure
 from dsh_memory_worker.worker.state.progress import Progress
 from dsh_memory_worker.worker.state.sessions import SessionState

@@ -28,11 +28,11 @@ import pytest
 from cli_fork import launcher
 from state_db_support import throwaway_pg_database
 
-from hypatia_lite import shelves
 from dsh_memory_worker.memory.store.base import MemoryStore
 from dsh_memory_worker.memory.store.cli import CliStore
 from dsh_memory_worker.memory.store.factory import StoreConfig, open_store
 from dsh_memory_worker.memory.store.mcp import McpStore
+from hypatia_lite import shelves
 
 PG_SHELF = "pg"
 LITE_TRANSPORTS = ("lite", "cli-lite", "mcp-lite", "lite-pg", "cli-lite-pg", "mcp-lite-pg")
