@@ -105,6 +105,26 @@ refused daemon
 refused worker
 refused reconsolidate --replace --all --workers
 refused relog --all --workers --wait
+# One import name each: the two wheels put exactly dsh_memory_worker and hypatia_lite into
+# site-packages (the console scripts aside).
+tops=$("$T/venv/bin/python" -c 'import importlib.metadata as m
+print(" ".join(sorted({f.parts[0] for d in ("dsh-memory-worker", "hypatia-lite")
+    for f in m.distribution(d).files if f.parts[0] != ".." and not f.parts[0].endswith(".dist-info")})))')
+if [ "$tops" != "dsh_memory_worker hypatia_lite" ]; then
+  echo "base install: the wheels install the top-level names '$tops', not 'dsh_memory_worker hypatia_lite'" >&2
+  failures=$((failures + 1))
+fi
+"$T/venv/bin/python" -m dsh_memory_worker --version >"$T/out" 2>&1 \
+  || { echo "base install: python -m dsh_memory_worker failed:" >&2; tail -n 5 "$T/out" >&2; failures=$((failures + 1)); }
+# The MCP transport, with hypatia-lite's MCP server as the store (a home of its own).
+MEMORY_WORKER_STORE_TRANSPORT=mcp MEMORY_WORKER_STORE_BINARY="$T/venv/bin/hypatia-lite" \
+  MEMORY_WORKER_DATA_DIR="$T/data-mcp" MEMORY_WORKER_LITE_HOME="$T/lite-mcp" HYPATIA_LITE_HOME="$T/lite-mcp" \
+  expect 0 run --once
+grep -q ", 0 failed" "$T/out" || { echo "base install: run --once over MCP failed jobs:" >&2; tail -n 3 "$T/out" >&2; failures=$((failures + 1)); }
+# The service unit runs this install's memory-worker.
+expect 0 service install --print --manager systemd
+grep -q "^ExecStart=\"$T/venv/bin/memory-worker\" \"run\"" "$T/out" \
+  || { echo "base install: the service unit does not run $T/venv/bin/memory-worker:" >&2; grep ExecStart "$T/out" >&2; failures=$((failures + 1)); }
 "$T/venv/bin/hypatia-lite" --version >"$T/out" 2>&1 \
   && "$T/venv/bin/hypatia-lite" search "build" >"$T/out" 2>&1 \
   || { echo "base install: hypatia-lite failed:" >&2; tail -n 5 "$T/out" >&2; failures=$((failures + 1)); }

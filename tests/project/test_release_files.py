@@ -47,7 +47,7 @@ def test_contributing_runs_the_static_checks_on_the_folders_the_suite_checks() -
     for command in ruff:
         words = shlex.split(command)
         assert tuple(w for w in words[2:] if not w.startswith("-")) == code, command
-    assert ".venv/bin/mypy" in _commands("CONTRIBUTING.md")
+    assert ".venv/bin/python tests/support/typecheck.py" in _commands("CONTRIBUTING.md")
 
 
 def test_every_path_and_module_contributing_runs_exists() -> None:
