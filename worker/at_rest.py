@@ -15,12 +15,11 @@ The *fingerprint* is the ``stat`` (mode, size, mtime, ctime, inode, device) of e
 reads or that could change what it does: the state database (and its ``-wal`` / ``-journal``),
 the sessions root, its project and session directories and every file in a session directory,
 listed by the very function that decides what the full run finds
-(:func:`dsh_memory_worker.memory.dsh.locate.listed_paths`, so a session the full run reads is never
-outside the
+(:func:`memory.dsh.locate.listed_paths`, so a session the full run reads is never outside the
 fingerprint, whatever its name), every file of the hypatia-lite home (shelves, registry), the
-config file, and every source file of the installed ``worker`` and ``memory`` packages and of
-``hypatia_lite`` and ``migrations`` beside them when they are top-level (a code upgrade, a new
-migration; their ``__pycache__`` directories are left out).
+config file, and every source file of the packages a run executes (:data:`CODE_PACKAGES`,
+wherever each is installed: a code upgrade, a new migration; their ``__pycache__`` directories
+are left out).
 
 A record says "a full ``run --once`` over exactly this fingerprint changed no file and did
 nothing" (its summary line kept), or "``status`` over exactly this fingerprint showed these
@@ -52,6 +51,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import json
 import os
 import sys
@@ -111,6 +111,23 @@ class Inputs:
     code: tuple[str, ...]
 
 
+#: The packages whose source a run executes: the worker, the domain, the store (hypatia-lite, a
+#: distribution of its own) and the Alembic scripts.
+CODE_PACKAGES: Final = (
+    "dsh_memory_worker.worker",
+    "dsh_memory_worker.memory",
+    "hypatia_lite",
+    "dsh_memory_worker.migrations",
+)
+
+
+def _package_dir(name: str) -> Path:
+    """Where package ``name`` is installed, found without importing it."""
+    spec = importlib.util.find_spec(name)
+    assert spec is not None and spec.submodule_search_locations, name
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
 def lite_home(settings: Settings) -> Path:
     """hypatia-lite's home for ``settings`` (as the lite store resolves it)."""
     if settings.lite_home is not None:
@@ -133,13 +150,7 @@ def inputs_of(settings: Settings, config: Path | None) -> Inputs | None:
     home = lite_home(settings)
     if not _shelf_inside(home, settings.store_shelf):
         return None
-    from dsh_memory_worker import memory, worker
-
-    code = [Path(worker.__file__).parent, Path(next(iter(memory.__path__)))]
-    for sibling in ("hypatia_lite", "migrations"):  # the store and the Alembic scripts, when
-        beside = code[0].parent / sibling  # they are top-level packages beside `worker`
-        if beside.is_dir():
-            code.append(beside)
+    code = [_package_dir(name) for name in CODE_PACKAGES]
     if settings.migrations_dir is not None:
         code.append(Path(settings.migrations_dir))
     raw_config = config if config is not None else os.environ.get("MEMORY_WORKER_CONFIG")

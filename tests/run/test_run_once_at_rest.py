@@ -264,3 +264,23 @@ def test_lite_home_is_the_lite_stores(tmp_path: Path, monkeypatch: pytest.Monkey
         assert at_rest.lite_home(load_settings(None)) == lite_home(None)
     explicit = load_settings(None, lite_home=tmp_path / "explicit")
     assert at_rest.lite_home(explicit) == lite_home(tmp_path / "explicit")
+
+
+def test_the_fingerprint_covers_every_package_the_run_executes(tmp_path: Path) -> None:
+    """A code upgrade is an input: the fingerprint reads the source of the worker, the domain,
+    the store (hypatia-lite, a distribution of its own) and the Alembic scripts, wherever each
+    is installed."""
+    import hypatia_lite
+    from dsh_memory_worker import memory, migrations, worker
+    from dsh_memory_worker.worker.settings import load_settings
+
+    (tmp_path / "lite" / "default").mkdir(parents=True)
+    registry = {"shelves": {"default": str(tmp_path / "lite" / "default")}}
+    (tmp_path / "lite" / "shelves.json").write_text(json.dumps(registry))
+    settings = load_settings(
+        config_file="", data_dir=tmp_path / "data", lite_home=tmp_path / "lite"
+    )
+    inputs = at_rest.inputs_of(settings, None)
+    assert inputs is not None
+    packages = {Path(p.__file__).parent for p in (worker, memory, hypatia_lite, migrations)}
+    assert {Path(p) for p in inputs.code} == packages
