@@ -8,6 +8,6 @@ folders and are mapped here when built (``setup.py``): ``dsh_memory_worker.worke
 hypatia-lite, is a distribution of its own (import name ``hypatia_lite``).
 """
 
-from dsh_memory_worker.worker import __version__
-
-__all__ = ["__version__"]
+#: The version of the distribution (pyproject.toml reads it here). This module imports nothing:
+#: every part of the package may read it.
+__version__ = "0.1.0"

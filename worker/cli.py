@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from dsh_memory_worker.worker import __version__
+from dsh_memory_worker import __version__
 from dsh_memory_worker.worker.commands.options import command_group
 
 #: The exit-status table (``--help``'s epilog; docs/cli.md has it per command). ``\b`` keeps

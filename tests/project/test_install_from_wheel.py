@@ -253,6 +253,6 @@ def test_one_import_name_beside_a_collider(wheel_venv: Path, tmp_path: Path) -> 
     ]
     version = _run(Path(python), ["-m", "dsh_memory_worker", "--version"], tmp_path)
     assert (version.returncode, version.stdout) == (0, f"memory-worker {__version__}\n")
-    celery = _run(wheel_venv / "bin" / "celery", ["-A", "dsh_memory_worker", "report"], tmp_path)
+    celery = _run(Path(python), ["-m", "celery", "-A", "dsh_memory_worker", "report"], tmp_path)
     assert celery.returncode == 0, celery.stderr
-    assert "dsh_memory_worker" in celery.stdout
+    assert "task_send_sent_event: True" in celery.stdout  # the worker's app, configured

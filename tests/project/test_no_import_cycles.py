@@ -25,6 +25,8 @@ PACKAGES = {
     "dsh_memory_worker.memory": ROOT / "memory",
     "dsh_memory_worker.worker": ROOT / "worker",
 }
+#: The namespace root's ``__init__``: it holds the version, which any module may read.
+VERSION_HOME = "dsh_memory_worker"
 #: What each package may import of the others.
 MAY_IMPORT = {
     "hypatia_lite": set(),
@@ -173,9 +175,17 @@ def test_packages_import_one_way_down(graph: dict[str, set[str]]) -> None:
         f"{module} -> {target}"
         for module, targets in graph.items()
         for target in targets
-        if (pkg := _package(target)) != (own := _package(module)) and pkg not in MAY_IMPORT[own]
+        if (pkg := _package(target)) != (own := _package(module))
+        and pkg not in MAY_IMPORT[own]
+        and target != VERSION_HOME
     )
     assert not wrong, "imports against the packages' order:\n" + "\n".join(wrong)
+
+
+def test_the_version_home_imports_nothing(graph: dict[str, set[str]]) -> None:
+    """Every package may read the version from the namespace root because the root's
+    ``__init__`` imports nothing of the project (importing the domain loads no worker code)."""
+    assert graph[VERSION_HOME] == set()
 
 
 def test_every_worker_module_has_a_floor(graph: dict[str, set[str]]) -> None:

@@ -12,7 +12,7 @@ import pytest
 from conftest import REPO
 from venv_snapshot import run_wheels
 
-from dsh_memory_worker.worker import __version__
+from dsh_memory_worker import __version__
 
 pytestmark = pytest.mark.integration
 

@@ -93,11 +93,32 @@ def _link_tree(dist: md.Distribution, site: Path) -> None:
             shutil.copy2(source, target)
 
 
+#: What a checkout holds besides its sources: left out of the copy a wheel is built from.
+_NOT_SOURCES = shutil.ignore_patterns(
+    ".git",
+    ".venv",
+    "build",
+    "dist",
+    "*.egg-info",
+    "__pycache__",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    ".hypothesis",
+    "node_modules",
+)
+
+
 def build_wheel(source: Path, dest: Path) -> Path:
-    """The wheel pip builds from ``source`` (``pip wheel --no-deps``, build isolation) in
-    ``dest``."""
+    """The wheel pip builds (``pip wheel --no-deps``, build isolation) in ``dest`` from a copy of
+    ``source`` without its build products: setuptools packs whatever a checkout's ``build/lib``
+    still holds from an earlier build (packages since renamed, say), which no user's clean
+    checkout has."""
+    copy = dest.parent / f"source-of-{dest.name}"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(source, copy, ignore=_NOT_SOURCES, symlinks=True)
     subprocess.run(
-        [*_PIP, "wheel", "--no-deps", "-w", str(dest), str(source)],
+        [*_PIP, "wheel", "--no-deps", "-w", str(dest), str(copy)],
         check=True,
         capture_output=True,
         timeout=600,
