@@ -20,7 +20,9 @@ while this script's output differs from the file (a pin added, removed or change
 from __future__ import annotations
 
 import json
+import sysconfig
 from importlib.metadata import Distribution, distribution
+from pathlib import Path
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -30,9 +32,14 @@ EXTRAS = frozenset({"distributed"})
 
 
 def installed_from_directory(dist: Distribution) -> bool:
-    """Whether pip installed ``dist`` from a local directory (PEP 610 ``dir_info``)."""
+    """Whether ``dist`` comes from a local directory: pip recorded ``dir_info`` (PEP 610), or its
+    metadata was found outside the interpreter's site-packages (an ``.egg-info`` an editable
+    build left in the source tree, which comes first when that tree is on ``sys.path``)."""
     recorded = dist.read_text("direct_url.json")
-    return recorded is not None and "dir_info" in json.loads(recorded)
+    if recorded is not None:
+        return "dir_info" in json.loads(recorded)
+    site = {Path(sysconfig.get_paths()[key]).resolve() for key in ("purelib", "platlib")}
+    return Path(str(dist.locate_file(""))).resolve() not in site
 
 
 def runtime_closure(root: str = ROOT, extras: frozenset[str] = EXTRAS) -> dict[str, str]:

@@ -12,6 +12,7 @@ import io
 import runpy
 import tomllib
 from contextlib import redirect_stdout
+from importlib.metadata import PathDistribution, distribution
 from pathlib import Path
 
 from packaging.requirements import Requirement
@@ -112,3 +113,16 @@ def test_drift_names_every_added_removed_and_changed_pin() -> None:
         "+ new==0.1 (installed, not pinned)",
         "~ openai: pinned 3.57.0, installed 3.58.0",
     ]
+
+
+def test_metadata_left_in_a_source_tree_counts_as_from_a_directory(tmp_path: Path) -> None:
+    """An editable build leaves ``<name>.egg-info`` in the source tree; when that tree is on
+    ``sys.path`` (pytest puts a test package's parent there) its metadata is found before the
+    installed one and has no ``direct_url.json``: it still comes from a directory. What pip
+    installed from the index into site-packages does not."""
+    script = runpy.run_path(str(REPO / "deploy" / "constraints.py"))
+    egg = tmp_path / "hypatia_lite.egg-info"
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: hypatia-lite\nVersion: 0.1.0\n")
+    assert script["installed_from_directory"](PathDistribution(egg)) is True
+    assert script["installed_from_directory"](distribution("packaging")) is False
