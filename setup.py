@@ -10,20 +10,17 @@ dependencies, package data) is in ``pyproject.toml``."""
 from setuptools import find_packages, setup
 
 NAMESPACE = "dsh_memory_worker"
-#: Top-level folder → the package it installs as.
-FOLDERS = {"worker": f"{NAMESPACE}.worker", "memory": f"{NAMESPACE}.memory"}
+#: The top-level folders, each installed as ``dsh_memory_worker.<folder>`` (their subpackages
+#: follow); ``worker/demo/`` is package data, not a package.
+FOLDERS = ("worker", "memory", "migrations")
 
 setup(
     packages=[
         NAMESPACE,
         *(
             f"{NAMESPACE}.{name}"
-            for name in find_packages(include=["memory*", "worker*"], exclude=["worker.demo*"])
+            for name in find_packages(include=[f"{f}*" for f in FOLDERS], exclude=["worker.demo*"])
         ),
-        f"{NAMESPACE}.migrations",
     ],
-    package_dir={
-        **{package: folder for folder, package in FOLDERS.items()},
-        f"{NAMESPACE}.migrations": "migrations",
-    },
+    package_dir={f"{NAMESPACE}.{folder}": folder for folder in FOLDERS},
 )
