@@ -135,16 +135,21 @@ def test_prefork_worker_answers_ping_names_each_job_and_counts_every_child(
         assert f"{node}: OK" in answer and "pong" in answer
 
         succeeded = threading.Event()
+        bound = threading.Event()  # an event of our worker's arrived: the receiver's queue is bound
         expected = sum(JOBS.values())
 
         def on_event(event: dict[str, Any]) -> None:
+            if event.get("hostname") == node:
+                bound.set()
             if event.get("hostname") == node and event["type"].startswith("task-"):
                 seen.append(event)
                 if sum(1 for e in seen if e["type"] == "task-succeeded") >= expected:
                     succeeded.set()
 
         with receiving(app, on_event, timeout_s=60):
-            time.sleep(0.5)  # the receiver binds its queue before the first task is sent
+            # Only events sent after the receiver bound its queue arrive: send the tasks once one
+            # of the worker's own (its heartbeat, every 2 s) has.
+            assert bound.wait(120), "no event of the worker: " + log_path.read_text()[-3000:]
             for job, count in JOBS.items():
                 for n in range(count):
                     tasks.enqueue(job, f"no-such-{job}-{n}", "default")
