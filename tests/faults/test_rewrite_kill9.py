@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 from cli_fork import start_cli
 from cluster_support import wait_for
 from model_server import ModelServer, Reply, model_server_fixture  # noqa: F401
-from pipeline_support import dump
+from pipeline_support import dump as dump_of
 from rewrite_support import consolidate_with_a, env_for, scripted, write_sessions
 from typer.testing import CliRunner, Result
 
@@ -48,6 +49,14 @@ def replace(root: Path, server: ModelServer) -> Result:
     )
 
 
+def dump(root: Path) -> dict[str, Any]:
+    """The store of ``root``, with each entry's ``_Recorded: <UTC date>_`` line read as the day
+    it names, not compared: the reference and the crashed store are written minutes apart, and
+    a run that straddles midnight (UTC) records the next day."""
+    text = re.sub(r"_Recorded: \d{4}-\d{2}-\d{2}_", "_Recorded: <day>_", json.dumps(dump_of(root)))
+    return dict(json.loads(text))
+
+
 def test_kill9_mid_replace_then_rerun_converges_on_the_uninterrupted_store(
     tmp_path: Path, model_server: ModelServer
 ) -> None:
@@ -62,6 +71,7 @@ def test_kill9_mid_replace_then_rerun_converges_on_the_uninterrupted_store(
     assert done.exit_code == 0, done.output
     expected = dump(reference)
     assert "ALPHA" not in json.dumps(expected)
+    assert "_Recorded: <day>_" in json.dumps(expected)  # the entries carry a recorded day
 
     # A process of its own, forked from the pre-imported server (cli_fork): kill -9 ends it.
     proc = start_cli(
