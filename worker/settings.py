@@ -19,7 +19,7 @@ import zoneinfo
 from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import (
@@ -43,9 +43,7 @@ from pydantic_settings import (
 from pydantic_settings import SettingsError as SourceError
 
 from dsh_memory_worker.memory.constants import DEFAULT_WITHDRAWAL_WHITELIST
-
-if TYPE_CHECKING:
-    from platformdirs.api import PlatformDirsABC
+from dsh_memory_worker.worker.data_dir import DATA_DIR_NAME, default_data_dir
 
 ENV_PREFIX = "MEMORY_WORKER_"
 CONFIG_ENV = "MEMORY_WORKER_CONFIG"
@@ -116,13 +114,6 @@ def _default_dsh_home() -> Path:
     return Path(raw).expanduser() if raw else Path.home() / ".dsh"
 
 
-#: The directory name of the worker's own files under the platform's data directory.
-DATA_DIR_NAME = "dsh-memory-worker"
-
-#: platformdirs' class for this platform when None; a test gives it platformdirs' macOS class.
-_platform_dirs: type[PlatformDirsABC] | None = None
-
-
 def _old_data_dir() -> Path:
     """The rule every platform had before platformdirs (and Linux keeps, as platformdirs does):
     ``$XDG_DATA_HOME/dsh-memory-worker``, else ``~/.local/share/dsh-memory-worker``."""
@@ -131,29 +122,8 @@ def _old_data_dir() -> Path:
     return base / DATA_DIR_NAME
 
 
-def default_data_dir() -> tuple[Path, bool]:
-    """The default ``data_dir`` and whether it is the old location kept for an existing home.
-
-    platformdirs' user data directory: ``~/Library/Application Support`` on macOS; on Linux
-    (platformdirs' Unix rule) exactly the old rule, ``$XDG_DATA_HOME`` honoured even where
-    platformdirs would ignore it (a relative or ``~/…`` value). Where the platform's directory
-    differs from the old rule's and the old one already holds a state database (the new one
-    none), the old one stays in use: a home made before keeps working where it is."""
-    from platformdirs import PlatformDirs
-    from platformdirs.unix import Unix
-
-    old = _old_data_dir()
-    kind = _platform_dirs or PlatformDirs
-    if issubclass(kind, Unix):
-        return old, False
-    chosen = Path(kind(DATA_DIR_NAME, appauthor=False).user_data_dir)
-    if chosen != old and (old / "state.db").is_file() and not (chosen / "state.db").exists():
-        return old, True
-    return chosen, False
-
-
 def _default_data_dir() -> Path:
-    return default_data_dir()[0]
+    return default_data_dir(_old_data_dir())[0]
 
 
 # The parsed TOML file for the settings object being built (set only inside load_settings).
@@ -503,7 +473,7 @@ def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Se
             source = "env"
         elif name in values:
             source = "file"
-        elif name == "data_dir" and default_data_dir()[1]:
+        elif name == "data_dir" and default_data_dir(_old_data_dir())[1]:
             source = "default (old location: it holds the state database)"
         elif os.environ.get(_DEFAULT_FROM_ENV.get(name, "")):  # the factory's own test
             source = f"env {_DEFAULT_FROM_ENV[name]}"

@@ -2,7 +2,7 @@
 (``$XDG_DATA_HOME`` honoured, else ``~/.local/share``); on macOS ``~/Library/Application
 Support/dsh-memory-worker``, unless the old ``~/.local/share`` (or ``$XDG_DATA_HOME``) directory
 already holds a state database, which then stays in use and ``config`` says why. macOS is
-faked: platformdirs' own macOS class through the settings' seam, and a temporary HOME."""
+faked: platformdirs' own macOS class through worker/data_dir.py's seam, and a temporary HOME."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from platformdirs.macos import MacOS
 from platformdirs.unix import Unix
 
-from dsh_memory_worker.worker import settings as settings_module
+from dsh_memory_worker.worker import data_dir as data_dir_module
 from dsh_memory_worker.worker.settings import load_settings
 
 _OLD_SOURCE = "default (old location: it holds the state database)"
@@ -33,7 +33,7 @@ def home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 @pytest.fixture
 def mac(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(settings_module, "_platform_dirs", MacOS)
+    monkeypatch.setattr(data_dir_module, "_platform_dirs", MacOS)
 
 
 def _old_home(data_dir: Path) -> None:
@@ -44,7 +44,7 @@ def _old_home(data_dir: Path) -> None:
 def test_linux_keeps_the_xdg_rule(
     monkeypatch: pytest.MonkeyPatch, home: Path, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(settings_module, "_platform_dirs", Unix)
+    monkeypatch.setattr(data_dir_module, "_platform_dirs", Unix)
     plain = load_settings()
     assert plain.data_dir == home / ".local" / "share" / "dsh-memory-worker"
     assert plain.value_sources["data_dir"] == "default"

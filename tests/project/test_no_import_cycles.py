@@ -18,9 +18,7 @@ import pytest
 ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
 #: Each package's import name → its folder in the checkout.
 PACKAGES = {
-    "hypatia_lite": next(
-        p for p in (ROOT / "hypatia-lite" / "hypatia_lite", ROOT / "hypatia_lite") if p.is_dir()
-    ),
+    "hypatia_lite": ROOT / "hypatia-lite" / "hypatia_lite",
     "dsh_memory_worker": ROOT / "dsh_memory_worker",
     "dsh_memory_worker.memory": ROOT / "memory",
     "dsh_memory_worker.worker": ROOT / "worker",
@@ -58,6 +56,7 @@ WORKER_FLOORS: tuple[tuple[str, ...], ...] = (
     ("dsh_memory_worker.worker.state",),
     (
         "dsh_memory_worker.worker.settings",
+        "dsh_memory_worker.worker.data_dir",
         "dsh_memory_worker.worker.logs",
         "dsh_memory_worker.worker.names",
         "dsh_memory_worker.worker.demo",

@@ -24,14 +24,6 @@ LAYOUT = {f"{NAMESPACE}/worker": "worker", f"{NAMESPACE}/memory": "memory"}
 PACKAGES = (NAMESPACE, "hypatia_lite")
 
 
-def lite_folder() -> Path:
-    """Where the ``hypatia_lite`` package lives in this checkout."""
-    for candidate in (REPO / "hypatia-lite" / "hypatia_lite", REPO / "hypatia_lite"):
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError("no hypatia_lite package in the checkout")
-
-
 def _link(link: Path, target: Path) -> None:
     if link.is_symlink() and link.resolve() == target.resolve():
         return
@@ -48,7 +40,7 @@ def lay_out(root: Path) -> Path:
             _link(root / NAMESPACE / item.name, item)
     for installed, folder in LAYOUT.items():
         _link(root / installed, REPO / folder)
-    _link(root / "hypatia_lite", lite_folder())
+    _link(root / "hypatia_lite", REPO / "hypatia-lite" / "hypatia_lite")
     return root
 
 
